@@ -1,0 +1,10 @@
+// Package platform holds the platform-neutral types that every other Herald
+// package speaks: inbound [Event]s with their [Chat] and [User], the
+// [OutboundMessage] a handler sends, the [Sender] and [Adapter] interfaces an
+// integration implements, and the error kinds ([NewRetryAfter], [Permanent])
+// through which a platform tells the sender middleware whether and when a
+// failed send may be tried again.
+//
+// Event and OutboundMessage are plain values that serialise to JSON (an
+// Event's Raw field aside), so events can cross process boundaries unchanged.
+package platform

@@ -1,0 +1,47 @@
+package platform
+
+import (
+	"context"
+	"time"
+)
+
+// SendRequest asks a [Sender] to deliver Message to Target. Platform names
+// the adapter the request is for ([Adapter.Name]); the engine sets it, and
+// middleware uses it to label logs and metrics.
+type SendRequest struct {
+	Platform string          `json:"platform,omitempty"`
+	Target   Chat            `json:"target"`
+	Message  OutboundMessage `json:"message"`
+}
+
+// SendResult describes a delivered message: the platform's ID for it (empty
+// where the platform does not return one, such as an asynchronous OneBot
+// send), the chat it went to, and when the platform accepted it. When a long
+// text is split into several messages, MessageID is the last part's.
+type SendResult struct {
+	MessageID string    `json:"message_id,omitempty"`
+	ChatID    string    `json:"chat_id"`
+	SentAt    time.Time `json:"sent_at"`
+}
+
+// Sender delivers messages to a platform.
+//
+// Send blocks until the platform has accepted or refused the message, or ctx
+// ends; it returns ctx's error (possibly wrapped) in the last case. A failed
+// send's error says whether trying again can help: errors made with
+// [Permanent] must not be retried, errors made with [NewRetryAfter] may be
+// retried after the given time, and any other error may be retried after a
+// backoff. Implementations must be safe for concurrent use; Herald's
+// dispatcher calls Send for one chat at a time but for many chats at once.
+type Sender interface {
+	Send(ctx context.Context, req SendRequest) (SendResult, error)
+}
+
+// SenderFunc adapts an ordinary function to the [Sender] interface, as
+// http.HandlerFunc does for http.Handler.
+type SenderFunc func(ctx context.Context, req SendRequest) (SendResult, error)
+
+// Send calls f(ctx, req).
+func (f SenderFunc) Send(ctx context.Context, req SendRequest) (SendResult, error) {
+	return f(ctx, req)
+}
