@@ -1,0 +1,237 @@
+package telegramtest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+	"unicode/utf16"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+)
+
+// Telegram's limits, in UTF-16 code units and bytes. The fake counts the
+// text as sent, markup included, so it is stricter than Telegram, which
+// counts after parsing the markup.
+const (
+	maxTextLen     = 4096
+	maxCaptionLen  = 1024
+	maxCallbackLen = 64
+)
+
+// SentMessage is a message the server accepted from the bot.
+type SentMessage struct {
+	// Method is "sendMessage", "sendPhoto" or "sendDocument".
+	Method string
+	// Kind is "text", "photo" or "document".
+	Kind string
+	// ChatID is the chat the message went to and MessageID the ID the
+	// server gave it (counted per chat from 1).
+	ChatID    int64
+	MessageID int
+	// Text is the message's text, or the caption of a photo or document.
+	Text string
+	// ParseMode is the parse_mode sent: "", "Markdown", "MarkdownV2" or
+	// "HTML".
+	ParseMode string
+	// ReplyToMessageID is the reply_to_message_id sent, or 0.
+	ReplyToMessageID int
+	// Keyboard holds the inline keyboard sent, or nil.
+	Keyboard [][]tgbotapi.InlineKeyboardButton
+	// FileURL is the URL (or file ID) of a photo or document sent by
+	// reference; FileName and FileData describe an uploaded one.
+	FileURL  string
+	FileName string
+	FileData []byte
+	// At is when the server accepted the message.
+	At time.Time
+}
+
+// Sent returns, in the order they were accepted, the messages sent to
+// chatID.
+func (s *Server) Sent(chatID int64) []SentMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []SentMessage
+	for _, m := range s.sent {
+		if m.ChatID == chatID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// AllSent returns every message the server accepted, in order.
+func (s *Server) AllSent() []SentMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]SentMessage(nil), s.sent...)
+}
+
+// WaitSent waits until at least n messages were sent to chatID and returns
+// them all (possibly more than n). If ctx ends or the server is closed
+// first, it returns the messages sent so far with ctx's error or
+// [ErrClosed].
+func (s *Server) WaitSent(ctx context.Context, chatID int64, n int) ([]SentMessage, error) {
+	var got []SentMessage
+	err := s.WaitUntil(ctx, func() bool {
+		got = s.Sent(chatID)
+		return len(got) >= n
+	})
+	return got, err
+}
+
+// CallbackAnswer is an answerCallbackQuery call the server received.
+type CallbackAnswer struct {
+	CallbackQueryID string
+	Text            string
+	ShowAlert       bool
+	At              time.Time
+}
+
+// CallbackAnswers returns the answerCallbackQuery calls received, in order.
+func (s *Server) CallbackAnswers() []CallbackAnswer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]CallbackAnswer(nil), s.answers...)
+}
+
+func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
+
+func badRequest(w http.ResponseWriter, desc string) {
+	writeError(w, http.StatusBadRequest, "Bad Request: "+desc, nil)
+}
+
+// send handles sendMessage, sendPhoto and sendDocument.
+func (s *Server) send(w http.ResponseWriter, method string, p url.Values, files map[string]upload) {
+	chatID, err := strconv.ParseInt(p.Get("chat_id"), 10, 64)
+	if err != nil || chatID == 0 {
+		badRequest(w, "chat not found")
+		return
+	}
+	m := SentMessage{Method: method, ChatID: chatID, ParseMode: p.Get("parse_mode")}
+	switch m.ParseMode {
+	case "", tgbotapi.ModeMarkdown, tgbotapi.ModeMarkdownV2, tgbotapi.ModeHTML:
+	default:
+		badRequest(w, "unsupported parse_mode")
+		return
+	}
+	if v := p.Get("reply_to_message_id"); v != "" {
+		if m.ReplyToMessageID, err = strconv.Atoi(v); err != nil {
+			badRequest(w, "invalid reply_to_message_id")
+			return
+		}
+	}
+	if v := p.Get("reply_markup"); v != "" {
+		var kb tgbotapi.InlineKeyboardMarkup
+		if json.Unmarshal([]byte(v), &kb) != nil {
+			badRequest(w, "can't parse reply keyboard markup JSON object")
+			return
+		}
+		for _, row := range kb.InlineKeyboard {
+			for _, b := range row {
+				if b.CallbackData != nil && len(*b.CallbackData) > maxCallbackLen {
+					badRequest(w, "BUTTON_DATA_INVALID")
+					return
+				}
+			}
+		}
+		m.Keyboard = kb.InlineKeyboard
+	}
+
+	result := tgbotapi.Message{Chat: s.chat(chatID)}
+	switch method {
+	case "sendMessage":
+		m.Kind, m.Text = "text", p.Get("text")
+		if m.Text == "" {
+			badRequest(w, "message text is empty")
+			return
+		}
+		if utf16Len(m.Text) > maxTextLen {
+			badRequest(w, "message is too long")
+			return
+		}
+		result.Text = m.Text
+	default:
+		field := "photo"
+		if method == "sendDocument" {
+			field = "document"
+		}
+		m.Kind, m.Text = field, p.Get("caption")
+		if utf16Len(m.Text) > maxCaptionLen {
+			badRequest(w, "message caption is too long")
+			return
+		}
+		if f, ok := files[field]; ok {
+			m.FileName, m.FileData = f.name, f.data
+		} else if m.FileURL = p.Get(field); m.FileURL == "" {
+			badRequest(w, "there is no "+field+" in the request")
+			return
+		}
+		result.Caption = m.Text
+		fileID := "file-" + field
+		if field == "photo" {
+			result.Photo = []tgbotapi.PhotoSize{{FileID: fileID, FileUniqueID: fileID}}
+		} else {
+			result.Document = &tgbotapi.Document{FileID: fileID, FileUniqueID: fileID, FileName: m.FileName}
+		}
+	}
+
+	s.mu.Lock()
+	m.MessageID = s.nextMessageIDLocked(chatID)
+	m.At = time.Now()
+	s.sent = append(s.sent, m)
+	s.notifyLocked()
+	bot := s.bot
+	s.mu.Unlock()
+
+	result.MessageID = m.MessageID
+	result.From = &bot
+	result.Date = int(m.At.Unix())
+	if m.ReplyToMessageID != 0 {
+		result.ReplyToMessage = &tgbotapi.Message{MessageID: m.ReplyToMessageID, Chat: result.Chat}
+	}
+	if m.Keyboard != nil {
+		result.ReplyMarkup = &tgbotapi.InlineKeyboardMarkup{InlineKeyboard: m.Keyboard}
+	}
+	writeResult(w, result)
+}
+
+func (s *Server) answerCallback(w http.ResponseWriter, p url.Values) {
+	id := p.Get("callback_query_id")
+	if id == "" {
+		badRequest(w, "query is too old and response timeout expired or query ID is invalid")
+		return
+	}
+	s.mu.Lock()
+	s.answers = append(s.answers, CallbackAnswer{
+		CallbackQueryID: id, Text: p.Get("text"), ShowAlert: p.Get("show_alert") == "true", At: time.Now(),
+	})
+	s.notifyLocked()
+	s.mu.Unlock()
+	writeResult(w, true)
+}
+
+func (s *Server) setWebhook(w http.ResponseWriter, p url.Values) {
+	info := WebhookInfo{URL: p.Get("url"), SecretToken: p.Get("secret_token")}
+	if v := p.Get("allowed_updates"); v != "" {
+		if json.Unmarshal([]byte(v), &info.AllowedUpdates) != nil {
+			badRequest(w, "can't parse allowed_updates JSON array")
+			return
+		}
+	}
+	if info.URL != "" {
+		u, err := url.Parse(info.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			badRequest(w, "bad webhook: invalid URL")
+			return
+		}
+	}
+	s.mu.Lock()
+	s.webhook = info
+	s.notifyLocked()
+	s.mu.Unlock()
+	writeResult(w, true)
+}

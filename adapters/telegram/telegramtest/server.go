@@ -1,0 +1,348 @@
+package telegramtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+)
+
+// ErrClosed is returned by the waiting methods of a [Server] that was closed
+// while they waited.
+var ErrClosed = errors.New("telegramtest: server closed")
+
+// maxBody bounds a request body (uploads included).
+const maxBody = 64 << 20
+
+// An Option configures a [Server] made by [NewServer].
+type Option interface {
+	apply(*Server)
+}
+
+type optionFunc func(*Server)
+
+func (f optionFunc) apply(s *Server) { f(s) }
+
+// WithToken makes the server accept only token; a request with any other
+// token is answered with 401 Unauthorized, as Telegram answers a revoked
+// token. Without it any non-empty token is accepted. Repeated use keeps the
+// last token.
+func WithToken(token string) Option {
+	return optionFunc(func(s *Server) { s.token = token })
+}
+
+// WithBot sets the identity getMe returns and the sender of the bot's own
+// messages. The default is a bot with ID 1, first name "Herald Test Bot" and
+// username "herald_test_bot". Repeated use keeps the last identity; IsBot is
+// always set.
+func WithBot(u tgbotapi.User) Option {
+	return optionFunc(func(s *Server) { s.bot = u; s.bot.IsBot = true })
+}
+
+// DefaultBot is the identity a [Server] reports when no [WithBot] is given.
+var DefaultBot = tgbotapi.User{ID: 1, IsBot: true, FirstName: "Herald Test Bot", UserName: "herald_test_bot"}
+
+// Server is a fake Telegram Bot API server. Create one with [NewServer] and
+// stop it with [Server.Close]; the zero value is not usable. All methods are
+// safe for concurrent use.
+//
+// The server keeps the updates pushed to it until a getUpdates call confirms
+// them (by asking for a higher offset), as Telegram does, and records every
+// message a bot sent successfully with the time it was accepted.
+type Server struct {
+	ts     *httptest.Server
+	token  string
+	bot    tgbotapi.User
+	closed chan struct{}
+	once   sync.Once
+
+	mu           sync.Mutex
+	changed      chan struct{} // closed and replaced on every change of state
+	updates      []storedUpdate
+	nextUpdateID int
+	offset       int
+	pollKick     chan struct{} // closed when a newer getUpdates starts
+	waitingPolls int
+	messageIDs   map[int64]int
+	callbacks    int
+	sent         []SentMessage
+	answers      []CallbackAnswer
+	requests     map[string]int
+	webhook      WebhookInfo
+	rules        []*rule
+}
+
+// upload is a file sent in a multipart request.
+type upload struct {
+	name string
+	data []byte
+}
+
+type storedUpdate struct {
+	id  int
+	raw json.RawMessage
+}
+
+// NewServer starts a fake Bot API server on 127.0.0.1. The caller must call
+// [Server.Close] when done.
+func NewServer(opts ...Option) *Server {
+	s := &Server{
+		bot:          DefaultBot,
+		closed:       make(chan struct{}),
+		changed:      make(chan struct{}),
+		pollKick:     make(chan struct{}),
+		nextUpdateID: 1,
+		messageIDs:   make(map[int64]int),
+		requests:     make(map[string]int),
+	}
+	for _, o := range opts {
+		o.apply(s)
+	}
+	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	return s
+}
+
+// Close wakes every waiting long poll and slow response, shuts the server
+// down and waits for its requests to finish. Methods waiting on the server
+// return [ErrClosed]. Close may be called more than once.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		close(s.closed)
+		s.ts.Close()
+	})
+}
+
+// URL returns the server's base URL, such as "http://127.0.0.1:40123".
+func (s *Server) URL() string { return s.ts.URL }
+
+// Endpoint returns the API endpoint format for the server, URL()+"/bot%s/%s":
+// the first %s is the token and the second the method, like
+// tgbotapi.APIEndpoint.
+func (s *Server) Endpoint() string { return s.ts.URL + "/bot%s/%s" }
+
+// Bot returns the identity the server reports for getMe.
+func (s *Server) Bot() tgbotapi.User { return s.bot }
+
+// notifyLocked wakes everything waiting for a change. s.mu must be held.
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// WaitUntil waits until cond returns true, calling it again after every
+// change of the server's state (an update pushed or confirmed, a request
+// received, a message sent). It returns nil when cond is true, ctx's error
+// if ctx ends first and [ErrClosed] if the server is closed. cond runs with
+// no lock held and may call the server's methods.
+func (s *Server) WaitUntil(ctx context.Context, cond func() bool) error {
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closed:
+			return ErrClosed
+		}
+	}
+}
+
+// Requests returns how many requests for method (such as "sendMessage") the
+// server has received, failed ones included.
+func (s *Server) Requests(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[method]
+}
+
+// WaitRequests waits until the server has received at least n requests for
+// method. Its errors are [Server.WaitUntil]'s.
+func (s *Server) WaitRequests(ctx context.Context, method string, n int) error {
+	return s.WaitUntil(ctx, func() bool { return s.Requests(method) >= n })
+}
+
+// WebhookInfo is the webhook a bot registered with setWebhook.
+type WebhookInfo struct {
+	URL            string
+	SecretToken    string
+	AllowedUpdates []string
+}
+
+// Webhook returns the webhook registered with setWebhook; its URL is empty
+// when none is set (none was registered, or deleteWebhook removed it). While
+// a webhook is set, getUpdates fails with 409 Conflict, as on Telegram.
+func (s *Server) Webhook() WebhookInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.webhook
+	w.AllowedUpdates = append([]string(nil), w.AllowedUpdates...)
+	return w
+}
+
+// methods maps lower-cased method names to Telegram's spelling; the Bot API
+// treats method names case-insensitively.
+var methods = map[string]string{}
+
+func init() {
+	for _, m := range []string{"getMe", "getUpdates", "sendMessage", "sendPhoto", "sendDocument",
+		"answerCallbackQuery", "setWebhook", "deleteWebhook"} {
+		methods[strings.ToLower(m)] = m
+	}
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
+	token, method, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 || method == "" {
+		writeError(w, http.StatusNotFound, "Not Found", nil)
+		return
+	}
+	if canon, ok := methods[strings.ToLower(method)]; ok {
+		method = canon
+	}
+	params, files, err := readParams(w, r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "Bad Request: "+err.Error(), nil)
+		return
+	}
+	s.mu.Lock()
+	s.requests[method]++
+	s.notifyLocked()
+	s.mu.Unlock()
+
+	if token == "" || (s.token != "" && token != s.token) {
+		writeError(w, http.StatusUnauthorized, "Unauthorized", nil)
+		return
+	}
+	req := Request{Method: method, Params: params}
+	req.ChatID, _ = strconv.ParseInt(params.Get("chat_id"), 10, 64)
+	if f := s.matchFault(req); f != nil {
+		if f.Delay > 0 && !s.sleep(r.Context(), f.Delay) {
+			return
+		}
+		if f.Status != 0 || f.HTML {
+			writeFault(w, *f)
+			return
+		}
+	}
+
+	switch method {
+	case "getMe":
+		writeResult(w, s.bot)
+	case "getUpdates":
+		s.getUpdates(w, r, params)
+	case "sendMessage", "sendPhoto", "sendDocument":
+		s.send(w, method, params, files)
+	case "answerCallbackQuery":
+		s.answerCallback(w, params)
+	case "setWebhook":
+		s.setWebhook(w, params)
+	case "deleteWebhook":
+		s.mu.Lock()
+		s.webhook = WebhookInfo{}
+		if params.Get("drop_pending_updates") == "true" {
+			s.updates = nil
+		}
+		s.notifyLocked()
+		s.mu.Unlock()
+		writeResult(w, true)
+	default:
+		writeError(w, http.StatusNotFound, "Not Found: method not found", nil)
+	}
+}
+
+// sleep waits for d; it reports false if the request or the server ended
+// first.
+func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.closed:
+		return false
+	}
+}
+
+// readParams reads a request's parameters from its query string and from an
+// URL-encoded, multipart or JSON body, as the Bot API accepts all three.
+func readParams(w http.ResponseWriter, r *http.Request) (url.Values, map[string]upload, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "multipart/form-data":
+		if err := r.ParseMultipartForm(maxBody); err != nil {
+			return nil, nil, err
+		}
+		files := make(map[string]upload)
+		for field, fhs := range r.MultipartForm.File {
+			if len(fhs) == 0 {
+				continue
+			}
+			f, err := fhs[0].Open()
+			if err != nil {
+				return nil, nil, err
+			}
+			data, err := io.ReadAll(f)
+			f.Close()
+			if err != nil {
+				return nil, nil, err
+			}
+			files[field] = upload{name: fhs[0].Filename, data: data}
+		}
+		return r.Form, files, nil
+	case "application/json":
+		var m map[string]json.RawMessage
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			return nil, nil, err
+		}
+		params := r.URL.Query()
+		for k, v := range m {
+			var str string
+			if json.Unmarshal(v, &str) == nil {
+				params.Set(k, str)
+			} else {
+				params.Set(k, string(v))
+			}
+		}
+		return params, nil, nil
+	default:
+		if err := r.ParseForm(); err != nil {
+			return nil, nil, err
+		}
+		return r.Form, nil, nil
+	}
+}
+
+func writeResult(w http.ResponseWriter, result any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(struct {
+		OK     bool `json:"ok"`
+		Result any  `json:"result"`
+	}{true, result})
+}
+
+func writeError(w http.ResponseWriter, status int, description string, params *tgbotapi.ResponseParameters) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(tgbotapi.APIResponse{
+		Ok: false, ErrorCode: status, Description: description, Parameters: params,
+	})
+}

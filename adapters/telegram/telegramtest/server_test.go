@@ -1,0 +1,452 @@
+package telegramtest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+)
+
+const token = "123:secret-token"
+
+var ann = tgbotapi.User{ID: 7, FirstName: "Ann", UserName: "ann"}
+
+// call posts params to method and decodes Telegram's answer.
+func call(t *testing.T, srv *telegramtest.Server, tok, method string, params url.Values) (int, tgbotapi.APIResponse) {
+	t.Helper()
+	return callCtx(t, context.Background(), srv, tok, method, params)
+}
+
+func callCtx(t *testing.T, ctx context.Context, srv *telegramtest.Server, tok, method string, params url.Values) (int, tgbotapi.APIResponse) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf(srv.Endpoint(), tok, method), strings.NewReader(params.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var ar tgbotapi.APIResponse
+	if err := json.Unmarshal(body, &ar); err != nil {
+		t.Fatalf("%s: status %d, body %q is not JSON", method, resp.StatusCode, body)
+	}
+	return resp.StatusCode, ar
+}
+
+func updates(t *testing.T, ar tgbotapi.APIResponse) []tgbotapi.Update {
+	t.Helper()
+	var us []tgbotapi.Update
+	if err := json.Unmarshal(ar.Result, &us); err != nil {
+		t.Fatalf("getUpdates result %s: %v", ar.Result, err)
+	}
+	return us
+}
+
+func TestGetMeAndToken(t *testing.T) {
+	srv := telegramtest.NewServer(telegramtest.WithToken(token), telegramtest.WithBot(tgbotapi.User{ID: 99, UserName: "my_bot"}))
+	defer srv.Close()
+
+	status, ar := call(t, srv, token, "getMe", nil)
+	var me tgbotapi.User
+	if status != 200 || !ar.Ok || json.Unmarshal(ar.Result, &me) != nil || me.ID != 99 || me.UserName != "my_bot" || !me.IsBot {
+		t.Fatalf("getMe = %d %+v (%+v)", status, ar, me)
+	}
+	status, ar = call(t, srv, "123:wrong", "getMe", nil)
+	if status != 401 || ar.Ok || ar.ErrorCode != 401 || ar.Description != "Unauthorized" {
+		t.Fatalf("wrong token: %d %+v", status, ar)
+	}
+	if status, _ = call(t, srv, token, "noSuchMethod", nil); status != 404 {
+		t.Fatalf("unknown method: %d", status)
+	}
+	if got := srv.Requests("getMe"); got != 2 {
+		t.Fatalf("Requests(getMe) = %d; want 2", got)
+	}
+
+	// Any non-empty token is accepted by default.
+	any := telegramtest.NewServer()
+	defer any.Close()
+	if status, _ := call(t, any, "whatever", "getMe", nil); status != 200 {
+		t.Fatalf("default server refused a token: %d", status)
+	}
+}
+
+func TestGetUpdatesOffsetsAndLongPoll(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+
+	id1 := srv.SendUserMessage(42, ann, "/start@herald_test_bot now")
+	id2 := srv.SendUserMessage(-100, ann, "hello")
+	if id2 != id1+1 {
+		t.Fatalf("update IDs %d, %d not consecutive", id1, id2)
+	}
+	_, ar := call(t, srv, token, "getUpdates", url.Values{"timeout": {"1"}})
+	us := updates(t, ar)
+	if len(us) != 2 || us[0].UpdateID != id1 || us[1].UpdateID != id2 {
+		t.Fatalf("getUpdates = %+v", us)
+	}
+	m := us[0].Message
+	if m.Text != "/start@herald_test_bot now" || m.Chat.Type != "private" || m.From.ID != ann.ID ||
+		len(m.Entities) != 1 || m.Entities[0].Type != "bot_command" || m.Entities[0].Length != len("/start@herald_test_bot") {
+		t.Fatalf("message = %+v", m)
+	}
+	if us[1].Message.Chat.Type != "group" {
+		t.Fatalf("chat -100 type = %q", us[1].Message.Chat.Type)
+	}
+
+	// Unconfirmed updates come again; a higher offset confirms them.
+	_, ar = call(t, srv, token, "getUpdates", nil)
+	if len(updates(t, ar)) != 2 {
+		t.Fatal("unconfirmed updates not returned again")
+	}
+	_, ar = call(t, srv, token, "getUpdates", url.Values{"offset": {fmt.Sprint(id1 + 1)}, "limit": {"1"}})
+	if us := updates(t, ar); len(us) != 1 || us[0].UpdateID != id2 {
+		t.Fatalf("after confirming %d: %+v", id1, us)
+	}
+	if srv.Offset() != id1+1 || srv.Pending() != 1 {
+		t.Fatalf("Offset, Pending = %d, %d", srv.Offset(), srv.Pending())
+	}
+
+	// A long poll returns as soon as an update arrives.
+	done := make(chan []tgbotapi.Update)
+	go func() {
+		_, ar := call(t, srv, token, "getUpdates", url.Values{"offset": {fmt.Sprint(id2 + 1)}, "timeout": {"30"}})
+		done <- updates(t, ar)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.WaitUntil(ctx, func() bool { return srv.Pending() == 0 }); err != nil {
+		t.Fatal(err)
+	}
+	id3 := srv.SendUserMessage(42, ann, "third")
+	select {
+	case us := <-done:
+		if len(us) != 1 || us[0].UpdateID != id3 {
+			t.Fatalf("long poll = %+v", us)
+		}
+	case <-ctx.Done():
+		t.Fatal("long poll did not return when an update arrived")
+	}
+}
+
+func TestGetUpdatesTimeoutAndConflict(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+
+	start := time.Now()
+	_, ar := call(t, srv, token, "getUpdates", url.Values{"timeout": {"1"}})
+	if us := updates(t, ar); len(us) != 0 || time.Since(start) < 900*time.Millisecond {
+		t.Fatalf("empty long poll = %+v after %v", us, time.Since(start))
+	}
+
+	// A second poller ends the first with 409.
+	first := make(chan int)
+	go func() {
+		status, _ := call(t, srv, token, "getUpdates", url.Values{"timeout": {"30"}})
+		first <- status
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.WaitUntil(ctx, func() bool { return srv.WaitingPolls() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	status, _ := call(t, srv, token, "getUpdates", nil)
+	if status != 200 {
+		t.Fatalf("second poller: %d", status)
+	}
+	if got := <-first; got != http.StatusConflict {
+		t.Fatalf("first poller after the second: %d; want 409", got)
+	}
+
+	// While a webhook is set, getUpdates is refused.
+	if status, _ := call(t, srv, token, "setWebhook", url.Values{"url": {"https://bot.example/hook"}, "secret_token": {"s3"}, "allowed_updates": {`["message"]`}}); status != 200 {
+		t.Fatalf("setWebhook: %d", status)
+	}
+	if w := srv.Webhook(); w.URL != "https://bot.example/hook" || w.SecretToken != "s3" || len(w.AllowedUpdates) != 1 {
+		t.Fatalf("Webhook = %+v", w)
+	}
+	if status, ar := call(t, srv, token, "getUpdates", nil); status != 409 || !strings.Contains(ar.Description, "webhook is active") {
+		t.Fatalf("getUpdates with webhook: %d %+v", status, ar)
+	}
+	call(t, srv, token, "deleteWebhook", nil)
+	if status, _ := call(t, srv, token, "getUpdates", nil); status != 200 || srv.Webhook().URL != "" {
+		t.Fatalf("getUpdates after deleteWebhook: %d", status)
+	}
+}
+
+func TestSendMessageRecorded(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+
+	before := time.Now()
+	status, ar := call(t, srv, token, "sendMessage", url.Values{
+		"chat_id": {"42"}, "text": {"<b>hi</b>"}, "parse_mode": {"HTML"}, "reply_to_message_id": {"5"},
+		"reply_markup": {`{"inline_keyboard":[[{"text":"Yes","callback_data":"y"}]]}`},
+	})
+	var msg tgbotapi.Message
+	if status != 200 || json.Unmarshal(ar.Result, &msg) != nil || msg.MessageID != 1 || msg.Chat.ID != 42 || msg.Text != "<b>hi</b>" {
+		t.Fatalf("sendMessage = %d %s", status, ar.Result)
+	}
+	call(t, srv, token, "sendMessage", url.Values{"chat_id": {"42"}, "text": {"two"}})
+	sent := srv.Sent(42)
+	if len(sent) != 2 {
+		t.Fatalf("Sent(42) = %+v", sent)
+	}
+	m := sent[0]
+	if m.Kind != "text" || m.Text != "<b>hi</b>" || m.ParseMode != "HTML" || m.ReplyToMessageID != 5 ||
+		len(m.Keyboard) != 1 || *m.Keyboard[0][0].CallbackData != "y" || m.At.Before(before) || sent[1].MessageID != 2 {
+		t.Fatalf("recorded %+v", m)
+	}
+	if len(srv.Sent(43)) != 0 || len(srv.AllSent()) != 2 {
+		t.Fatal("messages recorded for the wrong chat")
+	}
+
+	for _, tc := range []struct {
+		name   string
+		params url.Values
+		desc   string
+	}{
+		{"empty", url.Values{"chat_id": {"1"}}, "Bad Request: message text is empty"},
+		{"no chat", url.Values{"text": {"x"}}, "Bad Request: chat not found"},
+		{"too long", url.Values{"chat_id": {"1"}, "text": {strings.Repeat("я", 4097)}}, "Bad Request: message is too long"},
+		{"parse mode", url.Values{"chat_id": {"1"}, "text": {"x"}, "parse_mode": {"BBCode"}}, "Bad Request: unsupported parse_mode"},
+		{"callback data", url.Values{"chat_id": {"1"}, "text": {"x"}, "reply_markup": {`{"inline_keyboard":[[{"text":"a","callback_data":"` + strings.Repeat("x", 65) + `"}]]}`}}, "Bad Request: BUTTON_DATA_INVALID"},
+	} {
+		status, ar := call(t, srv, token, "sendMessage", tc.params)
+		if status != 400 || ar.ErrorCode != 400 || ar.Description != tc.desc {
+			t.Errorf("%s: %d %+v; want 400 %q", tc.name, status, ar, tc.desc)
+		}
+	}
+	// 4096 UTF-16 units pass; an emoji is two units.
+	if status, _ := call(t, srv, token, "sendMessage", url.Values{"chat_id": {"1"}, "text": {strings.Repeat("😀", 2048)}}); status != 200 {
+		t.Fatalf("4096 units refused: %d", status)
+	}
+	if status, _ := call(t, srv, token, "sendMessage", url.Values{"chat_id": {"1"}, "text": {strings.Repeat("😀", 2048) + "x"}}); status != 400 {
+		t.Fatalf("4097 units accepted: %d", status)
+	}
+}
+
+func TestSendFiles(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+
+	call(t, srv, token, "sendPhoto", url.Values{"chat_id": {"5"}, "photo": {"https://img.example/cat.png"}, "caption": {"cat"}})
+
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	mw.WriteField("chat_id", "5")
+	fw, _ := mw.CreateFormFile("document", "notes.txt")
+	fw.Write([]byte("file body"))
+	mw.Close()
+	resp, err := http.Post(fmt.Sprintf(srv.Endpoint(), token, "sendDocument"), mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("multipart sendDocument: %d", resp.StatusCode)
+	}
+	if status, ar := call(t, srv, token, "sendPhoto", url.Values{"chat_id": {"5"}}); status != 400 || ar.Description != "Bad Request: there is no photo in the request" {
+		t.Fatalf("photo without file: %d %+v", status, ar)
+	}
+
+	sent := srv.Sent(5)
+	if len(sent) != 2 || sent[0].Kind != "photo" || sent[0].FileURL != "https://img.example/cat.png" || sent[0].Text != "cat" ||
+		sent[1].Kind != "document" || sent[1].FileName != "notes.txt" || string(sent[1].FileData) != "file body" {
+		t.Fatalf("Sent(5) = %+v", sent)
+	}
+}
+
+func TestCallbacks(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	id := srv.PushCallback(42, ann, 3, "vote:yes")
+	_, ar := call(t, srv, token, "getUpdates", nil)
+	us := updates(t, ar)
+	if len(us) != 1 || us[0].CallbackQuery == nil || us[0].CallbackQuery.ID != id || us[0].CallbackQuery.Data != "vote:yes" ||
+		us[0].CallbackQuery.Message.MessageID != 3 || us[0].CallbackQuery.Message.Chat.ID != 42 {
+		t.Fatalf("callback update = %s", ar.Result)
+	}
+	call(t, srv, token, "answerCallbackQuery", url.Values{"callback_query_id": {id}, "text": {"ok"}})
+	if a := srv.CallbackAnswers(); len(a) != 1 || a[0].CallbackQueryID != id || a[0].Text != "ok" {
+		t.Fatalf("CallbackAnswers = %+v", a)
+	}
+}
+
+func TestPushRawUpdate(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	id := srv.PushRawUpdate([]byte(`{"update_id":50,"message":"not an object"}`))
+	next := srv.SendUserMessage(1, ann, "after")
+	if id != 50 || next != 51 {
+		t.Fatalf("ids %d, %d; want 50, 51", id, next)
+	}
+	_, ar := call(t, srv, token, "getUpdates", nil)
+	var raws []json.RawMessage
+	if err := json.Unmarshal(ar.Result, &raws); err != nil || len(raws) != 2 || string(raws[0]) != `{"update_id":50,"message":"not an object"}` {
+		t.Fatalf("raw updates = %s", ar.Result)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	send := func(chat string) (int, tgbotapi.APIResponse) {
+		return call(t, srv, token, "sendMessage", url.Values{"chat_id": {chat}, "text": {"x"}})
+	}
+
+	// 429 for one chat, twice.
+	srv.Inject(telegramtest.Fault{Method: "sendMessage", ChatID: 1, Times: 2, Status: 429, RetryAfter: 3})
+	for range 2 {
+		status, ar := send("1")
+		if status != 429 || ar.ErrorCode != 429 || ar.Parameters == nil || ar.Parameters.RetryAfter != 3 || ar.Description != "Too Many Requests: retry after 3" {
+			t.Fatalf("injected 429: %d %+v", status, ar)
+		}
+	}
+	if status, _ := send("2"); status != 200 {
+		t.Fatal("fault for chat 1 hit chat 2")
+	}
+	if status, _ := send("1"); status != 200 {
+		t.Fatal("fault applied more than Times")
+	}
+
+	// Old-style 429 without parameters.
+	remove := srv.Inject(telegramtest.Fault{Status: 429, RetryAfter: 4, NoParameters: true})
+	if status, ar := send("1"); status != 429 || ar.Parameters != nil || ar.Description != "Too Many Requests: retry after 4" {
+		t.Fatalf("legacy 429: %d %+v", status, ar)
+	}
+	remove()
+
+	// A proxy's HTML page.
+	srv.Inject(telegramtest.Fault{HTML: true, Times: 1})
+	resp, err := http.Post(fmt.Sprintf(srv.Endpoint(), token, "sendMessage"), "application/x-www-form-urlencoded", strings.NewReader("chat_id=1&text=x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 502 || !strings.HasPrefix(string(body), "<html>") {
+		t.Fatalf("HTML fault: %d %q", resp.StatusCode, body)
+	}
+
+	// A rule function; Block and Migrate are rules too.
+	removeRule := srv.InjectFunc(func(r telegramtest.Request) *telegramtest.Fault {
+		if r.Method == "sendMessage" && r.Params.Get("text") == "boom" {
+			return &telegramtest.Fault{Status: 500}
+		}
+		return nil
+	})
+	if status, ar := call(t, srv, token, "sendMessage", url.Values{"chat_id": {"1"}, "text": {"boom"}}); status != 500 || ar.Description != "Internal Server Error" {
+		t.Fatalf("rule: %d %+v", status, ar)
+	}
+	removeRule()
+	unblock := srv.Block(9)
+	if status, ar := send("9"); status != 403 || !strings.Contains(ar.Description, "blocked") {
+		t.Fatalf("Block: %d %+v", status, ar)
+	}
+	unblock()
+	srv.Migrate(-5, -1005)
+	if status, ar := send("-5"); status != 400 || ar.Parameters == nil || ar.Parameters.MigrateToChatID != -1005 {
+		t.Fatalf("Migrate: %d %+v", status, ar)
+	}
+	if status, _ := send("-1005"); status != 200 {
+		t.Fatal("send to the new chat failed")
+	}
+	if got := len(srv.Sent(1)); got != 1 {
+		t.Fatalf("failed sends recorded: %d messages in chat 1; want 1", got)
+	}
+}
+
+func TestFloodWait(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	srv.FloodWait(1, 1500*time.Millisecond)
+	status, ar := call(t, srv, token, "sendMessage", url.Values{"chat_id": {"1"}, "text": {"x"}})
+	if status != 429 || ar.Parameters == nil || ar.Parameters.RetryAfter != 2 {
+		t.Fatalf("FloodWait: %d %+v; want 429 retry_after 2 (rounded up)", status, ar)
+	}
+	if status, _ := call(t, srv, token, "sendMessage", url.Values{"chat_id": {"2"}, "text": {"x"}}); status != 200 {
+		t.Fatal("flood wait of chat 1 hit chat 2")
+	}
+	if status, _ := call(t, srv, token, "getUpdates", nil); status != 200 {
+		t.Fatal("flood wait hit getUpdates")
+	}
+}
+
+func TestDelayAndClose(t *testing.T) {
+	srv := telegramtest.NewServer()
+	srv.Inject(telegramtest.Fault{Method: "getMe", Delay: 100 * time.Millisecond, Times: 1})
+	start := time.Now()
+	if status, _ := call(t, srv, token, "getMe", nil); status != 200 || time.Since(start) < 100*time.Millisecond {
+		t.Fatalf("delayed getMe: %d after %v", status, time.Since(start))
+	}
+
+	// Close wakes a long poll, a slow response and a waiter.
+	srv.Inject(telegramtest.Fault{Method: "sendMessage", Delay: time.Hour})
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		resp, err := http.PostForm(fmt.Sprintf(srv.Endpoint(), token, "getUpdates"), url.Values{"timeout": {"60"}})
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		resp, err := http.PostForm(fmt.Sprintf(srv.Endpoint(), token, "sendMessage"), url.Values{"chat_id": {"1"}, "text": {"x"}})
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		_, err := srv.WaitSent(context.Background(), 1, 1)
+		errs <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.WaitUntil(ctx, func() bool { return srv.WaitingPolls() == 1 && srv.Requests("sendMessage") == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() { srv.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("Close did not return")
+	}
+	wg.Wait()
+	if err := <-errs; err != telegramtest.ErrClosed {
+		t.Fatalf("WaitSent after Close = %v; want ErrClosed", err)
+	}
+	srv.Close() // a second Close is harmless
+}
+
+func TestWaitSentContext(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	call(t, srv, token, "sendMessage", url.Values{"chat_id": {"1"}, "text": {"x"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	got, err := srv.WaitSent(ctx, 1, 2)
+	if err != context.DeadlineExceeded || len(got) != 1 {
+		t.Fatalf("WaitSent = %d messages, %v; want 1, DeadlineExceeded", len(got), err)
+	}
+}
