@@ -1,0 +1,395 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors returned by [OutboundDispatcher.Submit].
+var (
+	// ErrDispatcherClosed is returned for work submitted after Close,
+	// Shutdown or ForceClose.
+	ErrDispatcherClosed = errors.New("dispatcher: closed")
+	// ErrQueueFull is returned when the chat already has QueueSize tasks
+	// waiting.
+	ErrQueueFull = errors.New("dispatcher: queue full")
+	// ErrEmptyKey is returned for an empty chat key.
+	ErrEmptyKey = errors.New("dispatcher: empty chat key")
+	// ErrNilTask is returned for a nil task.
+	ErrNilTask = errors.New("dispatcher: nil task")
+
+	// errGoexit is reported for a task that called runtime.Goexit.
+	errGoexit = errors.New("dispatcher: task called runtime.Goexit")
+)
+
+// Defaults for the zero values of [DispatcherConfig].
+const (
+	DefaultMaxInflight = 512
+	DefaultQueueSize   = 64
+	DefaultSendTimeout = 30 * time.Second
+)
+
+// DispatcherConfig configures an [OutboundDispatcher]. The zero value is a
+// valid configuration: every zero or negative field takes its default.
+type DispatcherConfig struct {
+	// MaxInflight bounds how many tasks run at once, across all chats.
+	// 0 means 512.
+	MaxInflight int
+	// QueueSize bounds how many tasks one chat may have waiting (not
+	// counting the one running); Submit refuses more with ErrQueueFull.
+	// 0 means 64.
+	QueueSize int
+	// SendTimeout is the deadline of each task's context, counted from the
+	// moment the task starts. 0 means 30s.
+	SendTimeout time.Duration
+	// Recover, if not nil, is called with the value of every panic recovered
+	// from a task (or a hook), on the goroutine that recovered it. The
+	// panic is also reported to Hooks.OnDone as a *PanicError.
+	Recover func(any)
+	// Hooks observe the dispatcher; nil hooks are skipped.
+	Hooks DispatcherHooks
+}
+
+// DispatcherHooks observe an [OutboundDispatcher]. Each hook is called with
+// no dispatcher lock held, so it may call back into the dispatcher (Submit,
+// Stats); it runs on the goroutine that caused the event and delays that
+// goroutine while it runs, so keep hooks short. Hooks may be called
+// concurrently and must be safe for concurrent use.
+type DispatcherHooks struct {
+	// OnQueued is called after Submit accepted a task, with the number of
+	// tasks now waiting in that chat (including this one; not counting a
+	// running one).
+	OnQueued func(chatID string, queueLen int)
+	// OnStart is called just before a task starts running.
+	OnStart func(chatID string)
+	// OnDone is called after a task returned or panicked.
+	OnDone func(info DispatchInfo)
+	// OnRejected is called when Submit refuses a task, with the error
+	// Submit returns.
+	OnRejected func(chatID string, err error)
+}
+
+// DispatchInfo describes a finished task to [DispatcherHooks.OnDone].
+type DispatchInfo struct {
+	// ChatID is the key the task was submitted under.
+	ChatID string
+	// QueueLen is the number of tasks still waiting in the chat when this
+	// one started.
+	QueueLen int
+	// QueueLatency is the time from Submit to the task's start.
+	QueueLatency time.Duration
+	// RunLatency is how long the task ran.
+	RunLatency time.Duration
+	// Err is the task's error; a *PanicError if it panicked.
+	Err error
+}
+
+// PanicError is the error reported to [DispatcherHooks.OnDone] for a task
+// that panicked.
+type PanicError struct {
+	// Value is the value passed to panic.
+	Value any
+	// Stack is the goroutine's stack trace at the panic.
+	Stack []byte
+}
+
+// Error returns "dispatcher: task panicked: " and the panic value.
+func (e *PanicError) Error() string { return fmt.Sprintf("dispatcher: task panicked: %v", e.Value) }
+
+// Unwrap returns the panic value if it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// DispatcherStats is a snapshot of an [OutboundDispatcher]'s counters and
+// gauges. At any moment Submitted == Completed + Queued + Running.
+type DispatcherStats struct {
+	// Submitted counts tasks Submit accepted.
+	Submitted uint64
+	// Rejected counts tasks Submit refused, for any reason.
+	Rejected uint64
+	// Completed counts tasks that have finished running, whatever the
+	// outcome; Failed and Panicked are subsets of it.
+	Completed uint64
+	// Failed counts tasks that returned a non-nil error.
+	Failed uint64
+	// Panicked counts tasks that panicked.
+	Panicked uint64
+	// Queued is the number of tasks waiting now.
+	Queued int
+	// Running is the number of tasks running now.
+	Running int
+	// Chats is the number of chats with a task waiting or running now.
+	Chats int
+}
+
+// OutboundDispatcher runs tasks keyed by chat: strictly one at a time and in
+// submission order within a chat, concurrently across chats, with at most
+// MaxInflight tasks running at once. It is the send path under every
+// ctx.Reply: the engine submits one task per outgoing message.
+//
+// Guarantees:
+//   - Per-chat FIFO: tasks of one chat run one at a time, in the order their
+//     Submit calls returned.
+//   - Bounded: at most MaxInflight tasks run at once; at most QueueSize tasks
+//     wait per chat; a chat with nothing waiting or running holds no memory;
+//     the dispatcher runs at most MaxInflight worker goroutines however many
+//     chats are waiting, and none while idle.
+//   - Fair: a chat runs one task, then goes to the back of the line of
+//     chats waiting for a worker, so a chat with a long backlog does not
+//     starve the others.
+//   - Nothing lost: every task Submit accepted runs exactly once — after
+//     ForceClose, with an already cancelled context, so it can report that.
+//     Every refused task is refused through Submit's error.
+//   - Panics stay local: a panicking task is recovered and reported to
+//     Recover and OnDone, and the chat's later tasks still run.
+//
+// Each task's context carries the SendTimeout deadline and is cancelled by
+// ForceClose or when the dispatcher's parent context ends; it is also
+// cancelled when the task returns.
+//
+// An OutboundDispatcher must be created with [NewOutboundDispatcher]. All
+// methods are safe for concurrent use, and Close, Drain, Shutdown and
+// ForceClose may be called any number of times in any order.
+type OutboundDispatcher struct {
+	cfg    DispatcherConfig
+	base   context.Context
+	cancel context.CancelFunc
+	seed   maphash.Seed
+	epoch  time.Time // origin of the monotonic enqueue stamps
+
+	shards []shard
+	mask   uint64
+
+	closed   atomic.Bool
+	rejected atomic.Uint64
+
+	// Worker slots: slots counts worker goroutines holding a slot, at most
+	// cfg.MaxInflight. A shard that needs a worker and finds no free slot
+	// waits in hungry until a worker frees or hands over its slot.
+	slots   atomic.Int64
+	hungryN atomic.Int64
+	hmu     sync.Mutex
+	hungry  []*shard // FIFO of shards waiting for a slot, guarded by hmu
+
+	wg sync.WaitGroup // worker goroutines
+}
+
+// NewOutboundDispatcher returns a dispatcher whose tasks' contexts derive
+// from ctx: when ctx ends, running and queued tasks see it, as after
+// ForceClose, but the dispatcher still accepts work until closed. Zero or
+// negative config values take their defaults (see [DispatcherConfig]).
+// A nil ctx means context.Background().
+func NewOutboundDispatcher(ctx context.Context, cfg DispatcherConfig) *OutboundDispatcher {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if cfg.MaxInflight <= 0 {
+		cfg.MaxInflight = DefaultMaxInflight
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.SendTimeout <= 0 {
+		cfg.SendTimeout = DefaultSendTimeout
+	}
+	base, cancel := context.WithCancel(ctx)
+	n := shardCount(cfg.MaxInflight, runtime.GOMAXPROCS(0))
+	d := &OutboundDispatcher{
+		cfg:    cfg,
+		base:   base,
+		cancel: cancel,
+		seed:   maphash.MakeSeed(),
+		epoch:  time.Now(),
+		shards: make([]shard, n),
+		mask:   uint64(n - 1),
+	}
+	for i := range d.shards {
+		s := &d.shards[i]
+		s.d = d
+		s.chats = make(map[string]*chat)
+		// Split MaxInflight into per-shard quotas that sum to it; each is
+		// at least 1 because n <= MaxInflight.
+		s.quota = cfg.MaxInflight / n
+		if i < cfg.MaxInflight%n {
+			s.quota++
+		}
+	}
+	return d
+}
+
+// shardCount picks a power of two no larger than maxInflight, so every shard
+// has a worker quota of at least one, and about four shards per processor to
+// keep lock contention low.
+func shardCount(maxInflight, procs int) int {
+	want := 4 * procs
+	if want > 64 {
+		want = 64
+	}
+	if want > maxInflight {
+		want = maxInflight
+	}
+	n := 1
+	for n*2 <= want {
+		n *= 2
+	}
+	return n
+}
+
+// Submit queues task to run after every task already queued for chatID.
+// It never blocks on the task: it returns as soon as the task is queued.
+//
+// Submit returns [ErrEmptyKey] for an empty chatID, [ErrNilTask] for a nil
+// task, [ErrQueueFull] when the chat already has QueueSize tasks waiting,
+// and [ErrDispatcherClosed] after Close, Shutdown or ForceClose; a refused
+// task is never run, and OnRejected is called. A nil error means the task
+// will run exactly once, with a context that carries the SendTimeout
+// deadline; it is cancelled if the dispatcher is force-closed before or
+// while the task runs.
+func (d *OutboundDispatcher) Submit(chatID string, task func(context.Context) error) error {
+	if chatID == "" {
+		return d.reject(chatID, ErrEmptyKey)
+	}
+	if task == nil {
+		return d.reject(chatID, ErrNilTask)
+	}
+	s := &d.shards[d.shardIndex(chatID)]
+	var enq int64
+	if d.cfg.Hooks.OnDone != nil {
+		enq = d.now()
+	}
+	queueLen, spawn, hungry, err := s.submit(chatID, task, enq)
+	if err != nil {
+		return d.reject(chatID, err)
+	}
+	if spawn {
+		d.wg.Add(1)
+		go d.work(s)
+	} else if hungry {
+		d.addHungry(s)
+	}
+	if h := d.cfg.Hooks.OnQueued; h != nil {
+		d.protect(func() { h(chatID, queueLen) })
+	}
+	return nil
+}
+
+func (d *OutboundDispatcher) reject(chatID string, err error) error {
+	d.rejected.Add(1)
+	if h := d.cfg.Hooks.OnRejected; h != nil {
+		d.protect(func() { h(chatID, err) })
+	}
+	return err
+}
+
+// Close stops the dispatcher from accepting work: later Submits return
+// [ErrDispatcherClosed]. Queued and running tasks are not interrupted and
+// still run; use [OutboundDispatcher.Drain] to wait for them. Close does not
+// block and may be called more than once.
+func (d *OutboundDispatcher) Close() {
+	d.closed.Store(true)
+	// A Submit that saw the dispatcher open holds a shard lock until its
+	// task is queued; taking each lock once means that when Close returns,
+	// no Submit can still accept a task.
+	for i := range d.shards {
+		d.shards[i].mu.Lock()
+		//lint:ignore SA2001 the empty critical section is a barrier.
+		d.shards[i].mu.Unlock()
+	}
+}
+
+// Drain waits until every task accepted before the call has finished, and
+// the dispatcher has been idle at some moment, or until ctx ends. It returns
+// nil in the first case and ctx.Err() in the second, in which case the tasks
+// keep running. Drain does not stop Submit: tasks accepted while Drain waits
+// may or may not be waited for. Use [OutboundDispatcher.Shutdown] to close
+// and drain in one call.
+func (d *OutboundDispatcher) Drain(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i := range d.shards {
+		if ch := d.shards[i].idleWait(); ch != nil {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	if d.closed.Load() {
+		// No Submit can start a worker any more, and every worker has
+		// left its shard: wait for the goroutines themselves to exit, so
+		// that none is left behind after Shutdown.
+		d.wg.Wait()
+	}
+	return nil
+}
+
+// Shutdown closes the dispatcher and waits for every accepted task to
+// finish, like Close followed by Drain. If ctx ends first it returns
+// ctx.Err(); the remaining tasks keep running, and ForceClose interrupts
+// them. After Shutdown returned nil no dispatcher goroutine is left.
+// Shutdown may be called more than once, and concurrently with ForceClose.
+func (d *OutboundDispatcher) Shutdown(ctx context.Context) error {
+	d.Close()
+	return d.Drain(ctx)
+}
+
+// ForceClose closes the dispatcher and cancels the context of every running
+// and queued task. It does not wait: queued tasks still run, each once, with
+// an already cancelled context, so that they can report the cancellation
+// (the engine resolves their Futures with it). A Drain or Shutdown in
+// progress keeps waiting for them, which is quick if the tasks honour their
+// contexts. ForceClose may be called more than once.
+func (d *OutboundDispatcher) ForceClose() {
+	d.Close()
+	d.cancel()
+}
+
+// Stats returns a snapshot of the dispatcher's counters and gauges. Each
+// shard is read under its lock, so the snapshot is consistent per shard but
+// not across shards while tasks are moving.
+func (d *OutboundDispatcher) Stats() DispatcherStats {
+	st := DispatcherStats{Rejected: d.rejected.Load()}
+	for i := range d.shards {
+		s := &d.shards[i]
+		s.mu.Lock()
+		st.Submitted += s.submitted
+		st.Completed += s.completed
+		st.Failed += s.failed
+		st.Panicked += s.panicked
+		st.Queued += s.queued
+		st.Running += s.running
+		st.Chats += len(s.chats)
+		s.mu.Unlock()
+	}
+	return st
+}
+
+// shardIndex returns the index of the shard that holds chatID.
+func (d *OutboundDispatcher) shardIndex(chatID string) uint64 {
+	return maphash.String(d.seed, chatID) & d.mask
+}
+
+// now returns a monotonic timestamp for queue latency, in nanoseconds since
+// the dispatcher was created.
+func (d *OutboundDispatcher) now() int64 { return int64(time.Since(d.epoch)) }
+
+// protect runs a hook, recovering a panic from it and reporting it to
+// Recover: a faulty hook must not kill a worker or a Submit caller.
+func (d *OutboundDispatcher) protect(f func()) {
+	defer func() {
+		if r := recover(); r != nil && d.cfg.Recover != nil {
+			d.cfg.Recover(r)
+		}
+	}()
+	f()
+}

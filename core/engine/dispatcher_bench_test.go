@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The benchmarks compare the dispatcher with a baseline: a bare pool that
+// hashes each chat onto one of MaxInflight goroutines, one channel each,
+// doing the same per-task work (a context with the SendTimeout deadline).
+// The baseline keeps per-chat order but is unfair (a hot chat blocks every
+// chat hashed to its goroutine) and refuses nothing (Submit blocks when a
+// channel is full).
+//
+// Run: go test -run='^$' -bench=Dispatcher -benchmem ./core/engine
+
+// submitter is what the throughput workload drives.
+type submitter interface {
+	Submit(chatID string, task func(context.Context) error) error
+	Drain(ctx context.Context) error
+	Shutdown(ctx context.Context) error
+}
+
+type baselinePool struct {
+	seed    maphash.Seed
+	timeout time.Duration
+	chans   []chan func(context.Context) error
+	pending sync.WaitGroup
+	workers sync.WaitGroup
+}
+
+func newBaselinePool(workers, queue int, timeout time.Duration) *baselinePool {
+	p := &baselinePool{seed: maphash.MakeSeed(), timeout: timeout, chans: make([]chan func(context.Context) error, workers)}
+	for i := range p.chans {
+		ch := make(chan func(context.Context) error, queue)
+		p.chans[i] = ch
+		p.workers.Go(func() {
+			for task := range ch {
+				ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+				_ = task(ctx)
+				cancel()
+				p.pending.Done()
+			}
+		})
+	}
+	return p
+}
+
+func (p *baselinePool) Submit(chatID string, task func(context.Context) error) error {
+	p.pending.Add(1)
+	p.chans[maphash.String(p.seed, chatID)%uint64(len(p.chans))] <- task
+	return nil
+}
+
+func (p *baselinePool) Drain(context.Context) error {
+	p.pending.Wait()
+	return nil
+}
+
+func (p *baselinePool) Shutdown(ctx context.Context) error {
+	p.pending.Wait()
+	for _, ch := range p.chans {
+		close(ch)
+	}
+	p.workers.Wait()
+	return nil
+}
+
+func chatKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("telegram:%d", 100000+i)
+	}
+	return keys
+}
+
+// BenchmarkDispatcherThroughput: 10,000 chats × 20 no-op tasks from 2
+// producers per iteration; ns/task, B/task and allocs/task are reported.
+func BenchmarkDispatcherThroughput(b *testing.B) {
+	const chats, perChat, producers = 10000, 20, 2
+	keys := chatKeys(chats)
+	noop := func(context.Context) error { return nil }
+	run := func(b *testing.B, s submitter) {
+		var ms0, ms1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms0)
+		start := time.Now()
+		iters := 0
+		for b.Loop() {
+			iters++
+			var wg sync.WaitGroup
+			for p := range producers {
+				wg.Go(func() {
+					mine := keys[p*chats/producers : (p+1)*chats/producers]
+					for range perChat {
+						for _, k := range mine {
+							if err := s.Submit(k, noop); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if err := s.Drain(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		elapsed := time.Since(start)
+		runtime.ReadMemStats(&ms1)
+		tasks := float64(iters * chats * perChat)
+		b.ReportMetric(float64(elapsed.Nanoseconds())/tasks, "ns/task")
+		b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/tasks, "B/task")
+		b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/tasks, "allocs/task")
+		if err := s.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("herald", func(b *testing.B) {
+		run(b, NewOutboundDispatcher(context.Background(), DispatcherConfig{}))
+	})
+	b.Run("baseline", func(b *testing.B) {
+		run(b, newBaselinePool(DefaultMaxInflight, DefaultQueueSize, DefaultSendTimeout))
+	})
+}
+
+// BenchmarkDispatcherWaitingChats: MaxInflight 8, 20,000 chats with one
+// blocked task each. Reports the goroutines the dispatcher started and the
+// heap it holds per waiting chat.
+func BenchmarkDispatcherWaitingChats(b *testing.B) {
+	const max, chats = 8, 20000
+	keys := chatKeys(chats)
+	var goroutines, heapPerChat float64
+	for b.Loop() {
+		release := make(chan struct{})
+		task := func(context.Context) error { <-release; return nil }
+		var ms0, ms1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms0)
+		g0 := runtime.NumGoroutine()
+		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: max})
+		for _, k := range keys {
+			if err := d.Submit(k, task); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&ms1)
+		goroutines = float64(runtime.NumGoroutine() - g0)
+		heapPerChat = float64(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc)) / chats
+		runtime.KeepAlive(d)
+		close(release)
+		if err := d.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(goroutines, "goroutines")
+	b.ReportMetric(heapPerChat, "heapB/chat")
+}
+
+// BenchmarkDispatcherFairness: MaxInflight 2, two chats with 2,000 queued
+// 50µs tasks each, then 200 cold chats with one task each. Reports the cold
+// tasks' wait from Submit to start (p50, p99, max).
+func BenchmarkDispatcherFairness(b *testing.B) {
+	const hotTasks, cold = 2000, 200
+	keys := chatKeys(cold)
+	var waits []time.Duration
+	for b.Loop() {
+		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: 2, QueueSize: hotTasks})
+		hot := func(context.Context) error { time.Sleep(50 * time.Microsecond); return nil }
+		for range hotTasks {
+			for _, k := range []string{"hot-a", "hot-b"} {
+				if err := d.Submit(k, hot); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		var mu sync.Mutex
+		for _, k := range keys {
+			submitted := time.Now()
+			err := d.Submit(k, func(context.Context) error {
+				w := time.Since(submitted)
+				mu.Lock()
+				waits = append(waits, w)
+				mu.Unlock()
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := d.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	slices.Sort(waits)
+	q := func(p float64) float64 {
+		return float64(waits[int(p*float64(len(waits)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(q(1), "max-ms")
+}

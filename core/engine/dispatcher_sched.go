@@ -1,0 +1,432 @@
+package engine
+
+import (
+	"context"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The dispatcher's scheduler follows CockroachDB's raft scheduler: a bounded
+// set of worker goroutines serves a FIFO of ready chats, a chat is in that
+// FIFO at most once, and after each task a chat with more work goes to the
+// back. No goroutine waits per chat.
+//
+// State is sharded by chat-key hash. Each shard has its own lock, chat map
+// and ready FIFO, and a quota of MaxInflight; the quotas sum to MaxInflight.
+// Worker slots are global (OutboundDispatcher.slots): a shard may run more
+// workers than its quota while slots are free. A shard below its quota that
+// needs a worker and finds no free slot joins the hungry FIFO; a worker of a
+// shard above its quota, on finishing a task, moves to the first hungry
+// shard, and a worker leaving an empty shard hands its slot to one. So all
+// of MaxInflight is usable by any shard, and no shard waits longer than one
+// task for its share while others hold more.
+
+// Chat states.
+const (
+	chatReady   uint8 = iota + 1 // in the shard's ready FIFO, not running
+	chatRunning                  // a worker is running its head task
+)
+
+// Limits on memory kept for reuse.
+const (
+	maxFreeChats  = 128 // chat structs kept per shard for reuse
+	maxKeptBuffer = 16  // larger task buffers are dropped on retirement
+	minShrinkPeak = 1024
+)
+
+type task struct {
+	run func(context.Context) error
+	enq int64 // OutboundDispatcher.now() at Submit; 0 unless OnDone is set
+}
+
+// chat is one chat's queue: a ring of waiting tasks that grows on demand up
+// to QueueSize. It lives in its shard's map only while it has a task waiting
+// or running.
+type chat struct {
+	key    string
+	buf    []task // ring buffer; len(buf) is its capacity
+	head   int
+	n      int
+	state  uint8
+	next   *chat   // ready FIFO or free list link
+	inline [1]task // first buffer, so a chat with one task allocates once
+}
+
+func (c *chat) push(t task, limit int) bool {
+	if c.n == len(c.buf) {
+		if c.n >= limit {
+			return false
+		}
+		c.grow(limit)
+	}
+	i := c.head + c.n
+	if i >= len(c.buf) {
+		i -= len(c.buf)
+	}
+	c.buf[i] = t
+	c.n++
+	return true
+}
+
+func (c *chat) grow(limit int) {
+	size := 2 * len(c.buf)
+	if size < 4 {
+		size = 4
+	}
+	if size > limit {
+		size = limit
+	}
+	buf := make([]task, size)
+	n := copy(buf, c.buf[c.head:])
+	copy(buf[n:], c.buf[:c.head])
+	c.buf, c.head = buf, 0
+}
+
+func (c *chat) pop() task {
+	t := c.buf[c.head]
+	c.buf[c.head] = task{}
+	c.head++
+	if c.head == len(c.buf) {
+		c.head = 0
+	}
+	c.n--
+	return t
+}
+
+type shard struct {
+	d     *OutboundDispatcher
+	quota int
+
+	// inHungry is set while the shard is in d.hungry; written under d.hmu,
+	// read without it as a hint.
+	inHungry atomic.Bool
+
+	mu        sync.Mutex
+	chats     map[string]*chat
+	peak      int   // largest len(chats) since the map was last rebuilt
+	readyHead *chat // FIFO of chats with a waiting task and no running one
+	readyTail *chat
+	free      *chat // retired chat structs for reuse
+	freeLen   int
+	workers   int           // worker goroutines working for this shard
+	idleCh    chan struct{} // closed when the shard becomes idle; nil if nobody waits
+
+	// Counters, guarded by mu.
+	submitted, completed, failed, panicked uint64
+	queued, running                        int
+}
+
+// submit queues a task. It reports the chat's queue length, whether the
+// caller must start a worker for the shard (a slot was taken for it), and
+// whether the shard must join the hungry FIFO.
+func (s *shard) submit(key string, run func(context.Context) error, enq int64) (queueLen int, spawn, hungry bool, err error) {
+	d := s.d
+	s.mu.Lock()
+	if d.closed.Load() {
+		s.mu.Unlock()
+		return 0, false, false, ErrDispatcherClosed
+	}
+	c := s.chats[key]
+	if c == nil {
+		c = s.newChatLocked(key)
+	}
+	if !c.push(task{run: run, enq: enq}, d.cfg.QueueSize) {
+		s.mu.Unlock()
+		return 0, false, false, ErrQueueFull
+	}
+	s.submitted++
+	s.queued++
+	queueLen = c.n
+	if c.state == 0 {
+		c.state = chatReady
+		s.pushReadyLocked(c)
+		if d.tryAcquireSlot() {
+			s.workers++
+			spawn = true
+		} else if s.workers < s.quota && !s.inHungry.Load() {
+			hungry = true
+		}
+	}
+	s.mu.Unlock()
+	return queueLen, spawn, hungry, nil
+}
+
+func (s *shard) newChatLocked(key string) *chat {
+	c := s.free
+	if c != nil {
+		s.free = c.next
+		s.freeLen--
+		c.next = nil
+	} else {
+		c = new(chat)
+	}
+	if c.buf == nil {
+		c.buf = c.inline[:]
+	}
+	c.key = key
+	s.chats[key] = c
+	if n := len(s.chats); n > s.peak {
+		s.peak = n
+	}
+	return c
+}
+
+// retireLocked removes an empty, idle chat from the map. It runs under the
+// lock Submit takes, so a Submit either finds the chat before retirement
+// (and its task is run by the worker that holds it) or creates a new one.
+func (s *shard) retireLocked(c *chat) {
+	delete(s.chats, c.key)
+	c.key = ""
+	c.state = 0
+	c.head = 0
+	if len(c.buf) > maxKeptBuffer {
+		c.buf = c.inline[:]
+	}
+	if s.freeLen < maxFreeChats {
+		c.next = s.free
+		s.free = c
+		s.freeLen++
+	}
+	// Go maps keep their buckets after deletes; rebuild one that shrank to
+	// an eighth of its peak, so memory follows the active chats.
+	if s.peak >= minShrinkPeak && len(s.chats) <= s.peak/8 {
+		m := make(map[string]*chat, len(s.chats))
+		for k, v := range s.chats {
+			m[k] = v
+		}
+		s.chats = m
+		s.peak = len(m)
+	}
+}
+
+func (s *shard) pushReadyLocked(c *chat) {
+	c.next = nil
+	if s.readyTail == nil {
+		s.readyHead = c
+	} else {
+		s.readyTail.next = c
+	}
+	s.readyTail = c
+}
+
+func (s *shard) popReadyLocked() *chat {
+	c := s.readyHead
+	if c != nil {
+		s.readyHead = c.next
+		if s.readyHead == nil {
+			s.readyTail = nil
+		}
+		c.next = nil
+	}
+	return c
+}
+
+// leaveLocked records that a worker stops working for the shard, and wakes
+// Drain if the shard is now idle.
+func (s *shard) leaveLocked() {
+	s.workers--
+	if s.workers == 0 && s.queued == 0 && s.running == 0 && s.idleCh != nil {
+		close(s.idleCh)
+		s.idleCh = nil
+	}
+}
+
+// idleWait returns nil if the shard is idle, or a channel closed when it
+// next becomes idle.
+func (s *shard) idleWait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.workers == 0 && s.queued == 0 && s.running == 0 {
+		return nil
+	}
+	if s.idleCh == nil {
+		s.idleCh = make(chan struct{})
+	}
+	return s.idleCh
+}
+
+func (d *OutboundDispatcher) tryAcquireSlot() bool {
+	for {
+		n := d.slots.Load()
+		if n >= int64(d.cfg.MaxInflight) {
+			return false
+		}
+		if d.slots.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// addHungry puts s in the hungry FIFO, then serves the FIFO in case a slot
+// was freed meanwhile. Together with releaseSlot's check of hungryN after
+// freeing a slot, this leaves no hungry shard waiting beside a free slot.
+func (d *OutboundDispatcher) addHungry(s *shard) {
+	d.hmu.Lock()
+	if !s.inHungry.Load() {
+		s.inHungry.Store(true)
+		d.hungry = append(d.hungry, s)
+		d.hungryN.Add(1)
+	}
+	d.hmu.Unlock()
+	d.serveHungry()
+}
+
+func (d *OutboundDispatcher) popHungry() *shard {
+	d.hmu.Lock()
+	defer d.hmu.Unlock()
+	if len(d.hungry) == 0 {
+		return nil
+	}
+	s := d.hungry[0]
+	d.hungry[0] = nil
+	d.hungry = d.hungry[1:]
+	if len(d.hungry) == 0 {
+		d.hungry = d.hungry[:0:0] // let the backing array go
+	}
+	s.inHungry.Store(false)
+	d.hungryN.Add(-1)
+	return s
+}
+
+// serveHungry starts a worker for hungry shards while slots are free.
+func (d *OutboundDispatcher) serveHungry() {
+	for d.hungryN.Load() > 0 && d.tryAcquireSlot() {
+		s := d.popHungry()
+		if s == nil {
+			d.releaseSlot()
+			return
+		}
+		s.mu.Lock()
+		s.workers++
+		s.mu.Unlock()
+		d.wg.Add(1)
+		go d.work(s)
+	}
+}
+
+func (d *OutboundDispatcher) releaseSlot() {
+	d.slots.Add(-1)
+	if d.hungryN.Load() > 0 {
+		d.serveHungry()
+	}
+}
+
+// work is a worker goroutine. It holds a slot, and counts as a worker of s.
+func (d *OutboundDispatcher) work(s *shard) {
+	defer d.wg.Done()
+	for s != nil {
+		s = d.workShard(s)
+	}
+}
+
+// workShard runs tasks of s, one chat at a time, until s has no ready chat
+// or s has more workers than its quota while another shard is hungry. It
+// then leaves s and returns the shard to work for next, or nil after
+// releasing the worker's slot.
+func (d *OutboundDispatcher) workShard(s *shard) (next *shard) {
+	var cur *chat
+	defer func() {
+		if cur != nil {
+			// The task called runtime.Goexit (t.FailNow in a test
+			// sender): this goroutine is ending. Finish the task as
+			// failed and hand the slot to a fresh worker.
+			s.mu.Lock()
+			s.finishLocked(cur, errGoexit, false)
+			s.mu.Unlock()
+			d.wg.Add(1)
+			go d.work(s)
+		}
+	}()
+	s.mu.Lock()
+	for {
+		c := s.popReadyLocked()
+		if c == nil {
+			break
+		}
+		t := c.pop()
+		c.state = chatRunning
+		s.queued--
+		s.running++
+		queueLen := c.n
+		s.mu.Unlock()
+
+		cur = c
+		err, panicked := d.runTask(c.key, t, queueLen)
+		cur = nil
+
+		s.mu.Lock()
+		s.finishLocked(c, err, panicked)
+		if s.workers > s.quota && d.hungryN.Load() > 0 {
+			break
+		}
+	}
+	s.leaveLocked()
+	s.mu.Unlock()
+	if d.hungryN.Load() > 0 {
+		if t := d.popHungry(); t != nil {
+			t.mu.Lock()
+			t.workers++
+			t.mu.Unlock()
+			return t
+		}
+	}
+	d.releaseSlot()
+	return nil
+}
+
+// finishLocked records a finished task and puts its chat back at the end of
+// the ready FIFO if it has more work, or retires it.
+func (s *shard) finishLocked(c *chat, err error, panicked bool) {
+	s.running--
+	s.completed++
+	if err != nil {
+		s.failed++
+	}
+	if panicked {
+		s.panicked++
+	}
+	if c.n > 0 {
+		c.state = chatReady
+		s.pushReadyLocked(c)
+	} else {
+		s.retireLocked(c)
+	}
+}
+
+// runTask runs one task with hooks, a fresh task context, and panic
+// recovery.
+func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err error, panicked bool) {
+	h := &d.cfg.Hooks
+	if h.OnStart != nil {
+		d.protect(func() { h.OnStart(key) })
+	}
+	start := time.Now()
+	ctx := newTaskContext(d.base, start, d.cfg.SendTimeout)
+	err, panicked = d.call(ctx, t.run)
+	ctx.release()
+	if h.OnDone != nil {
+		info := DispatchInfo{
+			ChatID:       key,
+			QueueLen:     queueLen,
+			QueueLatency: time.Duration(int64(start.Sub(d.epoch)) - t.enq),
+			RunLatency:   time.Since(start),
+			Err:          err,
+		}
+		d.protect(func() { h.OnDone(info) })
+	}
+	return err, panicked
+}
+
+func (d *OutboundDispatcher) call(ctx context.Context, run func(context.Context) error) (err error, panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			err, panicked = &PanicError{Value: r, Stack: debug.Stack()}, true
+			if d.cfg.Recover != nil {
+				d.protect(func() { d.cfg.Recover(r) })
+			}
+		}
+	}()
+	return run(ctx), false
+}

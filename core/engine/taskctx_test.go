@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// The lazy task context must honour the whole context.Context contract,
+// armed (after Done) or not.
+
+func TestTaskContextDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		c := newTaskContext(context.Background(), now, 5*time.Second)
+		if dl, ok := c.Deadline(); !ok || !dl.Equal(now.Add(5*time.Second)) {
+			t.Fatalf("Deadline = %v, %v", dl, ok)
+		}
+		parent, cancel := context.WithDeadline(context.Background(), now.Add(time.Second))
+		defer cancel()
+		if dl, _ := newTaskContext(parent, now, 5*time.Second).Deadline(); !dl.Equal(now.Add(time.Second)) {
+			t.Fatalf("Deadline with an earlier parent deadline = %v", dl)
+		}
+	})
+}
+
+func TestTaskContextExpiresUnarmed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newTaskContext(context.Background(), time.Now(), time.Second)
+		if c.Err() != nil {
+			t.Fatal("Err before the deadline")
+		}
+		time.Sleep(time.Second)
+		if !errors.Is(c.Err(), context.DeadlineExceeded) {
+			t.Fatalf("Err after the deadline = %v", c.Err())
+		}
+		select {
+		case <-c.Done():
+		default:
+			t.Fatal("Done open after Err returned an error")
+		}
+		c.release()
+		if !errors.Is(c.Err(), context.DeadlineExceeded) {
+			t.Fatalf("release changed Err to %v", c.Err())
+		}
+	})
+}
+
+func TestTaskContextExpiresArmed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		c := newTaskContext(context.Background(), start, 3*time.Second)
+		<-c.Done()
+		if got := time.Since(start); got != 3*time.Second {
+			t.Fatalf("Done closed after %v; want 3s", got)
+		}
+		if !errors.Is(c.Err(), context.DeadlineExceeded) || !errors.Is(context.Cause(c), context.DeadlineExceeded) {
+			t.Fatalf("Err = %v, Cause = %v", c.Err(), context.Cause(c))
+		}
+	})
+}
+
+func TestTaskContextParentCancel(t *testing.T) {
+	for _, armed := range []bool{false, true} {
+		parent, cancel := context.WithCancelCause(context.Background())
+		c := newTaskContext(parent, time.Now(), time.Hour)
+		if armed {
+			_ = c.Done()
+		}
+		cause := errors.New("force close")
+		cancel(cause)
+		<-c.Done()
+		if !errors.Is(c.Err(), context.Canceled) {
+			t.Fatalf("armed=%v: Err = %v", armed, c.Err())
+		}
+		if got := context.Cause(c); !errors.Is(got, cause) {
+			t.Fatalf("armed=%v: Cause = %v", armed, got)
+		}
+	}
+}
+
+func TestTaskContextRelease(t *testing.T) {
+	for _, armed := range []bool{false, true} {
+		c := newTaskContext(context.Background(), time.Now(), time.Hour)
+		if armed {
+			_ = c.Done()
+		}
+		c.release()
+		if !errors.Is(c.Err(), context.Canceled) {
+			t.Fatalf("armed=%v: Err after release = %v", armed, c.Err())
+		}
+		<-c.Done()
+	}
+}
+
+func TestTaskContextValueAndChildren(t *testing.T) {
+	type key struct{}
+	parent := context.WithValue(context.Background(), key{}, "v")
+	c := newTaskContext(parent, time.Now(), time.Hour)
+	if c.Value(key{}) != "v" {
+		t.Fatal("Value not delegated before arming")
+	}
+	child, cancel := context.WithCancel(c)
+	defer cancel()
+	if child.Value(key{}) != "v" {
+		t.Fatal("Value not delegated after arming")
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(c, func() { close(fired) })
+	defer stop()
+	c.release()
+	<-child.Done()
+	<-fired
+	if !errors.Is(child.Err(), context.Canceled) {
+		t.Fatalf("child Err = %v", child.Err())
+	}
+}
+
+func TestTaskContextConcurrentUse(t *testing.T) {
+	for range 100 {
+		c := newTaskContext(context.Background(), time.Now(), time.Hour)
+		done := make(chan struct{})
+		for range 4 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				<-c.Done()
+				if c.Err() == nil {
+					t.Error("Err nil after Done closed")
+				}
+			}()
+		}
+		go c.release()
+		for range 4 {
+			<-done
+		}
+	}
+}
