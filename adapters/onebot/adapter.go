@@ -1,0 +1,265 @@
+package onebot
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// Name is the adapter's platform name, [platform.Event.Platform] of its
+// events.
+const Name = "onebot"
+
+// Adapter is a OneBot v11 adapter: it receives events from, and sends
+// messages through, OneBot implementations (go-cqhttp, NapCat, Lagrange, …)
+// over WebSocket, in reverse or forward mode (see [Mode]).
+//
+// Create one with [New]; the zero value is not usable. Run receives events;
+// Sender sends; in reverse mode, Handler accepts the implementations'
+// connections. All methods are safe for concurrent use.
+type Adapter struct {
+	cfg      Config
+	log      *zap.Logger
+	upgrader websocket.Upgrader
+	echo     atomic.Uint64 // action echo numbers
+	seq      atomic.Uint64 // event sequence numbers
+
+	mu      sync.Mutex
+	running bool                 // Run is active: connections are accepted
+	handle  func(platform.Event) // Run's handle; nil when not running
+	conns   map[*conn]struct{}   // every open connection
+	bySelf  map[int64]*conn      // identified connections by self ID
+	addr    net.Addr             // Run's listener, in reverse mode with Listen
+	wg      sync.WaitGroup       // reverse connections being served
+
+	handleMu sync.Mutex // serialises calls of handle
+}
+
+var _ platform.Adapter = (*Adapter)(nil)
+
+// New returns an adapter for cfg. It fails, with an error wrapping
+// [ErrInvalidConfig] that names the field, when cfg is not valid: an unknown
+// Mode, a forward URL that is missing or not ws:// or wss://, Listen set in
+// forward mode, a negative duration, ReconnectMin above ReconnectMax, and
+// so on. New starts nothing; [Adapter.Run] does.
+func New(cfg Config) (*Adapter, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Adapter{
+		cfg:    cfg,
+		log:    cfg.Logger.With(zap.String("platform", Name), zap.Stringer("mode", cfg.Mode)),
+		conns:  make(map[*conn]struct{}),
+		bySelf: make(map[int64]*conn),
+	}, nil
+}
+
+// Name returns "onebot".
+func (a *Adapter) Name() string { return Name }
+
+// Run connects and receives events until ctx ends, calling handle for each
+// message, notice and request event (meta events are handled here and not
+// passed on). handle is never called concurrently with itself, and events
+// of one bot arrive in the order its connection delivered them; it is not
+// called after Run returns.
+//
+// In reverse mode with [Config.Listen] set, Run serves [Adapter.Handler] at
+// [Config.Path] with its own http.Server, and shuts it down when ctx ends.
+// Without Listen, Run accepts the connections that reach Handler in the
+// caller's server; Handler refuses connections while Run is not running.
+// In forward mode Run dials [Config.URL] and redials with backoff whenever
+// the connection fails or drops.
+//
+// When ctx ends, Run closes every connection (their pending sends fail with
+// [ErrConnectionLost]), waits for their goroutines and returns nil. It
+// returns an error when it cannot go on: Listen's address cannot be bound,
+// or in forward mode the implementation refused the access token
+// ([ErrUnauthorized]). Calling Run while another call is active returns
+// [ErrRunning]; after it returns, Run may be called again.
+func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
+	if handle == nil {
+		handle = func(platform.Event) {}
+	}
+	a.mu.Lock()
+	if a.running {
+		a.mu.Unlock()
+		return ErrRunning
+	}
+	a.running, a.handle = true, handle
+	a.mu.Unlock()
+	defer a.stop()
+
+	if a.cfg.Mode == Forward {
+		return a.runForward(ctx)
+	}
+	return a.runReverse(ctx)
+}
+
+// stop ends Run: it refuses new connections, closes the open ones and waits
+// until their goroutines have returned.
+func (a *Adapter) stop() {
+	a.mu.Lock()
+	a.running = false
+	open := make([]*conn, 0, len(a.conns))
+	for c := range a.conns {
+		open = append(open, c)
+	}
+	a.mu.Unlock()
+	for _, c := range open {
+		c.close(errShutdown)
+	}
+	a.wg.Wait()
+	a.mu.Lock()
+	a.handle = nil
+	a.mu.Unlock()
+}
+
+// deliver passes an event to Run's handle, one call at a time.
+func (a *Adapter) deliver(ev platform.Event) {
+	a.mu.Lock()
+	h := a.handle
+	a.mu.Unlock()
+	if h == nil {
+		return
+	}
+	a.handleMu.Lock()
+	defer a.handleMu.Unlock()
+	h(ev)
+}
+
+// register adds a new connection. A connection with a self ID replaces the
+// bot's previous one, which it returns for the caller to close (outside the
+// lock). ok is false when Run is not running; the caller then closes c.
+func (a *Adapter) register(c *conn) (old *conn, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.running {
+		return nil, false
+	}
+	a.conns[c] = struct{}{}
+	if id := c.selfID.Load(); id != 0 {
+		old = a.bySelf[id]
+		a.bySelf[id] = c
+	}
+	return old, true
+}
+
+// identify records that c is bot id's connection, returning the connection
+// it replaces, if any.
+func (a *Adapter) identify(c *conn, id int64) (old *conn) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, open := a.conns[c]; !open {
+		return nil
+	}
+	old = a.bySelf[id]
+	if old == c {
+		return nil
+	}
+	a.bySelf[id] = c
+	return old
+}
+
+// unregister forgets a closed connection.
+func (a *Adapter) unregister(c *conn) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.conns, c)
+	if id := c.selfID.Load(); id != 0 && a.bySelf[id] == c {
+		delete(a.bySelf, id)
+	}
+}
+
+// pick returns the connection a send for bot selfID (0: any) goes through.
+func (a *Adapter) pick(selfID int64) (*conn, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if selfID != 0 {
+		if c := a.bySelf[selfID]; c != nil && !c.closed() {
+			return c, nil
+		}
+		return nil, errNotConnected(selfID)
+	}
+	var only *conn
+	n := 0
+	for c := range a.conns {
+		if !c.closed() {
+			only = c
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return nil, ErrNotConnected
+	case 1:
+		return only, nil
+	}
+	return nil, platform.Permanent(ErrAmbiguousChat)
+}
+
+func errNotConnected(selfID int64) error {
+	return &notConnectedError{selfID: selfID}
+}
+
+type notConnectedError struct{ selfID int64 }
+
+func (e *notConnectedError) Error() string {
+	return ErrNotConnected.Error() + ": no connection for self ID " + strconv.FormatInt(e.selfID, 10)
+}
+
+func (e *notConnectedError) Unwrap() error { return ErrNotConnected }
+
+// Bot describes one connected bot account.
+type Bot struct {
+	SelfID            int64         // the bot's QQ ID; 0 while not yet known (forward mode)
+	Remote            string        // the implementation's network address
+	Since             time.Time     // when the connection opened
+	HeartbeatInterval time.Duration // from the last heartbeat event; 0 before the first
+}
+
+// Bots returns the bots connected now, ordered by self ID.
+func (a *Adapter) Bots() []Bot {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]Bot, 0, len(a.conns))
+	for c := range a.conns {
+		if c.closed() {
+			continue
+		}
+		out = append(out, Bot{
+			SelfID:            c.selfID.Load(),
+			Remote:            c.remote,
+			Since:             c.since,
+			HeartbeatInterval: time.Duration(c.heartbeat.Load()),
+		})
+	}
+	slices.SortFunc(out, func(x, y Bot) int {
+		switch {
+		case x.SelfID < y.SelfID:
+			return -1
+		case x.SelfID > y.SelfID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Addr returns the address Run's own server listens on, in reverse mode
+// with [Config.Listen] set (useful with port 0), and nil before Run has
+// bound it or in other configurations.
+func (a *Adapter) Addr() net.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.addr
+}

@@ -1,0 +1,223 @@
+package onebot
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+)
+
+// Mode says which side opens the WebSocket connection.
+type Mode int
+
+// The connection modes. Both use the implementation's Universal role: events
+// and actions share one connection.
+const (
+	// Reverse: the OneBot implementation dials the adapter ("reverse
+	// WebSocket" in its configuration). Several implementations (bot
+	// accounts) may be connected at once. This is the zero value.
+	Reverse Mode = iota
+	// Forward: the adapter dials the implementation's WebSocket server
+	// ("forward WebSocket", port 6700 by default) and keeps reconnecting.
+	Forward
+)
+
+// String returns "reverse" or "forward".
+func (m Mode) String() string {
+	switch m {
+	case Reverse:
+		return "reverse"
+	case Forward:
+		return "forward"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// Default values of [Config] fields.
+const (
+	DefaultPath          = "/onebot/v11/ws"
+	DefaultActionTimeout = 30 * time.Second
+	DefaultReconnectMin  = time.Second
+	DefaultReconnectMax  = 30 * time.Second
+	DefaultPingInterval  = 30 * time.Second
+	DefaultWriteTimeout  = 10 * time.Second
+	DefaultReadLimit     = 4 << 20
+)
+
+// Config configures an [Adapter]. The zero value is a valid configuration
+// for a reverse-mode adapter whose [Adapter.Handler] the caller mounts in
+// its own HTTP server, with no access token; every field says what its zero
+// value means. [New] validates it and returns an error naming the first bad
+// field.
+type Config struct {
+	// Mode selects reverse (zero value) or forward WebSocket.
+	Mode Mode
+
+	// Listen is the TCP address Run serves the reverse endpoint on, such as
+	// ":6701" or "127.0.0.1:6701", with its own http.Server. Empty means Run
+	// serves nothing and the caller mounts [Adapter.Handler] in its own
+	// server. Reverse mode only; it must be empty in forward mode.
+	Listen string
+
+	// Path is the URL path Run's server answers on in reverse mode. Empty
+	// means DefaultPath ("/onebot/v11/ws"). It must start with "/".
+	Path string
+
+	// URL is the implementation's Universal WebSocket endpoint that forward
+	// mode dials, such as "ws://127.0.0.1:6700/". Required in forward mode
+	// (scheme ws or wss, with a host); must be empty in reverse mode.
+	URL string
+
+	// AccessToken is the shared secret. In reverse mode a connection must
+	// present it as "Authorization: Bearer <token>" (or "Token <token>") or
+	// as the access_token query parameter: missing gets 401, wrong 403. In
+	// forward mode it is sent as "Authorization: Bearer <token>". Empty
+	// means no authentication: anyone who can reach the endpoint can act as
+	// a bot, so then bind Listen to a loopback address.
+	AccessToken string
+
+	// ActionTimeout bounds the wait for the response to one action (a
+	// send); the send's context may end it sooner. Zero means
+	// DefaultActionTimeout (30s); negative is invalid.
+	ActionTimeout time.Duration
+
+	// ReconnectMin and ReconnectMax bound forward mode's reconnect backoff:
+	// the wait starts near ReconnectMin, doubles after each failed attempt
+	// and is capped at ReconnectMax, each wait jittered between half and all
+	// of its size; a connection that stayed up for ReconnectMax resets it.
+	// Zero means DefaultReconnectMin (1s) and DefaultReconnectMax (30s);
+	// negative values, or a minimum above the maximum, are invalid.
+	ReconnectMin, ReconnectMax time.Duration
+
+	// PingInterval is how often the adapter pings each connection. A
+	// connection from which nothing (not even a pong) arrives for twice
+	// PingInterval is closed. Zero means DefaultPingInterval (30s); negative
+	// turns pings and the read deadline off.
+	PingInterval time.Duration
+
+	// WriteTimeout bounds writing one frame. Zero means DefaultWriteTimeout
+	// (10s); negative is invalid.
+	WriteTimeout time.Duration
+
+	// ReadLimit is the largest frame accepted, in bytes; a larger frame
+	// closes the connection (WebSocket cannot skip it). Zero means
+	// DefaultReadLimit (4 MiB); negative is invalid.
+	ReadLimit int64
+
+	// RetryAmbiguous says whether sends whose outcome is unknown may be
+	// retried. OneBot implementations have reported sends as failed that
+	// were in fact delivered (go-cqhttp's retcode 100 under risk control),
+	// and a send with no response in ActionTimeout may have been delivered
+	// too; retrying those can post a message twice. False (the zero value)
+	// marks such errors permanent, so the retry middleware sends them to
+	// the dead letters instead of duplicating; they wrap [ErrMaybeDelivered].
+	// True leaves them retryable. Errors that certainly mean "not sent" (no
+	// connection, retcodes 1400/1401/1403/1404) are unaffected.
+	RetryAmbiguous bool
+
+	// CQCodeText makes Send parse an outbound message's Text as a CQ-code
+	// string, so text can carry mentions, faces and other segments: build
+	// it with [CQ] and [At], and escape untrusted text with [EscapeText].
+	// False (the zero value) sends Text literally, so a user's words echoed
+	// back can never turn into CQ codes.
+	CQCodeText bool
+
+	// Dialer dials forward mode's connection. Nil means a dialer with a 10s
+	// handshake timeout and the environment's proxy settings.
+	Dialer *websocket.Dialer
+
+	// Logger receives connection and protocol diagnostics. Nil means
+	// zap.NewNop().
+	Logger *zap.Logger
+}
+
+// ErrInvalidConfig is wrapped by [New]'s errors.
+var ErrInvalidConfig = errors.New("onebot: invalid config")
+
+// withDefaults validates c and fills in its zero fields.
+func (c Config) withDefaults() (Config, error) {
+	bad := func(field, format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	}
+	switch c.Mode {
+	case Reverse:
+		if c.URL != "" {
+			return bad("URL", "set in reverse mode; it is the forward-mode dial address (use Listen)")
+		}
+	case Forward:
+		if c.Listen != "" {
+			return bad("Listen", "set in forward mode; forward mode dials URL and serves nothing")
+		}
+		if c.URL == "" {
+			return bad("URL", "required in forward mode (such as ws://127.0.0.1:6700/)")
+		}
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			return bad("URL", "%v", err)
+		}
+		if u.Scheme != "ws" && u.Scheme != "wss" {
+			return bad("URL", "scheme %q: want ws or wss", u.Scheme)
+		}
+		if u.Host == "" {
+			return bad("URL", "no host in %q", c.URL)
+		}
+	default:
+		return bad("Mode", "unknown mode %d", int(c.Mode))
+	}
+	if c.Path == "" {
+		c.Path = DefaultPath
+	}
+	if !strings.HasPrefix(c.Path, "/") {
+		return bad("Path", "%q does not start with /", c.Path)
+	}
+	if c.ActionTimeout < 0 {
+		return bad("ActionTimeout", "negative (%v)", c.ActionTimeout)
+	}
+	if c.ActionTimeout == 0 {
+		c.ActionTimeout = DefaultActionTimeout
+	}
+	if c.ReconnectMin < 0 || c.ReconnectMax < 0 {
+		return bad("ReconnectMin/ReconnectMax", "negative (%v, %v)", c.ReconnectMin, c.ReconnectMax)
+	}
+	if c.ReconnectMin == 0 {
+		c.ReconnectMin = DefaultReconnectMin
+		if c.ReconnectMax != 0 {
+			c.ReconnectMin = min(c.ReconnectMin, c.ReconnectMax)
+		}
+	}
+	if c.ReconnectMax == 0 {
+		c.ReconnectMax = max(DefaultReconnectMax, c.ReconnectMin)
+	}
+	if c.ReconnectMin > c.ReconnectMax {
+		return bad("ReconnectMin", "%v is above ReconnectMax %v", c.ReconnectMin, c.ReconnectMax)
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = DefaultPingInterval
+	}
+	if c.WriteTimeout < 0 {
+		return bad("WriteTimeout", "negative (%v)", c.WriteTimeout)
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.ReadLimit < 0 {
+		return bad("ReadLimit", "negative (%d)", c.ReadLimit)
+	}
+	if c.ReadLimit == 0 {
+		c.ReadLimit = DefaultReadLimit
+	}
+	if c.Dialer == nil {
+		c.Dialer = &websocket.Dialer{
+			Proxy:            websocket.DefaultDialer.Proxy,
+			HandshakeTimeout: 10 * time.Second,
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c, nil
+}

@@ -1,0 +1,341 @@
+package onebot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+)
+
+// Reasons a connection is closed by the adapter.
+var (
+	errShutdown = errors.New("adapter shutting down")
+	errReplaced = errors.New("replaced by a new connection of the same bot")
+)
+
+// conn is one WebSocket connection to a OneBot implementation (one bot
+// account), carrying events in and actions out (the Universal role).
+//
+// Goroutines: serve runs the reader in the caller's goroutine and starts
+// exactly one writer goroutine, the only code that writes data frames and
+// pings (gorilla allows one concurrent writer; Close and WriteControl, used
+// by close, may run concurrently with it). serve returns only after the
+// writer has stopped. close may be called from any goroutine, any number of
+// times.
+type conn struct {
+	a      *Adapter
+	ws     *websocket.Conn
+	log    *zap.Logger
+	remote string
+	since  time.Time
+
+	selfID    atomic.Int64 // 0 until known (forward mode, before the first event)
+	heartbeat atomic.Int64 // the last heartbeat's interval, in nanoseconds
+
+	out       chan []byte   // frames for the writer; unbuffered
+	done      chan struct{} // closed by close
+	closeOnce sync.Once
+	closeErr  error // why; written before done is closed
+
+	mu      sync.Mutex
+	pending map[string]chan actionResponse // by echo
+}
+
+func newConn(a *Adapter, ws *websocket.Conn, remote string, selfID int64) *conn {
+	c := &conn{
+		a:       a,
+		ws:      ws,
+		log:     a.log.With(zap.String("remote", remote)),
+		remote:  remote,
+		since:   time.Now(),
+		out:     make(chan []byte),
+		done:    make(chan struct{}),
+		pending: make(map[string]chan actionResponse),
+	}
+	c.selfID.Store(selfID)
+	return c
+}
+
+// serve runs the connection until it closes: the reader here, the writer
+// in a goroutine it waits for. Every pending action fails when it returns.
+func (c *conn) serve() {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.writeLoop()
+	}()
+	err := c.readLoop()
+	c.close(err)
+	wg.Wait()
+	c.log.Info("onebot: connection closed", zap.Int64("self_id", c.selfID.Load()), zap.NamedError("reason", c.closeErr))
+}
+
+// close closes the connection once, for reason: pending actions fail with
+// ErrConnectionLost, the reader and writer stop.
+func (c *conn) close(reason error) {
+	c.closeOnce.Do(func() {
+		c.closeErr = reason
+		close(c.done)
+		code, text := websocket.CloseGoingAway, "shutting down"
+		if errors.Is(reason, errReplaced) {
+			code, text = websocket.ClosePolicyViolation, "replaced by a new connection"
+		}
+		_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text),
+			time.Now().Add(min(c.a.cfg.WriteTimeout, time.Second)))
+		_ = c.ws.Close()
+	})
+}
+
+// closed reports whether close has been called.
+func (c *conn) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *conn) readDeadline() time.Time {
+	return time.Now().Add(2 * c.a.cfg.PingInterval)
+}
+
+func (c *conn) readLoop() error {
+	c.ws.SetReadLimit(c.a.cfg.ReadLimit)
+	keepAlive := c.a.cfg.PingInterval > 0
+	if keepAlive {
+		_ = c.ws.SetReadDeadline(c.readDeadline())
+		c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(c.readDeadline()) })
+	}
+	for {
+		_, data, err := c.ws.ReadMessage()
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		if keepAlive {
+			_ = c.ws.SetReadDeadline(c.readDeadline())
+		}
+		c.handleFrame(data)
+	}
+}
+
+func (c *conn) writeLoop() {
+	var ping <-chan time.Time
+	if c.a.cfg.PingInterval > 0 {
+		t := time.NewTicker(c.a.cfg.PingInterval)
+		defer t.Stop()
+		ping = t.C
+	}
+	for {
+		select {
+		case <-c.done:
+			return
+		case frame := <-c.out:
+			_ = c.ws.SetWriteDeadline(time.Now().Add(c.a.cfg.WriteTimeout))
+			if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+				c.close(fmt.Errorf("write: %w", err))
+				return
+			}
+		case <-ping:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.a.cfg.WriteTimeout)); err != nil {
+				c.close(fmt.Errorf("ping: %w", err))
+				return
+			}
+		}
+	}
+}
+
+// excerpt returns the start of a frame for a log line.
+func excerpt(data []byte) string {
+	const n = 200
+	if len(data) > n {
+		return string(data[:n]) + "…"
+	}
+	return string(data)
+}
+
+// handleFrame routes one inbound frame: an event (it has post_type) or an
+// action response (it has echo or status). Anything else is logged and
+// skipped; the connection stays up.
+func (c *conn) handleFrame(data []byte) {
+	var probe struct {
+		PostType json.RawMessage `json:"post_type"`
+		Echo     json.RawMessage `json:"echo"`
+		Status   json.RawMessage `json:"status"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		c.log.Warn("onebot: malformed frame skipped", zap.Error(err), zap.String("frame", excerpt(data)))
+		return
+	}
+	switch {
+	case probe.PostType != nil:
+		c.handleEvent(data)
+	case probe.Echo != nil || probe.Status != nil:
+		c.handleResponse(data)
+	default:
+		c.log.Warn("onebot: malformed frame skipped", zap.String("error", "neither an event nor an action response"), zap.String("frame", excerpt(data)))
+	}
+}
+
+func (c *conn) handleEvent(data []byte) {
+	ev, err := DecodeEvent(data)
+	if err != nil {
+		c.log.Warn("onebot: malformed frame skipped", zap.Error(err), zap.String("frame", excerpt(data)))
+		return
+	}
+	c.learnSelfID(ev.SelfID)
+	if ev.PostType == PostMetaEvent {
+		switch ev.MetaEventType {
+		case "heartbeat":
+			c.heartbeat.Store(int64(time.Duration(ev.Interval) * time.Millisecond))
+			c.log.Debug("onebot: heartbeat", zap.Int64("self_id", c.selfID.Load()), zap.Int64("interval_ms", ev.Interval))
+		case "lifecycle":
+			c.log.Info("onebot: lifecycle", zap.Int64("self_id", ev.SelfID), zap.String("sub_type", ev.SubType))
+		default:
+			c.log.Debug("onebot: meta event skipped", zap.String("meta_event_type", ev.MetaEventType))
+		}
+		return
+	}
+	out, ok := toPlatform(c.a.Name(), ev, c.selfID.Load(), c.a.seq.Add(1))
+	if ok {
+		c.a.deliver(out)
+	}
+}
+
+// learnSelfID takes the bot's self ID from an event. A reverse connection
+// knows it from X-Self-ID; a forward connection learns it from the first
+// event that carries one (the lifecycle connect event, normally) and is then
+// registered under it so Send can route to it.
+func (c *conn) learnSelfID(id int64) {
+	if id <= 0 {
+		return
+	}
+	cur := c.selfID.Load()
+	if cur == id {
+		return
+	}
+	if cur != 0 {
+		c.log.Warn("onebot: event self_id differs from the connection's", zap.Int64("self_id", cur), zap.Int64("event_self_id", id))
+		return
+	}
+	c.selfID.Store(id)
+	c.log.Info("onebot: bot identified", zap.Int64("self_id", id))
+	if old := c.a.identify(c, id); old != nil {
+		old.close(errReplaced)
+	}
+}
+
+// actionRequest is an action frame.
+type actionRequest struct {
+	Action string `json:"action"`
+	Params any    `json:"params"`
+	Echo   string `json:"echo"`
+}
+
+// actionResponse is a decoded response frame.
+type actionResponse struct {
+	Status  string
+	RetCode int64
+	Data    json.RawMessage
+	Message string
+}
+
+func (c *conn) handleResponse(data []byte) {
+	var w struct {
+		Status  flexString      `json:"status"`
+		RetCode flexInt         `json:"retcode"`
+		Data    json.RawMessage `json:"data"`
+		Msg     flexString      `json:"msg"`
+		Wording flexString      `json:"wording"`
+		Echo    json.RawMessage `json:"echo"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		c.log.Warn("onebot: malformed frame skipped", zap.Error(err), zap.String("frame", excerpt(data)))
+		return
+	}
+	echo := jsonText(w.Echo)
+	c.mu.Lock()
+	ch, ok := c.pending[echo]
+	delete(c.pending, echo)
+	c.mu.Unlock()
+	if !ok {
+		c.log.Debug("onebot: response for no pending action (late or unknown echo)", zap.String("echo", echo))
+		return
+	}
+	msg := string(w.Wording)
+	if msg == "" {
+		msg = string(w.Msg)
+	}
+	ch <- actionResponse{Status: string(w.Status), RetCode: int64(w.RetCode), Data: w.Data, Message: msg} // buffered, never blocks
+}
+
+// call sends an action and waits for its response, for ActionTimeout, ctx's
+// end or the connection's loss, whichever comes first. Many calls may be in
+// flight at once; responses are matched by echo.
+func (c *conn) call(ctx context.Context, action string, params any) (actionResponse, error) {
+	echo := strconv.FormatUint(c.a.echo.Add(1), 10)
+	frame, err := json.Marshal(actionRequest{Action: action, Params: params, Echo: echo})
+	if err != nil {
+		return actionResponse{}, fmt.Errorf("onebot: %s: encode: %w", action, err)
+	}
+	ch := make(chan actionResponse, 1)
+	c.mu.Lock()
+	c.pending[echo] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, echo)
+		c.mu.Unlock()
+	}()
+
+	timeout := c.a.cfg.ActionTimeout
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case c.out <- frame:
+	case <-c.done:
+		return actionResponse{}, c.lostError(action)
+	case <-ctx.Done():
+		return actionResponse{}, fmt.Errorf("onebot: %s: %w", action, ctx.Err())
+	case <-timer.C:
+		// Not written: the writer was stuck for the whole timeout. Nothing
+		// was sent, so this is an ordinary retryable error.
+		return actionResponse{}, fmt.Errorf("onebot: %s: connection could not write within %v", action, timeout)
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-c.done:
+		select {
+		case r := <-ch: // the response beat the close
+			return r, nil
+		default:
+		}
+		return actionResponse{}, c.lostError(action)
+	case <-ctx.Done():
+		return actionResponse{}, fmt.Errorf("onebot: %s: %w", action, ctx.Err())
+	case <-timer.C:
+		return actionResponse{}, &timeoutError{action: action, after: timeout}
+	}
+}
+
+// lostError is ErrConnectionLost with the close reason; call it only after
+// done is closed.
+func (c *conn) lostError(action string) error {
+	return fmt.Errorf("%w: %s: %v", ErrConnectionLost, action, c.closeErr)
+}
+
+// pendingCount returns the number of actions awaiting a response.
+func (c *conn) pendingCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}

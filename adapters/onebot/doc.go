@@ -1,0 +1,45 @@
+// Package onebot is Herald's OneBot v11 adapter: it connects Herald to QQ
+// bots run by OneBot implementations (go-cqhttp, NapCat, Lagrange, …) over
+// WebSocket, turning their events into [platform.Event]s and sending
+// replies with the send_private_msg and send_group_msg actions.
+//
+// # Connections
+//
+// In [Reverse] mode (the default) the implementation dials Herald: serve
+// [Adapter.Handler], or set [Config.Listen] and let [Adapter.Run] serve it,
+// and point the implementation's Universal reverse WebSocket at it, e.g.
+// ws://127.0.0.1:6701/onebot/v11/ws. Several bot accounts may connect at
+// once, each identified by its X-Self-ID header. In [Forward] mode Herald
+// dials the implementation's WebSocket server ([Config.URL]) and redials
+// with capped, jittered exponential backoff; the bot's self ID is learnt
+// from the lifecycle connect event. Both modes use one connection for events
+// and actions; the access token is checked (reverse) or sent (forward) as
+// the OneBot specification says.
+//
+// Each connection has one reader and one writer goroutine, pings the
+// implementation every [Config.PingInterval], drops frames larger than
+// [Config.ReadLimit] by closing, and skips malformed frames with a log line.
+//
+// # Events
+//
+// Private messages have a chat of type private whose ID names the user,
+// group messages one of type group whose ID names the group; IDs have the
+// form "<self_id>:<id>" so that they stay unambiguous with several bots
+// connected (see [ChatID]). The message, which may arrive as a CQ-code
+// string or as an array of segments, becomes Text (its text segments,
+// unescaped) and ReplyToID (its reply segment); the decoded [*Event], with
+// every segment and the original JSON, is in Raw. Members joining or leaving
+// a group become member events; other notices and requests are
+// [platform.EventOther]. Heartbeat and lifecycle meta events are handled by
+// the adapter and not passed on.
+//
+// # Sending, and duplicates
+//
+// See [Adapter.Sender] for how an [platform.OutboundMessage] maps onto
+// segments (OneBot has no buttons and no Markdown; mentions need
+// [Config.CQCodeText]). Beware: OneBot implementations sometimes report a
+// send that was delivered as failed, so retrying a failed send can post the
+// message twice. By default such ambiguous failures are permanent errors
+// (they reach the dead letters, not the retry loop); see
+// [Config.RetryAmbiguous].
+package onebot

@@ -1,0 +1,101 @@
+package onebot
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors of the adapter. Send's errors wrap one of these (or are an
+// [*ActionError]); whether the retry middleware may try again is marked with
+// [platform.Permanent] as each one's doc says.
+var (
+	// ErrNotConnected: no connection for the target bot. Retryable: the
+	// implementation may (re)connect. Send fails with it at once instead of
+	// waiting for a connection.
+	ErrNotConnected = errors.New("onebot: bot not connected")
+
+	// ErrConnectionLost: the connection closed (dropped, replaced by a new
+	// connection of the same bot, or shut down) while the action was
+	// pending. Retryable. If the frame had been written the implementation
+	// may have sent the message anyway.
+	ErrConnectionLost = errors.New("onebot: connection lost")
+
+	// ErrActionTimeout: no response within [Config.ActionTimeout]. It also
+	// matches [ErrMaybeDelivered]: permanent unless
+	// [Config.RetryAmbiguous].
+	ErrActionTimeout = errors.New("onebot: no response to action")
+
+	// ErrMaybeDelivered is matched by errors after which the message may
+	// have been delivered: response timeouts and failed statuses other than
+	// 1400/1401/1403/1404. See [Config.RetryAmbiguous].
+	ErrMaybeDelivered = errors.New("onebot: message may have been delivered")
+
+	// ErrAmbiguousChat: a bare chat ID ("<id>" with no self ID) was sent to
+	// while several bots are connected. Permanent: use "<self_id>:<id>".
+	ErrAmbiguousChat = errors.New("onebot: chat ID has no self ID and several bots are connected")
+
+	// ErrUnsupported: the message has something OneBot v11 cannot send (a
+	// document given as bytes). Permanent.
+	ErrUnsupported = errors.New("onebot: not supported by OneBot v11")
+
+	// ErrUnauthorized: forward mode's handshake was refused with 401 or 403
+	// (a missing or wrong access token); Run returns it, since retrying
+	// cannot help.
+	ErrUnauthorized = errors.New("onebot: access token refused")
+
+	// ErrRunning: Run was called while an earlier call had not returned.
+	ErrRunning = errors.New("onebot: adapter already running")
+)
+
+// ActionError is a response with status "failed". RetCode is the
+// implementation's code: 1400 bad request, 1401 unauthorized, 1403
+// forbidden and 1404 no such action mirror HTTP and are permanent; other
+// codes (100 and up are implementation-defined) leave it open whether the
+// action took effect, so the error matches [ErrMaybeDelivered].
+type ActionError struct {
+	Action  string // the action, such as "send_group_msg"
+	RetCode int64  // the response's retcode
+	Message string // the response's msg or wording, if any
+}
+
+// Error returns "onebot: <action> failed: retcode N: <message>".
+func (e *ActionError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("onebot: %s failed: retcode %d", e.Action, e.RetCode)
+	}
+	return fmt.Sprintf("onebot: %s failed: retcode %d: %s", e.Action, e.RetCode, e.Message)
+}
+
+// Is reports whether target is [ErrMaybeDelivered] and the retcode leaves
+// the outcome open.
+func (e *ActionError) Is(target error) bool {
+	return target == ErrMaybeDelivered && !e.definite()
+}
+
+// definite reports whether the retcode certainly means the action did not
+// take effect.
+func (e *ActionError) definite() bool {
+	switch e.RetCode {
+	case 1400, 1401, 1403, 1404:
+		return true
+	}
+	return false
+}
+
+// timeoutError is ErrActionTimeout with the action and the wait.
+type timeoutError struct {
+	action string
+	after  time.Duration
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("onebot: %s: no response within %v (the message may have been delivered)", e.action, e.after)
+}
+
+func (e *timeoutError) Is(target error) bool {
+	return target == ErrActionTimeout || target == ErrMaybeDelivered
+}
+
+// errorsIsMaybe reports whether err matches ErrMaybeDelivered.
+func errorsIsMaybe(err error) bool { return errors.Is(err, ErrMaybeDelivered) }

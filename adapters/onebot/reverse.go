@@ -1,0 +1,168 @@
+package onebot
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Handler returns the reverse WebSocket endpoint: an http.Handler that
+// accepts connections from OneBot implementations configured for a
+// Universal reverse WebSocket. Mount it in your own server, or set
+// [Config.Listen] and let Run serve it.
+//
+// A connection is refused with an HTTP error, before the upgrade, when:
+//   - an access token is configured and none is given (401) or the given
+//     one is wrong (403); the token is read from "Authorization: Bearer
+//     <token>" (or the older "Token <token>") or the access_token query
+//     parameter, and compared in constant time;
+//   - X-Self-ID is missing or not a positive integer (400);
+//   - X-Client-Role is "API" or "Event" (400): this adapter needs events and
+//     actions on one connection, so configure the implementation's reverse
+//     WebSocket as Universal (a missing X-Client-Role counts as Universal);
+//   - Run is not running (503), or the adapter is in forward mode (404).
+//
+// Several bots (self IDs) may be connected at once. A new connection with
+// the self ID of an open one replaces it: the old connection is closed and
+// its pending sends fail with [ErrConnectionLost] (retryable), which is
+// what an implementation reconnecting after a network failure needs.
+func (a *Adapter) Handler() http.Handler { return http.HandlerFunc(a.serveReverse) }
+
+func (a *Adapter) serveReverse(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.Mode != Reverse {
+		http.Error(w, "onebot: adapter is in forward mode", http.StatusNotFound)
+		return
+	}
+	if a.cfg.AccessToken != "" {
+		tok, ok := requestToken(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="onebot"`)
+			http.Error(w, "onebot: access token required", http.StatusUnauthorized)
+			a.log.Warn("onebot: connection without access token refused", zap.String("remote", r.RemoteAddr))
+			return
+		}
+		if !tokenEqual(tok, a.cfg.AccessToken) {
+			http.Error(w, "onebot: wrong access token", http.StatusForbidden)
+			a.log.Warn("onebot: connection with wrong access token refused", zap.String("remote", r.RemoteAddr))
+			return
+		}
+	}
+	selfID, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("X-Self-ID")), 10, 64)
+	if err != nil || selfID <= 0 {
+		http.Error(w, "onebot: X-Self-ID header missing or not a positive integer", http.StatusBadRequest)
+		return
+	}
+	if role := strings.TrimSpace(r.Header.Get("X-Client-Role")); role != "" && !strings.EqualFold(role, "Universal") {
+		http.Error(w, fmt.Sprintf("onebot: X-Client-Role %q not supported: configure a Universal reverse WebSocket", role), http.StatusBadRequest)
+		a.log.Warn("onebot: connection with unsupported role refused", zap.String("role", role), zap.Int64("self_id", selfID))
+		return
+	}
+
+	a.mu.Lock()
+	if !a.running {
+		a.mu.Unlock()
+		http.Error(w, "onebot: adapter not running", http.StatusServiceUnavailable)
+		return
+	}
+	a.wg.Add(1) // INVARIANT: only while running, so stop's Wait sees every connection.
+	a.mu.Unlock()
+	defer a.wg.Done()
+
+	ws, err := a.upgrader.Upgrade(w, r, nil) // writes the HTTP error itself
+	if err != nil {
+		a.log.Warn("onebot: upgrade failed", zap.Error(err), zap.String("remote", r.RemoteAddr))
+		return
+	}
+	c := newConn(a, ws, r.RemoteAddr, selfID)
+	old, ok := a.register(c)
+	if !ok {
+		c.close(errShutdown)
+		return
+	}
+	defer a.unregister(c)
+	if old != nil {
+		old.close(errReplaced)
+	}
+	c.log.Info("onebot: bot connected", zap.Int64("self_id", selfID))
+	c.serve()
+}
+
+// requestToken returns the access token a request presents, if any.
+func requestToken(r *http.Request) (string, bool) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+		if ok && (strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Token")) {
+			return strings.TrimSpace(tok), true
+		}
+	}
+	if q := r.URL.Query(); q.Has("access_token") {
+		return q.Get("access_token"), true
+	}
+	return "", false
+}
+
+// tokenEqual compares tokens in constant time, hashing first so that not
+// even the length leaks.
+func tokenEqual(got, want string) bool {
+	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}
+
+// runReverse serves Listen until ctx ends, or just waits when the caller
+// serves Handler itself.
+func (a *Adapter) runReverse(ctx context.Context) error {
+	if a.cfg.Listen == "" {
+		<-ctx.Done()
+		return nil
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", a.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("onebot: listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(a.cfg.Path, a.Handler())
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          zap.NewStdLog(a.log),
+	}
+	a.mu.Lock()
+	a.addr = ln.Addr()
+	a.mu.Unlock()
+	a.log.Info("onebot: serving reverse WebSocket", zap.Stringer("addr", ln.Addr()), zap.String("path", a.cfg.Path))
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	// Shutdown stops the listener and idle connections; the hijacked
+	// WebSocket connections are closed by stop when Run returns.
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		_ = srv.Close()
+	}
+	if serveErr == nil {
+		serveErr = <-errc
+	}
+	a.mu.Lock()
+	a.addr = nil
+	a.mu.Unlock()
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("onebot: serve: %w", serveErr)
+}
