@@ -1,0 +1,289 @@
+package context
+
+import (
+	stdctx "context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Submitter queues a task to run after every task already queued under the
+// same chat key. The engine's OutboundDispatcher implements it; this package
+// declares it so that it need not import core/engine.
+type Submitter interface {
+	Submit(chatKey string, task func(stdctx.Context) error) error
+}
+
+// Errors with which a send's Future can be resolved besides the sender's own
+// errors.
+var (
+	// ErrNoSender resolves the Future of a send made on a Context that has
+	// no Sender or Submitter (one built by hand without them).
+	ErrNoSender = errors.New("context: no sender")
+	// ErrSendPanicked is wrapped by the error of a send whose Sender
+	// panicked; the panic then continues into the dispatcher, which
+	// recovers and reports it.
+	ErrSendPanicked = errors.New("context: send panicked")
+	// ErrSendAborted resolves the Future of a send whose Sender called
+	// runtime.Goexit.
+	ErrSendAborted = errors.New("context: send aborted")
+)
+
+// ChatKey returns the outbound dispatcher key of a chat: the platform name,
+// a colon and the chat ID, so that two adapters never share a queue.
+func ChatKey(platformName, chatID string) string { return platformName + ":" + chatID }
+
+// Config holds what a [Context] is built from. The engine builds one per
+// event; tests may build their own.
+type Config struct {
+	// Context is the handler's context. nil means context.Background().
+	Context stdctx.Context
+	// Event is the inbound event.
+	Event platform.Event
+	// Sender sends to the event's platform; the engine passes the
+	// adapter's Sender wrapped in the sender middleware chain.
+	Sender platform.Sender
+	// Submitter queues sends; the engine passes its OutboundDispatcher.
+	// With a nil Sender or Submitter, sends resolve with ErrNoSender.
+	Submitter Submitter
+	// Logger is the base logger; Context.Logger adds the event's fields.
+	// nil means zap.NewNop().
+	Logger *zap.Logger
+}
+
+// Match is what a matcher found in an event, for the handler it runs.
+type Match struct {
+	// Command is the command's name without its prefix or @botname, as
+	// written by the user; empty for non-command matchers.
+	Command string
+	// RawArgs is the text after the command, with surrounding space
+	// trimmed.
+	RawArgs string
+	// Args is RawArgs split like a shell splits words.
+	Args []string
+	// Groups are a regex matcher's submatches; Groups[0] is the whole match.
+	Groups []string
+}
+
+// Context is what a handler receives for one event: read access to the
+// event and its match, a logger, values shared by the handlers of the
+// event, and the send methods.
+//
+// A Context is valid only while the handler runs; the Futures it returns
+// stay valid forever. The engine calls the handlers of one event one after
+// another with the same Context, so Set and Get carry values between them.
+// Its methods may be called from goroutines the handler starts, but the
+// handler's Context() is cancelled when the handler returns.
+type Context struct {
+	ctx       stdctx.Context
+	event     platform.Event
+	sender    platform.Sender
+	submitter Submitter
+	base      *zap.Logger
+	chatKey   string
+	match     Match
+
+	mu     sync.Mutex
+	logger *zap.Logger
+	values map[string]any
+}
+
+// New returns a Context for cfg.
+func New(cfg Config) *Context {
+	c := &Context{
+		ctx:       cfg.Context,
+		event:     cfg.Event,
+		sender:    cfg.Sender,
+		submitter: cfg.Submitter,
+		base:      cfg.Logger,
+		chatKey:   ChatKey(cfg.Event.Platform, cfg.Event.Chat.ID),
+	}
+	if c.ctx == nil {
+		c.ctx = stdctx.Background()
+	}
+	if c.base == nil {
+		c.base = zap.NewNop()
+	}
+	return c
+}
+
+// SetMatch records what the matcher found, for the handler about to run.
+// The engine calls it before each handler; handlers have no reason to.
+func (c *Context) SetMatch(m Match) { c.match = m }
+
+// Event returns the inbound event.
+func (c *Context) Event() platform.Event { return c.event }
+
+// Chat returns the chat the event happened in.
+func (c *Context) Chat() platform.Chat { return c.event.Chat }
+
+// From returns the user who caused the event.
+func (c *Context) From() platform.User { return c.event.From }
+
+// Text returns the event's text: a message's text, or a callback's data.
+func (c *Context) Text() string { return c.event.Text }
+
+// Platform returns the name of the adapter the event came from.
+func (c *Context) Platform() string { return c.event.Platform }
+
+// Command returns the name of the command that matched, without prefix or
+// @botname ("echo" for "/echo@MyBot hi"), or "" if no command matcher ran
+// the handler.
+func (c *Context) Command() string { return c.match.Command }
+
+// Args returns the command's arguments split like a shell splits words:
+// quotes group words and are removed ("/say 'hello world' x" gives
+// ["hello world", "x"]).
+func (c *Context) Args() []string { return c.match.Args }
+
+// RawArgs returns the text after the command, with surrounding space
+// trimmed.
+func (c *Context) RawArgs() string { return c.match.RawArgs }
+
+// Matches returns a regex matcher's submatches: Matches()[0] is the text
+// the expression matched, then one entry per group. It is nil for other
+// matchers.
+func (c *Context) Matches() []string { return c.match.Groups }
+
+// Context returns the handler's context. It is cancelled when the handler
+// returns, when its time limit passes, or when the engine is force-closed.
+func (c *Context) Context() stdctx.Context { return c.ctx }
+
+// Logger returns a logger with the event's platform, chat and event ID as
+// fields.
+func (c *Context) Logger() *zap.Logger {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.logger == nil {
+		c.logger = c.base.With(
+			zap.String("platform", c.event.Platform),
+			zap.String("chat", c.event.Chat.ID),
+			zap.String("event", c.event.ID),
+		)
+	}
+	return c.logger
+}
+
+// Set stores a value for the handlers of this event that run after this one.
+func (c *Context) Set(key string, value any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.values == nil {
+		c.values = make(map[string]any)
+	}
+	c.values[key] = value
+}
+
+// Get returns the value Set stored under key, and whether there was one.
+func (c *Context) Get(key string) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.values[key]
+	return v, ok
+}
+
+// Reply queues msg for the event's chat and returns at once.
+//
+// When Reply returns, the send is in the outbound dispatcher and will be
+// made even after the handler returns, after every send queued before it
+// for the same chat. Reply does not wait for the send and does not promise
+// delivery: wait on the returned Future for the result (the platform's
+// message ID) or the error. The Future is never nil and is always resolved:
+// with the sender's result or error, with the context's error if the send
+// timed out or the engine was force-closed, with an error wrapping
+// ErrSendPanicked if the sender panicked, or at once with the dispatcher's
+// error (such as engine.ErrQueueFull) if the send could not be queued.
+func (c *Context) Reply(msg platform.OutboundMessage) *future.Future[platform.SendResult] {
+	return c.send(c.chatKey, c.event.Chat, msg)
+}
+
+// ReplyText is shorthand for Reply(platform.TextMessage(text)).
+func (c *Context) ReplyText(text string) *future.Future[platform.SendResult] {
+	return c.Reply(platform.TextMessage(text))
+}
+
+// ReplySuccess replies with text marked as a success ("✅ " + text).
+func (c *Context) ReplySuccess(text string) *future.Future[platform.SendResult] {
+	return c.Reply(platform.TextMessage("✅ " + text))
+}
+
+// ReplyError tells the user that something went wrong, without showing
+// them err: the reply is err's [UserError] text if it has one, and a
+// generic apology otherwise. err itself goes to the log, at warn level.
+func (c *Context) ReplyError(err error) *future.Future[platform.SendResult] {
+	text := "⚠️ Sorry, something went wrong."
+	var ue *UserError
+	if errors.As(err, &ue) && ue.Text != "" {
+		text = "⚠️ " + ue.Text
+	}
+	c.Logger().Warn("handler error reported to user", zap.Error(err))
+	return c.Reply(platform.TextMessage(text))
+}
+
+// Send queues msg for another chat of the event's platform, with the same
+// guarantees as Reply: per-chat order among sends to that chat, and a Future
+// that is always resolved.
+func (c *Context) Send(chat platform.Chat, msg platform.OutboundMessage) *future.Future[platform.SendResult] {
+	return c.send(ChatKey(c.event.Platform, chat.ID), chat, msg)
+}
+
+func (c *Context) send(key string, chat platform.Chat, msg platform.OutboundMessage) *future.Future[platform.SendResult] {
+	f := future.New[platform.SendResult]()
+	if c.sender == nil || c.submitter == nil {
+		f.Resolve(platform.SendResult{}, ErrNoSender)
+		return f
+	}
+	s := c.sender
+	req := platform.SendRequest{Platform: c.event.Platform, Target: chat, Message: msg}
+	err := c.submitter.Submit(key, func(ctx stdctx.Context) error {
+		returned := false
+		defer func() {
+			if returned {
+				return
+			}
+			r := recover()
+			if r == nil {
+				// The sender called runtime.Goexit.
+				f.Resolve(platform.SendResult{}, ErrSendAborted)
+				return
+			}
+			f.Resolve(platform.SendResult{}, fmt.Errorf("%w: %v", ErrSendPanicked, r))
+			panic(r)
+		}()
+		res, err := s.Send(ctx, req)
+		returned = true
+		f.Resolve(res, err)
+		return err
+	})
+	if err != nil {
+		f.Resolve(platform.SendResult{}, fmt.Errorf("context: send not queued: %w", err))
+	}
+	return f
+}
+
+// UserError is an error whose Text may be shown to the user, for
+// [Context.ReplyError]. Err is the cause, for the log.
+type UserError struct {
+	Text string
+	Err  error
+}
+
+// NewUserError returns a *UserError with the given user-facing text and
+// cause (which may be nil).
+func NewUserError(text string, cause error) error { return &UserError{Text: text, Err: cause} }
+
+// Error returns the text, followed by the cause if there is one.
+func (e *UserError) Error() string {
+	if e.Err == nil {
+		return e.Text
+	}
+	return e.Text + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *UserError) Unwrap() error { return e.Err }

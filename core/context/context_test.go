@@ -1,0 +1,234 @@
+package context_test
+
+import (
+	stdctx "context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	hctx "github.com/heraldbot/herald/core/context"
+	"github.com/heraldbot/herald/platform"
+)
+
+// queue is a Submitter that records tasks for the test to run.
+type queue struct {
+	mu     sync.Mutex
+	keys   []string
+	tasks  []func(stdctx.Context) error
+	refuse error
+}
+
+func (q *queue) Submit(key string, task func(stdctx.Context) error) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.refuse != nil {
+		return q.refuse
+	}
+	q.keys = append(q.keys, key)
+	q.tasks = append(q.tasks, task)
+	return nil
+}
+
+// run runs task i with ctx on a fresh goroutine, as the dispatcher would,
+// and returns its error and whether it panicked.
+func (q *queue) run(i int, ctx stdctx.Context) (err error, panicked any) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { panicked = recover() }()
+		err = q.tasks[i](ctx)
+	}()
+	<-done
+	return err, panicked
+}
+
+var testEvent = platform.Event{
+	ID: "ev1", Platform: "mem", Kind: platform.EventMessage,
+	Chat: platform.Chat{ID: "c1", Type: platform.ChatPrivate},
+	From: platform.User{ID: "u1", Name: "Ann"},
+	Text: "/echo hi",
+}
+
+func newCtx(s platform.Sender, q *queue) *hctx.Context {
+	return hctx.New(hctx.Config{Event: testEvent, Sender: s, Submitter: q})
+}
+
+func TestReplyResolvesOnEveryPath(t *testing.T) {
+	expired, cancel := stdctx.WithDeadline(stdctx.Background(), time.Now())
+	defer cancel()
+	boom := errors.New("boom")
+	tests := []struct {
+		name      string
+		sender    platform.SenderFunc
+		ctx       func() stdctx.Context
+		wantErr   error
+		wantPanic bool
+		wantID    string
+	}{
+		{name: "success", sender: func(_ stdctx.Context, req platform.SendRequest) (platform.SendResult, error) {
+			return platform.SendResult{MessageID: "m1", ChatID: req.Target.ID}, nil
+		}, wantID: "m1"},
+		{name: "sender error", sender: func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
+			return platform.SendResult{}, boom
+		}, wantErr: boom},
+		{name: "timeout", sender: func(ctx stdctx.Context, _ platform.SendRequest) (platform.SendResult, error) {
+			<-ctx.Done()
+			return platform.SendResult{}, ctx.Err()
+		}, ctx: func() stdctx.Context {
+			return expired
+		}, wantErr: stdctx.DeadlineExceeded},
+		{name: "cancelled", sender: func(ctx stdctx.Context, _ platform.SendRequest) (platform.SendResult, error) {
+			return platform.SendResult{}, ctx.Err()
+		}, ctx: func() stdctx.Context {
+			ctx, cancel := stdctx.WithCancel(stdctx.Background())
+			cancel()
+			return ctx
+		}, wantErr: stdctx.Canceled},
+		{name: "panic", sender: func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
+			panic("sender bug")
+		}, wantErr: hctx.ErrSendPanicked, wantPanic: true},
+		{name: "goexit", sender: func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
+			runtime.Goexit()
+			return platform.SendResult{}, nil
+		}, wantErr: hctx.ErrSendAborted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := &queue{}
+			f := newCtx(tt.sender, q).ReplyText("hello")
+			if f.IsDone() {
+				t.Fatal("Future resolved before the send ran")
+			}
+			ctx := stdctx.Background()
+			if tt.ctx != nil {
+				ctx = tt.ctx()
+			}
+			_, panicked := q.run(0, ctx)
+			if (panicked != nil) != tt.wantPanic {
+				t.Fatalf("panicked = %v; want panic %v", panicked, tt.wantPanic)
+			}
+			if !f.IsDone() {
+				t.Fatal("Future not resolved")
+			}
+			res, err := f.Result()
+			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Future err = %v; want %v", err, tt.wantErr)
+			}
+			if res.MessageID != tt.wantID {
+				t.Fatalf("MessageID = %q; want %q", res.MessageID, tt.wantID)
+			}
+		})
+	}
+}
+
+func TestReplyRefused(t *testing.T) {
+	refused := errors.New("dispatcher: queue full")
+	q := &queue{refuse: refused}
+	f := newCtx(platform.SenderFunc(func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
+		t.Fatal("sender called for a refused send")
+		return platform.SendResult{}, nil
+	}), q).Reply(platform.TextMessage("x"))
+	if _, err := f.Result(); !errors.Is(err, refused) {
+		t.Fatalf("Future err = %v; want the Submit error", err)
+	}
+}
+
+func TestNoSender(t *testing.T) {
+	c := hctx.New(hctx.Config{Event: testEvent})
+	for _, f := range []interface{ Result() (platform.SendResult, error) }{
+		c.ReplyText("a"), c.ReplySuccess("b"), c.ReplyError(errors.New("c")), c.Send(platform.Chat{ID: "x"}, platform.TextMessage("d")),
+	} {
+		if _, err := f.Result(); !errors.Is(err, hctx.ErrNoSender) {
+			t.Fatalf("err = %v; want ErrNoSender", err)
+		}
+	}
+}
+
+func TestSendKeysAndRequests(t *testing.T) {
+	var mu sync.Mutex
+	var reqs []platform.SendRequest
+	q := &queue{}
+	c := newCtx(platform.SenderFunc(func(_ stdctx.Context, req platform.SendRequest) (platform.SendResult, error) {
+		mu.Lock()
+		reqs = append(reqs, req)
+		mu.Unlock()
+		return platform.SendResult{}, nil
+	}), q)
+	c.ReplyText("one")
+	c.Send(platform.Chat{ID: "other", Type: platform.ChatGroup}, platform.TextMessage("two"))
+	c.ReplySuccess("done")
+	for i := range q.tasks {
+		q.run(i, stdctx.Background())
+	}
+	if want := []string{"mem:c1", "mem:other", "mem:c1"}; len(q.keys) != 3 || q.keys[0] != want[0] || q.keys[1] != want[1] || q.keys[2] != want[2] {
+		t.Fatalf("keys = %v; want %v", q.keys, want)
+	}
+	if reqs[0].Platform != "mem" || reqs[0].Target.ID != "c1" || reqs[0].Message.Text != "one" {
+		t.Fatalf("reply request = %+v", reqs[0])
+	}
+	if reqs[1].Target.ID != "other" || reqs[1].Target.Type != platform.ChatGroup {
+		t.Fatalf("send request = %+v", reqs[1])
+	}
+	if reqs[2].Message.Text != "✅ done" {
+		t.Fatalf("success text = %q", reqs[2].Message.Text)
+	}
+}
+
+func TestReplyErrorHidesDetails(t *testing.T) {
+	core, logs := observer.New(zap.DebugLevel)
+	q := &queue{}
+	var texts []string
+	sender := platform.SenderFunc(func(_ stdctx.Context, req platform.SendRequest) (platform.SendResult, error) {
+		texts = append(texts, req.Message.Text)
+		return platform.SendResult{}, nil
+	})
+	c := hctx.New(hctx.Config{Event: testEvent, Sender: sender, Submitter: q, Logger: zap.New(core)})
+	c.ReplyError(errors.New("db password=hunter2 rejected"))
+	c.ReplyError(hctx.NewUserError("That city is unknown.", errors.New("geo lookup: 404")))
+	for i := range q.tasks {
+		q.run(i, stdctx.Background())
+	}
+	if texts[0] != "⚠️ Sorry, something went wrong." || texts[1] != "⚠️ That city is unknown." {
+		t.Fatalf("texts = %q", texts)
+	}
+	entries := logs.All()
+	if len(entries) != 2 || entries[0].ContextMap()["error"] != "db password=hunter2 rejected" {
+		t.Fatalf("log entries = %+v", entries)
+	}
+	if m := entries[0].ContextMap(); m["platform"] != "mem" || m["chat"] != "c1" || m["event"] != "ev1" {
+		t.Fatalf("log fields = %v", m)
+	}
+}
+
+func TestAccessorsAndValues(t *testing.T) {
+	ctx := stdctx.WithValue(stdctx.Background(), struct{}{}, 1)
+	c := hctx.New(hctx.Config{Context: ctx, Event: testEvent})
+	c.SetMatch(hctx.Match{Command: "echo", RawArgs: "hi", Args: []string{"hi"}, Groups: []string{"x"}})
+	if c.Command() != "echo" || c.RawArgs() != "hi" || len(c.Args()) != 1 || c.Matches()[0] != "x" {
+		t.Fatal("match accessors wrong")
+	}
+	if c.Text() != "/echo hi" || c.Platform() != "mem" || c.Chat().ID != "c1" || c.From().Name != "Ann" || c.Event().ID != "ev1" {
+		t.Fatal("event accessors wrong")
+	}
+	if c.Context() != ctx {
+		t.Fatal("Context() is not the handler context")
+	}
+	if _, ok := c.Get("k"); ok {
+		t.Fatal("Get found a value never set")
+	}
+	c.Set("k", 42)
+	if v, ok := c.Get("k"); !ok || v != 42 {
+		t.Fatalf("Get = %v, %v", v, ok)
+	}
+	if hctx.New(hctx.Config{}).Context() == nil || hctx.New(hctx.Config{}).Logger() == nil {
+		t.Fatal("defaults not applied")
+	}
+	if err := hctx.NewUserError("shown", errors.New("cause")); err.Error() != "shown: cause" {
+		t.Fatalf("UserError = %q", err)
+	}
+}
