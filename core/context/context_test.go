@@ -140,7 +140,9 @@ func TestReplyRefused(t *testing.T) {
 
 func TestNoSender(t *testing.T) {
 	c := hctx.New(hctx.Config{Event: testEvent})
-	for _, f := range []interface{ Result() (platform.SendResult, error) }{
+	for _, f := range []interface {
+		Result() (platform.SendResult, error)
+	}{
 		c.ReplyText("a"), c.ReplySuccess("b"), c.ReplyError(errors.New("c")), c.Send(platform.Chat{ID: "x"}, platform.TextMessage("d")),
 	} {
 		if _, err := f.Result(); !errors.Is(err, hctx.ErrNoSender) {
