@@ -1,0 +1,159 @@
+package sender
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// DefaultDeadLetterCapacity is a [DeadLetterStore]'s capacity when none is
+// given.
+const DefaultDeadLetterCapacity = 1000
+
+// DeadLetter is a send that failed for good, kept for inspection and replay.
+type DeadLetter struct {
+	// Request is the request as the send received it. Its slices
+	// (attachments, buttons) are shared with the sender's caller, not copied.
+	Request platform.SendRequest
+	// Attempts is how many attempts the send made (see [AttemptsOf]); 0 when
+	// its context had ended before the first.
+	Attempts int
+	// Err is the send's final error.
+	Err error
+	// At is when the send was given up.
+	At time.Time
+}
+
+// DeadLetterStore keeps the most recent dead letters, up to a capacity. When
+// it is full, adding one drops the oldest, and [DeadLetterStore.Dropped]
+// counts the drops. Adding costs O(1): the store is a ring buffer, which
+// grows up to its capacity as letters arrive.
+//
+// The zero value is an empty store of DefaultDeadLetterCapacity. A store is
+// safe for concurrent use.
+//
+// To replay dead letters, take them with [DeadLetterStore.Drain], which
+// returns them oldest first, and send each again through the outbound
+// dispatcher in that order: letters of one chat then keep their relative
+// order (though they join the back of the chat's queue, after messages sent
+// since). A replayed send that fails again comes back as a new dead letter.
+type DeadLetterStore struct {
+	mu       sync.Mutex
+	capacity int          // 0: DefaultDeadLetterCapacity
+	buf      []DeadLetter // oldest at head; grows by append until full, then wraps
+	head     int
+	dropped  uint64
+}
+
+// NewDeadLetterStore returns an empty store keeping at most capacity dead
+// letters. A capacity of zero or less means DefaultDeadLetterCapacity (1000).
+func NewDeadLetterStore(capacity int) *DeadLetterStore {
+	if capacity <= 0 {
+		capacity = DefaultDeadLetterCapacity
+	}
+	return &DeadLetterStore{capacity: capacity}
+}
+
+// Cap returns the most dead letters s keeps.
+func (s *DeadLetterStore) Cap() int {
+	if s.capacity <= 0 {
+		return DefaultDeadLetterCapacity
+	}
+	return s.capacity
+}
+
+// Add stores dl as the newest dead letter, dropping the oldest if s is full.
+func (s *DeadLetterStore) Add(dl DeadLetter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.buf) < s.Cap() {
+		// Not full yet: head is still 0, as it only moves when an Add
+		// overwrites the oldest letter of a full buffer.
+		s.buf = append(s.buf, dl)
+		return
+	}
+	s.buf[s.head] = dl
+	s.head++
+	if s.head == len(s.buf) {
+		s.head = 0
+	}
+	s.dropped++
+}
+
+// Len returns the number of dead letters in s.
+func (s *DeadLetterStore) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.buf)
+}
+
+// Dropped returns how many dead letters s has dropped, over its lifetime,
+// to make room for newer ones.
+func (s *DeadLetterStore) Dropped() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
+}
+
+// List returns a copy of the dead letters in s, oldest first, and leaves
+// them in s. Changing the returned slice does not change s.
+func (s *DeadLetterStore) List() []DeadLetter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.copyLocked()
+}
+
+// Drain removes every dead letter from s and returns them, oldest first.
+// The store is empty afterwards, and its buffer is released; Dropped is
+// kept.
+func (s *DeadLetterStore) Drain() []DeadLetter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.copyLocked()
+	s.buf, s.head = nil, 0
+	return out
+}
+
+// copyLocked returns the letters in order, oldest first. s.mu must be held.
+func (s *DeadLetterStore) copyLocked() []DeadLetter {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	out := make([]DeadLetter, len(s.buf))
+	n := copy(out, s.buf[s.head:])
+	copy(out[n:], s.buf[:s.head])
+	return out
+}
+
+// DeadLetters returns a decorator that adds every failed send to store, with
+// its request, attempts, final error and time. Placed outside [Retry], as
+// [Default] places it, it sees final outcomes only, so every send that
+// failed for good is stored: its retries ran out, its error was permanent,
+// a retry-after was too long, or its context ended (a forced shutdown
+// cancels sends, and they must not vanish). Successful sends are not
+// stored. A nil store returns the sender unchanged.
+func DeadLetters(store *DeadLetterStore) SenderDecorator {
+	return func(next platform.Sender) platform.Sender {
+		if store == nil {
+			return next
+		}
+		return &deadLetterSender{next: next, store: store}
+	}
+}
+
+type deadLetterSender struct {
+	next  platform.Sender
+	store *DeadLetterStore
+}
+
+func (s *deadLetterSender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	ctx, rec := withRecord(ctx)
+	res, err := s.next.Send(ctx, req)
+	if err != nil {
+		s.store.Add(DeadLetter{Request: req, Attempts: rec.attemptsOf(), Err: err, At: time.Now()})
+		rec.deadLettered.Store(true)
+	}
+	return res, err
+}

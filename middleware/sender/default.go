@@ -1,0 +1,63 @@
+package sender
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// DefaultAttemptTimeout is the per-attempt timeout [Default] uses when
+// DefaultConfig.Timeout is zero.
+const DefaultAttemptTimeout = 10 * time.Second
+
+// DefaultConfig configures [Default]. The zero value is a valid
+// configuration: retries with their defaults and a 10 s per-attempt
+// timeout, without metrics, logging, statistics, dead letters or rate
+// limits.
+type DefaultConfig struct {
+	// Metrics records every send. Nil means no metrics.
+	Metrics *Metrics
+	// Logger gets one line per send (see Logging). Nil means no logging, as
+	// with zap.NewNop().
+	Logger *zap.Logger
+	// Counters counts sends, attempts, retries and dead letters. Nil means
+	// no counting.
+	Counters *Counters
+	// DeadLetters keeps the sends that failed for good. Nil means they are
+	// not kept.
+	DeadLetters *DeadLetterStore
+	// Retry configures retries; its zero value means Retry's defaults (5
+	// attempts, 500 ms to 30 s backoff with 20% jitter, retry-after waits up
+	// to a minute).
+	Retry RetryConfig
+	// RateLimit sets rate limits; its zero value means none. See
+	// TelegramLimits.
+	RateLimit RateLimitConfig
+	// Timeout bounds each attempt. Zero means DefaultAttemptTimeout (10 s);
+	// a negative value means no per-attempt timeout, leaving only the send's
+	// own context (the dispatcher's SendTimeout) to bound it.
+	Timeout time.Duration
+}
+
+// Default returns the decorator chain Herald wraps around each platform
+// sender, from the outside in:
+//
+//	Metrics → Logging → Counters → DeadLetters → Retry → RateLimit → Timeout → platform sender
+//
+// The package documentation explains why each one sits where it does.
+// Decorators whose configuration is nil or switched off are left out.
+func Default(cfg DefaultConfig) SenderDecorator {
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultAttemptTimeout
+	}
+	return Chain(
+		cfg.Metrics.Decorator(),
+		Logging(cfg.Logger),
+		cfg.Counters.Decorator(),
+		DeadLetters(cfg.DeadLetters),
+		Retry(cfg.Retry),
+		RateLimit(cfg.RateLimit),
+		Timeout(timeout),
+	)
+}

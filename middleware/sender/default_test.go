@@ -1,0 +1,130 @@
+package sender_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/heraldbot/herald/middleware/sender"
+)
+
+func TestDefaultZeroConfig(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{reply: failFirst(1, errFlaky)}
+		s := sender.Default(sender.DefaultConfig{})(r)
+		start := time.Now()
+		if _, err := s.Send(context.Background(), req("1")); err != nil {
+			t.Fatal(err)
+		}
+		calls := r.snapshot()
+		if len(calls) != 2 {
+			t.Fatalf("%d calls; want 2 (retried by default)", len(calls))
+		}
+		// Default backoff: 500ms less up to 20% jitter.
+		if d := calls[1].at.Sub(start); d < 400*time.Millisecond || d > 500*time.Millisecond {
+			t.Fatalf("retry after %v; want within [400ms, 500ms]", d)
+		}
+		for _, c := range calls {
+			if !c.hasDeadline || c.deadline.Sub(c.at) != sender.DefaultAttemptTimeout {
+				t.Fatalf("attempt deadline %v away; want DefaultAttemptTimeout", c.deadline.Sub(c.at))
+			}
+		}
+	})
+}
+
+func TestDefaultNegativeTimeout(t *testing.T) {
+	r := &recorder{}
+	if _, err := sender.Default(sender.DefaultConfig{Timeout: -1})(r).Send(context.Background(), req("1")); err != nil {
+		t.Fatal(err)
+	}
+	if r.snapshot()[0].hasDeadline {
+		t.Fatal("negative Timeout still set a per-attempt deadline")
+	}
+}
+
+// TestDefaultOrder checks the order through what each decorator can see: the
+// outer ones see one final outcome and the whole duration, dead letters see
+// only final failures, and every retry waits for a rate token.
+func TestDefaultOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		m, err := sender.NewMetrics(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		core, logs := observer.New(zapcore.DebugLevel)
+		c := new(sender.Counters)
+		store := sender.NewDeadLetterStore(10)
+		s := sender.Default(sender.DefaultConfig{
+			Metrics: m, Logger: zap.New(core), Counters: c, DeadLetters: store,
+			Retry:     noJitter(3, time.Millisecond, time.Millisecond),
+			RateLimit: sender.RateLimitConfig{PerChat: 1},
+			Timeout:   time.Second,
+		})(&recorder{reply: chatReplies()})
+
+		start := time.Now()
+		if _, err := s.Send(context.Background(), req("flaky2")); err != nil {
+			t.Fatal(err)
+		}
+		// Three attempts, each after a fresh chat token: at 0s, 1s and 2s.
+		if d := time.Since(start); d != 2*time.Second {
+			t.Fatalf("send took %v; want 2s (retries wait for rate tokens)", d)
+		}
+		if store.Len() != 0 {
+			t.Fatal("a send that succeeded on retry was dead-lettered")
+		}
+		if n := logs.Len(); n != 1 || logs.All()[0].ContextMap()["attempts"] != int64(3) {
+			t.Fatalf("%d log lines %v; want 1 with 3 attempts", n, logs.All())
+		}
+		if got := sendsTotal(t, reg, "ok"); got != 1 {
+			t.Fatalf("herald_sends_total{ok} = %v; want 1", got)
+		}
+
+		_, err = s.Send(context.Background(), req("down"))
+		if n, _ := sender.AttemptsOf(err); n != 3 || store.Len() != 1 || store.List()[0].Attempts != 3 {
+			t.Fatalf("failed send: %v, %d letters; want 3 attempts, one letter", err, store.Len())
+		}
+		if e := logs.All()[1]; e.Level != zapcore.WarnLevel || e.ContextMap()["dead_letter"] != true {
+			t.Fatalf("failure logged as %v %v", e.Level, e.ContextMap())
+		}
+		if got := c.Snapshot(); got != (sender.CounterStats{Received: 2, Delivered: 1, Attempts: 6, Retried: 4, DeadLettered: 1}) {
+			t.Fatalf("counters %+v", got)
+		}
+		if !errors.Is(err, errFlaky) {
+			t.Fatalf("err = %v; want the cause", err)
+		}
+	})
+}
+
+// sendsTotal returns herald_sends_total{platform="test",outcome=outcome}
+// from reg.
+func sendsTotal(t *testing.T, reg *prometheus.Registry, outcome string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "herald_sends_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range mt.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["outcome"] == outcome && labels["platform"] == "test" {
+				return mt.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no herald_sends_total{outcome=%q}", outcome)
+	return 0
+}

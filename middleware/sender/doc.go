@@ -1,0 +1,58 @@
+// Package sender holds Herald's sender middleware: decorators that wrap a
+// [platform.Sender] to add metrics, logging, statistics, dead letters,
+// retries, rate limits and per-attempt timeouts, and [Default], which builds
+// them into one chain in the documented order.
+//
+// A [SenderDecorator] is a plain function from Sender to Sender, as
+// net/http middleware is a function from Handler to Handler; [Chain] composes
+// decorators so that the first one listed is the outermost.
+//
+// # The default order
+//
+// [Default] builds, from the outside in:
+//
+//	Metrics → Logging → Counters → DeadLetters → Retry → RateLimit → Timeout → platform sender
+//
+// and each position is chosen for a reason:
+//
+//   - Metrics is outermost, so a send's duration includes its retries,
+//     backoff and rate-limit waits: the cost a caller actually paid. It counts
+//     each send once, with its final outcome.
+//   - Logging writes one line per send with the final outcome and the number
+//     of attempts, not one line per attempt.
+//   - Counters counts sends, deliveries, attempts and retries once per send,
+//     and sits outside DeadLetters so it can count what DeadLetters recorded.
+//   - DeadLetters sits outside Retry so it sees final outcomes only: a send
+//     that failed and then succeeded on a retry is not a dead letter; a send
+//     whose retries ran out, that failed permanently, or whose context ended
+//     (a forced shutdown) is.
+//   - Retry re-enters RateLimit on every attempt, so retries spend rate
+//     tokens like first attempts do, and a retry cannot jump the queue of a
+//     flooded chat.
+//   - RateLimit sits above Timeout, so time spent waiting for a token does not
+//     eat into an attempt's timeout; it sees the platform's retry-after
+//     errors directly and pauses the chat's limiter for the time asked.
+//   - Timeout is innermost and bounds each single attempt; because it sits
+//     under Retry, every attempt gets a fresh deadline derived from the send's
+//     own context, never an already expired one.
+//
+// # Attempts
+//
+// Retry tells the decorators outside it how many attempts a send took, on
+// success as well as on failure: those decorators attach a small per-send
+// record to the context they pass down, and Retry fills it in. On failure
+// the count is also in the error, read with [AttemptsOf]. Without a Retry in
+// the chain a send counts as one attempt.
+//
+// # Outcomes
+//
+// Logging and Metrics classify a send's final error with [OutcomeOf] into
+// [OutcomeOK], [OutcomeCanceled], [OutcomePermanent], [OutcomeRateLimited],
+// [OutcomeTimeout] and [OutcomeError].
+//
+// # Concurrency
+//
+// Every decorator returned by this package, and every Sender it builds, is
+// safe for concurrent use. None of them starts a goroutine: rate limiters
+// are evicted by a sweep that runs inside sends, so there is nothing to stop.
+package sender

@@ -1,0 +1,108 @@
+package sender_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/platform"
+)
+
+func ExampleDefault() {
+	// A stand-in for an adapter's sender: it asks for a short pause once,
+	// and the user "blocked" has blocked the bot.
+	calls := 0
+	telegram := platform.SenderFunc(func(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+		calls++
+		if calls == 1 {
+			return platform.SendResult{}, platform.NewRetryAfter(10*time.Millisecond, errors.New("429 Too Many Requests"))
+		}
+		if req.Target.ID == "blocked" {
+			return platform.SendResult{}, platform.Permanent(errors.New("403 Forbidden: bot was blocked by the user"))
+		}
+		return platform.SendResult{MessageID: "7", ChatID: req.Target.ID}, nil
+	})
+
+	metrics, err := sender.NewMetrics(prometheus.NewRegistry()) // a bot passes prometheus.DefaultRegisterer
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	counters := new(sender.Counters)
+	deadLetters := sender.NewDeadLetterStore(0)
+	chain := sender.Default(sender.DefaultConfig{
+		Metrics:     metrics,
+		Logger:      zap.NewNop(),
+		Counters:    counters,
+		DeadLetters: deadLetters,
+		Retry:       sender.RetryConfig{MaxAttempts: 3},
+		RateLimit:   sender.TelegramLimits(),
+		Timeout:     5 * time.Second,
+	})
+	s := chain(telegram)
+
+	ctx := context.Background()
+	res, err := s.Send(ctx, platform.SendRequest{Platform: "telegram", Target: platform.Chat{ID: "42"}, Message: platform.TextMessage("hello")})
+	fmt.Println(res.MessageID, err)
+	_, err = s.Send(ctx, platform.SendRequest{Platform: "telegram", Target: platform.Chat{ID: "blocked"}, Message: platform.TextMessage("hello")})
+	fmt.Println(err)
+	fmt.Printf("%+v\n", counters.Snapshot())
+	for _, dl := range deadLetters.List() {
+		fmt.Println(dl.Request.Target.ID, dl.Attempts, sender.OutcomeOf(dl.Err))
+	}
+	// Output:
+	// 7 <nil>
+	// sender: giving up after 1 attempt: 403 Forbidden: bot was blocked by the user
+	// {Received:2 Delivered:1 Attempts:3 Retried:1 DeadLettered:1}
+	// blocked 1 permanent
+}
+
+func ExampleChain() {
+	tag := func(name string) sender.SenderDecorator {
+		return func(next platform.Sender) platform.Sender {
+			return platform.SenderFunc(func(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+				fmt.Println("enter", name)
+				defer fmt.Println("leave", name)
+				return next.Send(ctx, req)
+			})
+		}
+	}
+	base := platform.SenderFunc(func(context.Context, platform.SendRequest) (platform.SendResult, error) {
+		fmt.Println("platform send")
+		return platform.SendResult{}, nil
+	})
+	s := sender.Chain(tag("outer"), nil, tag("inner"))(base)
+	_, _ = s.Send(context.Background(), platform.SendRequest{})
+	// Output:
+	// enter outer
+	// enter inner
+	// platform send
+	// leave inner
+	// leave outer
+}
+
+func ExampleDeadLetterStore_Drain() {
+	store := sender.NewDeadLetterStore(100)
+	for _, chat := range []string{"a", "b", "a"} {
+		store.Add(sender.DeadLetter{
+			Request: platform.SendRequest{Target: platform.Chat{ID: chat}, Message: platform.TextMessage("to " + chat)},
+			Err:     errors.New("down"),
+		})
+	}
+	// Replay oldest first, so each chat's letters keep their order. An engine
+	// submits each one to its outbound dispatcher here.
+	for _, dl := range store.Drain() {
+		fmt.Println(dl.Request.Target.ID, dl.Request.Message.Text)
+	}
+	fmt.Println(store.Len())
+	// Output:
+	// a to a
+	// b to b
+	// a to a
+	// 0
+}

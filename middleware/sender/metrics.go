@@ -1,0 +1,164 @@
+package sender
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// ErrAlreadyRegistered is wrapped, together with the registry's
+// prometheus.AlreadyRegisteredError, by the error [NewMetrics] and
+// [Metrics.WatchQueue] return when their metrics are already registered.
+var ErrAlreadyRegistered = errors.New("sender: metrics already registered")
+
+// Histogram buckets of the send metrics.
+var (
+	// DurationBuckets are the buckets, in seconds, of
+	// herald_send_duration_seconds: from 5 ms to a minute, covering a fast
+	// local send up to one that waited out retries.
+	DurationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	// AttemptBuckets are the buckets of herald_send_attempts.
+	AttemptBuckets = []float64{1, 2, 3, 4, 5, 7, 10}
+)
+
+// Metrics holds Herald's Prometheus metrics for sends:
+//
+//	herald_sends_total{platform,outcome}        counter: sends by final outcome
+//	herald_send_duration_seconds{platform}     histogram: a send's whole duration, retries and waits included
+//	herald_send_attempts                       histogram: attempts per send (see Retry)
+//
+// The outcome label takes the values listed with [OutcomeOf]: ok, canceled,
+// permanent, rate_limited, timeout and error. [Metrics.Decorator] records
+// into them; [Metrics.WatchQueue] adds a dispatcher's statistics.
+//
+// Create Metrics with [NewMetrics]; the zero value is not usable. A Metrics
+// is safe for concurrent use.
+type Metrics struct {
+	reg      prometheus.Registerer // nil: nothing is registered
+	sends    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	attempts prometheus.Histogram
+
+	mu     sync.Mutex                                 // serialises additions to series
+	series atomic.Pointer[map[string]*platformSeries] // copy on write: reads take no lock
+}
+
+// platformSeries holds one platform's children of the vectors, so that a
+// send looks them up with one map read instead of hashing label values.
+type platformSeries struct {
+	sends    [len(outcomes)]prometheus.Counter
+	duration prometheus.Observer
+}
+
+// NewMetrics creates the send metrics and registers them with reg.
+//
+// If any of them is already registered with reg (NewMetrics was called twice
+// with one registry), NewMetrics registers none and returns an error
+// wrapping [ErrAlreadyRegistered] and the registry's
+// prometheus.AlreadyRegisteredError; other registration errors are wrapped
+// as they are. It never panics.
+//
+// A nil reg registers nothing: the metrics are kept but not exported. Pass
+// prometheus.DefaultRegisterer to publish on the default registry.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		reg: reg,
+		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_sends_total",
+			Help: "Sends through the sender middleware, by platform and final outcome (ok, canceled, permanent, rate_limited, timeout, error).",
+		}, []string{"platform", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "herald_send_duration_seconds",
+			Help:    "Duration of a send, retries and rate-limit waits included, by platform.",
+			Buckets: DurationBuckets,
+		}, []string{"platform"}),
+		attempts: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "herald_send_attempts",
+			Help:    "Attempts a send took, the first included.",
+			Buckets: AttemptBuckets,
+		}),
+	}
+	empty := map[string]*platformSeries{}
+	m.series.Store(&empty)
+	if reg == nil {
+		return m, nil
+	}
+	cs := []prometheus.Collector{m.sends, m.duration, m.attempts}
+	for i, c := range cs {
+		if err := reg.Register(c); err != nil {
+			for _, done := range cs[:i] {
+				reg.Unregister(done)
+			}
+			return nil, registerError("send metrics", err)
+		}
+	}
+	return m, nil
+}
+
+func registerError(what string, err error) error {
+	if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
+		return fmt.Errorf("sender: register %s: %w: %w", what, ErrAlreadyRegistered, err)
+	}
+	return fmt.Errorf("sender: register %s: %w", what, err)
+}
+
+// Decorator returns a decorator that records every send in m: one increment
+// of herald_sends_total with the send's platform and [OutcomeOf] its final
+// error, its duration, and its attempts. Put it outermost, as [Default]
+// does, so the duration covers retries and waits. A nil m returns a
+// decorator that changes nothing.
+func (m *Metrics) Decorator() SenderDecorator {
+	return func(next platform.Sender) platform.Sender {
+		if m == nil {
+			return next
+		}
+		return &metricsSender{next: next, m: m}
+	}
+}
+
+type metricsSender struct {
+	next platform.Sender
+	m    *Metrics
+}
+
+func (s *metricsSender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	start := time.Now()
+	ctx, rec := withRecord(ctx)
+	res, err := s.next.Send(ctx, req)
+	ps := s.m.seriesFor(req.Platform)
+	ps.sends[outcomeIndex(err)].Inc()
+	ps.duration.Observe(time.Since(start).Seconds())
+	s.m.attempts.Observe(float64(rec.attemptsOf()))
+	return res, err
+}
+
+// seriesFor returns the platform's series, creating them on first use.
+func (m *Metrics) seriesFor(name string) *platformSeries {
+	if ps := (*m.series.Load())[name]; ps != nil {
+		return ps
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.series.Load()
+	if ps := old[name]; ps != nil {
+		return ps
+	}
+	ps := &platformSeries{duration: m.duration.WithLabelValues(name)}
+	for i, o := range outcomes {
+		ps.sends[i] = m.sends.WithLabelValues(name, o)
+	}
+	next := make(map[string]*platformSeries, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[name] = ps
+	m.series.Store(&next)
+	return ps
+}

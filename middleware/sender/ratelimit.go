@@ -1,0 +1,356 @@
+package sender
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// DefaultIdleTTL is how long a chat's limiters are kept unused before
+// [RateLimit] drops them, when RateLimitConfig.IdleTTL is zero.
+const DefaultIdleTTL = 10 * time.Minute
+
+// RateLimitConfig configures [RateLimit]. Limits are token buckets from
+// golang.org/x/time/rate: a limit is a steady rate in sends per second (use
+// rate.Every for "one per interval") and its burst is how many sends may go
+// at once after a quiet spell. Over any span of time t, at most
+// burst + limit·t sends pass a limiter.
+//
+// The zero value sets no limit at all, and RateLimit then returns the sender
+// unchanged.
+type RateLimitConfig struct {
+	// Global limits all sends of one platform (one SendRequest.Platform)
+	// through the decorated sender. Zero, a negative value or rate.Inf means
+	// no global limit.
+	Global rate.Limit
+	// GlobalBurst is the global limiter's burst. Zero or negative means 1.
+	GlobalBurst int
+
+	// PerChat limits the sends to each chat (each SendRequest.Platform and
+	// Target.ID pair). Zero, a negative value or rate.Inf means no per-chat
+	// limit.
+	PerChat rate.Limit
+	// PerChatBurst is each chat limiter's burst. Zero or negative means 1.
+	PerChatBurst int
+
+	// PerGroup additionally limits the sends to each chat whose Target.Type
+	// is platform.ChatGroup; such a send takes both a per-chat and a
+	// per-group token. Zero, a negative value or rate.Inf means no per-group
+	// limit.
+	PerGroup rate.Limit
+	// PerGroupBurst is each group limiter's burst. Zero or negative means 1.
+	PerGroupBurst int
+
+	// IdleTTL is how long a chat's limiters (and pause) are kept after the
+	// chat's last send; then they are dropped, so memory follows the chats
+	// active within IdleTTL, not every chat ever seen. Zero or negative means
+	// DefaultIdleTTL (10 minutes). It is raised, if needed, to the time a
+	// chat's empty buckets take to refill, so dropping a limiter never lets
+	// a chat send more than keeping it would have.
+	IdleTTL time.Duration
+
+	// GlobalPause makes a retry-after from any chat pause every send of that
+	// platform, for platforms whose rate-limit replies mean the bot as a
+	// whole is over budget. When false (the default) a retry-after pauses
+	// only its own chat, unless the request had an empty Target.ID, which
+	// pauses the whole platform.
+	GlobalPause bool
+}
+
+// TelegramLimits returns the budget Telegram publishes for bots: about 30
+// messages per second overall (burst 3), one message per second to a chat
+// (burst 3), and 20 messages per minute to a group (burst 3). Telegram's
+// limits are approximate; a 429 it still sends pauses the chat (see
+// [RateLimit]) and is retried by [Retry].
+func TelegramLimits() RateLimitConfig {
+	return RateLimitConfig{
+		Global:        30,
+		GlobalBurst:   3,
+		PerChat:       1,
+		PerChatBurst:  3,
+		PerGroup:      rate.Every(3 * time.Second),
+		PerGroupBurst: 3,
+	}
+}
+
+// RateLimit returns a decorator that delays sends to stay within cfg's limits.
+//
+// A send waits, in this order, for: its chat (and its platform) to stop
+// being paused; a per-chat token and, for a group, a per-group token; then a
+// global token, taken last so the global budget is spent as close to the
+// actual send as possible. Each wait is bounded by the send's context: if the
+// context ends, the send returns at once with an error wrapping ctx.Err(),
+// and if a wait cannot finish before the context's deadline it is not
+// started: the send fails at once with an error that wraps
+// [ErrWouldExceedDeadline] and carries the wait as a retry-after
+// ([platform.RetryAfterOf]). In both cases the tokens the send reserved and
+// was still waiting for are given back.
+//
+// When the sender below returns an error carrying a retry-after, RateLimit
+// pauses the chat for that long, so the sends queued behind it wait instead
+// of earning more rate-limit replies; see RateLimitConfig.GlobalPause for
+// when the whole platform is paused instead.
+//
+// Each Sender the decorator wraps has its own limiters, and a global limiter
+// per platform name. Chat limiters unused for IdleTTL are dropped by a sweep
+// that runs inside sends, at most once per IdleTTL/2; there is no background
+// goroutine.
+//
+// With no limit set, RateLimit returns the sender unchanged.
+func RateLimit(cfg RateLimitConfig) SenderDecorator {
+	cfg = cfg.normalized()
+	return func(next platform.Sender) platform.Sender {
+		if cfg.Global == 0 && cfg.PerChat == 0 && cfg.PerGroup == 0 {
+			return next
+		}
+		return &rateLimiter{
+			next:      next,
+			cfg:       cfg,
+			platforms: make(map[string]*platformState),
+			chats:     make(map[chatKey]*chatState),
+		}
+	}
+}
+
+func (c RateLimitConfig) normalized() RateLimitConfig {
+	norm := func(l rate.Limit, b int) (rate.Limit, int) {
+		if l <= 0 || l == rate.Inf || math.IsNaN(float64(l)) {
+			return 0, 0
+		}
+		return l, max(b, 1)
+	}
+	c.Global, c.GlobalBurst = norm(c.Global, c.GlobalBurst)
+	c.PerChat, c.PerChatBurst = norm(c.PerChat, c.PerChatBurst)
+	c.PerGroup, c.PerGroupBurst = norm(c.PerGroup, c.PerGroupBurst)
+	if c.IdleTTL <= 0 {
+		c.IdleTTL = DefaultIdleTTL
+	}
+	refill := func(l rate.Limit, b int) time.Duration {
+		if l == 0 {
+			return 0
+		}
+		return time.Duration(math.Ceil(float64(b) / float64(l) * float64(time.Second)))
+	}
+	c.IdleTTL = max(c.IdleTTL, refill(c.PerChat, c.PerChatBurst), refill(c.PerGroup, c.PerGroupBurst))
+	return c
+}
+
+// chatKey identifies a chat: its platform and its ID.
+type chatKey struct{ platform, chat string }
+
+// platformState is the global state of one platform.
+type platformState struct {
+	limiter     *rate.Limiter // nil: no global limit
+	pausedUntil time.Time     // guarded by rateLimiter.mu
+}
+
+// chatState is the state of one chat. Its fields are guarded by
+// rateLimiter.mu; the limiters are safe for concurrent use on their own.
+type chatState struct {
+	chat        *rate.Limiter // nil: no per-chat limit
+	group       *rate.Limiter // nil: not a group, or no per-group limit
+	pausedUntil time.Time
+	lastUsed    time.Time
+	users       int // sends holding this state; it is not evicted while > 0
+}
+
+type rateLimiter struct {
+	next platform.Sender
+	cfg  RateLimitConfig // normalized
+
+	mu        sync.Mutex
+	platforms map[string]*platformState
+	chats     map[chatKey]*chatState
+	nextSweep time.Time
+}
+
+// lease is what one send took from acquire.
+type lease struct {
+	p                   *platformState
+	c                   *chatState
+	global, chat, group *rate.Limiter
+}
+
+func (l *rateLimiter) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return platform.SendResult{}, fmt.Errorf("sender: rate limit: %w", err)
+	}
+	key := chatKey{req.Platform, req.Target.ID}
+	ls := l.acquire(key, req.Target.Type == platform.ChatGroup)
+	defer l.release(ls.c)
+
+	if err := l.waitPause(ctx, ls); err != nil {
+		return platform.SendResult{}, err
+	}
+	if err := waitTokens(ctx, ls); err != nil {
+		return platform.SendResult{}, err
+	}
+	res, err := l.next.Send(ctx, req)
+	if err != nil {
+		if d, ok := platform.RetryAfterOf(err); ok && d > 0 {
+			l.pause(key, ls, d)
+		}
+	}
+	return res, err
+}
+
+// acquire finds or creates the platform's and the chat's state and marks the
+// chat state in use. It runs the idle sweep when one is due.
+func (l *rateLimiter) acquire(key chatKey, group bool) lease {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !now.Before(l.nextSweep) {
+		l.sweepLocked(now)
+	}
+	p := l.platforms[key.platform]
+	if p == nil {
+		p = &platformState{}
+		if l.cfg.Global != 0 {
+			p.limiter = rate.NewLimiter(l.cfg.Global, l.cfg.GlobalBurst)
+		}
+		l.platforms[key.platform] = p
+	}
+	c := l.chats[key]
+	if c == nil {
+		c = &chatState{}
+		if l.cfg.PerChat != 0 {
+			c.chat = rate.NewLimiter(l.cfg.PerChat, l.cfg.PerChatBurst)
+		}
+		l.chats[key] = c
+	}
+	if group && c.group == nil && l.cfg.PerGroup != 0 {
+		c.group = rate.NewLimiter(l.cfg.PerGroup, l.cfg.PerGroupBurst)
+	}
+	c.users++
+	ls := lease{p: p, c: c, global: p.limiter, chat: c.chat}
+	if group {
+		ls.group = c.group
+	}
+	return ls
+}
+
+// release marks the end of one send's use of c.
+func (l *rateLimiter) release(c *chatState) {
+	now := time.Now()
+	l.mu.Lock()
+	c.users--
+	c.lastUsed = now
+	l.mu.Unlock()
+}
+
+// sweepLocked drops the chats that have been idle for IdleTTL, are not in
+// use and are not paused, and schedules the next sweep IdleTTL/2 later, so a
+// chat's state lives at most 1.5·IdleTTL after its last send and the sweep's
+// cost is spread over the sends in between. l.mu must be held.
+func (l *rateLimiter) sweepLocked(now time.Time) {
+	for k, c := range l.chats {
+		if c.users == 0 && now.Sub(c.lastUsed) >= l.cfg.IdleTTL && !c.pausedUntil.After(now) {
+			delete(l.chats, k)
+		}
+	}
+	l.nextSweep = now.Add(l.cfg.IdleTTL / 2)
+}
+
+// live returns the number of chats whose state is kept.
+func (l *rateLimiter) live() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.chats)
+}
+
+// pause stops the chat's sends (and, by RateLimitConfig.GlobalPause's rule,
+// the platform's) for d from now. A longer pause already in force stays.
+func (l *rateLimiter) pause(key chatKey, ls lease, d time.Duration) {
+	until := time.Now().Add(d)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if until.After(ls.c.pausedUntil) {
+		ls.c.pausedUntil = until
+	}
+	if (key.chat == "" || l.cfg.GlobalPause) && until.After(ls.p.pausedUntil) {
+		ls.p.pausedUntil = until
+	}
+}
+
+// waitPause waits until neither the chat nor its platform is paused.
+func (l *rateLimiter) waitPause(ctx context.Context, ls lease) error {
+	for {
+		l.mu.Lock()
+		until := ls.c.pausedUntil
+		if ls.p.pausedUntil.After(until) {
+			until = ls.p.pausedUntil
+		}
+		l.mu.Unlock()
+		d := time.Until(until)
+		if d <= 0 {
+			return nil
+		}
+		if err := sleep(ctx, d); err != nil {
+			return waitError("paused", d, err)
+		}
+		// A pause may have been extended while we waited: look again.
+	}
+}
+
+// waitTokens takes a chat token (and a group token) and then a global token,
+// waiting for each as the limiters say, and gives back reserved tokens it
+// was still waiting for when it stops early.
+func waitTokens(ctx context.Context, ls lease) error {
+	var rc, rg *rate.Reservation
+	var d time.Duration
+	now := time.Now()
+	if ls.chat != nil {
+		rc = ls.chat.ReserveN(now, 1)
+		d = rc.DelayFrom(now)
+	}
+	if ls.group != nil {
+		rg = ls.group.ReserveN(now, 1)
+		d = max(d, rg.DelayFrom(now))
+	}
+	if d > 0 {
+		if err := sleep(ctx, d); err != nil {
+			cancelReservations(rc, rg)
+			return waitError("chat limit", d, err)
+		}
+	}
+	if ls.global == nil {
+		return nil
+	}
+	now = time.Now()
+	rp := ls.global.ReserveN(now, 1)
+	if d = rp.DelayFrom(now); d == 0 {
+		return nil
+	}
+	if err := sleep(ctx, d); err != nil {
+		cancelReservations(rp, rc, rg)
+		return waitError("global limit", d, err)
+	}
+	return nil
+}
+
+func cancelReservations(rs ...*rate.Reservation) {
+	now := time.Now()
+	for _, r := range rs {
+		if r != nil {
+			r.CancelAt(now)
+		}
+	}
+}
+
+// waitError wraps the error of a rate-limit wait of d: a context's error as
+// it is, ErrWouldExceedDeadline inside a retry-after of d, so Retry and
+// callers can see how long the wait would have been.
+func waitError(what string, d time.Duration, err error) error {
+	if errors.Is(err, ErrWouldExceedDeadline) {
+		return fmt.Errorf("sender: rate limit: %s: %w", what, platform.NewRetryAfter(d, err))
+	}
+	return fmt.Errorf("sender: rate limit: %s: %w", what, err)
+}

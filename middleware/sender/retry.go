@@ -1,0 +1,276 @@
+package sender
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// Retry's defaults, used for zero fields of [RetryConfig].
+const (
+	DefaultMaxAttempts   = 5
+	DefaultBaseBackoff   = 500 * time.Millisecond
+	DefaultMaxBackoff    = 30 * time.Second
+	DefaultJitter        = 0.2
+	DefaultMaxRetryAfter = time.Minute
+)
+
+// Reasons a [RetryError] gives for stopping, for use with errors.Is. A
+// context's error ([context.Canceled], [context.DeadlineExceeded]) and
+// [ErrWouldExceedDeadline] are the other reasons.
+var (
+	// ErrAttemptsExhausted means every attempt RetryConfig.MaxAttempts
+	// allowed failed.
+	ErrAttemptsExhausted = errors.New("sender: attempts exhausted")
+	// ErrRetryAfterTooLong means the platform asked for a retry-after wait
+	// longer than RetryConfig.MaxRetryAfter.
+	ErrRetryAfterTooLong = errors.New("sender: retry-after longer than MaxRetryAfter")
+)
+
+// RetryConfig configures [Retry]. The zero value is a valid configuration:
+// each zero field means its default.
+type RetryConfig struct {
+	// MaxAttempts is the most attempts a send gets, counting the first: 3
+	// means one attempt and at most two retries. Zero or negative means
+	// DefaultMaxAttempts (5). 1 means no retries, and Retry returns the
+	// sender unchanged.
+	MaxAttempts int
+
+	// BaseBackoff is the wait after the first failed attempt; each further
+	// failure doubles it (base, 2×base, 4×base, …) up to MaxBackoff. Zero or
+	// negative means DefaultBaseBackoff (500 ms).
+	BaseBackoff time.Duration
+
+	// MaxBackoff caps the backoff. Zero or negative means DefaultMaxBackoff
+	// (30 s); a value below BaseBackoff means BaseBackoff.
+	MaxBackoff time.Duration
+
+	// Jitter is the fraction by which each backoff wait is shortened at
+	// random, so that senders that failed together do not retry together: a
+	// backoff b becomes a uniformly random wait in [b·(1−Jitter), b], which
+	// keeps MaxBackoff a true upper bound. Zero means DefaultJitter (0.2);
+	// negative means no jitter; values above 1 mean 1. Retry-after waits
+	// never get jitter.
+	Jitter float64
+
+	// MaxRetryAfter is the longest retry-after wait Retry accepts. When the
+	// platform asks for more (Telegram has asked for hours) the send fails
+	// at once with ErrRetryAfterTooLong. Zero or negative means
+	// DefaultMaxRetryAfter (1 minute).
+	MaxRetryAfter time.Duration
+}
+
+func (c RetryConfig) normalized() RetryConfig {
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.MaxAttempts > math.MaxInt32 {
+		c.MaxAttempts = math.MaxInt32
+	}
+	if c.BaseBackoff <= 0 {
+		c.BaseBackoff = DefaultBaseBackoff
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.MaxBackoff < c.BaseBackoff {
+		c.MaxBackoff = c.BaseBackoff
+	}
+	switch {
+	case c.Jitter == 0:
+		c.Jitter = DefaultJitter
+	case c.Jitter < 0 || math.IsNaN(c.Jitter):
+		c.Jitter = 0
+	case c.Jitter > 1:
+		c.Jitter = 1
+	}
+	if c.MaxRetryAfter <= 0 {
+		c.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	return c
+}
+
+// Retry returns a decorator that tries a failed send again.
+//
+// Before each attempt Retry checks the send's context and stops if it has
+// ended. After a failed attempt it stops when:
+//   - the error is permanent ([platform.IsPermanent]) or is a
+//     [context.Canceled] from below: trying again cannot help;
+//   - the send's own context has ended;
+//   - MaxAttempts attempts have been made;
+//   - the error carries a retry-after ([platform.RetryAfterOf]) longer than
+//     MaxRetryAfter;
+//   - the wait before the next attempt cannot finish before the context's
+//     deadline (it gives up at once, without waiting).
+//
+// Otherwise it waits and tries again. A retry-after error is waited out for
+// exactly the time the platform asked, never less, and counts as an attempt;
+// any other error waits an exponential backoff with jitter (see
+// [RetryConfig]). A [context.DeadlineExceeded] from below while the send's
+// context is still live is a per-attempt timeout (see [Timeout]) and is
+// retried. If the context ends during a wait, Retry returns at once.
+//
+// On failure Retry returns a [*RetryError] holding the attempt count and the
+// last attempt's error, which it wraps, so errors.Is, errors.As,
+// platform.IsPermanent and platform.RetryAfterOf see the cause; when the
+// context ended, the error also wraps the context's error. Read the count
+// with [AttemptsOf]. On success the count goes to the decorators outside
+// Retry (Metrics, Logging, Counters), which Retry tells through the context.
+func Retry(cfg RetryConfig) SenderDecorator {
+	return retryWith(cfg, rand.Float64)
+}
+
+// retryWith is Retry with the source of randomness for jitter given: rnd
+// returns values in [0, 1). Tests pass a fixed one.
+func retryWith(cfg RetryConfig, rnd func() float64) SenderDecorator {
+	cfg = cfg.normalized()
+	return func(next platform.Sender) platform.Sender {
+		if cfg.MaxAttempts == 1 {
+			return next
+		}
+		return &retrySender{next: next, cfg: cfg, rand: rnd}
+	}
+}
+
+type retrySender struct {
+	next platform.Sender
+	cfg  RetryConfig // normalized
+	rand func() float64
+}
+
+func (s *retrySender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	rec := recordFrom(ctx)
+	if rec != nil {
+		if rec.retrying.CompareAndSwap(false, true) {
+			defer rec.retrying.Store(false)
+		} else {
+			rec = nil // an outer Retry owns the record and will fill it in
+		}
+	}
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return s.giveUp(rec, attempt-1, lastErr, err)
+		}
+		res, err := s.next.Send(ctx, req)
+		if rec != nil {
+			rec.attempts.Store(int32(attempt))
+		}
+		if err == nil {
+			return res, nil
+		}
+		lastErr = err
+		if cerr := ctx.Err(); cerr != nil {
+			return s.giveUp(rec, attempt, err, cerr)
+		}
+		if platform.IsPermanent(err) || errors.Is(err, context.Canceled) {
+			return s.giveUp(rec, attempt, err, nil)
+		}
+		if attempt >= s.cfg.MaxAttempts {
+			return s.giveUp(rec, attempt, err, ErrAttemptsExhausted)
+		}
+		d, ok := platform.RetryAfterOf(err)
+		if ok {
+			if d > s.cfg.MaxRetryAfter {
+				return s.giveUp(rec, attempt, err, ErrRetryAfterTooLong)
+			}
+		} else {
+			d = s.backoff(attempt)
+		}
+		if werr := sleep(ctx, d); werr != nil {
+			return s.giveUp(rec, attempt, err, werr)
+		}
+	}
+}
+
+func (s *retrySender) giveUp(rec *sendRecord, attempts int, last, reason error) (platform.SendResult, error) {
+	if rec != nil {
+		rec.attempts.Store(int32(attempts))
+	}
+	return platform.SendResult{}, &RetryError{Attempts: attempts, Err: last, Reason: reason}
+}
+
+// backoff returns the wait after the failed attempt number attempt (1 for
+// the first): BaseBackoff·2^(attempt−1), capped at MaxBackoff, shortened by
+// up to Jitter of itself.
+func (s *retrySender) backoff(attempt int) time.Duration {
+	b := s.cfg.BaseBackoff
+	for i := 1; i < attempt && b < s.cfg.MaxBackoff; i++ {
+		if b > s.cfg.MaxBackoff/2 {
+			b = s.cfg.MaxBackoff
+			break
+		}
+		b *= 2
+	}
+	b = min(b, s.cfg.MaxBackoff)
+	if s.cfg.Jitter > 0 {
+		b -= time.Duration(s.rand() * s.cfg.Jitter * float64(b))
+	}
+	return b
+}
+
+// RetryError is the error [Retry] returns when it gives up on a send.
+//
+// It wraps both Err and Reason: errors.Is and errors.As find the platform's
+// error (and so do platform.IsPermanent and platform.RetryAfterOf), the
+// context's error, and the reason sentinels.
+type RetryError struct {
+	// Attempts is how many times Retry called the sender below it; 0 when
+	// the context had ended before the first attempt.
+	Attempts int
+	// Err is the last attempt's error, or nil if no attempt was made.
+	Err error
+	// Reason says why Retry stopped: ErrAttemptsExhausted,
+	// ErrRetryAfterTooLong, ErrWouldExceedDeadline, or the context's error.
+	// It is nil when Err itself cannot be retried (permanent, or cancelled
+	// below Retry).
+	Reason error
+}
+
+// Error returns "sender: giving up after N attempts", the reason and the
+// last attempt's error.
+func (e *RetryError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sender: giving up after %d attempt", e.Attempts)
+	if e.Attempts != 1 {
+		b.WriteByte('s')
+	}
+	if e.Reason != nil {
+		b.WriteString(": ")
+		b.WriteString(strings.TrimPrefix(e.Reason.Error(), "sender: "))
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the reason and the last attempt's error, leaving out nils.
+func (e *RetryError) Unwrap() []error {
+	errs := make([]error, 0, 2)
+	if e.Reason != nil {
+		errs = append(errs, e.Reason)
+	}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
+}
+
+// AttemptsOf reports how many attempts a send made, if err, or an error it
+// wraps, came from [Retry]. It returns false for errors that did not pass
+// through Retry; such a send made one attempt.
+func AttemptsOf(err error) (int, bool) {
+	var re *RetryError
+	if errors.As(err, &re) {
+		return re.Attempts, true
+	}
+	return 0, false
+}
