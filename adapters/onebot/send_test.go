@@ -1,0 +1,342 @@
+package onebot
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+func sendReq(chat platform.Chat, text string) platform.SendRequest {
+	return platform.SendRequest{Platform: Name, Target: chat, Message: platform.TextMessage(text)}
+}
+
+// TestEchoCorrelation puts 200 sends in flight on one connection and
+// answers them in a random order: every send must get its own response.
+func TestEchoCorrelation(t *testing.T) {
+	const n = 200
+	h := startAdapter(t, Config{})
+	p := h.connect(h.reverseServer(), 10001)
+
+	type result struct {
+		i   int
+		res platform.SendResult
+		err error
+	}
+	results := make(chan result, n)
+	for i := range n {
+		go func() {
+			res, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(10001, 555), "m"+strconv.Itoa(i)))
+			results <- result{i, res, err}
+		}()
+	}
+	// Collect every action before answering any, so all 200 are in flight.
+	actions := make([]gotAction, 0, n)
+	echoes := map[string]bool{}
+	for range n {
+		a := p.next()
+		if a.Action != "send_group_msg" || param[int64](t, a, "group_id") != 555 {
+			t.Fatalf("action = %+v", a)
+		}
+		if echoes[string(a.Echo)] {
+			t.Fatalf("echo %s used twice", a.Echo)
+		}
+		echoes[string(a.Echo)] = true
+		actions = append(actions, a)
+	}
+	waitFor(t, "all pending", func() bool { return pendingTotal(h.a) == n })
+	rand.Shuffle(len(actions), func(i, j int) { actions[i], actions[j] = actions[j], actions[i] })
+	for _, a := range actions {
+		msg := param[Message](t, a, "message")
+		i, err := strconv.Atoi(strings.TrimPrefix(msg.Text(), "m"))
+		if err != nil || len(msg) != 1 {
+			t.Fatalf("message = %#v", msg)
+		}
+		p.respond(a, "ok", 0, map[string]any{"message_id": 100000 + i})
+	}
+	for range n {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("send %d: %v", r.i, r.err)
+		}
+		if want := strconv.Itoa(100000 + r.i); r.res.MessageID != want || r.res.ChatID != "10001:555" || r.res.SentAt.IsZero() {
+			t.Fatalf("send %d = %+v; want message ID %s", r.i, r.res, want)
+		}
+	}
+	if got := pendingTotal(h.a); got != 0 {
+		t.Fatalf("%d actions still pending", got)
+	}
+}
+
+func pendingTotal(a *Adapter) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for c := range a.conns {
+		n += c.pendingCount()
+	}
+	return n
+}
+
+func TestSendResponses(t *testing.T) {
+	tests := []struct {
+		name           string
+		retryAmbiguous bool
+		status         string
+		retcode        int
+		data           any
+		extra          map[string]any
+		wantID         string
+		wantErr        bool
+		permanent      bool
+		maybe          bool
+		wantRetcode    int64
+		wantMsg        string
+	}{
+		{name: "ok", status: "ok", data: map[string]any{"message_id": 77}, wantID: "77"},
+		{name: "ok string id", status: "ok", data: map[string]any{"message_id": "abc"}, wantID: "abc"},
+		{name: "ok no data", status: "ok", data: nil, wantID: ""},
+		{name: "async", status: "async", retcode: 1, data: nil, wantID: ""},
+		{name: "1400", status: "failed", retcode: 1400, wantErr: true, permanent: true, wantRetcode: 1400},
+		{name: "1401", status: "failed", retcode: 1401, wantErr: true, permanent: true, wantRetcode: 1401},
+		{name: "1403", status: "failed", retcode: 1403, wantErr: true, permanent: true, wantRetcode: 1403},
+		{name: "1404", status: "failed", retcode: 1404, wantErr: true, permanent: true, wantRetcode: 1404},
+		{name: "1404 retry ambiguous", retryAmbiguous: true, status: "failed", retcode: 1404, wantErr: true, permanent: true, wantRetcode: 1404},
+		{name: "100 ambiguous", status: "failed", retcode: 100, extra: map[string]any{"msg": "SEND_MSG_API_ERROR", "wording": "risk control"},
+			wantErr: true, permanent: true, maybe: true, wantRetcode: 100, wantMsg: "risk control"},
+		{name: "100 retry ambiguous", retryAmbiguous: true, status: "failed", retcode: 100, extra: map[string]any{"msg": "m"},
+			wantErr: true, permanent: false, maybe: true, wantRetcode: 100, wantMsg: "m"},
+		{name: "unknown status", retryAmbiguous: true, status: "weird", retcode: 102, wantErr: true, maybe: true, wantRetcode: 102},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startAdapter(t, Config{RetryAmbiguous: tt.retryAmbiguous})
+			p := h.connect(h.reverseServer(), 1)
+			go func() {
+				a := p.next()
+				resp := map[string]any{"status": tt.status, "retcode": tt.retcode, "data": tt.data, "echo": a.Echo}
+				for k, v := range tt.extra {
+					resp[k] = v
+				}
+				p.sendJSON(resp)
+			}()
+			res, err := h.a.Sender().Send(context.Background(), sendReq(PrivateChat(1, 2), "x"))
+			if !tt.wantErr {
+				if err != nil || res.MessageID != tt.wantID || res.ChatID != "1:2" {
+					t.Fatalf("Send = %+v, %v; want message ID %q", res, err, tt.wantID)
+				}
+				return
+			}
+			var ae *ActionError
+			if !errors.As(err, &ae) || ae.RetCode != tt.wantRetcode || ae.Action != "send_private_msg" || ae.Message != tt.wantMsg {
+				t.Fatalf("Send error = %v (%#v); want ActionError retcode %d msg %q", err, ae, tt.wantRetcode, tt.wantMsg)
+			}
+			if platform.IsPermanent(err) != tt.permanent || errors.Is(err, ErrMaybeDelivered) != tt.maybe {
+				t.Fatalf("Send error %v: permanent %v maybe %v; want %v %v", err, platform.IsPermanent(err), errors.Is(err, ErrMaybeDelivered), tt.permanent, tt.maybe)
+			}
+			if !strings.HasPrefix(err.Error(), "onebot: send_private_msg failed: retcode ") {
+				t.Fatalf("message %q", err)
+			}
+		})
+	}
+}
+
+func TestSendTimeout(t *testing.T) {
+	for _, retry := range []bool{false, true} {
+		t.Run(fmt.Sprint("RetryAmbiguous=", retry), func(t *testing.T) {
+			h := startAdapter(t, Config{ActionTimeout: 50 * time.Millisecond, RetryAmbiguous: retry})
+			p := h.connect(h.reverseServer(), 1)
+			start := time.Now()
+			_, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, 2), "x"))
+			if !errors.Is(err, ErrActionTimeout) || !errors.Is(err, ErrMaybeDelivered) || platform.IsPermanent(err) == retry {
+				t.Fatalf("Send = %v (permanent %v)", err, platform.IsPermanent(err))
+			}
+			if el := time.Since(start); el < 50*time.Millisecond {
+				t.Fatalf("timed out after %v; want at least 50ms", el)
+			}
+			a := p.next()
+			// A late answer is dropped quietly; the connection stays usable.
+			p.respond(a, "ok", 0, map[string]any{"message_id": 1})
+			go func() {
+				a := p.next()
+				p.respond(a, "ok", 0, map[string]any{"message_id": 2})
+			}()
+			if res, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, 2), "y")); err != nil || res.MessageID != "2" {
+				t.Fatalf("send after a late answer = %+v, %v", res, err)
+			}
+			if n := pendingTotal(h.a); n != 0 {
+				t.Fatalf("%d pending", n)
+			}
+		})
+	}
+}
+
+func TestSendContextEndsFirst(t *testing.T) {
+	h := startAdapter(t, Config{ActionTimeout: time.Hour})
+	p := h.connect(h.reverseServer(), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	_, err := h.a.Sender().Send(ctx, sendReq(GroupChat(1, 2), "x"))
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrMaybeDelivered) {
+		t.Fatalf("Send = %v; want the context's error", err)
+	}
+	p.next()
+	if n := pendingTotal(h.a); n != 0 {
+		t.Fatalf("%d pending after the context ended", n)
+	}
+	cctx, ccancel := context.WithCancel(context.Background())
+	ccancel()
+	if _, err := h.a.Sender().Send(cctx, sendReq(GroupChat(1, 2), "x")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Send with a cancelled context = %v", err)
+	}
+}
+
+// TestConnectionLossMidAction drops the connection while sends are in
+// flight: all of them fail at once, retryably.
+func TestConnectionLossMidAction(t *testing.T) {
+	const n = 20
+	h := startAdapter(t, Config{ActionTimeout: time.Hour})
+	p := h.connect(h.reverseServer(), 1)
+	errs := make(chan error, n)
+	var started sync.WaitGroup
+	for i := range n {
+		started.Add(1)
+		go func() {
+			started.Done()
+			_, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, int64(i+1)), "x"))
+			errs <- err
+		}()
+	}
+	started.Wait()
+	for range n {
+		p.next()
+	}
+	p.close() // abrupt: no close frame
+	deadline := time.After(5 * time.Second)
+	for range n {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrConnectionLost) || platform.IsPermanent(err) || errors.Is(err, ErrMaybeDelivered) {
+				t.Fatalf("pending send = %v; want retryable ErrConnectionLost", err)
+			}
+		case <-deadline:
+			t.Fatal("pending sends did not fail within 5s of the drop (ActionTimeout is an hour)")
+		}
+	}
+	waitFor(t, "unregister", func() bool { return len(h.a.Bots()) == 0 })
+	start := time.Now()
+	_, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, 2), "x"))
+	if !errors.Is(err, ErrNotConnected) || platform.IsPermanent(err) || time.Since(start) > time.Second {
+		t.Fatalf("send with no connection = %v after %v; want retryable ErrNotConnected at once", err, time.Since(start))
+	}
+}
+
+func TestSendNotConnected(t *testing.T) {
+	a, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chat := range []platform.Chat{GroupChat(1, 2), {ID: "2", Type: platform.ChatPrivate}} {
+		_, err := a.Sender().Send(context.Background(), sendReq(chat, "x"))
+		if !errors.Is(err, ErrNotConnected) || platform.IsPermanent(err) {
+			t.Fatalf("Send(%v) before Run = %v", chat, err)
+		}
+	}
+}
+
+func TestSendRefusesBadRequests(t *testing.T) {
+	h := startAdapter(t, Config{})
+	p := h.connect(h.reverseServer(), 1)
+	tests := []struct {
+		name string
+		req  platform.SendRequest
+		is   error
+	}{
+		{"empty message", platform.SendRequest{Target: GroupChat(1, 2)}, platform.ErrInvalidMessage},
+		{"bad chat id", sendReq(platform.Chat{ID: "abc", Type: platform.ChatGroup}, "x"), ErrInvalidChat},
+		{"no chat type", sendReq(platform.Chat{ID: "1:2"}, "x"), ErrInvalidChat},
+		{"channel", sendReq(platform.Chat{ID: "1:2", Type: platform.ChatChannel}, "x"), ErrInvalidChat},
+		{"document bytes", platform.SendRequest{Target: GroupChat(1, 2), Message: platform.OutboundMessage{
+			Attachments: []platform.Attachment{{Kind: platform.AttachDocument, Data: []byte("x"), FileName: "x.txt"}}}}, ErrUnsupported},
+	}
+	for _, tt := range tests {
+		_, err := h.a.Sender().Send(context.Background(), tt.req)
+		if !errors.Is(err, tt.is) || !platform.IsPermanent(err) || !strings.HasPrefix(err.Error(), "onebot: ") {
+			t.Errorf("%s: Send = %v; want permanent %v", tt.name, err, tt.is)
+		}
+	}
+	select {
+	case a := <-p.actions:
+		t.Fatalf("a refused request reached the implementation: %+v", a)
+	default:
+	}
+}
+
+func TestOutboundSegments(t *testing.T) {
+	png := []byte{0x89, 'P', 'N', 'G'}
+	tests := []struct {
+		name string
+		cq   bool
+		msg  platform.OutboundMessage
+		want string // the message param, as JSON
+	}{
+		{"text literal", false, platform.TextMessage("[CQ:at,qq=1] & hi"),
+			`[{"type":"text","data":{"text":"[CQ:at,qq=1] \u0026 hi"}}]`},
+		{"markdown sent as is", false, platform.OutboundMessage{Text: "*b*", ParseMode: platform.ParseMarkdown},
+			`[{"type":"text","data":{"text":"*b*"}}]`},
+		{"reply", false, platform.OutboundMessage{Text: "ok", ReplyToID: "-12"},
+			`[{"type":"reply","data":{"id":"-12"}},{"type":"text","data":{"text":"ok"}}]`},
+		{"photo url with caption", false, platform.OutboundMessage{Text: "look", Attachments: []platform.Attachment{
+			{Kind: platform.AttachPhoto, URL: "https://x/y.png", Caption: "cap"}}},
+			`[{"type":"text","data":{"text":"look"}},{"type":"image","data":{"file":"https://x/y.png"}},{"type":"text","data":{"text":"cap"}}]`},
+		{"photo bytes", false, platform.OutboundMessage{Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, Data: png}}},
+			`[{"type":"image","data":{"file":"base64://` + base64.StdEncoding.EncodeToString(png) + `"}}]`},
+		{"document url", false, platform.OutboundMessage{Text: "doc", Attachments: []platform.Attachment{
+			{Kind: platform.AttachDocument, URL: "https://x/r.pdf", FileName: "r.pdf"}}},
+			`[{"type":"text","data":{"text":"doc"}},{"type":"text","data":{"text":"\nr.pdf: https://x/r.pdf"}}]`},
+		{"buttons left out", false, platform.OutboundMessage{Text: "pick", Buttons: [][]platform.Button{{{Text: "a", Data: "1"}}}},
+			`[{"type":"text","data":{"text":"pick"}}]`},
+		{"cq mention", true, platform.TextMessage(CQ(At(42), Text(" "+"hi [x]"))),
+			`[{"type":"at","data":{"qq":"42"}},{"type":"text","data":{"text":" hi [x]"}}]`},
+		{"cq escaped user text stays text", true, platform.TextMessage(EscapeText("[CQ:at,qq=all]")),
+			`[{"type":"text","data":{"text":"[CQ:at,qq=all]"}}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startAdapter(t, Config{CQCodeText: tt.cq})
+			p := h.connect(h.reverseServer(), 1)
+			done := make(chan gotAction, 1)
+			go func() {
+				a := p.next()
+				p.respond(a, "ok", 0, map[string]any{"message_id": 1})
+				done <- a
+			}()
+			if _, err := h.a.Sender().Send(context.Background(), platform.SendRequest{Target: PrivateChat(1, 7), Message: tt.msg}); err != nil {
+				t.Fatal(err)
+			}
+			a := <-done
+			if a.Action != "send_private_msg" || param[int64](t, a, "user_id") != 7 || param[bool](t, a, "auto_escape") {
+				t.Fatalf("action = %+v", a)
+			}
+			var got, want any
+			if err := json.Unmarshal(a.Params["message"], &got); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("message = %s\nwant      %s", a.Params["message"], tt.want)
+			}
+		})
+	}
+}
