@@ -3,6 +3,10 @@ package sender_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/platform"
 )
 
 func TestDefaultZeroConfig(t *testing.T) {
@@ -127,4 +132,67 @@ func sendsTotal(t *testing.T, reg *prometheus.Registry, outcome string) float64 
 	}
 	t.Fatalf("no herald_sends_total{outcome=%q}", outcome)
 	return 0
+}
+
+// TestDefaultConcurrentNothingLost runs many chats at once through the full
+// chain against a platform that floods, fails and refuses, and checks every
+// send ends delivered or dead-lettered, and per-chat order holds on delivery.
+func TestDefaultConcurrentNothingLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := new(sender.Counters)
+		store := sender.NewDeadLetterStore(1000)
+		var mu sync.Mutex
+		delivered := map[string][]int{}
+		platformSender := platform.SenderFunc(func(ctx context.Context, rq platform.SendRequest) (platform.SendResult, error) {
+			var seq int
+			fmt.Sscanf(rq.Message.Text, "%d", &seq)
+			switch {
+			case seq%7 == 3 && rand.IntN(2) == 0:
+				return platform.SendResult{}, platform.NewRetryAfter(time.Duration(rand.IntN(300))*time.Millisecond, errFlaky)
+			case seq%11 == 5:
+				return platform.SendResult{}, platform.Permanent(errors.New("bad request"))
+			case rand.IntN(4) == 0:
+				return platform.SendResult{}, errFlaky
+			}
+			mu.Lock()
+			delivered[rq.Target.ID] = append(delivered[rq.Target.ID], seq)
+			mu.Unlock()
+			return platform.SendResult{MessageID: rq.Message.Text}, nil
+		})
+		s := sender.Default(sender.DefaultConfig{
+			Counters: c, DeadLetters: store,
+			Retry:     sender.RetryConfig{MaxAttempts: 4, BaseBackoff: 50 * time.Millisecond},
+			RateLimit: sender.RateLimitConfig{Global: 200, GlobalBurst: 10, PerChat: 20, PerChatBurst: 3, PerGroup: 10},
+			Timeout:   time.Second,
+		})(platformSender)
+		const chats, each = 40, 25
+		var wg sync.WaitGroup
+		for ch := range chats {
+			wg.Go(func() {
+				for i := range each {
+					rq := req(fmt.Sprint(ch))
+					if ch%3 == 0 {
+						rq.Target.Type = platform.ChatGroup
+					}
+					rq.Message.Text = fmt.Sprint(i)
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					_, _ = s.Send(ctx, rq) // one chat's sends go one at a time, as the dispatcher runs them
+					cancel()
+				}
+			})
+		}
+		wg.Wait()
+		got := c.Snapshot()
+		if got.Received != chats*each || got.Delivered+got.DeadLettered != got.Received || uint64(store.Len()) != got.DeadLettered {
+			t.Fatalf("counters %+v, %d dead letters: sends vanished", got, store.Len())
+		}
+		if got.Retried == 0 || got.DeadLettered == 0 {
+			t.Fatalf("counters %+v: the test did not exercise retries and failures", got)
+		}
+		for chat, seqs := range delivered {
+			if !slices.IsSorted(seqs) {
+				t.Fatalf("chat %s delivered out of order: %v", chat, seqs)
+			}
+		}
+	})
 }

@@ -18,14 +18,11 @@ import (
 // [Metrics.WatchQueue] return when their metrics are already registered.
 var ErrAlreadyRegistered = errors.New("sender: metrics already registered")
 
-// Histogram buckets of the send metrics.
+// Histogram buckets of the send metrics: durations from 5 ms (a fast local
+// send) to a minute (one that waited out retries); attempts from 1 to 10.
 var (
-	// DurationBuckets are the buckets, in seconds, of
-	// herald_send_duration_seconds: from 5 ms to a minute, covering a fast
-	// local send up to one that waited out retries.
-	DurationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
-	// AttemptBuckets are the buckets of herald_send_attempts.
-	AttemptBuckets = []float64{1, 2, 3, 4, 5, 7, 10}
+	durationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	attemptBuckets  = []float64{1, 2, 3, 4, 5, 7, 10}
 )
 
 // Metrics holds Herald's Prometheus metrics for sends:
@@ -35,7 +32,9 @@ var (
 //	herald_send_attempts                       histogram: attempts per send (see Retry)
 //
 // The outcome label takes the values listed with [OutcomeOf]: ok, canceled,
-// permanent, rate_limited, timeout and error. [Metrics.Decorator] records
+// permanent, rate_limited, timeout and error. Durations are bucketed from
+// 5 ms to 60 s (.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60),
+// attempts at 1, 2, 3, 4, 5, 7 and 10. [Metrics.Decorator] records
 // into them; [Metrics.WatchQueue] adds a dispatcher's statistics.
 //
 // Create Metrics with [NewMetrics]; the zero value is not usable. A Metrics
@@ -77,12 +76,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "herald_send_duration_seconds",
 			Help:    "Duration of a send, retries and rate-limit waits included, by platform.",
-			Buckets: DurationBuckets,
+			Buckets: durationBuckets,
 		}, []string{"platform"}),
 		attempts: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "herald_send_attempts",
 			Help:    "Attempts a send took, the first included.",
-			Buckets: AttemptBuckets,
+			Buckets: attemptBuckets,
 		}),
 	}
 	empty := map[string]*platformSeries{}

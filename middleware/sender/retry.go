@@ -122,6 +122,9 @@ func (c RetryConfig) normalized() RetryConfig {
 // context ended, the error also wraps the context's error. Read the count
 // with [AttemptsOf]. On success the count goes to the decorators outside
 // Retry (Metrics, Logging, Counters), which Retry tells through the context.
+// An attempt is one call to the sender below Retry, so a rate-limit wait
+// that gives up counts as one too. When Retry decorators are nested, the
+// outermost one's count is the one reported.
 func Retry(cfg RetryConfig) SenderDecorator {
 	return retryWith(cfg, rand.Float64)
 }
