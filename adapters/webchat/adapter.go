@@ -1,0 +1,282 @@
+package webchat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// PlatformName is the adapter's [Adapter.Name] and the Platform of its
+// events.
+const PlatformName = "webchat"
+
+// Errors of the adapter. Send errors wrap ErrNoConnection (retryable) or
+// ErrInvalidChatID (marked [platform.Permanent]).
+var (
+	// ErrNoConnection means the target chat has no open tab, so the
+	// message was not accepted. It is not permanent: the tab may be
+	// reloading, and a retry a moment later succeeds.
+	ErrNoConnection = errors.New("webchat: no open tab for this chat")
+
+	// ErrInvalidChatID means the target chat ID cannot name a web chat
+	// (see the package doc for the forms of IDs).
+	ErrInvalidChatID = errors.New("webchat: invalid chat ID")
+
+	// ErrAlreadyStarted is returned by a second call of Run.
+	ErrAlreadyStarted = errors.New("webchat: Run already called")
+)
+
+// RoomChatID returns the ID of the group chat that tabs opened with
+// ?room=room join, for sending to a room the bot has not heard from.
+func RoomChatID(room string) string { return roomPrefix + room }
+
+// Adapter is the local browser chat; see the package doc. Create one with
+// [New]; the zero value is not usable. Its methods are safe for concurrent
+// use.
+//
+// An Adapter runs once: [Adapter.Run] serves the page and delivers events
+// until its context ends, and a later Run returns ErrAlreadyStarted (unless
+// the earlier one failed to listen). The [platform.Sender] from
+// [Adapter.Sender] works before, during and after Run; without open tabs
+// it fails with ErrNoConnection.
+type Adapter struct {
+	cfg      Config
+	log      *zap.Logger
+	handler  http.Handler
+	upgrader websocket.Upgrader
+	events   chan platform.Event
+	ready    chan struct{}
+	msgSeq   atomic.Uint64 // last message ID given out
+	conns    sync.WaitGroup
+
+	runMu   sync.Mutex // serialises the start of Run
+	started bool
+
+	mu      sync.Mutex // guards the fields below, chats and every conn's session state
+	active  bool       // Run is delivering events; tabs may connect
+	addr    string     // listening address while Run serves
+	open    map[*conn]struct{}
+	pending int // connections being upgraded
+	eventID uint64
+	chats   *chats
+}
+
+// New returns an Adapter for cfg, or an error wrapping ErrInvalidConfig
+// when a field is out of range.
+func New(cfg Config) (*Adapter, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	a := &Adapter{
+		cfg:    cfg,
+		log:    cfg.Logger.With(zap.String("platform", PlatformName)),
+		events: make(chan platform.Event, cfg.EventBuffer),
+		ready:  make(chan struct{}),
+		open:   make(map[*conn]struct{}),
+		chats:  newChats(cfg.MaxChats),
+	}
+	a.upgrader = websocket.Upgrader{
+		HandshakeTimeout: cfg.WriteTimeout,
+		CheckOrigin:      a.checkOrigin,
+		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
+			a.log.Debug("webchat: websocket handshake refused",
+				zap.Int("status", status), zap.String("remote", r.RemoteAddr), zap.Error(reason))
+			http.Error(w, "webchat: "+http.StatusText(status), status)
+		},
+	}
+	a.handler = a.newHandler()
+	return a, nil
+}
+
+// Name returns "webchat".
+func (a *Adapter) Name() string { return PlatformName }
+
+// Sender returns the adapter's [platform.Sender]; see [Sender.Send].
+func (a *Adapter) Sender() platform.Sender { return &Sender{a: a} }
+
+// Handler returns the adapter's HTTP handler: the chat page at "/", its
+// files under "/static/" and the WebSocket at "/ws". Mount it elsewhere
+// with http.StripPrefix (the page uses relative URLs) and set
+// [Config.NoServer] to serve it only there. The WebSocket answers 503
+// Service Unavailable while Run is not running.
+func (a *Adapter) Handler() http.Handler { return a.handler }
+
+// Ready returns a channel that is closed once Run accepts connections:
+// its listener is bound (or, with [Config.NoServer], it delivers events).
+// It is never closed if Run fails to start.
+func (a *Adapter) Ready() <-chan struct{} { return a.ready }
+
+// Addr returns the address Run listens on, such as "127.0.0.1:41234", or
+// "" when Run is not serving (before [Adapter.Ready] is closed, after Run
+// returns, and with [Config.NoServer]).
+func (a *Adapter) Addr() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.addr
+}
+
+// URL returns the chat page's address, such as "http://127.0.0.1:8080/",
+// or "" when [Adapter.Addr] is "". An unspecified host (":0", "0.0.0.0")
+// becomes "localhost".
+func (a *Adapter) URL() string {
+	addr := a.Addr()
+	if addr == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr + "/"
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
+// Run serves the chat and calls handle, from Run's own goroutine and one
+// event at a time, for each message a tab sends and each button a tab
+// presses, in the order the adapter received them. handle should return
+// quickly: events wait in a buffer of [Config.EventBuffer] meanwhile, and
+// tabs get "busy" errors when it is full.
+//
+// Unless [Config.NoServer] is set, Run listens on [Config.Addr] and serves
+// [Adapter.Handler] on its own http.Server; if it cannot listen (the port
+// is taken) it returns an error that wraps the listener's error and says
+// which address failed, and Run may be called again.
+//
+// When ctx ends, Run stops: it refuses new connections, shuts its server
+// down (waiting at most [Config.WriteTimeout] for requests in flight),
+// sends each open tab its queued messages and a close frame (status 1001,
+// going away; each tab's flush is bounded by WriteTimeout), waits for every
+// connection's goroutines to finish, and returns nil. Events not yet
+// handed to handle are dropped. Run returns a non-nil error only when it
+// could not start or its server failed.
+func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
+	if handle == nil {
+		return errors.New("webchat: Run: nil handle func")
+	}
+	a.runMu.Lock()
+	if a.started {
+		a.runMu.Unlock()
+		return ErrAlreadyStarted
+	}
+	var ln net.Listener
+	if !a.cfg.NoServer {
+		var err error
+		ln, err = net.Listen("tcp", a.cfg.Addr)
+		if err != nil {
+			a.runMu.Unlock()
+			return fmt.Errorf("webchat: cannot listen on %s (is another program using the port? set Config.Addr to another address): %w", a.cfg.Addr, err)
+		}
+	}
+	a.started = true
+	a.runMu.Unlock()
+
+	var (
+		srv      *http.Server
+		serveErr = make(chan error, 1)
+		serving  sync.WaitGroup
+	)
+	a.mu.Lock()
+	a.active = true
+	if ln != nil {
+		a.addr = ln.Addr().String()
+	}
+	a.mu.Unlock()
+	if ln != nil {
+		errLog, _ := zap.NewStdLogAt(a.log, zap.DebugLevel) // cannot fail for DebugLevel
+		srv = &http.Server{
+			Handler:           a.handler,
+			ReadHeaderTimeout: a.cfg.WriteTimeout,
+			ErrorLog:          errLog,
+		}
+		serving.Go(func() { serveErr <- srv.Serve(ln) })
+		a.log.Info("webchat: chat page ready; open it in a browser", zap.String("url", a.URL()))
+	}
+	close(a.ready)
+
+	var runErr error
+loop:
+	for {
+		select {
+		case ev := <-a.events:
+			handle(ev)
+		case <-ctx.Done():
+			break loop
+		case err := <-serveErr:
+			runErr = fmt.Errorf("webchat: serving %s: %w", a.cfg.Addr, err)
+			break loop
+		}
+	}
+
+	a.mu.Lock()
+	a.active = false
+	a.addr = ""
+	open := make([]*conn, 0, len(a.open))
+	for c := range a.open {
+		open = append(open, c)
+	}
+	a.mu.Unlock()
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.WriteTimeout)
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close()
+		}
+		cancel()
+	}
+	for _, c := range open {
+		c.shut(websocket.CloseGoingAway, "server shutting down", false)
+	}
+	serving.Wait()
+	a.conns.Wait()
+	a.log.Debug("webchat: stopped", zap.Int("dropped_events", len(a.events)))
+	return runErr
+}
+
+// checkOrigin accepts requests without an Origin header (not from a
+// browser), from the page's own origin, and from Config.AllowedOrigins.
+func (a *Adapter) checkOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	o := strings.ToLower(origin)
+	for _, allowed := range a.cfg.AllowedOrigins {
+		if allowed == "*" || allowed == o {
+			return true
+		}
+	}
+	u, err := parseOrigin(origin)
+	return err == nil && strings.EqualFold(u, r.Host)
+}
+
+// parseOrigin returns the host[:port] of an Origin header value.
+func parseOrigin(origin string) (string, error) {
+	scheme, rest, ok := strings.Cut(origin, "://")
+	if !ok || (scheme != "http" && scheme != "https") || rest == "" || strings.ContainsAny(rest, "/?#@") {
+		return "", fmt.Errorf("webchat: malformed origin %q", origin)
+	}
+	return rest, nil
+}
+
+// nextMessageID returns a new message ID.
+func (a *Adapter) nextMessageID() string { return strconv.FormatUint(a.msgSeq.Add(1), 10) }
+
+// nextEventIDLocked returns a new event ID; IDs increase in the order events
+// are queued.
+func (a *Adapter) nextEventIDLocked() string {
+	a.eventID++
+	return strconv.FormatUint(a.eventID, 10)
+}

@@ -1,0 +1,183 @@
+package webchat
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Defaults of [Config]'s zero fields.
+const (
+	DefaultAddr           = "127.0.0.1:8080"
+	DefaultBotName        = "Herald"
+	DefaultHistorySize    = 200
+	DefaultMaxChats       = 1000
+	DefaultMaxConnections = 256
+	DefaultQueueSize      = 256
+	DefaultEventBuffer    = 256
+	DefaultReadLimit      = 64 << 10
+	DefaultPingInterval   = 30 * time.Second
+	DefaultPongWait       = 60 * time.Second
+	DefaultWriteTimeout   = 10 * time.Second
+)
+
+// ErrInvalidConfig is wrapped by the errors [New] returns for a Config it
+// cannot use.
+var ErrInvalidConfig = errors.New("webchat: invalid config")
+
+// Config configures an [Adapter]. The zero value is a valid configuration:
+// a chat on http://127.0.0.1:8080/ with the defaults below. Negative numbers
+// and durations are refused by [New].
+type Config struct {
+	// Addr is the TCP address Run listens on, in the form "host:port".
+	// Empty means DefaultAddr, "127.0.0.1:8080": only this machine can
+	// connect. A port of 0 picks a free port; [Adapter.Addr] tells which
+	// once [Adapter.Ready] is closed. Addr is unused when NoServer is set.
+	Addr string
+
+	// NoServer makes Run start no HTTP server of its own: mount
+	// [Adapter.Handler] on a server of yours, and Run only delivers the
+	// events of its connections until its context ends. False, the zero
+	// value, means Run serves Handler on Addr.
+	NoServer bool
+
+	// Logger receives the adapter's logs. Nil means zap.NewNop().
+	Logger *zap.Logger
+
+	// BotName is the name the page shows for the bot's messages. Empty
+	// means DefaultBotName, "Herald".
+	BotName string
+
+	// AllowedOrigins lists the browser origins ("scheme://host[:port]",
+	// compared without regard to case) whose pages may open the
+	// WebSocket, besides the page's own origin; "*" allows every origin.
+	// Nil or empty means the page's own origin only, which is what the
+	// embedded page needs. Connections from other origins get 403.
+	AllowedOrigins []string
+
+	// HistorySize is the number of messages kept per chat and sent to a
+	// tab when it connects. Zero means DefaultHistorySize, 200.
+	HistorySize int
+
+	// MaxChats bounds the number of chats whose history is kept; past it,
+	// the least recently used chat with no open tab is forgotten. Zero
+	// means DefaultMaxChats, 1000.
+	MaxChats int
+
+	// MaxConnections bounds the number of open WebSocket connections;
+	// more get 503 Service Unavailable. Zero means
+	// DefaultMaxConnections, 256.
+	MaxConnections int
+
+	// QueueSize is the number of frames that may wait to be written to
+	// one tab. A tab whose queue is full is disconnected (it reconnects
+	// and reloads the history) so that a slow tab never blocks a send.
+	// Zero means DefaultQueueSize, 256.
+	QueueSize int
+
+	// EventBuffer is the number of inbound events that may wait for Run to
+	// hand them to its handle func; when it is full, a tab's message is
+	// refused with a "busy" error frame. Zero means DefaultEventBuffer,
+	// 256.
+	EventBuffer int
+
+	// ReadLimit is the largest frame, in bytes, accepted from a tab; a
+	// larger frame closes the connection with status 1009. Zero means
+	// DefaultReadLimit, 64 KiB.
+	ReadLimit int64
+
+	// PingInterval is how often the server pings each tab. Zero means
+	// DefaultPingInterval, 30s. It must be shorter than PongWait.
+	PingInterval time.Duration
+
+	// PongWait is how long a connection may stay silent (no pong, no
+	// frame) before it is closed. Zero means DefaultPongWait, 60s.
+	PongWait time.Duration
+
+	// WriteTimeout bounds each write to a tab, and the flush of a tab's
+	// queue when Run shuts down. Zero means DefaultWriteTimeout, 10s.
+	WriteTimeout time.Duration
+}
+
+// withDefaults returns c with its zero fields set to their defaults, or an
+// error wrapping ErrInvalidConfig.
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	setInt := func(v *int, def int, name string) {
+		switch {
+		case *v < 0:
+			bad("%s is negative (%d)", name, *v)
+		case *v == 0:
+			*v = def
+		}
+	}
+	setDur := func(v *time.Duration, def time.Duration, name string) {
+		switch {
+		case *v < 0:
+			bad("%s is negative (%v)", name, *v)
+		case *v == 0:
+			*v = def
+		}
+	}
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.BotName = cleanName(c.BotName); c.BotName == "" {
+		c.BotName = DefaultBotName
+	}
+	setInt(&c.HistorySize, DefaultHistorySize, "HistorySize")
+	setInt(&c.MaxChats, DefaultMaxChats, "MaxChats")
+	setInt(&c.MaxConnections, DefaultMaxConnections, "MaxConnections")
+	setInt(&c.QueueSize, DefaultQueueSize, "QueueSize")
+	setInt(&c.EventBuffer, DefaultEventBuffer, "EventBuffer")
+	switch {
+	case c.ReadLimit < 0:
+		bad("ReadLimit is negative (%d)", c.ReadLimit)
+	case c.ReadLimit == 0:
+		c.ReadLimit = DefaultReadLimit
+	}
+	setDur(&c.PingInterval, DefaultPingInterval, "PingInterval")
+	setDur(&c.PongWait, DefaultPongWait, "PongWait")
+	setDur(&c.WriteTimeout, DefaultWriteTimeout, "WriteTimeout")
+	if c.PingInterval > 0 && c.PongWait > 0 && c.PingInterval >= c.PongWait {
+		bad("PingInterval (%v) must be shorter than PongWait (%v)", c.PingInterval, c.PongWait)
+	}
+	origins := make([]string, 0, len(c.AllowedOrigins))
+	for _, o := range c.AllowedOrigins {
+		norm, err := normalizeOrigin(o)
+		if err != nil {
+			bad("AllowedOrigins: %v", err)
+			continue
+		}
+		origins = append(origins, norm)
+	}
+	c.AllowedOrigins = origins
+	if len(errs) > 0 {
+		return Config{}, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// normalizeOrigin checks an AllowedOrigins entry and returns it in lower
+// case without a trailing slash.
+func normalizeOrigin(o string) (string, error) {
+	if o == "*" {
+		return o, nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("%q is not an origin like \"http://host:port\"", o)
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+}

@@ -1,0 +1,451 @@
+package webchat
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// Bounds of linger.
+const (
+	lingerTime  = time.Second
+	lingerBytes = 1 << 20
+)
+
+// conn is one open tab: a WebSocket with one reader (the HTTP handler's
+// goroutine) and one writer goroutine, which alone writes data frames, in
+// the order they were queued on out.
+type conn struct {
+	a      *Adapter
+	ws     *websocket.Conn
+	remote string
+	out    chan []byte   // frames to write, bounded by Config.QueueSize
+	done   chan struct{} // closed by shut: the writer stops
+
+	shutOnce  sync.Once
+	closeCode int    // set by shut before done is closed
+	closeText string // set by shut before done is closed
+	abrupt    bool   // set by shut: close at once, without flushing out
+
+	// Session state, guarded by a.mu.
+	chat *chatState // nil until hello
+	user platform.User
+}
+
+// shut stops the connection. A graceful shut lets the writer flush the
+// queued frames and send a close frame with code and text; an abrupt one
+// closes the socket at once, which also unblocks a writer stuck on a slow
+// peer. Only the first call has an effect; it never blocks.
+func (c *conn) shut(code int, text string, abrupt bool) {
+	c.shutOnce.Do(func() {
+		c.closeCode, c.closeText, c.abrupt = code, text, abrupt
+		close(c.done)
+		if abrupt {
+			c.ws.Close()
+		}
+	})
+}
+
+// enqueueLocked queues a frame for the writer without blocking and reports
+// whether it fitted. The caller holds a.mu, which orders the frames of all
+// conns of a chat the same way.
+func (c *conn) enqueueLocked(frame []byte) bool {
+	select {
+	case c.out <- frame:
+		return true
+	default:
+		return false
+	}
+}
+
+// serveWS upgrades a request to a WebSocket and serves it until it closes.
+func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	switch {
+	case !a.active:
+		a.mu.Unlock()
+		http.Error(w, "webchat: the chat is not running", http.StatusServiceUnavailable)
+		return
+	case len(a.open)+a.pending >= a.cfg.MaxConnections:
+		a.mu.Unlock()
+		a.log.Warn("webchat: connection refused: too many open connections",
+			zap.Int("max", a.cfg.MaxConnections), zap.String("remote", r.RemoteAddr))
+		http.Error(w, "webchat: too many open connections", http.StatusServiceUnavailable)
+		return
+	}
+	a.pending++
+	// Add happens under mu while active, and Run sets active to false under
+	// mu before it waits, so no Add races with the Wait.
+	a.conns.Add(1)
+	a.mu.Unlock()
+	defer a.conns.Done()
+
+	ws, err := a.upgrader.Upgrade(w, r, nil)
+	a.mu.Lock()
+	a.pending--
+	if err != nil { // the upgrader has answered the request
+		a.mu.Unlock()
+		return
+	}
+	if !a.active {
+		a.mu.Unlock()
+		ws.WriteControl(websocket.CloseMessage,
+			websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"),
+			time.Now().Add(a.cfg.WriteTimeout))
+		ws.Close()
+		return
+	}
+	c := &conn{
+		a:      a,
+		ws:     ws,
+		remote: r.RemoteAddr,
+		out:    make(chan []byte, a.cfg.QueueSize),
+		done:   make(chan struct{}),
+	}
+	a.open[c] = struct{}{}
+	a.mu.Unlock()
+	a.log.Debug("webchat: tab connected", zap.String("remote", c.remote))
+	c.serve()
+}
+
+// serve runs the connection: it starts the writer, reads frames until the
+// connection fails or is shut, then leaves the chat and waits for the
+// writer.
+func (c *conn) serve() {
+	var writer sync.WaitGroup
+	writer.Go(c.writeLoop)
+	defer writer.Wait()
+	defer c.a.leave(c)
+
+	cfg := &c.a.cfg
+	c.ws.SetReadLimit(cfg.ReadLimit)
+	c.ws.SetReadDeadline(time.Now().Add(cfg.PongWait))
+	c.ws.SetPongHandler(func(string) error {
+		return c.ws.SetReadDeadline(time.Now().Add(cfg.PongWait))
+	})
+	for {
+		typ, data, err := c.ws.ReadMessage()
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		c.ws.SetReadDeadline(time.Now().Add(cfg.PongWait))
+		if typ != websocket.TextMessage {
+			c.sendError(badFrame("binary frames are not supported; send JSON text"))
+			continue
+		}
+		f, err := decodeClientFrame(data)
+		if err != nil {
+			var fe *frameError
+			errors.As(err, &fe)
+			c.a.log.Debug("webchat: bad frame", zap.String("remote", c.remote), zap.Error(err))
+			c.sendError(fe)
+			continue
+		}
+		c.handle(f)
+	}
+}
+
+// readFailed shuts the connection after a read error.
+func (c *conn) readFailed(err error) {
+	switch {
+	case errors.Is(err, websocket.ErrReadLimit):
+		// The library has sent close 1009 already. Closing the socket
+		// while the rest of the big frame is unread would reset the
+		// connection and could destroy that close frame before the tab
+		// reads it, so discard what the tab still sends for a moment.
+		c.a.log.Info("webchat: tab sent a frame over the read limit; closing it",
+			zap.String("remote", c.remote), zap.Int64("limit", c.a.cfg.ReadLimit))
+		c.a.mu.Lock()
+		c.a.dropLocked(c) // queue nothing more after the close frame
+		c.a.mu.Unlock()
+		c.linger()
+	case websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived):
+		c.a.log.Debug("webchat: tab closed", zap.String("remote", c.remote))
+	default:
+		c.a.log.Debug("webchat: connection lost", zap.String("remote", c.remote), zap.Error(err))
+	}
+	c.shut(websocket.CloseNormalClosure, "", true)
+}
+
+// linger reads and discards what the peer still sends, for at most
+// lingerTime and lingerBytes, so that closing the socket afterwards does
+// not reset the connection and lose the close frame already sent.
+func (c *conn) linger() {
+	nc := c.ws.NetConn()
+	nc.SetReadDeadline(time.Now().Add(lingerTime))
+	io.Copy(io.Discard, io.LimitReader(nc, lingerBytes))
+}
+
+// writeLoop is the connection's only writer of data frames: it writes the
+// queued frames in order and pings every PingInterval, until shut or a
+// write fails. It closes the socket when it returns, which ends the reader.
+func (c *conn) writeLoop() {
+	defer c.ws.Close()
+	cfg := &c.a.cfg
+	ping := time.NewTicker(cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case frame := <-c.out:
+			c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
+			if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+				c.shut(websocket.CloseAbnormalClosure, "", true)
+				return
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteTimeout)); err != nil {
+				c.shut(websocket.CloseAbnormalClosure, "", true)
+				return
+			}
+		case <-c.done:
+			if c.abrupt {
+				return
+			}
+			deadline := time.Now().Add(cfg.WriteTimeout)
+			c.ws.SetWriteDeadline(deadline)
+		flush:
+			for {
+				select {
+				case frame := <-c.out:
+					if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+						return
+					}
+				default:
+					break flush
+				}
+			}
+			c.ws.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(c.closeCode, c.closeText), deadline)
+			return
+		}
+	}
+}
+
+// leave removes c from the adapter and its chat and shuts it.
+func (a *Adapter) leave(c *conn) {
+	a.mu.Lock()
+	a.dropLocked(c)
+	a.mu.Unlock()
+	c.shut(websocket.CloseNormalClosure, "", true)
+	a.log.Debug("webchat: tab disconnected", zap.String("remote", c.remote))
+}
+
+// dropLocked removes c from the adapter and its chat; no frame is queued on
+// it afterwards.
+func (a *Adapter) dropLocked(c *conn) {
+	delete(a.open, c)
+	if c.chat != nil {
+		delete(c.chat.conns, c)
+	}
+}
+
+// slowLocked disconnects a tab whose queue is full.
+func (a *Adapter) slowLocked(c *conn) {
+	a.dropLocked(c)
+	c.shut(websocket.ClosePolicyViolation, "too slow", true)
+	a.log.Warn("webchat: tab cannot keep up; disconnected it (it will reconnect and reload the history)",
+		zap.String("remote", c.remote), zap.Int("queue", a.cfg.QueueSize))
+}
+
+// fanoutLocked queues frame for every tab of ch, disconnecting tabs whose
+// queue is full, and returns how many tabs took it.
+func (a *Adapter) fanoutLocked(ch *chatState, frame []byte) int {
+	n := 0
+	for c := range ch.conns {
+		if c.enqueueLocked(frame) {
+			n++
+		} else {
+			a.slowLocked(c)
+		}
+	}
+	return n
+}
+
+// sendError queues an error frame for c.
+func (c *conn) sendError(fe *frameError) {
+	c.a.mu.Lock()
+	defer c.a.mu.Unlock()
+	c.errorLocked(fe.Code, fe.Text)
+}
+
+// handle acts on one valid frame.
+func (c *conn) handle(f clientFrame) {
+	switch f.Type {
+	case frameHello:
+		c.hello(f)
+	case frameMessage:
+		c.message(f.Text)
+	case frameCallback:
+		c.callback(f.Data, f.MessageID)
+	case frameName:
+		c.rename(f.Name)
+	}
+}
+
+// rename changes the display name of the tab's user for later events.
+func (c *conn) rename(name string) {
+	c.a.mu.Lock()
+	defer c.a.mu.Unlock()
+	if c.notJoinedLocked() {
+		return
+	}
+	c.user.Name = orDefault(name, defaultName)
+}
+
+// notJoinedLocked reports whether the tab has not sent hello yet, and if so
+// tells it.
+func (c *conn) notJoinedLocked() bool {
+	if c.chat != nil {
+		return false
+	}
+	c.errorLocked(codeNotJoined, "send hello first")
+	return true
+}
+
+// errorLocked queues an error frame for c.
+func (c *conn) errorLocked(code, text string) {
+	if !c.enqueueLocked(encodeError(code, text)) {
+		c.a.slowLocked(c)
+	}
+}
+
+// hello joins the tab to its chat and sends it the chat's history. The
+// history is queued and the tab added to the chat under one lock, so the
+// tab gets every later message of the chat exactly once.
+func (c *conn) hello(f clientFrame) {
+	a := c.a
+	chat := platform.Chat{ID: f.ChatID, Type: platform.ChatPrivate}
+	if f.Room != "" {
+		chat = platform.Chat{ID: RoomChatID(f.Room), Type: platform.ChatGroup, Title: f.Room}
+	} else if chat.ID == "" {
+		chat.ID = randomID()
+	}
+	user := platform.User{ID: f.UserID, Name: orDefault(f.Name, defaultName)}
+	if user.ID == "" {
+		user.ID = randomID()
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c.chat != nil {
+		c.errorLocked(codeAlreadyJoined, "hello may be sent once")
+		return
+	}
+	if _, ok := a.open[c]; !ok { // shut meanwhile
+		return
+	}
+	ch := a.chats.joinLocked(chat)
+	msgs := make([][]byte, ch.history.len())
+	for i := range msgs {
+		msgs[i] = ch.history.at(i).msg
+	}
+	frame := encodeHistory(historyHead{
+		Chat:    wireChat{ID: ch.chat.ID, Type: string(ch.chat.Type), Title: ch.chat.Title},
+		User:    wireUser{ID: user.ID, Name: user.Name},
+		Bot:     wireUser{ID: botUserID, Name: a.cfg.BotName},
+		MaxText: maxTextBytes,
+	}, msgs)
+	if !c.enqueueLocked(frame) {
+		a.slowLocked(c)
+		return
+	}
+	ch.conns[c] = struct{}{}
+	c.chat, c.user = ch, user
+	a.log.Debug("webchat: tab joined", zap.String("remote", c.remote),
+		zap.String("chat", ch.chat.ID), zap.String("user", user.ID))
+}
+
+// message passes a user's message to the bot and echoes it to every tab
+// of the chat. The event is queued and the echo fanned out under one lock,
+// so events and echoes have one order.
+func (c *conn) message(text string) {
+	a := c.a
+	id := a.nextMessageID()
+	t := time.Now()
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c.notJoinedLocked() {
+		return
+	}
+	ch, user := c.chat, c.user
+	msg, err := json.Marshal(wireMessage{ID: id, From: wireUser{ID: user.ID, Name: user.Name}, Text: text, Time: t})
+	if err != nil { // unreachable: strings and a current time always encode
+		a.log.Error("webchat: encoding a message", zap.Error(err))
+		return
+	}
+	ev := platform.Event{
+		Platform:  PlatformName,
+		Kind:      platform.EventMessage,
+		Chat:      ch.chat,
+		From:      user,
+		Text:      text,
+		MessageID: id,
+		Time:      t,
+	}
+	if !a.queueEventLocked(c, ev) {
+		return
+	}
+	ch.history.push(entry{id: id, msg: msg}, a.cfg.HistorySize)
+	a.chats.touchLocked(ch)
+	a.fanoutLocked(ch, encodeMessageFrame(frameEcho, msg))
+}
+
+// callback passes a button press to the bot, if the button is one the bot
+// sent in a message still kept in the chat's history.
+func (c *conn) callback(data, messageID string) {
+	a := c.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c.notJoinedLocked() {
+		return
+	}
+	if e := c.chat.find(messageID); e == nil || !e.hasButton(data) {
+		c.errorLocked(codeUnknownButton, "this button is no longer available")
+		return
+	}
+	a.queueEventLocked(c, platform.Event{
+		Platform:  PlatformName,
+		Kind:      platform.EventCallback,
+		Chat:      c.chat.chat,
+		From:      c.user,
+		Text:      data,
+		MessageID: messageID,
+		Time:      time.Now(),
+	})
+}
+
+// queueEventLocked gives ev an ID and queues it for Run, or tells the tab
+// the bot is busy. It reports whether ev was queued.
+func (a *Adapter) queueEventLocked(c *conn, ev platform.Event) bool {
+	ev.ID = a.nextEventIDLocked()
+	select {
+	case a.events <- ev:
+		return true
+	default:
+		a.eventID-- // not used; keep IDs consecutive
+		a.log.Warn("webchat: event buffer full; refused a tab's frame", zap.Int("buffer", a.cfg.EventBuffer))
+		c.errorLocked(codeBusy, "the bot is busy; your message was not delivered, try again")
+		return false
+	}
+}
+
+// randomID returns a new random chat or user ID (128 bits, hex).
+func randomID() string { return rand.Text() }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,105 @@
+// Package webchat is Herald's local browser chat: an [Adapter] that serves an
+// embedded chat page and a WebSocket endpoint, so that a bot can be tried in
+// a browser with no account, token or configuration. It is the default
+// platform of the example bot: `go run ./examples/bot` and open
+// http://127.0.0.1:8080/.
+//
+// # Chats
+//
+// Each browser profile has one private chat ([platform.ChatPrivate]); its ID,
+// chosen by the server on the first visit, is kept in the page's
+// localStorage, so a reload or a second tab continues the same conversation.
+// The query parameter ?room=NAME puts every tab that opens it into one group
+// chat ([platform.ChatGroup]) with the ID "room:NAME" (see [RoomChatID]).
+// The adapter keeps the last [Config.HistorySize] messages of each chat in
+// memory and sends them to a tab when it connects, so a reload shows the
+// conversation; history does not survive a restart of the process.
+//
+// Anyone who can reach the page and knows a private chat's ID can join that
+// chat: the adapter is meant for a bot's author on their own machine, and
+// listens on 127.0.0.1 by default.
+//
+// # Delivery
+//
+// [Adapter.Sender] returns at once: a message is accepted when it has been
+// added to the chat's history and queued for every open tab of the chat, and
+// each tab's connection has a single writer that sends its queue in order,
+// so the messages of a chat reach every tab in the order of the Send calls.
+// A send to a chat with no open tab fails with [ErrNoConnection], which is
+// not [platform.Permanent]: retry middleware tries again (a reloading tab is
+// back within a second) and, when the tab stays closed, the send ends in the
+// dead letters. A tab that cannot keep up with its queue
+// ([Config.QueueSize]) is disconnected rather than slowing the sender; it
+// reconnects and gets the missed messages from the history.
+//
+// # Wire protocol
+//
+// The page talks to the adapter over one WebSocket at the path "ws" relative
+// to the page ("/ws" when [Adapter.Handler] is served at the root). Each
+// WebSocket message is one JSON object with a "type" field; binary messages
+// are refused. Unknown fields are ignored.
+//
+// Client to server:
+//
+//	{"type":"hello","chat_id":"…","user_id":"…","name":"Ann","room":"…"}
+//	{"type":"message","text":"/ping"}
+//	{"type":"callback","data":"yes","message_id":"17"}
+//	{"type":"name","name":"Ann B."}
+//
+// hello must be the first frame and may be sent once. With a non-empty room
+// the tab joins the group chat "room:"+room and chat_id is ignored;
+// otherwise it joins the private chat chat_id, or a new one when chat_id is
+// empty. user_id is the tab's user, new when empty. IDs are 1 to 64 ASCII
+// letters, digits, '-' or '_'; a room name is 1 to 64 letters, digits, '-',
+// '_' or '.'; a name is at most 64 characters (control characters are
+// removed; empty means "Guest"). message sends text (not blank, at most
+// 16 KiB) as the tab's user; callback presses the button with the given data
+// under the bot message message_id, which must still be in the chat's
+// history; name changes the user's display name for later messages.
+//
+// Server to client:
+//
+//	{"type":"history","chat":{"id":"…","type":"private","title":""},
+//	 "user":{"id":"…","name":"Ann"},"bot":{"id":"bot","name":"Herald"},
+//	 "max_text":16384,"messages":[message, …]}
+//	{"type":"message","message":message}
+//	{"type":"echo","message":message}
+//	{"type":"error","code":"bad_json","text":"…"}
+//
+// history answers hello: it confirms the chat and user IDs (the page stores
+// them) and lists the chat's kept messages, oldest first. message is a bot
+// message; echo is a user's message in the chat, sent to every tab of the
+// chat including the author's, so all tabs show one order and a user's
+// message always comes before the bot's replies to it. A message object is
+//
+//	{"id":"17","bot":true,"from":{"id":"bot","name":"Herald"},
+//	 "text":"…","parse_mode":"HTML","reply_to":"16",
+//	 "attachments":[{"kind":"photo","url":"…","data":"base64…",
+//	                 "mime":"image/png","file_name":"…","caption":"…"}],
+//	 "buttons":[[{"text":"Yes","data":"yes"},{"text":"Docs","url":"https://…"}]],
+//	 "time":"2026-11-30T09:00:00Z"}
+//
+// with empty fields left out. Message IDs are decimal strings, unique within
+// the process. error reports a frame the server refused; the connection
+// stays open. Its codes are bad_json (not a JSON object), bad_frame (a field
+// missing or invalid, or a binary message), unknown_type, not_joined (a
+// frame before hello), already_joined (a second hello), unknown_button (no
+// such button in the kept history) and busy (the bot's event queue is full;
+// the frame was dropped, try again).
+//
+// A frame larger than [Config.ReadLimit] closes the connection with status
+// 1009 (message too big). The server closes with 1001 (going away) when it
+// shuts down and with 1008 (policy violation) when a tab falls too far
+// behind; the page reconnects with backoff in every case. The server pings
+// every [Config.PingInterval] and drops a connection that has not answered
+// within [Config.PongWait]; browsers answer pings by themselves.
+//
+// # Security
+//
+// The WebSocket accepts browser connections only from the page's own origin
+// unless [Config.AllowedOrigins] says otherwise (others get 403 Forbidden);
+// clients that send no Origin header, which browsers always send, are
+// accepted. The page loads nothing from other sites, sends a strict
+// Content-Security-Policy, and renders HTML and Markdown text through an
+// allow-list of tags, so a bot that echoes user input cannot inject script.
+package webchat

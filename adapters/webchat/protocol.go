@@ -1,0 +1,326 @@
+package webchat
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Client frame types.
+const (
+	frameHello    = "hello"
+	frameMessage  = "message"
+	frameCallback = "callback"
+	frameName     = "name"
+)
+
+// Server frame types.
+const (
+	frameHistory = "history"
+	frameEcho    = "echo"
+	frameErr     = "error"
+)
+
+// Error codes of error frames; the package doc lists what each means.
+const (
+	codeBadJSON       = "bad_json"
+	codeBadFrame      = "bad_frame"
+	codeUnknownType   = "unknown_type"
+	codeNotJoined     = "not_joined"
+	codeAlreadyJoined = "already_joined"
+	codeUnknownButton = "unknown_button"
+	codeBusy          = "busy"
+)
+
+// Limits of the wire protocol.
+const (
+	maxIDLen       = 64       // chat, user and room IDs, in bytes or runes
+	maxNameRunes   = 64       // display names
+	maxTextBytes   = 16 << 10 // the text of a user's message
+	maxDataBytes   = 256      // a callback's data
+	maxMessageID   = 20       // digits of a message ID (a uint64)
+	roomPrefix     = "room:"  // prefix of group chat IDs
+	defaultName    = "Guest"  // name of a user who gave none
+	botUserID      = "bot"    // From.ID of the bot's messages
+	errorTextLimit = 200      // bytes of detail echoed in an error frame
+)
+
+// clientFrame is one decoded frame from the page. Which fields are set
+// depends on Type; decodeClientFrame has checked and normalised them.
+type clientFrame struct {
+	Type      string `json:"type"`
+	ChatID    string `json:"chat_id"`
+	UserID    string `json:"user_id"`
+	Name      string `json:"name"`
+	Room      string `json:"room"`
+	Text      string `json:"text"`
+	Data      string `json:"data"`
+	MessageID string `json:"message_id"`
+}
+
+// frameError is why a client frame was refused; it becomes an error frame.
+type frameError struct {
+	Code string
+	Text string
+}
+
+func (e *frameError) Error() string { return "webchat: " + e.Code + ": " + e.Text }
+
+func badFrame(format string, args ...any) *frameError {
+	return &frameError{Code: codeBadFrame, Text: fmt.Sprintf(format, args...)}
+}
+
+// decodeClientFrame parses and checks one text frame from the page. The
+// frame must be a single JSON object whose "type" is a known frame type and
+// whose fields are valid for that type (see the package doc); the result is
+// normalised (a hello's name is cleaned, its chat_id dropped for a room). A
+// refused frame gives a *frameError.
+func decodeClientFrame(data []byte) (clientFrame, error) {
+	var f clientFrame
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&f); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			if te.Field == "" {
+				return clientFrame{}, &frameError{Code: codeBadJSON, Text: "a frame must be a JSON object"}
+			}
+			return clientFrame{}, badFrame("field %q must be a string", te.Field)
+		}
+		return clientFrame{}, &frameError{Code: codeBadJSON, Text: "invalid JSON: " + truncate(err.Error(), errorTextLimit)}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return clientFrame{}, &frameError{Code: codeBadJSON, Text: "data after the JSON object"}
+	}
+	switch f.Type {
+	case frameHello:
+		return f, checkHello(&f)
+	case frameMessage:
+		if strings.TrimSpace(f.Text) == "" {
+			return clientFrame{}, badFrame("message: empty text")
+		}
+		if len(f.Text) > maxTextBytes {
+			return clientFrame{}, badFrame("message: text longer than %d bytes", maxTextBytes)
+		}
+		return clientFrame{Type: f.Type, Text: f.Text}, nil
+	case frameCallback:
+		if f.Data == "" || len(f.Data) > maxDataBytes {
+			return clientFrame{}, badFrame("callback: data must be 1 to %d bytes", maxDataBytes)
+		}
+		if !validMessageID(f.MessageID) {
+			return clientFrame{}, badFrame("callback: invalid message_id")
+		}
+		return clientFrame{Type: f.Type, Data: f.Data, MessageID: f.MessageID}, nil
+	case frameName:
+		return clientFrame{Type: f.Type, Name: cleanName(f.Name)}, nil
+	case "":
+		return clientFrame{}, badFrame("missing type")
+	default:
+		return clientFrame{}, &frameError{Code: codeUnknownType, Text: "unknown frame type " + quoteLimited(f.Type)}
+	}
+}
+
+// checkHello validates and normalises a hello frame in place.
+func checkHello(f *clientFrame) error {
+	if f.Room != "" {
+		if !validRoom(f.Room) {
+			return badFrame("hello: invalid room name")
+		}
+		f.ChatID = ""
+	} else if f.ChatID != "" && !validID(f.ChatID) {
+		return badFrame("hello: invalid chat_id")
+	}
+	if f.UserID != "" && !validID(f.UserID) {
+		return badFrame("hello: invalid user_id")
+	}
+	f.Name = cleanName(f.Name)
+	f.Text, f.Data, f.MessageID = "", "", ""
+	return nil
+}
+
+// validID reports whether s is a private chat or user ID: 1 to 64 ASCII
+// letters, digits, '-' or '_'.
+func validID(s string) bool {
+	if s == "" || len(s) > maxIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// validRoom reports whether s is a room name: 1 to 64 letters, digits, '-',
+// '_' or '.'.
+func validRoom(s string) bool {
+	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxIDLen {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_' && r != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// validChatID reports whether id names a chat this adapter can have: a
+// private chat ID or "room:" and a room name.
+func validChatID(id string) bool {
+	if room, ok := strings.CutPrefix(id, roomPrefix); ok {
+		return validRoom(room)
+	}
+	return validID(id)
+}
+
+// validMessageID reports whether s is a decimal message ID.
+func validMessageID(s string) bool {
+	if s == "" || len(s) > maxMessageID {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanName removes control and formatting characters (which could reorder
+// or hide text), trims spaces and cuts the result to 64 characters. An
+// empty result stays empty; callers substitute defaultName.
+func cleanName(s string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range strings.TrimSpace(s) {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			continue
+		}
+		if n == maxNameRunes {
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func quoteLimited(s string) string { return fmt.Sprintf("%q", truncate(s, 40)) }
+
+// wireUser is a user as the page sees it.
+type wireUser struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// wireChat is a chat as the page sees it.
+type wireChat struct {
+	ID    string `json:"id"`
+	Type  string `json:"type"`
+	Title string `json:"title"`
+}
+
+// wireButton is an inline button.
+type wireButton struct {
+	Text string `json:"text"`
+	Data string `json:"data,omitempty"`
+	URL  string `json:"url,omitempty"`
+}
+
+// wireAttachment is a photo or document; Data is sent as base64.
+type wireAttachment struct {
+	Kind     string `json:"kind"`
+	URL      string `json:"url,omitempty"`
+	Data     []byte `json:"data,omitempty"`
+	MIME     string `json:"mime,omitempty"`
+	FileName string `json:"file_name,omitempty"`
+	Caption  string `json:"caption,omitempty"`
+}
+
+// wireMessage is a message in the conversation, the bot's or a user's.
+type wireMessage struct {
+	ID          string           `json:"id"`
+	Bot         bool             `json:"bot"`
+	From        wireUser         `json:"from"`
+	Text        string           `json:"text,omitempty"`
+	ParseMode   string           `json:"parse_mode,omitempty"`
+	ReplyTo     string           `json:"reply_to,omitempty"`
+	Attachments []wireAttachment `json:"attachments,omitempty"`
+	Buttons     [][]wireButton   `json:"buttons,omitempty"`
+	Time        time.Time        `json:"time"`
+}
+
+// historyHead is a history frame without its messages, which are spliced
+// in already encoded (see encodeHistory).
+type historyHead struct {
+	Type    string   `json:"type"`
+	Chat    wireChat `json:"chat"`
+	User    wireUser `json:"user"`
+	Bot     wireUser `json:"bot"`
+	MaxText int      `json:"max_text"`
+}
+
+// errorFrame reports a refused frame.
+type errorFrame struct {
+	Type string `json:"type"`
+	Code string `json:"code"`
+	Text string `json:"text"`
+}
+
+// encodeError returns an error frame. Strings always encode, so it cannot
+// fail.
+func encodeError(code, text string) []byte {
+	b, _ := json.Marshal(errorFrame{Type: frameErr, Code: code, Text: text})
+	return b
+}
+
+// encodeMessageFrame wraps an encoded message object in a frame of type typ
+// ("message" or "echo").
+func encodeMessageFrame(typ string, msg []byte) []byte {
+	b := make([]byte, 0, len(msg)+len(typ)+24)
+	b = append(b, `{"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","message":`...)
+	b = append(b, msg...)
+	return append(b, '}')
+}
+
+// encodeHistory returns a history frame with the given encoded message
+// objects, oldest first. The head holds only strings and an int, so it
+// cannot fail to encode.
+func encodeHistory(head historyHead, msgs [][]byte) []byte {
+	head.Type = frameHistory
+	h, _ := json.Marshal(head)
+	size := len(h) + 16
+	for _, m := range msgs {
+		size += len(m) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, h[:len(h)-1]...) // drop the closing brace
+	b = append(b, `,"messages":[`...)
+	for i, m := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	return append(b, "]}"...)
+}

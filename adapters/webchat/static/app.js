@@ -1,0 +1,488 @@
+// Herald web chat page: plain JavaScript, no build step, nothing loaded from
+// other sites. The wire protocol is described in the package doc of
+// github.com/heraldbot/herald/adapters/webchat.
+(function () {
+  'use strict';
+
+  var KEY_CHAT = 'herald.webchat.chat';
+  var KEY_USER = 'herald.webchat.user';
+  var KEY_NAME = 'herald.webchat.name';
+  var BACKOFF_MIN = 500;    // ms before the first reconnect attempt (halved by jitter at most)
+  var BACKOFF_MAX = 10000;  // ms between attempts at most
+  var STICK_PX = 80;        // autoscroll while the view is this close to the bottom
+
+  function $(id) { return document.getElementById(id); }
+  var els = {
+    log: $('log'), empty: $('empty'), form: $('composer'), input: $('input'), send: $('send'),
+    status: $('status'), banner: $('banner'), name: $('name'), title: $('title'),
+    chatLabel: $('chat-label'), newChat: $('new-chat')
+  };
+
+  var store = {
+    get: function (k) { try { return localStorage.getItem(k) || ''; } catch (e) { return ''; } },
+    set: function (k, v) {
+      try { if (v) { localStorage.setItem(k, v); } else { localStorage.removeItem(k); } } catch (e) { /* storage disabled */ }
+    }
+  };
+
+  var room = (new URLSearchParams(location.search).get('room') || '').trim();
+  var state = {
+    chatId: room ? '' : store.get(KEY_CHAT),
+    userId: store.get(KEY_USER),
+    name: store.get(KEY_NAME),
+    maxText: 16384,
+    ws: null,
+    connected: false,
+    everConnected: false,
+    lost: false,        // the connection dropped since the last history
+    attempt: 0,
+    timer: 0,
+    bannerTimer: 0,
+    byId: new Map()     // message ID -> element
+  };
+
+  // ---- connection ----
+
+  function wsURL() {
+    var u = new URL('ws', location.href);
+    u.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    u.search = '';
+    u.hash = '';
+    return u.href;
+  }
+
+  function connect() {
+    clearTimeout(state.timer);
+    setStatus('connecting', 'Connecting…');
+    var sock;
+    try {
+      sock = new WebSocket(wsURL());
+    } catch (e) {
+      scheduleReconnect();
+      return;
+    }
+    state.ws = sock;
+    sock.addEventListener('open', function () {
+      if (sock !== state.ws) { return; }
+      sock.send(JSON.stringify({
+        type: 'hello', chat_id: state.chatId, user_id: state.userId, name: state.name, room: room
+      }));
+    });
+    sock.addEventListener('message', function (e) {
+      if (sock !== state.ws || typeof e.data !== 'string') { return; }
+      var f;
+      try { f = JSON.parse(e.data); } catch (err) { return; }
+      if (f && typeof f === 'object') { onFrame(f); }
+    });
+    sock.addEventListener('close', function (e) {
+      if (sock !== state.ws) { return; }
+      state.ws = null;
+      onClose(e);
+    });
+  }
+
+  function onClose(e) {
+    var had = state.connected;
+    state.connected = false;
+    els.send.disabled = true;
+    if (had) {
+      state.lost = true;
+      document.body.dataset.disconnects = String(Number(document.body.dataset.disconnects || 0) + 1);
+      var why = 'Connection lost.';
+      if (e.code === 1009) { why = 'Connection closed: your message was too large.'; }
+      if (e.code === 1001) { why = 'Connection lost: the bot stopped or restarted.'; }
+      if (e.code === 1008) { why = 'Connection lost: this tab fell behind.'; }
+      showBanner('warn', why + ' Reconnecting…', 0);
+    } else if (!state.everConnected && state.attempt >= 1) {
+      showBanner('warn', 'Cannot reach the bot. Is it running? Retrying…', 0);
+    }
+    scheduleReconnect();
+  }
+
+  function scheduleReconnect() {
+    var base = Math.min(BACKOFF_MAX, BACKOFF_MIN * Math.pow(2, state.attempt));
+    var delay = Math.round(base / 2 + Math.random() * base / 2);
+    state.attempt++;
+    setStatus('offline', 'Offline — reconnecting…');
+    clearTimeout(state.timer);
+    state.timer = setTimeout(connect, delay);
+  }
+
+  function reconnectNow() {
+    var old = state.ws;
+    state.ws = null;
+    state.connected = false;
+    els.send.disabled = true;
+    if (old) { old.close(1000); }
+    state.attempt = 0;
+    connect();
+  }
+
+  function send(frame) {
+    if (!state.connected || !state.ws || state.ws.readyState !== WebSocket.OPEN) { return false; }
+    state.ws.send(JSON.stringify(frame));
+    return true;
+  }
+
+  // ---- frames ----
+
+  function onFrame(f) {
+    switch (f.type) {
+      case 'history': onHistory(f); break;
+      case 'message':
+      case 'echo': if (f.message) { appendMessage(f.message); } break;
+      case 'error': showBanner('error', f.text || f.code || 'The server refused a message.', 6000); break;
+    }
+  }
+
+  function onHistory(f) {
+    if (f.chat && f.chat.id && !room) {
+      state.chatId = f.chat.id;
+      store.set(KEY_CHAT, f.chat.id);
+    }
+    if (f.user && f.user.id) {
+      state.userId = f.user.id;
+      store.set(KEY_USER, f.user.id);
+    }
+    if (f.bot && f.bot.name) {
+      els.title.textContent = f.bot.name;
+      document.title = f.bot.name + ' — web chat';
+    }
+    if (f.max_text > 0) { state.maxText = f.max_text; }
+    clearLog();
+    var frag = document.createDocumentFragment();
+    (f.messages || []).forEach(function (m) { frag.appendChild(renderMessage(m)); });
+    els.log.appendChild(frag);
+    els.empty.hidden = state.byId.size > 0;
+    state.connected = true;
+    state.everConnected = true;
+    state.attempt = 0;
+    els.send.disabled = false;
+    setStatus('connected', 'Connected');
+    if (state.lost) {
+      state.lost = false;
+      showBanner('info', 'Reconnected.', 4000);
+    } else if (els.banner.classList.contains('warn')) {
+      hideBanner();
+    }
+    scrollToBottom();
+  }
+
+  // ---- rendering ----
+
+  function clearLog() {
+    state.byId.forEach(function (el) { el.remove(); });
+    state.byId.clear();
+    els.empty.hidden = false;
+  }
+
+  function nearBottom() {
+    var l = els.log;
+    return l.scrollHeight - l.scrollTop - l.clientHeight < STICK_PX;
+  }
+
+  function scrollToBottom() { els.log.scrollTop = els.log.scrollHeight; }
+
+  function isMine(m) { return !m.bot && m.from && m.from.id === state.userId; }
+
+  function appendMessage(m) {
+    if (!m.id || state.byId.has(m.id)) { return; }
+    var stick = nearBottom() || isMine(m);
+    els.empty.hidden = true;
+    els.log.appendChild(renderMessage(m));
+    if (stick) { scrollToBottom(); }
+  }
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) { e.className = cls; }
+    if (text !== undefined) { e.textContent = text; }
+    return e;
+  }
+
+  function renderMessage(m) {
+    var mine = isMine(m);
+    var box = el('article', 'msg ' + (m.bot ? 'bot' : 'user') + (mine ? ' mine' : ''));
+    box.dataset.id = m.id;
+    var author = mine ? 'You' : ((m.from && m.from.name) || (m.bot ? 'Bot' : 'Guest'));
+    var meta = el('div', 'meta');
+    meta.appendChild(el('span', 'author', author));
+    var when = new Date(m.time);
+    if (!isNaN(when)) {
+      var t = el('time', '', when.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }));
+      t.dateTime = m.time;
+      meta.appendChild(t);
+    }
+    box.appendChild(meta);
+    if (m.reply_to) {
+      var target = state.byId.get(m.reply_to);
+      if (target) { box.appendChild(renderReplyTo(target)); }
+    }
+    if (m.text) {
+      var body = el('div', 'text');
+      renderText(body, m.text, m.parse_mode);
+      box.appendChild(body);
+    }
+    if (m.attachments && m.attachments.length) {
+      var list = el('div', 'attachments');
+      m.attachments.forEach(function (a) { list.appendChild(renderAttachment(a)); });
+      box.appendChild(list);
+    }
+    if (m.buttons && m.buttons.length) { box.appendChild(renderKeyboard(m)); }
+    state.byId.set(m.id, box);
+    return box;
+  }
+
+  function renderReplyTo(target) {
+    var quoted = target.querySelector('.text');
+    var excerpt = quoted ? quoted.textContent : '(attachment)';
+    var b = el('button', 'reply-to', '↩ ' + (excerpt.length > 80 ? excerpt.slice(0, 80) + '…' : excerpt));
+    b.type = 'button';
+    b.title = 'Show the message this answers';
+    b.addEventListener('click', function () {
+      target.scrollIntoView({ block: 'center' });
+      target.classList.add('flash');
+      setTimeout(function () { target.classList.remove('flash'); }, 1200);
+    });
+    return b;
+  }
+
+  // safeURL returns an absolute http(s) or mailto URL, or '' for anything
+  // else (javascript:, data: and the like are never followed).
+  function safeURL(u) {
+    if (!u) { return ''; }
+    try {
+      var p = new URL(u, location.href);
+      if (p.protocol === 'http:' || p.protocol === 'https:' || p.protocol === 'mailto:') { return p.href; }
+    } catch (e) { /* invalid */ }
+    return '';
+  }
+
+  function renderText(parent, text, mode) {
+    if (mode === 'HTML') { renderHTML(parent, text); } else if (mode === 'Markdown') { renderMarkdown(parent, text); } else { parent.textContent = text; }
+  }
+
+  // The HTML a bot may use (Telegram's subset); other tags are unwrapped to
+  // their text, and script-like elements dropped with their content.
+  var ALLOWED = {
+    B: 'b', STRONG: 'strong', I: 'i', EM: 'em', U: 'u', INS: 'ins', S: 's', STRIKE: 's', DEL: 'del',
+    CODE: 'code', PRE: 'pre', BLOCKQUOTE: 'blockquote', BR: 'br', A: 'a', SPAN: 'span', 'TG-SPOILER': 'span'
+  };
+  var DROPPED = { SCRIPT: 1, STYLE: 1, TEMPLATE: 1, IFRAME: 1, OBJECT: 1, EMBED: 1, NOSCRIPT: 1, TITLE: 1, HEAD: 1 };
+
+  function renderHTML(parent, html) {
+    // A parsed document has no browsing context: nothing in it runs or loads.
+    var doc = new DOMParser().parseFromString('<!doctype html><body>' + html, 'text/html');
+    copyNodes(doc.body, parent);
+  }
+
+  function copyNodes(from, to) {
+    from.childNodes.forEach(function (n) {
+      if (n.nodeType === Node.TEXT_NODE) { to.appendChild(document.createTextNode(n.data)); return; }
+      if (n.nodeType !== Node.ELEMENT_NODE || DROPPED[n.tagName]) { return; }
+      var tag = ALLOWED[n.tagName];
+      if (!tag) { copyNodes(n, to); return; }
+      var out = document.createElement(tag);
+      if (tag === 'a') {
+        var href = safeURL(n.getAttribute('href'));
+        if (href) { out.href = href; out.target = '_blank'; out.rel = 'noopener noreferrer'; }
+      }
+      if (n.tagName === 'TG-SPOILER' || (tag === 'span' && n.classList.contains('tg-spoiler'))) { makeSpoiler(out); }
+      if (tag !== 'br') { copyNodes(n, out); }
+      to.appendChild(out);
+    });
+  }
+
+  function makeSpoiler(span) {
+    span.className = 'spoiler';
+    span.tabIndex = 0;
+    span.setAttribute('role', 'button');
+    span.setAttribute('aria-label', 'Spoiler: activate to show');
+    span.addEventListener('click', function () { span.classList.toggle('shown'); });
+    span.addEventListener('keydown', function (e) { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); span.classList.toggle('shown'); } });
+  }
+
+  // Telegram-style Markdown: ```pre```, `code`, *bold*, **bold**, _italic_,
+  // __underline__, ~strike~, [text](url). No nesting.
+  var MD = /```(?:[A-Za-z0-9_+-]*\n)?([\s\S]*?)```|`([^`\n]+)`|\*\*([^*\n]+)\*\*|\*([^*\n]+)\*|__([^_\n]+)__|_([^_\n]+)_|~([^~\n]+)~|\[([^\]\n]+)\]\(([^()\s]+)\)/g;
+
+  function renderMarkdown(parent, text) {
+    var last = 0;
+    var m;
+    MD.lastIndex = 0;
+    while ((m = MD.exec(text)) !== null) {
+      if (m[0] === '') { MD.lastIndex++; continue; }
+      if (m.index > last) { parent.appendChild(document.createTextNode(text.slice(last, m.index))); }
+      var node;
+      if (m[1] !== undefined) { node = el('pre', '', m[1]); }
+      else if (m[2] !== undefined) { node = el('code', '', m[2]); }
+      else if (m[3] !== undefined) { node = el('strong', '', m[3]); }
+      else if (m[4] !== undefined) { node = el('strong', '', m[4]); }
+      else if (m[5] !== undefined) { node = el('u', '', m[5]); }
+      else if (m[6] !== undefined) { node = el('em', '', m[6]); }
+      else if (m[7] !== undefined) { node = el('s', '', m[7]); }
+      else {
+        var href = safeURL(m[9]);
+        if (href) {
+          node = el('a', '', m[8]);
+          node.href = href;
+          node.target = '_blank';
+          node.rel = 'noopener noreferrer';
+        } else {
+          node = document.createTextNode(m[0]);
+        }
+      }
+      parent.appendChild(node);
+      last = m.index + m[0].length;
+    }
+    if (last < text.length) { parent.appendChild(document.createTextNode(text.slice(last))); }
+  }
+
+  function renderAttachment(a) {
+    var fig = el('figure', 'attachment ' + (a.kind || ''));
+    var name = a.file_name || '';
+    var src = '';
+    if (a.data) {
+      src = 'data:' + (a.mime || 'application/octet-stream') + ';base64,' + a.data;
+    } else {
+      src = safeURL(a.url);
+      if (!name && src) { name = decodeURIComponent(new URL(src).pathname.split('/').pop() || '') || src; }
+    }
+    var isImage = a.kind === 'photo' && (a.data ? /^image\//.test(a.mime || '') : !!src);
+    if (!src) {
+      fig.appendChild(el('span', 'unsupported', '(an attachment with an unsupported link)'));
+    } else if (isImage) {
+      var img = el('img');
+      img.src = src;
+      img.alt = a.caption || name || 'Photo';
+      img.loading = 'lazy';
+      img.addEventListener('load', function () { if (nearBottom()) { scrollToBottom(); } });
+      fig.appendChild(img);
+    } else {
+      var link = el('a', 'document', '📄 ' + (name || 'Document'));
+      link.href = src;
+      if (a.data) { link.download = name || 'file'; } else { link.target = '_blank'; link.rel = 'noopener noreferrer'; }
+      fig.appendChild(link);
+    }
+    if (a.caption) { fig.appendChild(el('figcaption', '', a.caption)); }
+    return fig;
+  }
+
+  function renderKeyboard(m) {
+    var kb = el('div', 'keyboard');
+    kb.setAttribute('role', 'group');
+    kb.setAttribute('aria-label', 'Buttons');
+    m.buttons.forEach(function (row) {
+      var r = el('div', 'kb-row');
+      row.forEach(function (b) {
+        if (b.url) {
+          var href = safeURL(b.url);
+          if (!href) { return; }
+          var a = el('a', 'kb-btn kb-url', b.text);
+          a.href = href;
+          a.target = '_blank';
+          a.rel = 'noopener noreferrer';
+          r.appendChild(a);
+          return;
+        }
+        var btn = el('button', 'kb-btn', b.text);
+        btn.type = 'button';
+        btn.dataset.data = b.data;
+        btn.addEventListener('click', function () { press(m.id, b.data, btn); });
+        r.appendChild(btn);
+      });
+      kb.appendChild(r);
+    });
+    return kb;
+  }
+
+  function press(messageId, data, btn) {
+    if (!send({ type: 'callback', data: data, message_id: messageId })) {
+      showBanner('warn', 'Not connected; press the button again when the chat is back.', 4000);
+      return;
+    }
+    btn.classList.add('pressed');
+    setTimeout(function () { btn.classList.remove('pressed'); }, 600);
+  }
+
+  // ---- status and notices ----
+
+  function setStatus(s, text) {
+    els.status.dataset.state = s;
+    els.status.textContent = text;
+    document.body.dataset.state = s;
+  }
+
+  function showBanner(kind, text, ms) {
+    clearTimeout(state.bannerTimer);
+    els.banner.className = 'banner ' + kind;
+    els.banner.textContent = text;
+    els.banner.hidden = false;
+    if (ms) { state.bannerTimer = setTimeout(hideBanner, ms); }
+  }
+
+  function hideBanner() {
+    clearTimeout(state.bannerTimer);
+    els.banner.hidden = true;
+    els.banner.className = 'banner';
+  }
+
+  // ---- composer and controls ----
+
+  function autosize() {
+    els.input.style.height = 'auto';
+    els.input.style.height = Math.min(els.input.scrollHeight, 160) + 'px';
+  }
+
+  function submit() {
+    var text = els.input.value;
+    if (!text.trim()) { return; }
+    if (new TextEncoder().encode(text).length > state.maxText) {
+      showBanner('error', 'This message is too long (at most ' + state.maxText + ' bytes).', 6000);
+      return;
+    }
+    if (!send({ type: 'message', text: text })) {
+      showBanner('warn', 'Not connected; your message is kept. Send it again when the chat is back.', 4000);
+      return;
+    }
+    els.input.value = '';
+    autosize();
+    els.input.focus();
+  }
+
+  els.form.addEventListener('submit', function (e) { e.preventDefault(); submit(); });
+  els.input.addEventListener('keydown', function (e) {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
+  });
+  els.input.addEventListener('input', autosize);
+
+  els.name.value = state.name;
+  els.name.addEventListener('keydown', function (e) { if (e.key === 'Enter') { e.preventDefault(); els.name.blur(); } });
+  els.name.addEventListener('change', function () {
+    var n = els.name.value.trim().slice(0, 64);
+    els.name.value = n;
+    state.name = n;
+    store.set(KEY_NAME, n);
+    send({ type: 'name', name: n });
+  });
+
+  if (room) {
+    els.chatLabel.textContent = 'Room: ' + room;
+    els.newChat.hidden = true;
+  }
+  els.newChat.addEventListener('click', function () {
+    state.chatId = '';
+    store.set(KEY_CHAT, '');
+    clearLog();
+    hideBanner();
+    reconnectNow();
+  });
+
+  window.addEventListener('online', function () { if (!state.ws) { reconnectNow(); } });
+  document.addEventListener('visibilitychange', function () {
+    if (document.visibilityState === 'visible' && !state.ws) { reconnectNow(); }
+  });
+
+  connect();
+  els.input.focus();
+}());
