@@ -71,7 +71,11 @@ func (a *Adapter) Name() string { return Name }
 // message, notice and request event (meta events are handled here and not
 // passed on). handle is never called concurrently with itself, and events
 // of one bot arrive in the order its connection delivered them; it is not
-// called after Run returns.
+// called after Run returns. handle runs on the connection's reader, which
+// also reads action responses, so it must return quickly and must never
+// wait for a send through this adapter (queue the event, as the engine
+// does); a handle that blocks for two ping intervals gets the connection
+// dropped.
 //
 // In reverse mode with [Config.Listen] set, Run serves [Adapter.Handler] at
 // [Config.Path] with its own http.Server, and shuts it down when ctx ends.
