@@ -29,6 +29,13 @@ func BenchmarkDefaultChain(b *testing.B) {
 		DeadLetters: sender.NewDeadLetterStore(0),
 		Timeout:     10 * time.Second,
 	})(noop)
+	noTimeout := sender.Default(sender.DefaultConfig{
+		Metrics:     m,
+		Logger:      zap.NewNop(),
+		Counters:    new(sender.Counters),
+		DeadLetters: sender.NewDeadLetterStore(0),
+		Timeout:     -1,
+	})(noop)
 	rq := req("42")
 	run := func(s platform.Sender) func(*testing.B) {
 		return func(b *testing.B) {
@@ -43,6 +50,7 @@ func BenchmarkDefaultChain(b *testing.B) {
 	}
 	b.Run("bare", run(noop))
 	b.Run("default", run(full))
+	b.Run("default-no-timeout", run(noTimeout)) // what context.WithTimeout costs
 	b.Run("default-parallel", func(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
