@@ -223,7 +223,8 @@ func (e *notConnectedError) Error() string {
 
 func (e *notConnectedError) Unwrap() error { return ErrNotConnected }
 
-// Bot describes one connected bot account.
+// Bot describes one connected bot account, as [Adapter.Bots] saw it; it is
+// a plain value.
 type Bot struct {
 	SelfID            int64         // the bot's QQ ID; 0 while not yet known (forward mode)
 	Remote            string        // the implementation's network address

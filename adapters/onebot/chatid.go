@@ -9,27 +9,26 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
-// Chat IDs.
-//
-// OneBot user and group IDs are only meaningful per bot account, and one
-// adapter may serve several accounts at once (several implementations
-// dialling the reverse endpoint). So that a chat ID always names one
-// conversation, whatever else is connected, the adapter's events carry chat
-// IDs of the form "<self_id>:<id>": the bot's QQ ID, a colon, and the user ID
-// (private chats) or group ID (groups). [platform.Chat.Type] says which of
-// the two the ID is, since QQ users and groups share one number space. Send
-// routes such an ID to that bot's connection.
-//
-// Send also accepts a bare "<id>", for code that knows a group number but
-// not the bot: it goes to the only connected bot, and fails with
-// [ErrAmbiguousChat] when several are connected.
-
 // ErrInvalidChat is wrapped (as a permanent error) by Send when the target's
 // ID or type cannot be used.
 var ErrInvalidChat = errors.New("onebot: invalid chat")
 
 // ChatID returns the chat ID the adapter uses for user or group id of the bot
 // selfID: "<self_id>:<id>", or just "<id>" when selfID is 0 (unknown).
+//
+// OneBot user and group IDs are only meaningful per bot account, and one
+// adapter may serve several accounts at once (several implementations
+// dialling the reverse endpoint). So that a chat ID always names one
+// conversation, whatever else is connected, the adapter's events carry chat
+// IDs of this form: the bot's QQ ID, a colon, and the user ID (private
+// chats) or group ID (groups); [platform.Chat.Type] says which of the two
+// the ID is, since QQ users and groups share one number space. Send routes
+// such an ID to that bot's connection, so an event's chat can be answered
+// as it is.
+//
+// Send also accepts a bare "<id>", for code that knows a group number but
+// not the bot: it goes to the only connected bot, and fails with
+// [ErrAmbiguousChat] when several are connected.
 func ChatID(selfID, id int64) string {
 	if selfID == 0 {
 		return strconv.FormatInt(id, 10)

@@ -2,12 +2,13 @@ package onebot
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 )
 
 func msgEqual(a, b Message) bool {
-	return slices.EqualFunc(a, b, Segment.equal)
+	return slices.EqualFunc(a, b, func(x, y Segment) bool { return x.Type == y.Type && maps.Equal(x.Data, y.Data) })
 }
 
 func seg(typ string, kv ...string) Segment {

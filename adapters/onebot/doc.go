@@ -35,7 +35,7 @@
 //
 // # Sending, and duplicates
 //
-// See [Adapter.Sender] for how an [platform.OutboundMessage] maps onto
+// See [Adapter.Sender] for how a [platform.OutboundMessage] maps onto
 // segments (OneBot has no buttons and no Markdown; mentions need
 // [Config.CQCodeText]). Beware: OneBot implementations sometimes report a
 // send that was delivered as failed, so retrying a failed send can post the

@@ -96,6 +96,3 @@ func (e *timeoutError) Error() string {
 func (e *timeoutError) Is(target error) bool {
 	return target == ErrActionTimeout || target == ErrMaybeDelivered
 }
-
-// errorsIsMaybe reports whether err matches ErrMaybeDelivered.
-func errorsIsMaybe(err error) bool { return errors.Is(err, ErrMaybeDelivered) }

@@ -23,7 +23,8 @@ const (
 //
 // Fields that do not apply to the event's post type are zero. Numeric IDs
 // are decoded from JSON numbers or from strings of digits, since some
-// implementations send either.
+// implementations send either. One *Event may be seen by several handlers:
+// treat it as read-only.
 type Event struct {
 	Time     int64  // Unix time in seconds at which the event happened
 	SelfID   int64  // the QQ ID of the bot that received it

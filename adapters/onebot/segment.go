@@ -110,7 +110,8 @@ func jsonText(v json.RawMessage) string {
 // It decodes from every form the specification allows: a CQ-code string
 // (parsed with [ParseCQ]), an array of segments, or a single segment object;
 // null decodes to an empty Message. It always encodes as an array of
-// segments, which needs no escaping.
+// segments, which needs no escaping. The zero value is an empty message; a
+// Message is safe to share for reading.
 type Message []Segment
 
 // Text returns the concatenated text of the message's text segments, with
@@ -181,11 +182,6 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	return errMessageForm
-}
-
-// equal reports whether two segments have the same type and data.
-func (s Segment) equal(o Segment) bool {
-	return s.Type == o.Type && maps.Equal(s.Data, o.Data)
 }
 
 // sortedKeys returns d's keys in order, so encoding is deterministic.

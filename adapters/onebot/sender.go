@@ -3,6 +3,7 @@ package onebot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,7 +76,7 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 	}
 	resp, err := c.call(ctx, action, map[string]any{idKey: id, "message": msg, "auto_escape": false})
 	if err != nil {
-		if errorsIsMaybe(err) && !a.cfg.RetryAmbiguous {
+		if errors.Is(err, ErrMaybeDelivered) && !a.cfg.RetryAmbiguous {
 			return platform.SendResult{}, platform.Permanent(err)
 		}
 		return platform.SendResult{}, err
