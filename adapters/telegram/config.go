@@ -1,0 +1,181 @@
+package telegram
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"go.uber.org/zap"
+)
+
+// Mode says how an [Adapter] receives updates.
+type Mode string
+
+// The ways of receiving updates.
+const (
+	// Polling asks Telegram for updates with long-polling getUpdates calls.
+	// It needs no public address and is the default.
+	Polling Mode = "polling"
+	// Webhook lets Telegram POST each update to a public HTTPS URL.
+	Webhook Mode = "webhook"
+)
+
+// DefaultPollTimeout is how long one getUpdates call waits for an update
+// when [Config.PollTimeout] is zero.
+const DefaultPollTimeout = 30 * time.Second
+
+// Config configures an [Adapter]. Only Token is required: the zero value of
+// every other field means the documented default.
+type Config struct {
+	// Token is the bot's token from @BotFather. It is required. It is part
+	// of every request URL and never appears in the adapter's errors or log
+	// lines.
+	Token string
+
+	// APIEndpoint is the Bot API URL as a format with two %s verbs, the
+	// token and then the method, like tgbotapi.APIEndpoint
+	// ("https://api.telegram.org/bot%s/%s"), which is what empty means.
+	// Point it at a local Bot API server, or at a telegramtest.Server's
+	// Endpoint in tests.
+	APIEndpoint string
+
+	// Mode says how updates arrive: [Polling] (what empty means) or
+	// [Webhook].
+	Mode Mode
+
+	// PollTimeout is how long one long-polling getUpdates call waits for an
+	// update before Telegram answers with none. Zero means
+	// [DefaultPollTimeout] (30 s); it is rounded down to whole seconds, and
+	// values under a second mean one second. Negative values are invalid.
+	// Unused in Webhook mode.
+	PollTimeout time.Duration
+
+	// AllowedUpdates lists the update types to receive, such as "message"
+	// and "callback_query" (tgbotapi.UpdateTypeMessage, ...), for getUpdates
+	// and setWebhook. Nil means Telegram's default: every type except
+	// chat_member, or the list last set.
+	AllowedUpdates []string
+
+	// Webhook configures Webhook mode; it is unused in Polling mode.
+	Webhook WebhookConfig
+
+	// HTTPClient sends every request. Nil means a new http.Client with no
+	// timeout: each request is bounded by its context instead (Send's ctx;
+	// for getUpdates, PollTimeout plus a grace period). A client with a
+	// Timeout must allow more than PollTimeout in Polling mode, or New
+	// fails.
+	HTTPClient *http.Client
+
+	// Logger receives the adapter's log lines. Nil means zap.NewNop().
+	Logger *zap.Logger
+}
+
+// WebhookConfig configures Webhook mode.
+type WebhookConfig struct {
+	// Listen is the TCP address Run serves the webhook on with its own
+	// http.Server, such as ":8443" or "127.0.0.1:8080". Empty means Run
+	// serves nothing: mount [Adapter.WebhookHandler] in a server of your
+	// own. Run serves plain HTTP; Telegram needs HTTPS, so put a TLS
+	// terminating proxy in front.
+	Listen string
+
+	// Path is the URL path Run's server answers updates on. Empty means
+	// "/". It must start with "/".
+	Path string
+
+	// SecretToken is sent to setWebhook as secret_token; Telegram then puts
+	// it in the X-Telegram-Bot-Api-Secret-Token header of every update, and
+	// requests without it are refused with 403. 1 to 256 characters of
+	// A-Z, a-z, 0-9, "_" and "-". Empty means requests are not checked
+	// (not recommended: anyone who finds the URL can inject updates).
+	SecretToken string
+
+	// URL is the public HTTPS URL Telegram posts updates to; Run registers
+	// it with setWebhook before waiting for updates. Empty means Run does
+	// not call setWebhook: the webhook is registered some other way.
+	URL string
+}
+
+// pollGrace is added to the poll timeout to bound one getUpdates request.
+const pollGrace = 15 * time.Second
+
+// normalize checks cfg and fills in its defaults. Its errors never contain
+// the token.
+func (cfg Config) normalize() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	if cfg.Token == "" {
+		return bad("no token")
+	}
+	if strings.ContainsAny(cfg.Token, "/?#% \t\r\n") {
+		return bad("the token has characters that cannot be part of a URL path")
+	}
+	if cfg.APIEndpoint == "" {
+		cfg.APIEndpoint = tgbotapi.APIEndpoint
+	}
+	if strings.Count(cfg.APIEndpoint, "%s") != 2 || strings.Count(cfg.APIEndpoint, "%") != 2 {
+		return bad("APIEndpoint %q must have exactly two %%s verbs (token, method)", cfg.APIEndpoint)
+	}
+	if u, err := url.Parse(fmt.Sprintf(cfg.APIEndpoint, "token", "method")); err != nil ||
+		(u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad("APIEndpoint %q is not an http or https URL format", cfg.APIEndpoint)
+	}
+	switch cfg.Mode {
+	case "":
+		cfg.Mode = Polling
+	case Polling, Webhook:
+	default:
+		return bad("unknown mode %q", cfg.Mode)
+	}
+	switch {
+	case cfg.PollTimeout < 0:
+		return bad("negative PollTimeout %v", cfg.PollTimeout)
+	case cfg.PollTimeout == 0:
+		cfg.PollTimeout = DefaultPollTimeout
+	case cfg.PollTimeout < time.Second:
+		cfg.PollTimeout = time.Second
+	}
+	cfg.PollTimeout = cfg.PollTimeout.Truncate(time.Second)
+	if cfg.Webhook.Path == "" {
+		cfg.Webhook.Path = "/"
+	}
+	if !strings.HasPrefix(cfg.Webhook.Path, "/") {
+		return bad("webhook path %q does not start with /", cfg.Webhook.Path)
+	}
+	if s := cfg.Webhook.SecretToken; s != "" && !validSecret(s) {
+		return bad("webhook secret token must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
+	}
+	if cfg.Webhook.URL != "" {
+		u, err := url.Parse(cfg.Webhook.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return bad("webhook URL %q is not an https URL", cfg.Webhook.URL)
+		}
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if t := cfg.HTTPClient.Timeout; cfg.Mode == Polling && t > 0 && t <= cfg.PollTimeout {
+		return bad("HTTPClient.Timeout %v must exceed PollTimeout %v, or long polls fail", t, cfg.PollTimeout)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return cfg, nil
+}
+
+func validSecret(s string) bool {
+	if len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,165 @@
+package telegram
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/platform"
+)
+
+// testToken is the token of every test adapter; no log line or error may
+// contain it, or its secret part.
+const (
+	testToken  = "123456:TEST-token_s3cr3t"
+	tokenPart  = "token_s3cr3t"
+	waitPeriod = 10 * time.Second // bound on waits that should end at once
+)
+
+var ann = tgbotapi.User{ID: 7, FirstName: "Ann", UserName: "ann"}
+
+type harness struct {
+	srv  *telegramtest.Server
+	a    *Adapter
+	logs *observer.ObservedLogs
+}
+
+// newHarness starts a fake server and makes an adapter for it; mutate may
+// change the config. At cleanup it checks that no log line holds the
+// token.
+func newHarness(t *testing.T, mutate func(*Config), opts ...telegramtest.Option) *harness {
+	t.Helper()
+	srv := telegramtest.NewServer(opts...)
+	t.Cleanup(srv.Close)
+	core, logs := observer.New(zap.DebugLevel)
+	cfg := Config{Token: testToken, APIEndpoint: srv.Endpoint(), Logger: zap.New(core)}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { assertNoTokenInLogs(t, logs) })
+	return &harness{srv: srv, a: a, logs: logs}
+}
+
+func assertNoTokenInLogs(t *testing.T, logs *observer.ObservedLogs) {
+	t.Helper()
+	for _, e := range logs.All() {
+		line := e.Message + " " + fmt.Sprint(e.ContextMap())
+		if strings.Contains(line, tokenPart) {
+			t.Errorf("log line contains the token: %s", line)
+		}
+	}
+}
+
+func assertNoToken(t *testing.T, err error) {
+	t.Helper()
+	if err != nil && strings.Contains(err.Error(), tokenPart) {
+		t.Errorf("error contains the token: %v", err)
+	}
+}
+
+// logged reports whether a log line's message contains msg.
+func logged(logs *observer.ObservedLogs, msg string) int {
+	return logs.FilterMessageSnippet(msg).Len()
+}
+
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitPeriod)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// running is an adapter's Run in a goroutine.
+type running struct {
+	events chan platform.Event
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (h *harness) run(t *testing.T) *running {
+	t.Helper()
+	return runAdapter(t, h.a)
+}
+
+func runAdapter(t *testing.T, a *Adapter) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{events: make(chan platform.Event, 1000), cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		r.done <- a.Run(ctx, func(ev platform.Event) {
+			select {
+			case r.events <- ev:
+			default:
+				t.Errorf("event buffer full; dropped %+v", ev)
+			}
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(waitPeriod):
+			t.Error("Run did not return at cleanup")
+		}
+	})
+	return r
+}
+
+// stop cancels Run and returns its error; Run must return within a second.
+func (r *running) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	return r.wait(t, time.Second)
+}
+
+// wait returns Run's error, failing if it takes longer than d.
+func (r *running) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		r.done <- err // for cleanup
+		return err
+	case <-time.After(d):
+		t.Fatalf("Run did not return within %v", d)
+		return nil
+	}
+}
+
+// next returns the next n events.
+func (r *running) next(t *testing.T, n int) []platform.Event {
+	t.Helper()
+	var evs []platform.Event
+	timeout := time.After(waitPeriod)
+	for len(evs) < n {
+		select {
+		case ev := <-r.events:
+			evs = append(evs, ev)
+		case err := <-r.done:
+			r.done <- err
+			t.Fatalf("Run returned %v after %d of %d events", err, len(evs), n)
+		case <-timeout:
+			t.Fatalf("got %d of %d events", len(evs), n)
+		}
+	}
+	return evs
+}
+
+// none checks that no event is waiting.
+func (r *running) none(t *testing.T) {
+	t.Helper()
+	select {
+	case ev := <-r.events:
+		t.Fatalf("unexpected event %+v", ev)
+	default:
+	}
+}

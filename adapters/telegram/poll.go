@@ -1,0 +1,160 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"go.uber.org/zap"
+)
+
+// pollLimit is the most updates one getUpdates call asks for.
+const pollLimit = 100
+
+// errNoProgress is the poll loop's error for an answer in which no update
+// could be delivered or skipped (malformed updates without an ID): polling
+// again at once would get the same answer.
+var errNoProgress = errors.New("telegram: getUpdates: no update in the answer could be decoded or skipped")
+
+// confirmTimeout bounds the getUpdates call that confirms the last batch
+// when Run stops.
+const confirmTimeout = 500 * time.Millisecond
+
+func (a *Adapter) runPolling(ctx context.Context, rs *runState) error {
+	err := a.retrying(ctx, func(ctx context.Context) error {
+		_, err := a.makeRequest(ctx, "deleteWebhook", nil)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer a.confirm(ctx)
+	for attempt := 0; ; {
+		if ctx.Err() != nil {
+			return nil
+		}
+		sent := a.offset
+		raws, err := a.getUpdates(ctx, sent, pollLimit, a.cfg.PollTimeout)
+		if err == nil {
+			a.confirmed = max(a.confirmed, sent)
+			if progressed := a.deliverBatch(ctx, rs, raws); progressed || len(raws) == 0 {
+				attempt = 0
+				continue
+			}
+			err = errNoProgress
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait, fatal := runFailure(err, attempt, rand.Float64())
+		if fatal != nil {
+			return fatal
+		}
+		attempt++
+		a.log.Warn("telegram: getUpdates failed; retrying", zap.Error(scrub(err, a.cfg.Token)), zap.Duration("retry_in", wait))
+		if !sleep(ctx, wait) {
+			return nil
+		}
+	}
+}
+
+// getUpdates calls getUpdates and returns the updates undecoded, so that
+// one malformed update does not make the whole batch fail to decode.
+func (a *Adapter) getUpdates(ctx context.Context, offset, limit int, timeout time.Duration) ([]json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout+pollGrace)
+	defer cancel()
+	params := tgbotapi.Params{}
+	params.AddNonZero("offset", offset)
+	params.AddNonZero("limit", limit)
+	params.AddNonZero("timeout", int(timeout/time.Second))
+	if err := params.AddInterface("allowed_updates", a.cfg.AllowedUpdates); err != nil {
+		return nil, err
+	}
+	raw, err := a.makeRequest(ctx, "getUpdates", params)
+	if err != nil {
+		return nil, err
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(raw, &raws); err != nil {
+		return nil, classify("getUpdates", err, 0)
+	}
+	return raws, nil
+}
+
+// deliverBatch decodes and delivers the updates of one getUpdates answer in
+// order, advancing a.offset past each update handed to rs and past each
+// malformed update (skipped with a log line). It stops early when ctx ends
+// or Run is closing. It reports whether the offset moved or an update was
+// skipped as already handled, that is, whether the next poll gets
+// something new.
+func (a *Adapter) deliverBatch(ctx context.Context, rs *runState, raws []json.RawMessage) bool {
+	progressed := false
+	for _, raw := range raws {
+		if ctx.Err() != nil {
+			return true
+		}
+		var u tgbotapi.Update
+		err := json.Unmarshal(raw, &u)
+		if err != nil || u.UpdateID <= 0 {
+			id := updateIDOf(raw)
+			fields := []zap.Field{zap.Int("update_id", id), zap.Int("bytes", len(raw))}
+			if err != nil {
+				fields = append(fields, zap.Error(err))
+			}
+			a.log.Warn("telegram: skipping a malformed update", fields...)
+			if id > 0 && id >= a.offset {
+				a.offset = id + 1
+				progressed = true
+			}
+			continue
+		}
+		if u.UpdateID < a.offset {
+			progressed = true // already handled; the next poll will not return it
+			continue
+		}
+		if !rs.deliver(&u) {
+			return true
+		}
+		a.offset = u.UpdateID + 1
+		progressed = true
+	}
+	return progressed
+}
+
+// updateIDOf reads the update_id of an update that did not decode, or
+// returns 0.
+func updateIDOf(raw json.RawMessage) int {
+	var head struct {
+		UpdateID json.Number `json:"update_id"`
+	}
+	if json.Unmarshal(raw, &head) != nil {
+		return 0
+	}
+	id, err := strconv.Atoi(head.UpdateID.String())
+	if err != nil {
+		return 0
+	}
+	return id
+}
+
+// confirm tells Telegram that the updates handed over since the last poll
+// were handled, with one short getUpdates call, so that the next Run (of
+// this or another process) does not get them again. It is best effort and
+// takes at most confirmTimeout.
+func (a *Adapter) confirm(ctx context.Context) {
+	if a.offset <= a.confirmed {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), confirmTimeout)
+	defer cancel()
+	if _, err := a.getUpdates(cctx, a.offset, 1, 0); err != nil {
+		a.log.Warn("telegram: confirming handled updates failed; they may be delivered again",
+			zap.Int("offset", a.offset), zap.Error(scrub(err, a.cfg.Token)))
+		return
+	}
+	a.confirmed = a.offset
+}

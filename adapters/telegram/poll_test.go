@@ -1,0 +1,251 @@
+package telegram
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"go.uber.org/goleak"
+
+	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/platform"
+)
+
+func TestPollDeliversOnceInOrder(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := waitCtx(t)
+
+	// More than one getUpdates batch (100) across several chats.
+	var ids []int
+	for i := range 150 {
+		ids = append(ids, h.srv.SendUserMessage(int64(1+i%7), ann, fmt.Sprint("m", i)))
+	}
+	r := h.run(t)
+	for i, ev := range r.next(t, 150) {
+		if ev.ID != strconv.Itoa(ids[i]) || ev.Text != fmt.Sprint("m", i) || ev.Kind != platform.EventMessage ||
+			ev.Chat.ID != strconv.Itoa(1+i%7) || ev.From.ID != "7" || ev.Platform != "telegram" {
+			t.Fatalf("event %d = %+v", i, ev)
+		}
+		if _, ok := ev.Raw.(*tgbotapi.Update); !ok {
+			t.Fatalf("Raw = %T", ev.Raw)
+		}
+	}
+	late := h.srv.SendUserMessage(3, ann, "late")
+	if ev := r.next(t, 1)[0]; ev.ID != strconv.Itoa(late) {
+		t.Fatalf("late event = %+v", ev)
+	}
+	// The next long poll confirms everything and waits: nothing more comes.
+	if err := h.srv.WaitUntil(ctx, func() bool { return h.srv.WaitingPolls() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	r.none(t)
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v; want nil", err)
+	}
+
+	// A second Run continues after the last update handled: an update
+	// handled just before the stop is confirmed on the way out and not
+	// delivered again.
+	last := h.srv.SendUserMessage(4, ann, "before restart")
+	r2 := h.run(t)
+	if ev := r2.next(t, 1)[0]; ev.ID != strconv.Itoa(last) {
+		t.Fatalf("after restart: %+v", ev)
+	}
+	if err := r2.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if h.srv.Offset() != last+1 || h.srv.Pending() != 0 {
+		t.Fatalf("Offset %d, Pending %d after stop; want %d, 0 (last batch confirmed)", h.srv.Offset(), h.srv.Pending(), last+1)
+	}
+	r3 := h.run(t)
+	if err := h.srv.WaitUntil(ctx, func() bool { return h.srv.WaitingPolls() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	r3.none(t)
+	if err := r3.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.srv.Requests("deleteWebhook"); got != 3 {
+		t.Fatalf("deleteWebhook calls = %d; want one per Run", got)
+	}
+}
+
+func TestPollCommandsAndCallbacks(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := waitCtx(t)
+	h.srv.SendUserMessage(-100, ann, "/echo@herald_test_bot hi there")
+	h.srv.SendUserMessage(-100, ann, "/echo@other_bot not for us")
+	cb := h.srv.PushCallback(-100, ann, 12, "vote:yes")
+	h.srv.SendUserMessage(-100, ann, "after")
+	r := h.run(t)
+	evs := r.next(t, 3)
+	if evs[0].Text != "/echo hi there" || evs[0].Chat.Type != platform.ChatGroup {
+		t.Fatalf("command = %+v", evs[0])
+	}
+	if evs[1].Kind != platform.EventCallback || evs[1].Text != "vote:yes" || evs[1].MessageID != "12" || evs[1].Chat.ID != "-100" {
+		t.Fatalf("callback = %+v", evs[1])
+	}
+	if evs[2].Text != "after" {
+		t.Fatalf("third event = %+v", evs[2])
+	}
+	if err := h.srv.WaitUntil(ctx, func() bool { return len(h.srv.CallbackAnswers()) == 1 }); err != nil {
+		t.Fatalf("callback not answered: %v", err)
+	}
+	if a := h.srv.CallbackAnswers()[0]; a.CallbackQueryID != cb {
+		t.Fatalf("answered %+v; want %s", a, cb)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunStopsMidLongPoll(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	srv := telegramtest.NewServer()
+	a, err := New(Config{Token: testToken, APIEndpoint: srv.Endpoint()}) // 30 s polls
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runAdapter(t, a)
+	if err := srv.WaitUntil(waitCtx(t), func() bool { return srv.WaitingPolls() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run = %v; want nil", err)
+	}
+	t.Logf("Run returned %v after cancel", time.Since(start))
+	srv.Close()
+	goleak.VerifyNone(t, before)
+}
+
+func TestRunUnauthorized(t *testing.T) {
+	t.Run("getMe", func(t *testing.T) {
+		h := newHarness(t, nil, telegramtest.WithToken("999:right"))
+		err := h.run(t).wait(t, waitPeriod)
+		if !errors.Is(err, ErrUnauthorized) {
+			t.Fatalf("Run = %v; want ErrUnauthorized", err)
+		}
+		assertNoToken(t, err)
+	})
+	t.Run("getUpdates", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.srv.Inject(telegramtest.Fault{Method: "getUpdates", Status: http.StatusUnauthorized})
+		if err := h.run(t).wait(t, waitPeriod); !errors.Is(err, ErrUnauthorized) {
+			t.Fatalf("Run = %v; want ErrUnauthorized", err)
+		}
+	})
+}
+
+func TestRunConflict(t *testing.T) {
+	t.Run("injected", func(t *testing.T) {
+		h := newHarness(t, nil)
+		h.srv.Inject(telegramtest.Fault{Method: "getUpdates", Status: http.StatusConflict})
+		err := h.run(t).wait(t, waitPeriod)
+		if !errors.Is(err, ErrConflict) {
+			t.Fatalf("Run = %v; want ErrConflict", err)
+		}
+		assertNoToken(t, err)
+	})
+	t.Run("second poller", func(t *testing.T) {
+		h := newHarness(t, nil)
+		first := h.run(t)
+		if err := h.srv.WaitUntil(waitCtx(t), func() bool { return h.srv.WaitingPolls() == 1 }); err != nil {
+			t.Fatal(err)
+		}
+		other, err := New(Config{Token: testToken, APIEndpoint: h.srv.Endpoint()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		second := runAdapter(t, other)
+		if err := first.wait(t, waitPeriod); !errors.Is(err, ErrConflict) {
+			t.Fatalf("first poller's Run = %v; want ErrConflict", err)
+		}
+		if err := second.stop(t); err != nil {
+			t.Fatalf("second poller's Run = %v", err)
+		}
+	})
+	t.Run("already running", func(t *testing.T) {
+		h := newHarness(t, nil)
+		r := h.run(t)
+		if err := h.srv.WaitUntil(waitCtx(t), func() bool { return h.srv.WaitingPolls() == 1 }); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.a.Run(t.Context(), func(platform.Event) {}); !errors.Is(err, ErrAlreadyRunning) {
+			t.Fatalf("second Run = %v; want ErrAlreadyRunning", err)
+		}
+		if err := r.stop(t); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestPollDeletesWebhook(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, err := http.PostForm(fmt.Sprintf(h.srv.Endpoint(), testToken, "setWebhook"), url.Values{"url": {"https://old.example/hook"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h.srv.SendUserMessage(1, ann, "queued while the webhook was set")
+	r := h.run(t)
+	if ev := r.next(t, 1)[0]; ev.Text != "queued while the webhook was set" {
+		t.Fatalf("event = %+v", ev)
+	}
+	if h.srv.Webhook().URL != "" {
+		t.Fatal("webhook still set")
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPollSkipsMalformedUpdates(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := waitCtx(t)
+	first := h.srv.SendUserMessage(1, ann, "first")
+	bad := h.srv.PushRawUpdate([]byte(`{"update_id":` + strconv.Itoa(first+1) + `,"message":"not an object"}`))
+	h.srv.PushRawUpdate([]byte(`{"message":{"message_id":1,"text":"no update_id"}}`))
+	last := h.srv.SendUserMessage(1, ann, "last")
+	// One answer that is a proxy's HTML page: retried after a backoff.
+	h.srv.Inject(telegramtest.Fault{Method: "getUpdates", HTML: true, Times: 1})
+
+	r := h.run(t)
+	evs := r.next(t, 2)
+	if evs[0].ID != strconv.Itoa(first) || evs[1].ID != strconv.Itoa(last) {
+		t.Fatalf("events %+v; want updates %d and %d", evs, first, last)
+	}
+	if err := h.srv.WaitUntil(ctx, func() bool { return h.srv.WaitingPolls() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	r.none(t)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	skipped := h.logs.FilterMessageSnippet("skipping a malformed update").All()
+	if len(skipped) != 2 || skipped[0].ContextMap()["update_id"] != int64(bad) {
+		t.Fatalf("skip log lines = %+v", skipped)
+	}
+	failed := h.logs.FilterMessageSnippet("getUpdates failed").All()
+	if len(failed) != 1 {
+		t.Fatalf("getUpdates failure log lines = %d; want 1", len(failed))
+	}
+	if msg := fmt.Sprint(failed[0].ContextMap()["error"]); !containsAll(msg, "HTTP 502", "not Bot API JSON") {
+		t.Fatalf("logged error %q", msg)
+	}
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

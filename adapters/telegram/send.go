@@ -1,0 +1,258 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// Send delivers req.Message to the chat req.Target.ID (a decimal chat ID,
+// or "@channelusername") and implements [platform.Sender]; [Adapter.Sender]
+// returns it as one.
+//
+// The message is checked first; an invalid one ([platform.OutboundMessage]
+// Validate, a chat or reply ID that is not a number, a caption over 1024
+// characters, callback data over 64 bytes, a text of white space only) is
+// refused with a [platform.Permanent] error and nothing is sent.
+//
+// The text goes out first, with its parse mode ([platform.ParseMarkdown] is
+// Telegram's legacy "Markdown", which leaves ordinary punctuation alone;
+// MarkdownV2 would reject an unescaped "." or "!"; [platform.ParseHTML] is
+// "HTML"). A text over Telegram's 4096 characters is split into several
+// messages, cut at line breaks, else at spaces (see the package doc),
+// sent one after another. Then each attachment follows as a photo or
+// document, by URL or uploaded from bytes, with its caption in the same
+// parse mode. The first message replies to ReplyToID (sent with
+// allow_sending_without_reply, so a deleted original does not fail the
+// send), and the inline keyboard of Buttons goes under the last one.
+//
+// The result's MessageID is the last message's ID, ChatID the chat it went
+// to and SentAt the local time Telegram accepted it. When Telegram answers
+// that the group became a supergroup (400 with migrate_to_chat_id), the
+// message is sent once more to the new chat, which the result's ChatID
+// then names, and a warning is logged.
+//
+// Errors: a 429 is a [platform.NewRetryAfter] error with Telegram's
+// retry_after; other 4xx answers are permanent; 5xx answers, network
+// errors and answers that are not JSON are plain (retryable) errors; the
+// end of ctx aborts the request in flight and returns an error wrapping
+// ctx's error. Errors wrap [*APIError] for Telegram's answers and never
+// contain the token. When a message made of several parts fails after the
+// first part, the error says which part failed: trying the whole request
+// again sends the earlier parts again.
+func (a *Adapter) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	res, err := a.send(ctx, req)
+	return res, scrub(err, a.cfg.Token)
+}
+
+func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return platform.SendResult{}, err
+	}
+	m := req.Message
+	if err := m.Validate(); err != nil {
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))
+	}
+	chat, err := parseChat(req.Target.ID)
+	if err != nil {
+		return platform.SendResult{}, platform.Permanent(err)
+	}
+	parts, err := planMessage(m)
+	if err != nil {
+		return platform.SendResult{}, platform.Permanent(err)
+	}
+
+	chatID := req.Target.ID
+	migrated := false
+	var last tgbotapi.Message
+	for i, p := range parts {
+		msg, err := a.sendPart(ctx, chat, p)
+		var ae *APIError
+		if err != nil && !migrated && errors.As(err, &ae) && ae.MigrateToChatID != 0 {
+			migrated = true
+			a.log.Warn("telegram: the group became a supergroup; sending to the new chat",
+				zap.String("chat_id", chatID), zap.Int64("new_chat_id", ae.MigrateToChatID))
+			chat = chatRef{id: ae.MigrateToChatID}
+			chatID = strconv.FormatInt(ae.MigrateToChatID, 10)
+			msg, err = a.sendPart(ctx, chat, p)
+		}
+		if err != nil {
+			if len(parts) > 1 {
+				err = fmt.Errorf("telegram: part %d of %d: %w", i+1, len(parts), err)
+			}
+			return platform.SendResult{}, err
+		}
+		last = msg
+	}
+	return platform.SendResult{
+		MessageID: strconv.Itoa(last.MessageID),
+		ChatID:    chatID,
+		SentAt:    time.Now(),
+	}, nil
+}
+
+// chatRef is a chat to send to: a numeric ID or a channel's @username.
+type chatRef struct {
+	id       int64
+	username string
+}
+
+func parseChat(id string) (chatRef, error) {
+	if strings.HasPrefix(id, "@") && isCommandWord(id[1:]) {
+		return chatRef{username: id}, nil
+	}
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n == 0 {
+		return chatRef{}, fmt.Errorf("%w: chat ID %q is neither a number nor an @username", platform.ErrInvalidMessage, id)
+	}
+	return chatRef{id: n}, nil
+}
+
+// part is one Telegram message of an OutboundMessage.
+type part struct {
+	kind      platform.AttachmentKind // "" for text
+	text      string                  // the text, or the caption
+	file      tgbotapi.RequestFileData
+	parseMode string
+	replyTo   int
+	keyboard  *tgbotapi.InlineKeyboardMarkup
+}
+
+// parseModes maps Herald's parse modes to Telegram's.
+var parseModes = map[platform.ParseMode]string{
+	platform.ParsePlain:    "",
+	platform.ParseMarkdown: tgbotapi.ModeMarkdown,
+	platform.ParseHTML:     tgbotapi.ModeHTML,
+}
+
+// planMessage turns a valid message into the Telegram messages that send
+// it, in order, or explains why it cannot be sent.
+func planMessage(m platform.OutboundMessage) ([]part, error) {
+	mode, ok := parseModes[m.ParseMode]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown parse mode %q", platform.ErrInvalidMessage, m.ParseMode)
+	}
+	replyTo := 0
+	if m.ReplyToID != "" {
+		n, err := strconv.Atoi(m.ReplyToID)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%w: reply-to ID %q is not a message ID", platform.ErrInvalidMessage, m.ReplyToID)
+		}
+		replyTo = n
+	}
+	var parts []part
+	for _, t := range splitText(m.Text, maxTextUnits) {
+		if strings.TrimSpace(t) != "" {
+			parts = append(parts, part{text: t, parseMode: mode})
+		}
+	}
+	for i, at := range m.Attachments {
+		if n := utf16Len(at.Caption); n > maxCaptionUnits {
+			return nil, fmt.Errorf("%w: attachment %d: caption of %d characters is over Telegram's %d",
+				platform.ErrInvalidMessage, i, n, maxCaptionUnits)
+		}
+		p := part{kind: at.Kind, text: at.Caption, parseMode: mode}
+		if at.URL != "" {
+			p.file = tgbotapi.FileURL(at.URL)
+		} else {
+			name := at.FileName
+			if name == "" {
+				name = map[platform.AttachmentKind]string{platform.AttachPhoto: "photo.jpg"}[at.Kind]
+				if name == "" {
+					name = "file"
+				}
+			}
+			p.file = tgbotapi.FileBytes{Name: name, Bytes: at.Data}
+		}
+		if p.text == "" {
+			p.parseMode = ""
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("%w: the text is only white space", platform.ErrInvalidMessage)
+	}
+	parts[0].replyTo = replyTo
+	if len(m.Buttons) > 0 {
+		kb, err := keyboard(m.Buttons)
+		if err != nil {
+			return nil, err
+		}
+		parts[len(parts)-1].keyboard = kb
+	}
+	return parts, nil
+}
+
+func keyboard(rows [][]platform.Button) (*tgbotapi.InlineKeyboardMarkup, error) {
+	kb := &tgbotapi.InlineKeyboardMarkup{InlineKeyboard: make([][]tgbotapi.InlineKeyboardButton, 0, len(rows))}
+	for r, row := range rows {
+		out := make([]tgbotapi.InlineKeyboardButton, 0, len(row))
+		for c, b := range row {
+			if b.Data != "" {
+				if len(b.Data) > maxCallbackData {
+					return nil, fmt.Errorf("%w: button %d,%d: callback data of %d bytes is over Telegram's %d",
+						platform.ErrInvalidMessage, r, c, len(b.Data), maxCallbackData)
+				}
+				out = append(out, tgbotapi.NewInlineKeyboardButtonData(b.Text, b.Data))
+			} else {
+				out = append(out, tgbotapi.NewInlineKeyboardButtonURL(b.Text, b.URL))
+			}
+		}
+		if len(out) > 0 {
+			kb.InlineKeyboard = append(kb.InlineKeyboard, out)
+		}
+	}
+	if len(kb.InlineKeyboard) == 0 {
+		return nil, nil
+	}
+	return kb, nil
+}
+
+// chattable returns the request that sends p to chat.
+func (p part) chattable(chat chatRef) (string, tgbotapi.Chattable) {
+	base := tgbotapi.BaseChat{
+		ChatID:                   chat.id,
+		ChannelUsername:          chat.username,
+		ReplyToMessageID:         p.replyTo,
+		AllowSendingWithoutReply: p.replyTo != 0,
+	}
+	if p.keyboard != nil {
+		base.ReplyMarkup = p.keyboard
+	}
+	switch p.kind {
+	case platform.AttachPhoto:
+		return "sendPhoto", tgbotapi.PhotoConfig{
+			BaseFile: tgbotapi.BaseFile{BaseChat: base, File: p.file},
+			Caption:  p.text, ParseMode: p.parseMode,
+		}
+	case platform.AttachDocument:
+		return "sendDocument", tgbotapi.DocumentConfig{
+			BaseFile: tgbotapi.BaseFile{BaseChat: base, File: p.file},
+			Caption:  p.text, ParseMode: p.parseMode,
+		}
+	default:
+		return "sendMessage", tgbotapi.MessageConfig{BaseChat: base, Text: p.text, ParseMode: p.parseMode}
+	}
+}
+
+func (a *Adapter) sendPart(ctx context.Context, chat chatRef, p part) (tgbotapi.Message, error) {
+	method, c := p.chattable(chat)
+	raw, err := a.request(ctx, method, c)
+	if err != nil {
+		return tgbotapi.Message{}, err
+	}
+	var msg tgbotapi.Message
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		return tgbotapi.Message{}, fmt.Errorf("telegram: %s: unreadable result: %w", method, err)
+	}
+	return msg, nil
+}
