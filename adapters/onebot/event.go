@@ -30,14 +30,14 @@ type Event struct {
 	SelfID   int64  // the QQ ID of the bot that received it
 	PostType string // message, notice, request or meta_event
 
-	MessageType string  // message: private or group
-	SubType     string  // the sub type: friend, normal, approve, leave, kick, connect, …
-	MessageID   int64   // message: the message's ID
-	UserID      int64   // the user the event is about (sender, joining member, requester)
-	GroupID     int64   // the group, for group messages, notices and requests
-	Message     Message // message: its segments, from a CQ string or an array
-	RawMessage  string  // message: the CQ-code string form
-	Sender      Sender  // message: the sender's profile, best effort
+	MessageType string        // message: private or group
+	SubType     string        // the sub type: friend, normal, approve, leave, kick, connect, …
+	MessageID   int64         // message: the message's ID
+	UserID      int64         // the user the event is about (sender, joining member, requester)
+	GroupID     int64         // the group, for group messages, notices and requests
+	Message     Message       // message: its segments, from a CQ string or an array
+	RawMessage  string        // message: the CQ-code string form
+	Sender      MessageSender // message: the sender's profile, best effort
 
 	NoticeType  string // notice: group_increase, group_decrease, group_recall, …
 	OperatorID  int64  // notice: who did it (an admin who kicked, for example)
@@ -52,9 +52,9 @@ type Event struct {
 	JSON json.RawMessage // the whole event as received
 }
 
-// Sender is the profile OneBot attaches to a message event. Every field is
+// MessageSender is the profile OneBot attaches to a message event. Every field is
 // best effort: implementations leave out what they do not know.
-type Sender struct {
+type MessageSender struct {
 	UserID   int64
 	Nickname string
 	Card     string // the group card (group nickname), if any
@@ -62,7 +62,7 @@ type Sender struct {
 }
 
 // DisplayName returns the group card if set, else the nickname.
-func (s Sender) DisplayName() string {
+func (s MessageSender) DisplayName() string {
 	if s.Card != "" {
 		return s.Card
 	}
@@ -136,7 +136,7 @@ func DecodeEvent(data []byte) (*Event, error) {
 		JSON:          append(json.RawMessage(nil), data...),
 	}
 	if w.Sender != nil {
-		ev.Sender = Sender{
+		ev.Sender = MessageSender{
 			UserID:   int64(w.Sender.UserID),
 			Nickname: string(w.Sender.Nickname),
 			Card:     string(w.Sender.Card),
