@@ -80,10 +80,12 @@ func (cs *chats) getLocked(id string) *chatState { return cs.byID[id] }
 func (cs *chats) joinLocked(c platform.Chat) *chatState {
 	ch := cs.byID[c.ID]
 	if ch == nil {
+		// Make room first: the new chat has no tab yet and must not be
+		// the one forgotten.
+		cs.evictLocked(cs.max - 1)
 		ch = &chatState{chat: c, conns: make(map[*conn]struct{})}
 		ch.elem = cs.lru.PushFront(ch)
 		cs.byID[c.ID] = ch
-		cs.evictLocked()
 		return ch
 	}
 	cs.touchLocked(ch)
@@ -94,12 +96,12 @@ func (cs *chats) joinLocked(c platform.Chat) *chatState {
 func (cs *chats) touchLocked(ch *chatState) { cs.lru.MoveToFront(ch.elem) }
 
 // evictLocked forgets the least recently used chats with no open tab until
-// at most max chats are kept. Chats with open tabs are never forgotten, so
-// the count can exceed max by at most the number of open connections.
+// at most limit chats are kept. Chats with open tabs are never forgotten,
+// so the count can exceed the limit by the number of open connections.
 //
 // INVARIANT: a chat with an open tab stays in byID (its tabs point at it).
-func (cs *chats) evictLocked() {
-	for e := cs.lru.Back(); e != nil && len(cs.byID) > cs.max; {
+func (cs *chats) evictLocked(limit int) {
+	for e := cs.lru.Back(); e != nil && len(cs.byID) > limit; {
 		prev := e.Prev()
 		if ch := e.Value.(*chatState); len(ch.conns) == 0 {
 			cs.lru.Remove(e)

@@ -1,0 +1,267 @@
+package webchat_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/heraldbot/herald/adapters/webchat"
+	"github.com/heraldbot/herald/platform"
+)
+
+// These tests run in a synctest bubble on fake time. Real sockets are not
+// durably blocking, so the tab is connected to the adapter's Handler over
+// net.Pipe: an in-memory, unbuffered connection whose deadlines follow the
+// bubble's clock.
+
+// pipeServer serves WebSocket requests from net.Pipe connections with an
+// http.Handler, as an http.Server would, and waits for them on Close.
+type pipeServer struct {
+	h  http.Handler
+	wg sync.WaitGroup
+}
+
+// dial opens a WebSocket to the handler over a new pipe.
+func (s *pipeServer) dial(t *testing.T) *websocket.Conn {
+	t.Helper()
+	cli, srv := net.Pipe()
+	s.wg.Go(func() {
+		defer srv.Close()
+		br := bufio.NewReader(srv)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		req.RemoteAddr = "pipe"
+		s.h.ServeHTTP(&hijackWriter{conn: srv, brw: bufio.NewReadWriter(br, bufio.NewWriter(srv)), header: http.Header{}}, req)
+	})
+	d := websocket.Dialer{NetDialContext: func(context.Context, string, string) (net.Conn, error) { return cli, nil }}
+	ws, _, err := d.Dial("ws://webchat.test/ws", http.Header{"Origin": {"http://webchat.test"}})
+	if err != nil {
+		t.Fatalf("dial over pipe: %v", err)
+	}
+	return ws
+}
+
+// hijackWriter is the ResponseWriter of one piped request. It supports
+// what the WebSocket upgrade needs (Hijack) and writes plain responses
+// otherwise.
+type hijackWriter struct {
+	conn   net.Conn
+	brw    *bufio.ReadWriter
+	header http.Header
+	wrote  bool
+}
+
+func (w *hijackWriter) Header() http.Header { return w.header }
+
+func (w *hijackWriter) WriteHeader(status int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	fmt.Fprintf(w.conn, "HTTP/1.1 %d %s\r\nConnection: close\r\n", status, http.StatusText(status))
+	w.header.Write(w.conn)
+	fmt.Fprint(w.conn, "\r\n")
+}
+
+func (w *hijackWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.conn.Write(b)
+}
+
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.conn, w.brw, nil }
+
+// runInBubble starts a NoServer adapter for cfg and returns it with its
+// pipe server and a stop func that ends Run and waits for everything.
+func runInBubble(t *testing.T, cfg webchat.Config, handle func(platform.Event)) (*webchat.Adapter, *pipeServer, func()) {
+	t.Helper()
+	cfg.NoServer = true
+	a, err := webchat.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, handle) }()
+	<-a.Ready()
+	ps := &pipeServer{h: a.Handler()}
+	return a, ps, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+		ps.wg.Wait()
+	}
+}
+
+func sendHello(t *testing.T, ws *websocket.Conn, chatID string) frame {
+	t.Helper()
+	if err := ws.WriteJSON(map[string]string{"type": "hello", "chat_id": chatID}); err != nil {
+		t.Fatal(err)
+	}
+	var f frame
+	if err := ws.ReadJSON(&f); err != nil || f.Type != "history" {
+		t.Fatalf("hello answered %+v, %v", f, err)
+	}
+	return f
+}
+
+// TestKeepAlive checks the ping schedule and that a tab that stops
+// answering pings is dropped exactly PongWait after it was last heard.
+func TestKeepAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ping, pong = 10 * time.Second, 25 * time.Second
+		_, ps, stop := runInBubble(t, webchat.Config{PingInterval: ping, PongWait: pong, WriteTimeout: 5 * time.Second}, func(platform.Event) {})
+
+		// A tab that answers pings, as browsers do, stays connected.
+		live := ps.dial(t)
+		var (
+			mu    sync.Mutex
+			pings []time.Duration
+		)
+		start := time.Now()
+		live.SetPingHandler(func(data string) error {
+			mu.Lock()
+			pings = append(pings, time.Since(start))
+			mu.Unlock()
+			return live.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+		})
+		sendHello(t, live, "")
+		liveDone := make(chan error, 1)
+		go func() {
+			for {
+				if _, _, err := live.ReadMessage(); err != nil {
+					liveDone <- err
+					return
+				}
+			}
+		}()
+
+		// A tab that reads but never answers pings.
+		mute := ps.dial(t)
+		mute.SetPingHandler(func(string) error { return nil })
+		sendHello(t, mute, "")
+		heard := time.Now()
+		_, _, err := mute.ReadMessage() // blocks until the server gives up
+		if err == nil {
+			t.Fatal("mute tab got a data frame")
+		}
+		if gone := time.Since(heard); gone != pong {
+			t.Errorf("mute tab dropped after %v; want PongWait = %v", gone, pong)
+		}
+
+		time.Sleep(4*ping - time.Since(start) + ping/2) // past PongWait: only its pongs keep it open
+		select {
+		case err := <-liveDone:
+			t.Fatalf("answering tab dropped: %v", err)
+		default:
+		}
+		mu.Lock()
+		if want := []time.Duration{ping, 2 * ping, 3 * ping, 4 * ping}; fmt.Sprint(pings) != fmt.Sprint(want) {
+			t.Errorf("pings at %v; want %v", pings, want)
+		}
+		mu.Unlock()
+
+		stop()
+		var ce *websocket.CloseError
+		if err := <-liveDone; !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway {
+			t.Errorf("answering tab ended with %v; want close 1001", err)
+		}
+		live.Close()
+		mute.Close()
+	})
+}
+
+// TestSlowTab fills the queue of a tab that does not read: the send that
+// overflows it fails with ErrNoConnection instead of blocking, the tab is
+// disconnected, another chat is not disturbed, and the tab gets the
+// accepted messages from the history when it comes back.
+func TestSlowTab(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const queue = 4
+		a, ps, stop := runInBubble(t, webchat.Config{QueueSize: queue}, func(platform.Event) {})
+		slow := ps.dial(t)
+		slowChat := sendHello(t, slow, "").Chat.ID
+		fast := ps.dial(t)
+		fastChat := sendHello(t, fast, "").Chat.ID
+		fastGot := make(chan string, 100)
+		go func() {
+			for {
+				var f frame
+				if err := fast.ReadJSON(&f); err != nil {
+					close(fastGot)
+					return
+				}
+				fastGot <- f.Message.Text
+			}
+		}()
+
+		send := func(chat, text string) error {
+			_, err := a.Sender().Send(context.Background(), platform.SendRequest{
+				Target: platform.Chat{ID: chat}, Message: platform.TextMessage(text)})
+			return err
+		}
+		// The slow tab's writer holds message 1 (the pipe has no buffer)
+		// and its queue holds the next `queue` messages; one more does
+		// not fit.
+		accepted := 0
+		for i := 1; ; i++ {
+			err := send(slowChat, strconv.Itoa(i))
+			synctest.Wait() // let the writer take what it can
+			if errors.Is(err, webchat.ErrNoConnection) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+			accepted++
+			if err := send(fastChat, strconv.Itoa(i)); err != nil {
+				t.Fatalf("send %d to the fast tab: %v", i, err)
+			}
+			if got := <-fastGot; got != strconv.Itoa(i) {
+				t.Fatalf("fast tab got %q; want %d", got, i)
+			}
+			if i > 2*queue {
+				t.Fatalf("%d messages accepted for a queue of %d", i, queue)
+			}
+		}
+		if accepted != queue+1 {
+			t.Errorf("%d messages accepted; want %d (one being written and a full queue)", accepted, queue+1)
+		}
+		// The slow tab was disconnected; reading shows at most the
+		// message that was being written, then the end.
+		n := 0
+		for {
+			if _, _, err := slow.ReadMessage(); err != nil {
+				break
+			}
+			n++
+		}
+		if n > 1 {
+			t.Errorf("slow tab read %d messages after being dropped", n)
+		}
+		// Back again, it gets every accepted message from the history.
+		back := ps.dial(t)
+		hist := sendHello(t, back, slowChat)
+		if got, want := texts(hist.Messages), counting(nil, accepted); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("history after reconnect = %q; want %q", got, want)
+		}
+		stop()
+		for range fastGot {
+		}
+		slow.Close()
+		fast.Close()
+		back.Close()
+	})
+}
