@@ -1,0 +1,529 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	hctx "github.com/heraldbot/herald/core/context"
+	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Context is what a handler receives for one event; see the core/context
+// package for its methods (Reply, Send, Command, Args, Logger, ...).
+type Context = hctx.Context
+
+// Handler handles one event. A returned error is logged and passed to the
+// WithOnError function; it does not stop other handlers. A panic is
+// recovered, logged and passed on as a *HandlerPanicError.
+type Handler func(c *Context) error
+
+// NewUserError returns an error whose text Context.ReplyError may show to
+// the user; cause goes to the log only.
+func NewUserError(text string, cause error) error { return hctx.NewUserError(text, cause) }
+
+// Plugin is a reusable set of handlers. Register adds them to the engine.
+type Plugin interface {
+	Name() string
+	Register(e *Engine) error
+}
+
+// Errors of the Engine.
+var (
+	// ErrEngineClosed is returned by HandleEvent and Run after Shutdown.
+	ErrEngineClosed = errors.New("engine: closed")
+	// ErrAlreadyRunning is returned by a second call to Run.
+	ErrAlreadyRunning = errors.New("engine: already running")
+	// ErrNoAdapter is returned by Run when no adapter was configured.
+	ErrNoAdapter = errors.New("engine: no adapter")
+)
+
+// forceGrace bounds how long Shutdown waits, after it ran out of time and
+// force-closed the dispatchers, for the interrupted tasks to run with their
+// cancelled contexts and resolve their Futures.
+const forceGrace = 5 * time.Second
+
+// HandlerPanicError is the error passed to the WithOnError function for a
+// handler that panicked.
+type HandlerPanicError struct {
+	Value any
+	Stack []byte
+}
+
+// Error returns "engine: handler panicked: " and the panic value.
+func (e *HandlerPanicError) Error() string {
+	return fmt.Sprintf("engine: handler panicked: %v", e.Value)
+}
+
+// Stats is a snapshot of an Engine's counters.
+type Stats struct {
+	// Received counts events HandleEvent accepted.
+	Received uint64
+	// Dropped counts events HandleEvent refused because the chat's inbound
+	// queue was full.
+	Dropped uint64
+	// Matched counts events at least one matcher accepted; Unmatched the
+	// others.
+	Matched, Unmatched uint64
+	// HandlerErrors and HandlerPanics count handler failures.
+	HandlerErrors, HandlerPanics uint64
+	// Handlers are the statistics of the inbound executor (one task per
+	// event); Outbound those of the OutboundDispatcher (one task per send).
+	Handlers, Outbound DispatcherStats
+	// Sends counts sends through the default sender chain.
+	Sends sender.CounterStats
+	// DeadLetters is the number of failed sends kept for replay now.
+	DeadLetters int
+}
+
+// Engine routes inbound events from its adapters to the handlers whose
+// matchers accept them, and sends their replies through the
+// OutboundDispatcher and the sender middleware chain.
+//
+// Events of one chat are handled one at a time in arrival order; events of
+// different chats concurrently, at most WithHandlerConcurrency at once, on a
+// keyed fair executor of the same design as the OutboundDispatcher. For one
+// event, the matchers are tried in priority order; each one that accepts
+// runs its handler, until a Block matcher stops lower priorities.
+//
+// Handlers may be registered at any time, also while the engine runs; an
+// event sees the matchers registered when its handling started. All methods
+// are safe for concurrent use.
+type Engine struct {
+	opts        options
+	log         *zap.Logger
+	out         *OutboundDispatcher
+	in          *OutboundDispatcher
+	adapters    []platform.Adapter
+	senders     map[string]platform.Sender
+	counters    *sender.Counters
+	deadLetters *sender.DeadLetterStore
+
+	regMu    sync.Mutex // serialises registrations
+	seq      int
+	matchers atomic.Pointer[[]*matcher]
+
+	closed   atomic.Bool
+	running  atomic.Bool
+	shutOnce sync.Mutex // serialises Shutdown calls
+
+	received, dropped, matched, unmatched atomic.Uint64
+	handlerErrors, handlerPanics          atomic.Uint64
+}
+
+// New returns an Engine configured by opts. It returns an error if two
+// adapters have the same name or the metrics cannot be registered.
+func New(opts ...Option) (*Engine, error) {
+	o := options{prefixes: []string{"/"}}
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	if o.logger == nil {
+		o.logger = zap.NewNop()
+	}
+	if len(o.prefixes) == 0 {
+		o.prefixes = []string{"/"}
+	}
+	if o.handlerConcurrency <= 0 {
+		o.handlerConcurrency = DefaultHandlerConcurrency
+	}
+	if o.inboundQueueSize <= 0 {
+		o.inboundQueueSize = DefaultInboundQueueSize
+	}
+	if o.handlerTimeout <= 0 {
+		o.handlerTimeout = DefaultHandlerTimeout
+	}
+	if o.shutdownTimeout <= 0 {
+		o.shutdownTimeout = DefaultShutdownTimeout
+	}
+	if o.deadLetters == nil {
+		o.deadLetters = sender.NewDeadLetterStore(0)
+	}
+	e := &Engine{
+		opts:        o,
+		log:         o.logger,
+		adapters:    o.adapters,
+		senders:     make(map[string]platform.Sender, len(o.adapters)),
+		counters:    new(sender.Counters),
+		deadLetters: o.deadLetters,
+	}
+	e.matchers.Store(new([]*matcher))
+
+	for _, a := range o.adapters {
+		name := a.Name()
+		if _, dup := e.senders[name]; dup {
+			return nil, fmt.Errorf("engine: two adapters named %q", name)
+		}
+		e.senders[name] = e.chain(name)(a.Sender())
+	}
+
+	outCfg := o.dispatcher
+	if outCfg.Recover == nil {
+		outCfg.Recover = func(v any) { e.log.Error("send panicked", zap.Any("panic", v)) }
+	}
+	e.out = NewOutboundDispatcher(context.Background(), outCfg)
+	e.in = NewOutboundDispatcher(context.Background(), DispatcherConfig{
+		MaxInflight: o.handlerConcurrency,
+		QueueSize:   o.inboundQueueSize,
+		SendTimeout: o.handlerTimeout,
+		Recover:     func(v any) { e.log.Error("event handling panicked", zap.Any("panic", v)) },
+	})
+
+	if m := o.metrics; m != nil {
+		err := errors.Join(
+			m.WatchQueue("outbound", func() sender.QueueStats { return queueStats(e.out.Stats()) }),
+			m.WatchQueue("inbound", func() sender.QueueStats { return queueStats(e.in.Stats()) }),
+		)
+		if err != nil {
+			return nil, fmt.Errorf("engine: metrics: %w", err)
+		}
+	}
+	return e, nil
+}
+
+// chain returns the sender decorators for the named adapter.
+func (e *Engine) chain(name string) sender.SenderDecorator {
+	if e.opts.customChain {
+		return sender.Chain(e.opts.middleware...)
+	}
+	cfg := e.opts.senderConfig
+	if cfg.Logger == nil {
+		cfg.Logger = e.log
+	}
+	if cfg.Counters == nil {
+		cfg.Counters = e.counters
+	}
+	if cfg.DeadLetters == nil {
+		cfg.DeadLetters = e.deadLetters
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = e.opts.metrics
+	}
+	if rl, ok := e.opts.rateLimits[name]; ok {
+		cfg.RateLimit = rl
+	}
+	return sender.Default(cfg)
+}
+
+// queueStats maps DispatcherStats, where Failed and Panicked are subsets of
+// Completed and Panicked of Failed, onto sender.QueueStats, whose three
+// counters are disjoint.
+func queueStats(s DispatcherStats) sender.QueueStats {
+	return sender.QueueStats{
+		Submitted: s.Submitted, Rejected: s.Rejected,
+		Completed: s.Completed - s.Failed,
+		Failed:    s.Failed - s.Panicked,
+		Panicked:  s.Panicked,
+		Queued:    s.Queued, Running: s.Running, Chats: s.Chats,
+	}
+}
+
+// Use registers plugins, in order. It stops at the first plugin whose
+// Register fails and returns its error, naming the plugin.
+func (e *Engine) Use(plugins ...Plugin) error {
+	for _, p := range plugins {
+		if p == nil {
+			continue
+		}
+		if err := p.Register(e); err != nil {
+			return fmt.Errorf("engine: plugin %s: %w", p.Name(), err)
+		}
+	}
+	return nil
+}
+
+// Sender returns the sender the engine uses for the named adapter: the
+// adapter's Sender wrapped in the sender middleware chain. It returns nil
+// for an unknown name. Sending through it directly bypasses the
+// OutboundDispatcher and its per-chat order; handlers use Context.Reply
+// and Context.Send.
+func (e *Engine) Sender(adapterName string) platform.Sender { return e.senders[adapterName] }
+
+// Dispatcher returns the engine's OutboundDispatcher.
+func (e *Engine) Dispatcher() *OutboundDispatcher { return e.out }
+
+// HandleEvent queues ev for the handlers and returns at once. Adapters call
+// it through Run; tests may call it directly. Events of one chat (by
+// platform and chat ID) are handled in the order HandleEvent accepted them.
+//
+// It returns ErrEngineClosed once Shutdown has begun, and an error wrapping
+// ErrQueueFull when the chat already has WithInboundQueueSize events
+// waiting; the event is then not handled (and counted as dropped).
+func (e *Engine) HandleEvent(ev platform.Event) error {
+	if e.closed.Load() {
+		return ErrEngineClosed
+	}
+	chatID := ev.Chat.ID
+	if chatID == "" {
+		chatID = "user:" + ev.From.ID
+	}
+	err := e.in.Submit(hctx.ChatKey(ev.Platform, chatID), func(ctx context.Context) error {
+		e.process(ctx, ev)
+		return nil
+	})
+	switch {
+	case err == nil:
+		e.received.Add(1)
+		return nil
+	case errors.Is(err, ErrDispatcherClosed):
+		return ErrEngineClosed
+	default:
+		e.dropped.Add(1)
+		return fmt.Errorf("engine: event %s from %s not queued: %w", ev.ID, ev.Platform, err)
+	}
+}
+
+// process runs the matching handlers of one event.
+func (e *Engine) process(ctx context.Context, ev platform.Event) {
+	c := hctx.New(hctx.Config{
+		Context:   ctx,
+		Event:     ev,
+		Sender:    e.senders[ev.Platform],
+		Submitter: e.out,
+		Logger:    e.log,
+	})
+	in := input{isMessage: ev.Kind == platform.EventMessage}
+	if in.isMessage {
+		in.cmd, in.isCommand = parseCommand(ev.Text, e.opts.prefixes)
+	}
+	matched := false
+	blocked, blockPriority := false, 0
+	for _, m := range *e.matchers.Load() {
+		if blocked && m.priority > blockPriority {
+			break
+		}
+		match, ok := m.test(c, &in, e.opts.botUsername)
+		if !ok {
+			continue
+		}
+		matched = true
+		c.SetMatch(match)
+		e.run(c, m.handler)
+		if m.block {
+			blocked, blockPriority = true, m.priority
+		}
+	}
+	if matched {
+		e.matched.Add(1)
+		return
+	}
+	e.unmatched.Add(1)
+	if e.opts.fallback != nil {
+		c.SetMatch(hctx.Match{})
+		e.run(c, e.opts.fallback)
+	}
+}
+
+// run runs one handler, logging and reporting its error or panic.
+func (e *Engine) run(c *Context, h Handler) {
+	var err error
+	defer func() {
+		if r := recover(); r != nil {
+			e.handlerPanics.Add(1)
+			pe := &HandlerPanicError{Value: r, Stack: debug.Stack()}
+			c.Logger().Error("handler panicked", zap.Any("panic", r), zap.ByteString("stack", pe.Stack))
+			err = pe
+		} else if err != nil {
+			e.handlerErrors.Add(1)
+			c.Logger().Warn("handler failed", zap.Error(err))
+		}
+		if err != nil && e.opts.onError != nil {
+			e.callOnError(c, err)
+		}
+	}()
+	err = h(c)
+}
+
+func (e *Engine) callOnError(c *Context, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.Logger().Error("error hook panicked", zap.Any("panic", r))
+		}
+	}()
+	e.opts.onError(c, err)
+}
+
+// Run starts every adapter and feeds their events to HandleEvent. It blocks
+// until ctx ends or an adapter fails for good, then stops the adapters and
+// shuts the engine down, giving pending handlers and replies
+// WithShutdownTimeout to finish (see Shutdown).
+//
+// Run returns nil after a clean stop; the failing adapter's error if one
+// failed; and, joined to it, the Shutdown error if pending work had to be
+// interrupted. Run may be called once; it returns ErrAlreadyRunning after
+// that, ErrEngineClosed after Shutdown, and ErrNoAdapter without adapters.
+func (e *Engine) Run(ctx context.Context) error {
+	if len(e.adapters) == 0 {
+		return ErrNoAdapter
+	}
+	if e.closed.Load() {
+		return ErrEngineClosed
+	}
+	if !e.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(e.adapters))
+	var wg sync.WaitGroup
+	for _, a := range e.adapters {
+		wg.Go(func() {
+			err := a.Run(runCtx, e.handleFromAdapter)
+			if err != nil && runCtx.Err() == nil {
+				errc <- fmt.Errorf("engine: adapter %s: %w", a.Name(), err)
+			} else if err != nil {
+				e.log.Warn("adapter stopped with an error", zap.String("adapter", a.Name()), zap.Error(err))
+			}
+		})
+	}
+	stopped := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(stopped)
+	}()
+	e.log.Info("engine running", zap.Int("adapters", len(e.adapters)))
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+		e.log.Error("adapter failed; stopping", zap.Error(runErr))
+	case <-stopped:
+	}
+	cancel()
+	<-stopped // no adapter calls HandleEvent any more
+
+	sctx, scancel := context.WithTimeout(context.Background(), e.opts.shutdownTimeout)
+	defer scancel()
+	if err := e.Shutdown(sctx); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	return runErr
+}
+
+func (e *Engine) handleFromAdapter(ev platform.Event) {
+	if err := e.HandleEvent(ev); err != nil {
+		e.log.Warn("event dropped", zap.String("platform", ev.Platform), zap.String("chat", ev.Chat.ID),
+			zap.String("event", ev.ID), zap.Error(err))
+	}
+}
+
+// Shutdown stops the engine in order: HandleEvent refuses new events; the
+// events already accepted are handled and running handlers finish; then
+// every reply they made is sent (the OutboundDispatcher's Shutdown). It
+// returns nil when all of that finished before ctx ended.
+//
+// If ctx ends first, Shutdown force-closes both stages: handlers' contexts
+// and pending sends' contexts are cancelled, and pending sends run once
+// with their cancelled context, so their Futures resolve with the error
+// and the failures are kept as dead letters. Shutdown waits up to five more
+// seconds for that, then returns ctx.Err(). So after Shutdown returns, every
+// reply a handler made has been sent or its Future resolved with an error,
+// unless a sender ignores its context.
+//
+// Shutdown may be called more than once; later calls wait for what is left.
+// Run calls it when its context ends.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.shutOnce.Lock()
+	defer e.shutOnce.Unlock()
+	e.closed.Store(true)
+	e.in.Close()
+	err := e.in.Drain(ctx)
+	if err == nil {
+		err = e.out.Shutdown(ctx)
+	}
+	if err == nil {
+		return nil
+	}
+	st := e.out.Stats()
+	e.log.Warn("shutdown timed out; cancelling pending work",
+		zap.Int("handlers_pending", e.in.Stats().Queued+e.in.Stats().Running),
+		zap.Int("sends_pending", st.Queued+st.Running), zap.Error(err))
+	e.in.ForceClose()
+	e.out.ForceClose()
+	gctx, cancel := context.WithTimeout(context.Background(), forceGrace)
+	defer cancel()
+	if gerr := e.in.Shutdown(gctx); gerr == nil {
+		gerr = e.out.Shutdown(gctx)
+		if gerr != nil {
+			e.log.Error("sends ignore cancellation; some Futures may stay unresolved", zap.Error(gerr))
+		}
+	}
+	return err
+}
+
+// Stats returns a snapshot of the engine's counters.
+func (e *Engine) Stats() Stats {
+	return Stats{
+		Received:      e.received.Load(),
+		Dropped:       e.dropped.Load(),
+		Matched:       e.matched.Load(),
+		Unmatched:     e.unmatched.Load(),
+		HandlerErrors: e.handlerErrors.Load(),
+		HandlerPanics: e.handlerPanics.Load(),
+		Handlers:      e.in.Stats(),
+		Outbound:      e.out.Stats(),
+		Sends:         e.counters.Snapshot(),
+		DeadLetters:   e.deadLetters.Len(),
+	}
+}
+
+// DeadLetters returns a copy of the failed sends kept for replay, oldest
+// first.
+func (e *Engine) DeadLetters() []sender.DeadLetter { return e.deadLetters.List() }
+
+// DeadLetterStore returns the store that keeps the engine's failed sends.
+func (e *Engine) DeadLetterStore() *sender.DeadLetterStore { return e.deadLetters }
+
+// ReplayDeadLetters takes every kept failed send out of the store and
+// submits it again through the OutboundDispatcher and the sender chain,
+// oldest first, so replays of one chat keep their order among themselves.
+// They join the back of each chat's queue: they arrive after messages
+// queued before the replay, even newer ones. A replay that fails again is
+// kept again.
+//
+// It returns how many sends were resubmitted. Sends that could not be
+// resubmitted (the adapter is unknown, the chat's queue is full, the engine
+// is closed, or ctx ended) go back to the store, and their errors are
+// returned joined.
+func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
+	letters := e.deadLetters.Drain()
+	n := 0
+	var errs []error
+	for i, dl := range letters {
+		if err := ctx.Err(); err != nil {
+			for _, rest := range letters[i:] {
+				e.deadLetters.Add(rest)
+			}
+			errs = append(errs, err)
+			break
+		}
+		req := dl.Request
+		s := e.senders[req.Platform]
+		if s == nil {
+			e.deadLetters.Add(dl)
+			errs = append(errs, fmt.Errorf("engine: replay: no adapter %q", req.Platform))
+			continue
+		}
+		err := e.out.Submit(hctx.ChatKey(req.Platform, req.Target.ID), func(ctx context.Context) error {
+			_, err := s.Send(ctx, req)
+			return err
+		})
+		if err != nil {
+			e.deadLetters.Add(dl)
+			errs = append(errs, fmt.Errorf("engine: replay to %s:%s: %w", req.Platform, req.Target.ID, err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}

@@ -1,0 +1,737 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/platform"
+)
+
+var (
+	ann   = memory.User("u1", "Ann")
+	bob   = memory.User("u2", "Bob")
+	dm    = memory.Private("u1")
+	group = memory.Group("g1")
+)
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fastRetry keeps retry waits short in tests that exercise failures.
+var fastRetry = sender.DefaultConfig{Retry: sender.RetryConfig{MaxAttempts: 3, BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}}
+
+// newEngine returns an engine on a fresh memory adapter, shut down when the
+// test ends.
+func newEngine(t *testing.T, opts ...engine.Option) (*engine.Engine, *memory.Adapter) {
+	t.Helper()
+	mem := memory.New()
+	opts = append([]engine.Option{engine.WithAdapter(mem), engine.WithSenderConfig(fastRetry)}, opts...)
+	e, err := engine.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Shutdown(testCtx(t)); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return e, mem
+}
+
+// runEngine runs e until the test ends.
+func runEngine(t *testing.T, e *engine.Engine) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+type recorder struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (r *recorder) handler(label string) engine.Handler {
+	return func(c *engine.Context) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		entry := label
+		if c.Command() != "" || len(c.Args()) > 0 {
+			entry += fmt.Sprintf("(%s|%s)", c.Command(), strings.Join(c.Args(), ","))
+		}
+		if m := c.Matches(); m != nil {
+			entry += fmt.Sprintf("%q", m)
+		}
+		r.log = append(r.log, entry)
+		return nil
+	}
+}
+
+func (r *recorder) entries() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.log)
+}
+
+func msg(chat platform.Chat, from platform.User, text string) platform.Event {
+	return platform.Event{Platform: memory.DefaultName, Kind: platform.EventMessage, Chat: chat, From: from, Text: text}
+}
+
+func TestRouting(t *testing.T) {
+	type reg func(e *engine.Engine, r *recorder) error
+	tests := []struct {
+		name   string
+		opts   []engine.Option
+		setup  []reg
+		events []platform.Event
+		want   []string
+	}{
+		{
+			name: "command with args and quotes",
+			setup: []reg{func(e *engine.Engine, r *recorder) error {
+				return e.OnCommand("echo", r.handler("echo"))
+			}},
+			events: []platform.Event{msg(dm, ann, `/echo one "two three" 'four'`), msg(dm, ann, "echo no slash"), msg(dm, ann, "/echoes")},
+			want:   []string{"echo(echo|one,two three,four)"},
+		},
+		{
+			name: "command aliases, case and @botname",
+			opts: []engine.Option{engine.WithBotUsername("HeraldBot")},
+			setup: []reg{func(e *engine.Engine, r *recorder) error {
+				return e.OnCommand("help", r.handler("help"), engine.Aliases("h"))
+			}},
+			events: []platform.Event{msg(dm, ann, "/h"), msg(dm, ann, "/HELP@heraldbot"), msg(dm, ann, "/help@OtherBot"), msg(dm, ann, "/help@HeraldBot x")},
+			want:   []string{"help(h|)", "help(HELP|)", "help(help|x)"},
+		},
+		{
+			name: "custom command prefixes",
+			opts: []engine.Option{engine.WithCommandPrefixes("!", "/")},
+			setup: []reg{func(e *engine.Engine, r *recorder) error {
+				return e.OnCommand("ping", r.handler("ping"))
+			}},
+			events: []platform.Event{msg(dm, ann, "!ping"), msg(dm, ann, "/ping"), msg(dm, ann, ".ping")},
+			want:   []string{"ping(ping|)", "ping(ping|)"},
+		},
+		{
+			name: "message prefix keyword fullmatch regex",
+			setup: []reg{
+				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("msg"), engine.Priority(10)) },
+				func(e *engine.Engine, r *recorder) error { return e.OnPrefix("say ", r.handler("prefix")) },
+				func(e *engine.Engine, r *recorder) error {
+					return e.OnKeyword("weather", r.handler("kw"), engine.Aliases("rain"))
+				},
+				func(e *engine.Engine, r *recorder) error { return e.OnFullMatch("hi", r.handler("full")) },
+				func(e *engine.Engine, r *recorder) error {
+					return e.OnRegex(`^roll (\d+)d(\d+)$`, r.handler("re"))
+				},
+			},
+			events: []platform.Event{
+				msg(dm, ann, "say a b"), msg(dm, ann, "will it rain?"), msg(dm, ann, " hi "), msg(dm, ann, "roll 2d6"),
+			},
+			want: []string{
+				"prefix(|a,b)", "msg",
+				"kw", "msg",
+				"full", "msg",
+				`re["roll 2d6" "2" "6"]`, "msg",
+			},
+		},
+		{
+			name: "priority and registration order",
+			setup: []reg{
+				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("p5-a"), engine.Priority(5)) },
+				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("p1"), engine.Priority(1)) },
+				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("p5-b"), engine.Priority(5)) },
+				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("p-3"), engine.Priority(-3)) },
+			},
+			events: []platform.Event{msg(dm, ann, "x")},
+			want:   []string{"p-3", "p1", "p5-a", "p5-b"},
+		},
+		{
+			name: "block stops lower priorities only",
+			setup: []reg{
+				func(e *engine.Engine, r *recorder) error {
+					return e.OnCommand("stop", r.handler("stop"), engine.Priority(1), engine.Block())
+				},
+				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("same"), engine.Priority(1)) },
+				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("lower"), engine.Priority(2)) },
+			},
+			events: []platform.Event{msg(dm, ann, "/stop"), msg(dm, ann, "go")},
+			want:   []string{"stop(stop|)", "same", "same", "lower"},
+		},
+		{
+			name: "permissions",
+			setup: []reg{
+				func(e *engine.Engine, r *recorder) error {
+					return e.OnCommand("p", r.handler("private"), engine.PrivateOnly())
+				},
+				func(e *engine.Engine, r *recorder) error {
+					return e.OnCommand("g", r.handler("group"), engine.GroupOnly())
+				},
+				func(e *engine.Engine, r *recorder) error {
+					return e.OnCommand("admin", r.handler("admin"), engine.UsersOnly("u2"))
+				},
+			},
+			events: []platform.Event{
+				msg(dm, ann, "/p"), msg(group, ann, "/p"), msg(dm, ann, "/g"), msg(group, ann, "/g"),
+				msg(group, ann, "/admin"), msg(group, bob, "/admin"),
+			},
+			want: []string{"private(p|)", "group(g|)", "admin(admin|)"},
+		},
+		{
+			name: "rules with And Or Not",
+			setup: []reg{func(e *engine.Engine, r *recorder) error {
+				long := func(c *engine.Context) bool { return len(c.Text()) > 3 }
+				return e.On(engine.And(engine.IsGroup(), engine.Or(engine.FromUsers("u2"), long), engine.Not(engine.IsKind(platform.EventCallback))), r.handler("rule"))
+			}},
+			events: []platform.Event{
+				msg(group, bob, "hi"), msg(group, ann, "hi"), msg(group, ann, "hello"), msg(dm, bob, "hello"),
+				{Platform: memory.DefaultName, Kind: platform.EventCallback, Chat: group, From: bob, Text: "x"},
+			},
+			want: []string{"rule", "rule"},
+		},
+		{
+			name: "event kinds",
+			setup: []reg{
+				func(e *engine.Engine, r *recorder) error {
+					return e.OnEvent(platform.EventMemberJoined, r.handler("joined"))
+				},
+				func(e *engine.Engine, r *recorder) error {
+					return e.OnEvent(platform.EventCallback, r.handler("callback"))
+				},
+				func(e *engine.Engine, r *recorder) error { return e.OnCommand("x", r.handler("cmd")) },
+			},
+			events: []platform.Event{
+				{Platform: memory.DefaultName, Kind: platform.EventMemberJoined, Chat: group, From: bob},
+				{Platform: memory.DefaultName, Kind: platform.EventCallback, Chat: group, From: bob, Text: "/x"},
+				{Platform: memory.DefaultName, Kind: platform.EventEditedMessage, Chat: group, From: bob, Text: "/x"},
+			},
+			want: []string{"joined", "callback"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := newEngine(t, tt.opts...)
+			r := &recorder{}
+			for _, s := range tt.setup {
+				if err := s(e, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, ev := range tt.events {
+				handleAndWait(t, e, ev)
+			}
+			if err := e.Shutdown(testCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.entries(); !slices.Equal(got, tt.want) {
+				t.Fatalf("handlers ran %q;\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRegistrationErrors(t *testing.T) {
+	e, _ := newEngine(t)
+	h := func(*engine.Context) error { return nil }
+	if err := e.OnCommand("start", h, engine.Aliases("go")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"duplicate", e.OnCommand("START", h), engine.ErrDuplicateCommand},
+		{"duplicate alias", e.OnCommand("begin", h, engine.Aliases("go")), engine.ErrDuplicateCommand},
+		{"nil handler", e.OnMessage(nil), engine.ErrInvalidMatcher},
+		{"empty command", e.OnCommand("", h), engine.ErrInvalidMatcher},
+		{"command with space", e.OnCommand("a b", h), engine.ErrInvalidMatcher},
+		{"bad regex", e.OnRegex("(", h), engine.ErrInvalidMatcher},
+		{"nil rule", e.On(nil, h), engine.ErrInvalidMatcher},
+		{"empty prefix", e.OnPrefix("", h), engine.ErrInvalidMatcher},
+	} {
+		if !errors.Is(tc.err, tc.want) {
+			t.Errorf("%s: %v; want %v", tc.name, tc.err, tc.want)
+		}
+	}
+	if err := e.OnCommand("start", h, engine.Priority(1)); err != nil {
+		t.Fatalf("same command at another priority: %v", err)
+	}
+	infos := e.Matchers()
+	if len(infos) != 2 || infos[0].Kind != "command" || !slices.Equal(infos[0].Words, []string{"start", "go"}) || infos[1].Priority != 1 {
+		t.Fatalf("Matchers = %+v", infos)
+	}
+}
+
+func TestAdapterNamesMustDiffer(t *testing.T) {
+	_, err := engine.New(engine.WithAdapter(memory.New()), engine.WithAdapter(memory.New()))
+	if err == nil {
+		t.Fatal("two adapters named memory accepted")
+	}
+}
+
+// Events of one chat are handled one after another in arrival order;
+// different chats concurrently, at most WithHandlerConcurrency at once.
+func TestInboundOrderAndConcurrency(t *testing.T) {
+	const chats, perChat, limit = 40, 50, 4
+	e, _ := newEngine(t, engine.WithHandlerConcurrency(limit))
+	var running, peak atomic.Int32
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	err := e.OnMessage(func(c *engine.Context) error {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		mu.Lock()
+		seen[c.Chat().ID] = append(seen[c.Chat().ID], c.Text())
+		mu.Unlock()
+		time.Sleep(50 * time.Microsecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for c := range chats {
+		wg.Go(func() {
+			chat := memory.Private(fmt.Sprint("c", c))
+			for i := range perChat {
+				if err := e.HandleEvent(msg(chat, ann, fmt.Sprint(i))); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := e.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for c := range chats {
+		got := seen[fmt.Sprint("c", c)]
+		if len(got) != perChat {
+			t.Fatalf("chat %d handled %d events", c, len(got))
+		}
+		for i, s := range got {
+			if s != fmt.Sprint(i) {
+				t.Fatalf("chat %d: event %d handled at position %d", c, i, slices.Index(got, fmt.Sprint(i)))
+			}
+		}
+	}
+	if p := peak.Load(); p > limit || p < 2 {
+		t.Fatalf("peak concurrency %d; want between 2 and %d", p, limit)
+	}
+	if st := e.Stats(); st.Received != chats*perChat || st.Matched != chats*perChat {
+		t.Fatalf("Stats = %+v", st)
+	}
+}
+
+func TestInboundBackpressure(t *testing.T) {
+	e, _ := newEngine(t, engine.WithInboundQueueSize(2), engine.WithHandlerConcurrency(1))
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	if err := e.OnMessage(func(*engine.Context) error {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.HandleEvent(msg(dm, ann, "running")); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	for range 2 {
+		if err := e.HandleEvent(msg(dm, ann, "queued")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.HandleEvent(msg(dm, ann, "one too many")); !errors.Is(err, engine.ErrQueueFull) {
+		t.Fatalf("HandleEvent on a full queue = %v; want ErrQueueFull", err)
+	}
+	close(release)
+	if err := e.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.HandleEvent(msg(dm, ann, "late")); !errors.Is(err, engine.ErrEngineClosed) {
+		t.Fatalf("HandleEvent after Shutdown = %v", err)
+	}
+	if st := e.Stats(); st.Dropped != 1 || st.Received != 3 {
+		t.Fatalf("Stats = %+v", st)
+	}
+}
+
+func TestHandlerErrorsAndPanics(t *testing.T) {
+	core, logs := observer.New(zap.DebugLevel)
+	var mu sync.Mutex
+	var hookErrs []error
+	e, mem := newEngine(t,
+		engine.WithLogger(zap.New(core)),
+		engine.WithOnError(func(c *engine.Context, err error) {
+			mu.Lock()
+			hookErrs = append(hookErrs, err)
+			mu.Unlock()
+			c.ReplyError(err)
+		}),
+	)
+	boom := errors.New("boom")
+	r := &recorder{}
+	must(t, e.OnCommand("fail", func(*engine.Context) error { return boom }))
+	must(t, e.OnCommand("panic", func(*engine.Context) error { panic("oops") }))
+	must(t, e.OnMessage(r.handler("after"), engine.Priority(1)))
+	for _, text := range []string{"/fail", "/panic", "/fail"} {
+		must(t, e.HandleEvent(msg(dm, ann, text)))
+	}
+	if err := e.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.entries(); len(got) != 3 {
+		t.Fatalf("later handlers ran %d times; want 3", len(got))
+	}
+	var pe *engine.HandlerPanicError
+	if len(hookErrs) != 3 || !errors.Is(hookErrs[0], boom) || !errors.As(hookErrs[1], &pe) || pe.Value != "oops" {
+		t.Fatalf("OnError got %v", hookErrs)
+	}
+	if st := e.Stats(); st.HandlerErrors != 2 || st.HandlerPanics != 1 {
+		t.Fatalf("Stats = %+v", st)
+	}
+	if texts := mem.Texts(dm.ID); len(texts) != 3 || !strings.Contains(texts[0], "Sorry") {
+		t.Fatalf("replies = %q", texts)
+	}
+	if n := logs.FilterMessage("handler panicked").Len(); n != 1 {
+		t.Fatalf("%d panic log lines", n)
+	}
+	if n := logs.FilterMessage("handler failed").Len(); n != 2 {
+		t.Fatalf("%d error log lines", n)
+	}
+}
+
+func TestUnmatchedAndFallback(t *testing.T) {
+	r := &recorder{}
+	e, _ := newEngine(t, engine.WithFallback(r.handler("fallback")))
+	must(t, e.OnCommand("known", r.handler("known")))
+	must(t, e.HandleEvent(msg(dm, ann, "/known")))
+	must(t, e.HandleEvent(msg(dm, ann, "/unknown")))
+	if err := e.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.entries(); !slices.Equal(got, []string{"known(known|)", "fallback"}) {
+		t.Fatalf("ran %q", got)
+	}
+	if st := e.Stats(); st.Matched != 1 || st.Unmatched != 1 {
+		t.Fatalf("Stats = %+v", st)
+	}
+}
+
+// Reply's Future is resolved on every path, through the real dispatcher and
+// sender chain.
+func TestReplyFutureOutcomes(t *testing.T) {
+	e, mem := newEngine(t, engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1}))
+	futures := make(chan *future.Future[platform.SendResult], 10)
+	must(t, e.OnCommand("say", func(c *engine.Context) error {
+		futures <- c.ReplyText(c.RawArgs())
+		return nil
+	}))
+	ctx := testCtx(t)
+	wait := func() (platform.SendResult, error) {
+		t.Helper()
+		select {
+		case f := <-futures:
+			return f.Wait(ctx)
+		case <-ctx.Done():
+			t.Fatal("handler did not reply")
+			return platform.SendResult{}, nil
+		}
+	}
+
+	must(t, e.HandleEvent(msg(dm, ann, "/say ok")))
+	if res, err := wait(); err != nil || res.MessageID == "" {
+		t.Fatalf("success: %+v, %v", res, err)
+	}
+
+	mem.FailNext(dm.ID, platform.Permanent(errors.New("blocked by user")))
+	must(t, e.HandleEvent(msg(dm, ann, "/say blocked")))
+	if _, err := wait(); !platform.IsPermanent(err) {
+		t.Fatalf("permanent failure: %v", err)
+	}
+
+	mem.PanicNext(dm.ID, "sender bug")
+	must(t, e.HandleEvent(msg(dm, ann, "/say panic")))
+	if _, err := wait(); err == nil || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("sender panic: %v", err)
+	}
+
+	// Queue full: one slow send running, one waiting, the third refused.
+	mem.SlowNext(dm.ID, 200*time.Millisecond)
+	calls := mem.Calls(dm.ID)
+	must(t, e.HandleEvent(msg(dm, ann, "/say q")))
+	for mem.Calls(dm.ID) == calls { // the slow send has started
+		time.Sleep(100 * time.Microsecond)
+	}
+	for range 2 {
+		must(t, e.HandleEvent(msg(dm, ann, "/say q")))
+	}
+	var errs []error
+	for range 3 {
+		_, err := wait()
+		errs = append(errs, err)
+	}
+	if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], engine.ErrQueueFull) {
+		t.Fatalf("queue-full replies: %v", errs)
+	}
+	if st := e.Stats(); st.DeadLetters != 1 || st.Sends.DeadLettered != 1 || st.Outbound.Panicked != 1 {
+		t.Fatalf("Stats = %+v", st)
+	}
+}
+
+// After Shutdown returns, every reply was sent or its Future resolved.
+func TestShutdownLosesNoReply(t *testing.T) {
+	e, mem := newEngine(t, engine.WithDispatcherConfig(engine.DispatcherConfig{MaxInflight: 3, QueueSize: 1000}))
+	var futures sync.Map
+	must(t, e.OnCommand("count", func(c *engine.Context) error {
+		for i := 1; i <= 20; i++ {
+			futures.Store(fmt.Sprint(c.Chat().ID, "/", i), c.ReplyText(fmt.Sprint(i)))
+		}
+		return nil
+	}))
+	const chats = 30
+	for c := range chats {
+		must(t, e.HandleEvent(msg(memory.Private(fmt.Sprint(c)), ann, "/count")))
+	}
+	if err := e.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	futures.Range(func(_, v any) bool {
+		n++
+		if _, err := v.(*future.Future[platform.SendResult]).Result(); err != nil {
+			t.Errorf("Future after Shutdown: %v", err)
+		}
+		return true
+	})
+	if n != chats*20 {
+		t.Fatalf("%d futures; want %d", n, chats*20)
+	}
+	for c := range chats {
+		texts := mem.Texts(fmt.Sprint(c))
+		for i, s := range texts {
+			if s != fmt.Sprint(i+1) {
+				t.Fatalf("chat %d got %q", c, texts)
+			}
+		}
+		if len(texts) != 20 {
+			t.Fatalf("chat %d got %d replies", c, len(texts))
+		}
+	}
+}
+
+// Shutdown with a deadline that passes force-closes: pending sends resolve
+// with the cancellation and land in dead letters.
+func TestShutdownForced(t *testing.T) {
+	e, mem := newEngine(t, engine.WithDispatcherConfig(engine.DispatcherConfig{MaxInflight: 1}))
+	var futures []*future.Future[platform.SendResult]
+	var mu sync.Mutex
+	must(t, e.OnCommand("slow", func(c *engine.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for range 3 {
+			futures = append(futures, c.ReplyText("x"))
+		}
+		return nil
+	}))
+	mem.SlowNext("", time.Hour)
+	must(t, e.HandleEvent(msg(dm, ann, "/slow")))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v; want DeadlineExceeded", err)
+	}
+	for i, f := range futures {
+		if _, err := f.Result(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("future %d: %v; want Canceled", i, err)
+		}
+	}
+	if n := len(e.DeadLetters()); n != 3 {
+		t.Fatalf("%d dead letters; want 3", n)
+	}
+}
+
+func TestRunWithAdapter(t *testing.T) {
+	e, mem := newEngine(t)
+	must(t, e.OnCommand("ping", func(c *engine.Context) error {
+		c.ReplyText("pong")
+		return nil
+	}))
+	runEngine(t, e)
+	mem.Say(dm, ann, "/ping")
+	sent, err := mem.WaitSent(testCtx(t), dm.ID, 1)
+	if err != nil || sent[0].Message.Text != "pong" {
+		t.Fatalf("WaitSent = %+v, %v", sent, err)
+	}
+	if err := e.Run(context.Background()); !errors.Is(err, engine.ErrAlreadyRunning) {
+		t.Fatalf("second Run = %v", err)
+	}
+}
+
+type failingAdapter struct{ *memory.Adapter }
+
+func (failingAdapter) Name() string { return "failing" }
+func (failingAdapter) Run(context.Context, func(platform.Event)) error {
+	return errors.New("token revoked")
+}
+
+func TestRunStopsWhenAnAdapterFails(t *testing.T) {
+	mem := memory.New()
+	e, err := engine.New(engine.WithAdapter(mem), engine.WithAdapter(failingAdapter{memory.New()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "token revoked") {
+		t.Fatalf("Run = %v", err)
+	}
+	if err := e.HandleEvent(msg(dm, ann, "x")); !errors.Is(err, engine.ErrEngineClosed) {
+		t.Fatalf("HandleEvent after Run = %v", err)
+	}
+	if _, err := engine.New(); err != nil {
+		t.Fatal(err)
+	}
+	noAdapters, _ := engine.New()
+	if err := noAdapters.Run(context.Background()); !errors.Is(err, engine.ErrNoAdapter) {
+		t.Fatalf("Run without adapters = %v", err)
+	}
+}
+
+func TestDeadLettersReplay(t *testing.T) {
+	e, mem := newEngine(t)
+	must(t, e.OnCommand("say", func(c *engine.Context) error {
+		c.ReplyText(c.RawArgs())
+		return nil
+	}))
+	down := atomic.Bool{}
+	down.Store(true)
+	mem.FailWhen(func(platform.SendRequest) error {
+		if down.Load() {
+			return platform.Permanent(errors.New("chat unavailable"))
+		}
+		return nil
+	})
+	for _, s := range []string{"one", "two", "three"} {
+		must(t, e.HandleEvent(msg(dm, ann, "/say "+s)))
+	}
+	must(t, e.Shutdown(testCtx(t)))
+	dls := e.DeadLetters()
+	if len(dls) != 3 || dls[0].Request.Message.Text != "one" || dls[0].Attempts != 1 {
+		t.Fatalf("dead letters = %+v", dls)
+	}
+	// Replay on a fresh engine sharing the store, once the chat is back.
+	e2, err := engine.New(engine.WithAdapter(mem), engine.WithDeadLetterStore(e.DeadLetterStore()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	down.Store(false)
+	n, err := e2.ReplayDeadLetters(testCtx(t))
+	if n != 3 || err != nil {
+		t.Fatalf("ReplayDeadLetters = %d, %v", n, err)
+	}
+	must(t, e2.Shutdown(testCtx(t)))
+	if got := mem.Texts(dm.ID); !slices.Equal(got, []string{"one", "two", "three"}) {
+		t.Fatalf("replayed %q", got)
+	}
+	if e2.Stats().DeadLetters != 0 {
+		t.Fatal("store not emptied")
+	}
+	// Replaying on a closed engine keeps the letters.
+	e.DeadLetterStore().Add(sender.DeadLetter{Request: dls[0].Request})
+	if n, err := e2.ReplayDeadLetters(testCtx(t)); n != 0 || !errors.Is(err, engine.ErrDispatcherClosed) {
+		t.Fatalf("replay after shutdown = %d, %v", n, err)
+	}
+	if e2.Stats().DeadLetters != 1 {
+		t.Fatal("refused replay lost")
+	}
+}
+
+func TestContextValuesShared(t *testing.T) {
+	e, _ := newEngine(t)
+	got := make(chan any, 1)
+	must(t, e.OnMessage(func(c *engine.Context) error { c.Set("user", "ann"); return nil }))
+	must(t, e.OnMessage(func(c *engine.Context) error {
+		v, _ := c.Get("user")
+		got <- v
+		return nil
+	}))
+	must(t, e.HandleEvent(msg(dm, ann, "x")))
+	if v := <-got; v != "ann" {
+		t.Fatalf("Get = %v", v)
+	}
+}
+
+type testPlugin struct{ fail bool }
+
+func (p testPlugin) Name() string { return "test" }
+func (p testPlugin) Register(e *engine.Engine) error {
+	if p.fail {
+		return errors.New("nope")
+	}
+	return e.OnCommand("plugged", func(*engine.Context) error { return nil }, engine.Description("from a plugin"))
+}
+
+func TestUse(t *testing.T) {
+	e, _ := newEngine(t)
+	must(t, e.Use(testPlugin{}))
+	if m := e.Matchers(); len(m) != 1 || m[0].Description != "from a plugin" {
+		t.Fatalf("Matchers = %+v", m)
+	}
+	if err := e.Use(testPlugin{fail: true}); err == nil || !strings.Contains(err.Error(), "plugin test") {
+		t.Fatalf("Use = %v", err)
+	}
+}
+
+// handleAndWait handles ev and waits until its handlers have finished, so
+// that events of different chats are handled in the test's order.
+func handleAndWait(t *testing.T, e *engine.Engine, ev platform.Event) {
+	t.Helper()
+	before := e.Stats().Handlers.Completed
+	must(t, e.HandleEvent(ev))
+	for e.Stats().Handlers.Completed == before {
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

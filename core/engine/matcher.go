@@ -1,0 +1,377 @@
+package engine
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	hctx "github.com/heraldbot/herald/core/context"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Errors returned when registering handlers.
+var (
+	// ErrDuplicateCommand is returned when a command name or alias is
+	// already registered at the same priority.
+	ErrDuplicateCommand = errors.New("engine: command already registered at this priority")
+	// ErrInvalidMatcher is wrapped by errors for a nil handler, an empty
+	// command, prefix, keyword or text, or a nil rule.
+	ErrInvalidMatcher = errors.New("engine: invalid matcher")
+)
+
+// Rule decides whether a matcher accepts an event. Rules must not block and
+// must be safe for concurrent use: they run for every event, on the
+// handling goroutines.
+type Rule func(c *Context) bool
+
+// And returns a rule that accepts an event when every rule does; with no
+// rules it accepts everything. Rules are evaluated in order and stop at the
+// first refusal.
+func And(rules ...Rule) Rule {
+	return func(c *Context) bool {
+		for _, r := range rules {
+			if !r(c) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// Or returns a rule that accepts an event when any rule does; with no rules
+// it accepts nothing. Rules are evaluated in order and stop at the first
+// acceptance.
+func Or(rules ...Rule) Rule {
+	return func(c *Context) bool {
+		for _, r := range rules {
+			if r(c) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// Not returns a rule that accepts what r refuses.
+func Not(r Rule) Rule {
+	return func(c *Context) bool { return !r(c) }
+}
+
+// IsPrivate accepts events from private chats.
+func IsPrivate() Rule {
+	return func(c *Context) bool { return c.Chat().Type == platform.ChatPrivate }
+}
+
+// IsGroup accepts events from group chats.
+func IsGroup() Rule {
+	return func(c *Context) bool { return c.Chat().Type == platform.ChatGroup }
+}
+
+// FromUsers accepts events from the users with the given IDs.
+func FromUsers(ids ...string) Rule {
+	set := make(map[string]struct{}, len(ids))
+	for _, id := range ids {
+		set[id] = struct{}{}
+	}
+	return func(c *Context) bool {
+		_, ok := set[c.From().ID]
+		return ok
+	}
+}
+
+// IsKind accepts events of the given kind.
+func IsKind(k platform.EventKind) Rule {
+	return func(c *Context) bool { return c.Event().Kind == k }
+}
+
+// A MatcherOption configures one registered handler.
+type MatcherOption interface {
+	applyMatcher(*matcher)
+}
+
+type matcherOptionFunc func(*matcher)
+
+func (f matcherOptionFunc) applyMatcher(m *matcher) { f(m) }
+
+// Priority sets the matcher's priority: lower runs first, and matchers of
+// equal priority run in registration order. The default is 0; negative
+// values are allowed.
+func Priority(n int) MatcherOption {
+	return matcherOptionFunc(func(m *matcher) { m.priority = n })
+}
+
+// Block stops the event's propagation after this matcher's handler ran:
+// matchers with a higher priority number do not run. Matchers with the same
+// priority still do.
+func Block() MatcherOption {
+	return matcherOptionFunc(func(m *matcher) { m.block = true })
+}
+
+// Description documents the matcher for the help plugin.
+func Description(text string) MatcherOption {
+	return matcherOptionFunc(func(m *matcher) { m.description = text })
+}
+
+// Aliases adds alternative words to a command, prefix, keyword or full-match
+// matcher: OnCommand("help", h, Aliases("h", "?")) also answers "/h" and
+// "/?". Other matchers ignore it.
+func Aliases(words ...string) MatcherOption {
+	return matcherOptionFunc(func(m *matcher) { m.words = append(m.words, words...) })
+}
+
+// Permission adds a rule the event must also pass. Repeated use requires
+// every rule.
+func Permission(r Rule) MatcherOption {
+	return matcherOptionFunc(func(m *matcher) {
+		if r != nil {
+			m.rules = append(m.rules, r)
+		}
+	})
+}
+
+// PrivateOnly is shorthand for Permission(IsPrivate()).
+func PrivateOnly() MatcherOption { return Permission(IsPrivate()) }
+
+// GroupOnly is shorthand for Permission(IsGroup()).
+func GroupOnly() MatcherOption { return Permission(IsGroup()) }
+
+// UsersOnly is shorthand for Permission(FromUsers(ids...)).
+func UsersOnly(ids ...string) MatcherOption { return Permission(FromUsers(ids...)) }
+
+// MatcherInfo describes a registered matcher, for help texts.
+type MatcherInfo struct {
+	// Kind is "command", "message", "prefix", "keyword", "regex",
+	// "fullmatch", "event" or "rule".
+	Kind string
+	// Words are the command names, prefixes, keywords or texts, first the
+	// main one, then the aliases; for regex, the expression.
+	Words       []string
+	Priority    int
+	Block       bool
+	Description string
+}
+
+type matcherKind string
+
+const (
+	kindCommand   matcherKind = "command"
+	kindMessage   matcherKind = "message"
+	kindPrefix    matcherKind = "prefix"
+	kindKeyword   matcherKind = "keyword"
+	kindRegex     matcherKind = "regex"
+	kindFullMatch matcherKind = "fullmatch"
+	kindEvent     matcherKind = "event"
+	kindRule      matcherKind = "rule"
+)
+
+type matcher struct {
+	kind        matcherKind
+	seq         int
+	priority    int
+	block       bool
+	description string
+	words       []string // command names, prefixes, keywords or texts; main first
+	re          *regexp.Regexp
+	eventKind   platform.EventKind
+	rule        Rule // the On rule
+	rules       []Rule
+	handler     Handler
+}
+
+// input is what the engine learns about an event once, for all matchers.
+type input struct {
+	cmd       parsedCommand
+	isCommand bool
+	isMessage bool
+}
+
+// test reports whether m accepts the event and what it found.
+func (m *matcher) test(c *Context, in *input, botUsername string) (hctx.Match, bool) {
+	var match hctx.Match
+	text := c.Text()
+	switch m.kind {
+	case kindCommand:
+		if !in.isCommand || !in.isMessage || !slices.ContainsFunc(m.words, func(w string) bool { return strings.EqualFold(w, in.cmd.name) }) {
+			return match, false
+		}
+		if in.cmd.bot != "" && botUsername != "" && !strings.EqualFold(in.cmd.bot, botUsername) {
+			return match, false
+		}
+		match = hctx.Match{Command: in.cmd.name, RawArgs: in.cmd.raw}
+	case kindMessage:
+		if !in.isMessage {
+			return match, false
+		}
+	case kindPrefix:
+		if !in.isMessage {
+			return match, false
+		}
+		i := slices.IndexFunc(m.words, func(w string) bool { return strings.HasPrefix(text, w) })
+		if i < 0 {
+			return match, false
+		}
+		match.RawArgs = strings.TrimSpace(text[len(m.words[i]):])
+	case kindKeyword:
+		if !in.isMessage || !slices.ContainsFunc(m.words, func(w string) bool { return strings.Contains(text, w) }) {
+			return match, false
+		}
+	case kindFullMatch:
+		if !in.isMessage || !slices.Contains(m.words, strings.TrimSpace(text)) {
+			return match, false
+		}
+	case kindRegex:
+		if !in.isMessage {
+			return match, false
+		}
+		groups := m.re.FindStringSubmatch(text)
+		if groups == nil {
+			return match, false
+		}
+		match.Groups = groups
+	case kindEvent:
+		if c.Event().Kind != m.eventKind {
+			return match, false
+		}
+	case kindRule:
+		// The On rule runs with the rules below.
+	}
+	c.SetMatch(match)
+	if m.rule != nil && !m.rule(c) {
+		return match, false
+	}
+	for _, r := range m.rules {
+		if !r(c) {
+			return match, false
+		}
+	}
+	if m.kind == kindCommand || m.kind == kindPrefix {
+		match.Args = SplitArgs(match.RawArgs)
+	}
+	return match, true
+}
+
+func (m *matcher) info() MatcherInfo {
+	words := slices.Clone(m.words)
+	if m.re != nil {
+		words = []string{m.re.String()}
+	}
+	return MatcherInfo{Kind: string(m.kind), Words: words, Priority: m.priority, Block: m.block, Description: m.description}
+}
+
+// OnCommand runs h for messages that start with the command name after a
+// command prefix ("/" unless set by WithCommandPrefixes), such as
+// "/name args" or "/name@BotName args"; names compare without regard to
+// case. Use Aliases for other names. The handler's Context has Command,
+// Args and RawArgs. Registering a name or alias that is already registered
+// at the same priority returns an error wrapping ErrDuplicateCommand.
+func (e *Engine) OnCommand(name string, h Handler, opts ...MatcherOption) error {
+	return e.register(&matcher{kind: kindCommand, words: []string{name}, handler: h}, opts)
+}
+
+// OnMessage runs h for every new message (platform.EventMessage).
+func (e *Engine) OnMessage(h Handler, opts ...MatcherOption) error {
+	return e.register(&matcher{kind: kindMessage, handler: h}, opts)
+}
+
+// OnPrefix runs h for messages whose text starts with prefix (or an alias);
+// RawArgs and Args hold the rest.
+func (e *Engine) OnPrefix(prefix string, h Handler, opts ...MatcherOption) error {
+	return e.register(&matcher{kind: kindPrefix, words: []string{prefix}, handler: h}, opts)
+}
+
+// OnKeyword runs h for messages whose text contains keyword (or an alias).
+func (e *Engine) OnKeyword(keyword string, h Handler, opts ...MatcherOption) error {
+	return e.register(&matcher{kind: kindKeyword, words: []string{keyword}, handler: h}, opts)
+}
+
+// OnFullMatch runs h for messages whose text, without surrounding space, is
+// exactly text (or an alias).
+func (e *Engine) OnFullMatch(text string, h Handler, opts ...MatcherOption) error {
+	return e.register(&matcher{kind: kindFullMatch, words: []string{text}, handler: h}, opts)
+}
+
+// OnRegex runs h for messages whose text matches the regular expression
+// expr (Go's RE2 syntax); the handler's Context has the submatches. It
+// returns an error if expr does not compile.
+func (e *Engine) OnRegex(expr string, h Handler, opts ...MatcherOption) error {
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return fmt.Errorf("%w: regex %q: %w", ErrInvalidMatcher, expr, err)
+	}
+	return e.register(&matcher{kind: kindRegex, re: re, handler: h}, opts)
+}
+
+// OnEvent runs h for events of the given kind, such as
+// platform.EventCallback or platform.EventMemberJoined.
+func (e *Engine) OnEvent(kind platform.EventKind, h Handler, opts ...MatcherOption) error {
+	return e.register(&matcher{kind: kindEvent, eventKind: kind, handler: h}, opts)
+}
+
+// On runs h for events the rule accepts, whatever their kind.
+func (e *Engine) On(rule Rule, h Handler, opts ...MatcherOption) error {
+	if rule == nil {
+		return fmt.Errorf("%w: nil rule", ErrInvalidMatcher)
+	}
+	return e.register(&matcher{kind: kindRule, rule: rule, handler: h}, opts)
+}
+
+// register validates m and adds it to the matcher list, which stays sorted
+// by priority and then registration order. Events being handled keep the
+// list they started with.
+func (e *Engine) register(m *matcher, opts []MatcherOption) error {
+	if m.handler == nil {
+		return fmt.Errorf("%w: nil handler", ErrInvalidMatcher)
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.applyMatcher(m)
+		}
+	}
+	switch m.kind {
+	case kindCommand, kindPrefix, kindKeyword, kindFullMatch:
+		for _, w := range m.words {
+			if w == "" || m.kind == kindCommand && strings.ContainsFunc(w, func(r rune) bool { return r == '@' || r <= ' ' }) {
+				return fmt.Errorf("%w: %s %q", ErrInvalidMatcher, m.kind, w)
+			}
+		}
+	default:
+		m.words = nil
+	}
+
+	e.regMu.Lock()
+	defer e.regMu.Unlock()
+	old := *e.matchers.Load()
+	if m.kind == kindCommand {
+		for _, o := range old {
+			if o.kind != kindCommand || o.priority != m.priority {
+				continue
+			}
+			for _, w := range m.words {
+				if slices.ContainsFunc(o.words, func(x string) bool { return strings.EqualFold(x, w) }) {
+					return fmt.Errorf("%w: %q at priority %d", ErrDuplicateCommand, w, m.priority)
+				}
+			}
+		}
+	}
+	e.seq++
+	m.seq = e.seq
+	list := make([]*matcher, 0, len(old)+1)
+	list = append(list, old...)
+	list = append(list, m)
+	slices.SortStableFunc(list, func(a, b *matcher) int { return cmp.Compare(a.priority, b.priority) })
+	e.matchers.Store(&list)
+	return nil
+}
+
+// Matchers describes the registered matchers in the order they are tried.
+func (e *Engine) Matchers() []MatcherInfo {
+	list := *e.matchers.Load()
+	infos := make([]MatcherInfo, len(list))
+	for i, m := range list {
+		infos[i] = m.info()
+	}
+	return infos
+}

@@ -1,0 +1,189 @@
+package engine
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Defaults of the Engine's options.
+const (
+	DefaultHandlerConcurrency = 64
+	DefaultInboundQueueSize   = 256
+	DefaultHandlerTimeout     = time.Minute
+	DefaultShutdownTimeout    = 30 * time.Second
+)
+
+// An Option configures an [Engine]. Options are applied in order; each
+// option's doc says what repeating it does.
+type Option interface {
+	apply(*options)
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+type options struct {
+	logger             *zap.Logger
+	dispatcher         DispatcherConfig
+	adapters           []platform.Adapter
+	middleware         []sender.SenderDecorator
+	customChain        bool
+	senderConfig       sender.DefaultConfig
+	rateLimits         map[string]sender.RateLimitConfig
+	metrics            *sender.Metrics
+	deadLetters        *sender.DeadLetterStore
+	handlerConcurrency int
+	inboundQueueSize   int
+	handlerTimeout     time.Duration
+	shutdownTimeout    time.Duration
+	onError            func(*Context, error)
+	fallback           Handler
+	prefixes           []string
+	botUsername        string
+}
+
+// WithLogger sets the engine's logger; handlers get it, with the event's
+// fields, from Context.Logger, and the default sender chain logs each send
+// to it. A nil logger means zap.NewNop(), the default. Repeated use keeps
+// the last.
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(o *options) { o.logger = l })
+}
+
+// WithDispatcherConfig configures the OutboundDispatcher that sends every
+// reply (see [DispatcherConfig]; its zero value takes the defaults). If
+// cfg.Recover is nil, the engine logs recovered panics. Repeated use keeps
+// the last.
+func WithDispatcherConfig(cfg DispatcherConfig) Option {
+	return optionFunc(func(o *options) { o.dispatcher = cfg })
+}
+
+// WithAdapter adds a platform adapter. Repeated use adds more; their names
+// must differ.
+func WithAdapter(a platform.Adapter) Option {
+	return optionFunc(func(o *options) {
+		if a != nil {
+			o.adapters = append(o.adapters, a)
+		}
+	})
+}
+
+// WithSenderMiddleware replaces the default sender chain (see
+// [WithSenderConfig]) with the given decorators, wrapped around every
+// adapter's Sender; the first listed is the outermost, as in sender.Chain.
+// Repeated use appends, inside the ones given before. Nil decorators are
+// skipped. To keep the engine's dead letters and send counters, include
+// sender.DeadLetters with the store given to [WithDeadLetterStore].
+func WithSenderMiddleware(ds ...sender.SenderDecorator) Option {
+	return optionFunc(func(o *options) {
+		o.customChain = true
+		o.middleware = append(o.middleware, ds...)
+	})
+}
+
+// WithSenderConfig configures the default sender chain wrapped around every
+// adapter's Sender: sender.Default(cfg), that is
+// Metrics → Logging → Counters → DeadLetters → Retry → RateLimit → Timeout.
+// Fields left nil are filled by the engine: Logger with the engine's
+// logger, Counters and DeadLetters with the engine's own (read through
+// Stats and DeadLetters), Metrics with the one given to [WithMetrics].
+// Repeated use keeps the last.
+func WithSenderConfig(cfg sender.DefaultConfig) Option {
+	return optionFunc(func(o *options) { o.senderConfig = cfg })
+}
+
+// WithRateLimit sets the rate limits of the sends to one adapter, by its
+// name, in the default sender chain; for Telegram, use
+// sender.TelegramLimits(). Adapters without one use the RateLimit of
+// [WithSenderConfig] (none by default). Repeated use for one adapter keeps
+// the last.
+func WithRateLimit(adapterName string, cfg sender.RateLimitConfig) Option {
+	return optionFunc(func(o *options) {
+		if o.rateLimits == nil {
+			o.rateLimits = make(map[string]sender.RateLimitConfig)
+		}
+		o.rateLimits[adapterName] = cfg
+	})
+}
+
+// WithMetrics records sends in m (through the default sender chain) and
+// exposes the engine's inbound and outbound dispatcher statistics through
+// it. Repeated use keeps the last.
+func WithMetrics(m *sender.Metrics) Option {
+	return optionFunc(func(o *options) { o.metrics = m })
+}
+
+// WithDeadLetterStore makes the engine keep failed sends in store instead
+// of a store of its own with the default capacity (1000). Repeated use
+// keeps the last.
+func WithDeadLetterStore(store *sender.DeadLetterStore) Option {
+	return optionFunc(func(o *options) { o.deadLetters = store })
+}
+
+// WithHandlerConcurrency bounds how many events are handled at once, across
+// chats; events of one chat are always handled one at a time. n <= 0 means
+// 64. Repeated use keeps the last.
+func WithHandlerConcurrency(n int) Option {
+	return optionFunc(func(o *options) { o.handlerConcurrency = n })
+}
+
+// WithInboundQueueSize bounds how many events one chat may have waiting for
+// its handlers; HandleEvent refuses more with an error wrapping
+// ErrQueueFull. n <= 0 means 256. Repeated use keeps the last.
+func WithInboundQueueSize(n int) Option {
+	return optionFunc(func(o *options) { o.inboundQueueSize = n })
+}
+
+// WithHandlerTimeout sets the deadline of the context handlers get for one
+// event (all its handlers together). d <= 0 means one minute. Repeated use
+// keeps the last.
+func WithHandlerTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.handlerTimeout = d })
+}
+
+// WithShutdownTimeout sets how long Run lets pending handlers and replies
+// finish after its context ends, before it interrupts them. d <= 0 means
+// 30s. Repeated use keeps the last.
+func WithShutdownTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.shutdownTimeout = d })
+}
+
+// WithOnError sets a function called after the engine logged a handler's
+// error or recovered panic (a *HandlerPanicError), with the handler's
+// Context; use it to tell the user, for instance with c.ReplyError(err).
+// It runs on the handling goroutine, before the next handler. Repeated use
+// keeps the last.
+func WithOnError(f func(c *Context, err error)) Option {
+	return optionFunc(func(o *options) { o.onError = f })
+}
+
+// WithFallback sets a handler for events no matcher accepts. Repeated use
+// keeps the last.
+func WithFallback(h Handler) Option {
+	return optionFunc(func(o *options) { o.fallback = h })
+}
+
+// WithCommandPrefixes sets the prefixes that start a command; the default
+// is "/". Repeated use keeps the last; empty prefixes are ignored.
+func WithCommandPrefixes(prefixes ...string) Option {
+	return optionFunc(func(o *options) {
+		o.prefixes = o.prefixes[:0]
+		for _, p := range prefixes {
+			if p != "" {
+				o.prefixes = append(o.prefixes, p)
+			}
+		}
+	})
+}
+
+// WithBotUsername sets the bot's username, without "@": commands addressed
+// to another bot ("/start@OtherBot") then match no command matcher. Without
+// it, a command matches whatever bot it names. Repeated use keeps the last.
+func WithBotUsername(name string) Option {
+	return optionFunc(func(o *options) { o.botUsername = name })
+}
