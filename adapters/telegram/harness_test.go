@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,26 @@ func (r *running) none(t *testing.T) {
 	case ev := <-r.events:
 		t.Fatalf("unexpected event %+v", ev)
 	default:
+	}
+}
+
+func telegramFault400(method, desc string) telegramtest.Fault {
+	return telegramtest.Fault{Method: method, Status: http.StatusBadRequest, Description: desc}
+}
+
+// succeedsSoon calls fn until it returns nil, with growing pauses, and
+// fails the test if it still fails after waitPeriod.
+func succeedsSoon(t *testing.T, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(waitPeriod)
+	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing after %v: %v", waitPeriod, err)
+		}
+		time.Sleep(pause)
 	}
 }

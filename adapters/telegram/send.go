@@ -64,11 +64,11 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 	}
 	chat, err := parseChat(req.Target.ID)
 	if err != nil {
-		return platform.SendResult{}, platform.Permanent(err)
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))
 	}
 	parts, err := planMessage(m)
 	if err != nil {
-		return platform.SendResult{}, platform.Permanent(err)
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))
 	}
 
 	chatID := req.Target.ID

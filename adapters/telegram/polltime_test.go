@@ -1,0 +1,240 @@
+package telegram
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// scripted is an in-memory Bot API for tests in fake time: it answers each
+// method from a queue of replies, records when each call came, and, once
+// the queue of getUpdates is empty, holds the long poll until the request's
+// context ends. It needs no sockets, so it runs inside a synctest bubble.
+type scripted struct {
+	mu      sync.Mutex
+	replies map[string][]reply
+	calls   []call
+}
+
+type reply struct {
+	status int
+	body   string
+}
+
+type call struct {
+	method string
+	at     time.Time
+}
+
+func ok(result string) reply { return reply{200, `{"ok":true,"result":` + result + `}`} }
+
+func (s *scripted) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	method := path.Base(req.URL.Path)
+	s.mu.Lock()
+	s.calls = append(s.calls, call{method, time.Now()})
+	var r *reply
+	if q := s.replies[method]; len(q) > 0 {
+		r, s.replies[method] = &q[0], q[1:]
+	}
+	s.mu.Unlock()
+	if r == nil {
+		switch method {
+		case "getMe":
+			x := ok(`{"id":1,"is_bot":true,"first_name":"B","username":"b"}`)
+			r = &x
+		case "getUpdates":
+			<-req.Context().Done()
+			return nil, req.Context().Err()
+		default:
+			x := ok("true")
+			r = &x
+		}
+	}
+	ct := "application/json"
+	if strings.HasPrefix(r.body, "<") {
+		ct = "text/html"
+	}
+	return &http.Response{
+		StatusCode: r.status,
+		Header:     http.Header{"Content-Type": {ct}},
+		Body:       io.NopCloser(strings.NewReader(r.body)),
+		Request:    req,
+	}, nil
+}
+
+// times returns when method was called.
+func (s *scripted) times(method string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []time.Time
+	for _, c := range s.calls {
+		if c.method == method {
+			out = append(out, c.at)
+		}
+	}
+	return out
+}
+
+const oneUpdate = `[{"update_id":5,"message":{"message_id":1,"chat":{"id":1,"type":"private"},"date":1,"text":"hi"}}]`
+
+// runScripted runs an adapter against s in a synctest bubble until it has
+// delivered one event, then stops it; it returns Run's error and the log.
+func runScripted(t *testing.T, s *scripted) *observer.ObservedLogs {
+	t.Helper()
+	core, logs := observer.New(zap.DebugLevel)
+	a, err := New(Config{
+		Token: testToken, APIEndpoint: "http://api.invalid/bot%s/%s",
+		HTTPClient: &http.Client{Transport: s}, Logger: zap.New(core),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	events := make(chan platform.Event, 10)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, func(ev platform.Event) { events <- ev }) }()
+	select {
+	case ev := <-events:
+		if ev.ID != "5" {
+			t.Fatalf("event %+v", ev)
+		}
+	case err := <-done:
+		t.Fatalf("Run returned %v before the update", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	assertNoTokenInLogs(t, logs)
+	return logs
+}
+
+func TestPollHonoursRetryAfter(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		body string
+		want time.Duration
+	}{
+		{"parameters", `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 5","parameters":{"retry_after":5}}`, 5 * time.Second},
+		{"description only", `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3"}`, 3 * time.Second},
+		{"hours", `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 10072","parameters":{"retry_after":10072}}`, 10072 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &scripted{replies: map[string][]reply{"getUpdates": {{429, tt.body}, ok(oneUpdate)}}}
+				runScripted(t, s)
+				at := s.times("getUpdates")
+				if len(at) < 2 {
+					t.Fatalf("getUpdates calls at %v", at)
+				}
+				if got := at[1].Sub(at[0]); got != tt.want {
+					t.Fatalf("second poll %v after the 429; want exactly %v", got, tt.want)
+				}
+			})
+		})
+	}
+}
+
+func TestPollBacksOffExponentially(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fail := reply{500, `{"ok":false,"error_code":500,"description":"Internal Server Error"}`}
+		html := reply{502, "<html><body>502 Bad Gateway</body></html>"}
+		s := &scripted{replies: map[string][]reply{"getUpdates": {fail, fail, html, fail, fail, fail, fail, fail, ok(oneUpdate)}}}
+		logs := runScripted(t, s)
+		at := s.times("getUpdates")
+		if len(at) < 9 {
+			t.Fatalf("%d getUpdates calls", len(at))
+		}
+		for i := range 8 {
+			gap := at[i+1].Sub(at[i])
+			d := min(minBackoff<<i, maxBackoff)
+			if gap < d/2 || gap >= d {
+				t.Errorf("wait after failure %d = %v; want in [%v, %v)", i+1, gap, d/2, d)
+			}
+		}
+		if n := logged(logs, "getUpdates failed"); n != 8 {
+			t.Errorf("%d failure log lines; want 8", n)
+		}
+	})
+}
+
+func TestRunStartupRetriesAndCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// getMe fails twice with 502, then works; deleteWebhook 429s once.
+		s := &scripted{replies: map[string][]reply{
+			"getMe":         {{502, "<html>bad gateway</html>"}, {503, `{"ok":false,"error_code":503,"description":"Service Unavailable"}`}},
+			"deleteWebhook": {{429, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 2","parameters":{"retry_after":2}}`}},
+			"getUpdates":    {ok(oneUpdate)},
+		}}
+		runScripted(t, s)
+		if got := len(s.times("getMe")); got != 3 {
+			t.Fatalf("getMe calls = %d; want 3", got)
+		}
+		dw := s.times("deleteWebhook")
+		if len(dw) != 2 || dw[1].Sub(dw[0]) != 2*time.Second {
+			t.Fatalf("deleteWebhook at %v; want two calls 2s apart", dw)
+		}
+	})
+
+	synctest.Test(t, func(t *testing.T) {
+		// A cancel during an hour-long retry_after returns at once.
+		s := &scripted{replies: map[string][]reply{
+			"getUpdates": {{429, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3600","parameters":{"retry_after":3600}}`}},
+		}}
+		a, err := New(Config{Token: testToken, APIEndpoint: "http://api.invalid/bot%s/%s", HTTPClient: &http.Client{Transport: s}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx, func(platform.Event) {}) }()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		start := time.Now()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		if len(s.times("getUpdates")) != 1 || time.Since(start) != 0 {
+			t.Fatalf("Run took %v of fake time to stop; polls %d", time.Since(start), len(s.times("getUpdates")))
+		}
+	})
+}
+
+func TestPollNoProgressBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Updates with no update_id cannot be skipped by offset: polling
+		// again at once would spin, so the loop backs off.
+		junk := ok(`[{"message":{"text":"no id"}}, 17]`)
+		s := &scripted{replies: map[string][]reply{"getUpdates": {junk, junk, ok(oneUpdate)}}}
+		logs := runScripted(t, s)
+		at := s.times("getUpdates")
+		if len(at) < 3 || at[1].Sub(at[0]) < minBackoff/2 || at[2].Sub(at[1]) < minBackoff {
+			t.Fatalf("polls at %v; want backoff between them", at)
+		}
+		if n := logged(logs, "skipping a malformed update"); n != 4 {
+			t.Fatalf("%d skip log lines; want 4", n)
+		}
+		failed := logs.FilterMessageSnippet("getUpdates failed").All()
+		if len(failed) != 2 || !strings.Contains(fmt.Sprint(failed[0].ContextMap()["error"]), errNoProgress.Error()) {
+			t.Fatalf("no-progress failures logged as %+v", failed)
+		}
+	})
+}

@@ -1,0 +1,95 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/platform"
+)
+
+// TestNoTokenInErrorsOrLogs drives every kind of failure the token could
+// leak through: network errors (whose *url.Error holds the request URL with
+// the token), API errors, undecodable answers, cancellation; it checks each
+// returned error and, through the observer, each log line at every level.
+func TestNoTokenInErrorsOrLogs(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadEndpoint := dead.URL + "/bot%s/%s"
+	dead.Close() // connections to it are refused
+
+	core, logs := observer.New(zap.DebugLevel)
+	a, err := New(Config{Token: testToken, APIEndpoint: deadEndpoint, Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Send: a network error, redacted but still informative.
+	_, err = a.Send(t.Context(), sendTo("1", platform.TextMessage("x")))
+	if err == nil {
+		t.Fatal("Send to a dead server succeeded")
+	}
+	assertNoToken(t, err)
+	if !strings.Contains(err.Error(), redactedToken) || !strings.Contains(err.Error(), "telegram: sendMessage") {
+		t.Fatalf("network error %q: want the URL with %s", err, redactedToken)
+	}
+	// Uploads go through another library path.
+	_, err = a.Send(t.Context(), sendTo("1", platform.OutboundMessage{Attachments: []platform.Attachment{{Kind: platform.AttachDocument, Data: []byte("d")}}}))
+	assertNoToken(t, err)
+	if err == nil || !strings.Contains(err.Error(), redactedToken) {
+		t.Fatalf("upload network error %q", err)
+	}
+
+	// Run: getMe fails over and over, logging each failure.
+	ctx, cancel := context.WithTimeout(t.Context(), 1200*time.Millisecond)
+	defer cancel()
+	if err := a.Run(ctx, func(platform.Event) {}); err != nil {
+		t.Fatalf("Run = %v; want nil after ctx ended", err)
+	}
+	warned := logs.FilterMessageSnippet("request failed").All()
+	if len(warned) < 2 || !strings.Contains(fmt.Sprint(warned[0].ContextMap()["error"]), redactedToken) {
+		t.Fatalf("want at least 2 logged getMe failures with the redacted URL, got %+v", warned)
+	}
+
+	// Failures from a live server: API errors, HTML, a conflict, slow
+	// answers cut by a deadline.
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	b, err := New(Config{Token: testToken, APIEndpoint: srv.Endpoint(), Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []telegramtest.Fault{
+		{Method: "sendMessage", Status: 403, Times: 1},
+		{Method: "sendMessage", HTML: true, Times: 1},
+		{Method: "sendMessage", Status: 429, RetryAfter: 1, Times: 1},
+		{Method: "sendMessage", Delay: time.Hour, Times: 1},
+	} {
+		srv.Inject(f)
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		_, err := b.Send(ctx, sendTo("1", platform.TextMessage("x")))
+		cancel()
+		if err == nil {
+			t.Fatalf("fault %+v: Send succeeded", f)
+		}
+		assertNoToken(t, err)
+	}
+	srv.Inject(telegramtest.Fault{Method: "getUpdates", Status: 409})
+	err = b.Run(t.Context(), func(platform.Event) {})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("Run = %v", err)
+	}
+	assertNoToken(t, err)
+	assertNoTokenInLogs(t, logs)
+	if logs.Len() == 0 {
+		t.Fatal("nothing logged: the check above proved nothing")
+	}
+}
