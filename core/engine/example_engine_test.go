@@ -1,0 +1,76 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// A handler answers with ctx.Reply, which returns at once; Future.Wait
+// gives the send's result when the handler needs it.
+func ExampleEngine() {
+	mem := memory.New()
+	e, err := engine.New(engine.WithAdapter(mem))
+	if err != nil {
+		panic(err)
+	}
+
+	err = e.OnCommand("echo", func(c *engine.Context) error {
+		// Reply queues the send and returns a Future at once.
+		f := c.ReplyText(strings.Join(c.Args(), " "))
+
+		// Wait only when the result matters, here to learn the message ID.
+		res, err := f.Wait(c.Context())
+		if err != nil {
+			return err
+		}
+		c.Logger().Info("echoed", zap.String("message_id", res.MessageID))
+		return nil
+	}, engine.Description("repeat what you say"))
+	if err != nil {
+		panic(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.Run(ctx) }()
+
+	mem.Say(memory.Private("42"), memory.User("42", "Ann"), `/echo hello "wide world"`)
+	wait, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	sent, _ := mem.WaitSent(wait, "42", 1)
+	fmt.Println(sent[0].Message.Text)
+
+	cancel()
+	fmt.Println(<-done)
+	// Output:
+	// hello wide world
+	// <nil>
+}
+
+// Replies to one chat are sent in the order they were made, without
+// waiting for each other.
+func ExampleContext_Reply() {
+	mem := memory.New()
+	e, _ := engine.New(engine.WithAdapter(mem))
+	_ = e.OnCommand("count", func(c *engine.Context) error {
+		for i := 1; i <= 3; i++ {
+			c.ReplyText(fmt.Sprint(i)) // no Wait: the dispatcher keeps the order
+		}
+		return nil
+	})
+	_ = e.HandleEvent(platform.Event{
+		Platform: mem.Name(), Kind: platform.EventMessage,
+		Chat: memory.Private("7"), From: memory.User("7", "Bob"), Text: "/count",
+	})
+	_ = e.Shutdown(context.Background()) // sends every pending reply
+	fmt.Println(mem.Texts("7"))
+	// Output: [1 2 3]
+}
