@@ -10,12 +10,16 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/platform"
 )
+
+// idleTimeout closes idle keep-alive connections of the page's server.
+const idleTimeout = 2 * time.Minute
 
 // PlatformName is the adapter's [Adapter.Name] and the Platform of its
 // events.
@@ -156,11 +160,12 @@ func (a *Adapter) URL() string {
 // is taken) it returns an error that wraps the listener's error and says
 // which address failed, and Run may be called again.
 //
-// When ctx ends, Run stops: it refuses new connections, shuts its server
-// down (waiting at most [Config.WriteTimeout] for requests in flight),
-// sends each open tab its queued messages and a close frame (status 1001,
-// going away; each tab's flush is bounded by WriteTimeout), waits for every
-// connection's goroutines to finish, and returns nil. Events not yet
+// When ctx ends, Run stops: it refuses new connections and sends (which
+// then fail with ErrNoConnection), shuts its server down (waiting at most
+// [Config.WriteTimeout] for requests in flight), sends each open tab its
+// queued messages and a close frame (status 1001, going away; each tab's
+// flush is bounded by WriteTimeout), waits for every connection's
+// goroutines to finish, and returns nil. Events not yet
 // handed to handle are dropped. Run returns a non-nil error only when it
 // could not start or its server failed.
 func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
@@ -200,6 +205,7 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 		srv = &http.Server{
 			Handler:           a.handler,
 			ReadHeaderTimeout: a.cfg.WriteTimeout,
+			IdleTimeout:       idleTimeout,
 			ErrorLog:          errLog,
 		}
 		serving.Go(func() { serveErr <- srv.Serve(ln) })
@@ -221,12 +227,15 @@ loop:
 		}
 	}
 
+	// Take every tab out of its chat first, so that a send from now on
+	// fails with ErrNoConnection rather than racing with the close.
 	a.mu.Lock()
 	a.active = false
 	a.addr = ""
 	open := make([]*conn, 0, len(a.open))
 	for c := range a.open {
 		open = append(open, c)
+		a.dropLocked(c)
 	}
 	a.mu.Unlock()
 	if srv != nil {

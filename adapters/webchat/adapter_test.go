@@ -590,6 +590,11 @@ func TestRunStops(t *testing.T) {
 	if a.Addr() != "" {
 		t.Errorf("Addr after Run = %q", a.Addr())
 	}
+	_, err = a.Sender().Send(context.Background(), platform.SendRequest{
+		Target: platform.Chat{ID: c1.hist.Chat.ID}, Message: platform.TextMessage("late")})
+	if !errors.Is(err, webchat.ErrNoConnection) {
+		t.Errorf("Send after Run = %v; want ErrNoConnection", err)
+	}
 	if _, _, err := dial(a, nil); err == nil {
 		t.Error("dial after Run succeeded")
 	}

@@ -55,12 +55,16 @@ type Config struct {
 	// AllowedOrigins lists the browser origins ("scheme://host[:port]",
 	// compared without regard to case) whose pages may open the
 	// WebSocket, besides the page's own origin; "*" allows every origin.
-	// Nil or empty means the page's own origin only, which is what the
-	// embedded page needs. Connections from other origins get 403.
+	// Nil or empty means the page's own origin only (the Origin header's
+	// host must equal the request's Host), which is what the embedded page
+	// needs; behind a proxy that rewrites Host, list the public origin.
+	// Connections from other origins get 403.
 	AllowedOrigins []string
 
 	// HistorySize is the number of messages kept per chat and sent to a
-	// tab when it connects. Zero means DefaultHistorySize, 200.
+	// tab when it connects. Messages are kept whole, attachments' bytes
+	// included, so a bot that sends large files may want it lower. Zero
+	// means DefaultHistorySize, 200.
 	HistorySize int
 
 	// MaxChats bounds the number of chats whose history is kept; past it,

@@ -252,6 +252,7 @@ func (a *Adapter) dropLocked(c *conn) {
 // slowLocked disconnects a tab whose queue is full.
 func (a *Adapter) slowLocked(c *conn) {
 	a.dropLocked(c)
+	// No close frame: the socket is likely full, and mu is held.
 	c.shut(websocket.ClosePolicyViolation, "too slow", true)
 	a.log.Warn("webchat: tab cannot keep up; disconnected it (it will reconnect and reload the history)",
 		zap.String("remote", c.remote), zap.Int("queue", a.cfg.QueueSize))

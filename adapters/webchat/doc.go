@@ -89,8 +89,9 @@
 //
 // A frame larger than [Config.ReadLimit] closes the connection with status
 // 1009 (message too big). The server closes with 1001 (going away) when it
-// shuts down and with 1008 (policy violation) when a tab falls too far
-// behind; the page reconnects with backoff in every case. The server pings
+// shuts down, and drops a tab that falls too far behind without a close
+// frame (its socket may be full); the page reconnects with backoff in
+// every case and reloads the history. The server pings
 // every [Config.PingInterval] and drops a connection that has not answered
 // within [Config.PongWait]; browsers answer pings by themselves.
 //

@@ -1,10 +1,14 @@
 package webchat_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
 	"strconv"
 	"strings"
@@ -30,6 +34,8 @@ const ioTimeout = 10 * time.Second
 //	/count N    → N messages "1" … "N"
 //	/buttons    → "Choose" with buttons yes, no and a URL button
 //	/html       → HTML with markup and script that must not run
+//	/md         → Markdown with markup and a link
+//	/photo      → a photo and a document, both as bytes
 //	callback D  → "you pressed D"
 type testBot struct {
 	sender platform.Sender
@@ -106,8 +112,17 @@ func (b *testBot) answer(ev platform.Event) {
 		}})
 	case "/html":
 		b.reply(ev, platform.OutboundMessage{ParseMode: platform.ParseHTML,
-			Text: `<b>bold</b> and <i>italic</i><script>window.__xss = 1</script>` +
-				`<img src="x" onerror="window.__xss = 2"><a href="javascript:window.__xss = 3">link</a>`})
+			Text: `<b>bold</b> &amp; <i>it&#97;lic</i><script>window.__xss = 1</script>` +
+				`<img src="x" onerror="window.__xss = 2"><a href="javascript:window.__xss = 3">link</a> ` +
+				`<a href='https://example.com/?a=1&amp;b=2'>site</a> &lt;3`})
+	case "/photo":
+		b.reply(ev, platform.OutboundMessage{Attachments: []platform.Attachment{
+			{Kind: platform.AttachPhoto, Data: dotPNG(), Caption: "a dot"},
+			{Kind: platform.AttachDocument, Data: []byte("hello\n"), FileName: "hello.txt"},
+		}})
+	case "/md":
+		b.reply(ev, platform.OutboundMessage{ParseMode: platform.ParseMarkdown,
+			Text: "*bold* and `code` and [site](https://example.com) and [bad](javascript:alert(1))"})
 	}
 }
 
@@ -384,6 +399,15 @@ func (c *client) expectClose(t *testing.T) int {
 		}
 		return -1
 	}
+}
+
+// dotPNG returns a 1×1 PNG image.
+func dotPNG() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 1, 1))
+	img.Set(0, 0, color.RGBA{R: 200, A: 255})
+	var buf bytes.Buffer
+	png.Encode(&buf, img)
+	return buf.Bytes()
 }
 
 func counting(prefix []string, n int) []string {

@@ -91,7 +91,6 @@
       var why = 'Connection lost.';
       if (e.code === 1009) { why = 'Connection closed: your message was too large.'; }
       if (e.code === 1001) { why = 'Connection lost: the bot stopped or restarted.'; }
-      if (e.code === 1008) { why = 'Connection lost: this tab fell behind.'; }
       showBanner('warn', why + ' Reconnecting…', 0);
     } else if (!state.everConnected && state.attempt >= 1) {
       showBanner('warn', 'Cannot reach the bot. Is it running? Retrying…', 0);
@@ -262,35 +261,75 @@
     if (mode === 'HTML') { renderHTML(parent, text); } else if (mode === 'Markdown') { renderMarkdown(parent, text); } else { parent.textContent = text; }
   }
 
-  // The HTML a bot may use (Telegram's subset); other tags are unwrapped to
-  // their text, and script-like elements dropped with their content.
+  // The HTML a bot may use (Telegram's subset). renderHTML tokenizes it
+  // itself and builds the allowed elements with createElement, so nothing
+  // of the bot's markup is ever parsed as HTML by the browser: other tags
+  // are dropped (their text kept), script-like elements dropped with their
+  // content, and attributes other than href and a spoiler class ignored.
   var ALLOWED = {
-    B: 'b', STRONG: 'strong', I: 'i', EM: 'em', U: 'u', INS: 'ins', S: 's', STRIKE: 's', DEL: 'del',
-    CODE: 'code', PRE: 'pre', BLOCKQUOTE: 'blockquote', BR: 'br', A: 'a', SPAN: 'span', 'TG-SPOILER': 'span'
+    b: 'b', strong: 'strong', i: 'i', em: 'em', u: 'u', ins: 'ins', s: 's', strike: 's', del: 'del',
+    code: 'code', pre: 'pre', blockquote: 'blockquote', br: 'br', a: 'a', span: 'span', 'tg-spoiler': 'span'
   };
-  var DROPPED = { SCRIPT: 1, STYLE: 1, TEMPLATE: 1, IFRAME: 1, OBJECT: 1, EMBED: 1, NOSCRIPT: 1, TITLE: 1, HEAD: 1 };
+  var DROPPED = { script: 1, style: 1, template: 1, iframe: 1, object: 1, embed: 1, noscript: 1, title: 1, textarea: 1, svg: 1, math: 1 };
+  var TAG = /<(\/?)([a-zA-Z][a-zA-Z0-9-]*)((?:[^>"']|"[^"]*"|'[^']*')*)>/g;
+  var ENTITIES = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0' };
 
-  function renderHTML(parent, html) {
-    // A parsed document has no browsing context: nothing in it runs or loads.
-    var doc = new DOMParser().parseFromString('<!doctype html><body>' + html, 'text/html');
-    copyNodes(doc.body, parent);
+  function decodeEntities(s) {
+    return s.replace(/&(#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|[a-zA-Z]{2,8});/g, function (all, e) {
+      if (e.charAt(0) === '#') {
+        var n = (e.charAt(1) === 'x' || e.charAt(1) === 'X') ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
+        return (n > 0 && n <= 0x10FFFF && (n < 0xD800 || n > 0xDFFF)) ? String.fromCodePoint(n) : all;
+      }
+      var name = e.toLowerCase();
+      return Object.prototype.hasOwnProperty.call(ENTITIES, name) ? ENTITIES[name] : all;
+    });
   }
 
-  function copyNodes(from, to) {
-    from.childNodes.forEach(function (n) {
-      if (n.nodeType === Node.TEXT_NODE) { to.appendChild(document.createTextNode(n.data)); return; }
-      if (n.nodeType !== Node.ELEMENT_NODE || DROPPED[n.tagName]) { return; }
-      var tag = ALLOWED[n.tagName];
-      if (!tag) { copyNodes(n, to); return; }
+  function attribute(attrs, name) {
+    var m = new RegExp('(?:^|[\\s/])' + name + '\\s*=\\s*(?:"([^"]*)"|\'([^\']*)\'|([^\\s"\'>]+))', 'i').exec(attrs);
+    if (!m) { return ''; }
+    return decodeEntities(m[1] !== undefined ? m[1] : (m[2] !== undefined ? m[2] : m[3]));
+  }
+
+  function renderHTML(parent, html) {
+    var stack = [{ name: '', node: parent }];
+    var skip = 0; // depth inside dropped elements such as <script>
+    var last = 0;
+    var m;
+    function text(s) {
+      if (s && !skip) { stack[stack.length - 1].node.appendChild(document.createTextNode(decodeEntities(s))); }
+    }
+    TAG.lastIndex = 0;
+    while ((m = TAG.exec(html)) !== null) {
+      text(html.slice(last, m.index));
+      last = TAG.lastIndex;
+      var closing = m[1] === '/';
+      var name = m[2].toLowerCase();
+      var attrs = m[3];
+      if (DROPPED[name]) {
+        if (closing) { skip = Math.max(0, skip - 1); } else if (!/\/\s*$/.test(attrs)) { skip++; }
+        continue;
+      }
+      var tag = ALLOWED[name];
+      if (skip || !tag) { continue; }
+      if (closing) {
+        for (var i = stack.length - 1; i > 0; i--) {
+          if (stack[i].name === name) { stack.length = i; break; }
+        }
+        continue;
+      }
       var out = document.createElement(tag);
       if (tag === 'a') {
-        var href = safeURL(n.getAttribute('href'));
+        var href = safeURL(attribute(attrs, 'href'));
         if (href) { out.href = href; out.target = '_blank'; out.rel = 'noopener noreferrer'; }
       }
-      if (n.tagName === 'TG-SPOILER' || (tag === 'span' && n.classList.contains('tg-spoiler'))) { makeSpoiler(out); }
-      if (tag !== 'br') { copyNodes(n, out); }
-      to.appendChild(out);
-    });
+      if (name === 'tg-spoiler' || (name === 'span' && /(^|\s)tg-spoiler(\s|$)/.test(attribute(attrs, 'class')))) {
+        makeSpoiler(out);
+      }
+      stack[stack.length - 1].node.appendChild(out);
+      if (tag !== 'br') { stack.push({ name: name, node: out }); }
+    }
+    text(html.slice(last));
   }
 
   function makeSpoiler(span) {
@@ -450,10 +489,24 @@
     els.input.focus();
   }
 
+  // Enter sends and Shift+Enter adds a line. Some input paths (automation,
+  // a few IMEs) deliver the Enter's line break separately from its keydown,
+  // so the break that follows a handled Enter is dropped as well.
+  var enterHandled = false;
   els.form.addEventListener('submit', function (e) { e.preventDefault(); submit(); });
   els.input.addEventListener('keydown', function (e) {
-    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
+    enterHandled = false;
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      enterHandled = true;
+      submit();
+    }
   });
+  els.input.addEventListener('beforeinput', function (e) {
+    if (enterHandled && (e.inputType === 'insertLineBreak' || e.inputType === 'insertParagraph')) { e.preventDefault(); }
+    enterHandled = false;
+  });
+  els.input.addEventListener('keyup', function () { enterHandled = false; });
   els.input.addEventListener('input', autosize);
 
   els.name.value = state.name;

@@ -1,0 +1,216 @@
+package webchat_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/heraldbot/herald/adapters/webchat"
+)
+
+// browserTimeout bounds the whole browser test, browser start included.
+const browserTimeout = 60 * time.Second
+
+// findBrowser returns the path of a Chromium or Chrome binary, or skips
+// the test.
+func findBrowser(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no Chromium or Chrome on PATH (looked for chromium, chromium-browser, google-chrome); " +
+		"install one to run the browser test, on Debian or Ubuntu: apt-get update && apt-get install -y chromium")
+	return ""
+}
+
+// browser drives one headless tab.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatalf("browser: %v (page: %s)", err, b.describe())
+	}
+}
+
+// waitFor polls the page until the JavaScript expression is true.
+func (b *browser) waitFor(what, expr string) {
+	b.t.Helper()
+	_, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr,
+		chromedp.WithPollingInterval(25*time.Millisecond), chromedp.WithPollingTimeout(15*time.Second)))
+	if err != nil {
+		b.t.Fatalf("waiting for %s: %v (page: %s)", what, err, b.describe())
+	}
+}
+
+// describe returns what the page shows, for failure messages.
+func (b *browser) describe() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({
+		status: document.getElementById('status').dataset.state,
+		banner: document.getElementById('banner').textContent,
+		bot: Array.from(document.querySelectorAll('#log .msg.bot .text'), e => e.textContent),
+		user: Array.from(document.querySelectorAll('#log .msg.user .text'), e => e.textContent)})`))
+	if err != nil {
+		return "unavailable: " + err.Error()
+	}
+	return s
+}
+
+// botTextsAre is a JavaScript expression true when the bot messages on the
+// page are exactly want, in order.
+func botTextsAre(want ...string) string { return textsAre(".msg.bot", want) }
+
+func userTextsAre(want ...string) string { return textsAre(".msg.user", want) }
+
+func textsAre(sel string, want []string) string {
+	w, _ := json.Marshal(want)
+	return `JSON.stringify(Array.from(document.querySelectorAll('#log ` + sel + ` .text'), e => e.textContent)) === ` +
+		"JSON.stringify(" + string(w) + ")"
+}
+
+const connected = `document.getElementById('status').dataset.state === 'connected'`
+
+// TestBrowser drives the real page in headless Chromium: it sends
+// commands with Enter and with the Send button, sees the replies in order,
+// reloads and sees the history, presses an inline button, checks that bot
+// HTML cannot run script, shows attachments, and survives a dropped
+// connection.
+func TestBrowser(t *testing.T) {
+	exe := findBrowser(t)
+	began := time.Now()
+	a, bot := start(t, webchat.Config{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, bcancel := chromedp.NewContext(actx)
+	var consoleWG sync.WaitGroup
+	defer func() {
+		bcancel()
+		acancel()
+		consoleWG.Wait()
+	}()
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	started := time.Since(began)
+
+	// Collect the page's exceptions, errors and security (CSP) messages.
+	var (
+		consoleMu sync.Mutex
+		problems  []string
+	)
+	console := chromedp.Console(bctx)
+	consoleWG.Go(func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			if m.IsException() || m.Type == chromedp.ConsoleError || m.Source == "security" {
+				consoleMu.Lock()
+				problems = append(problems, m.String())
+				consoleMu.Unlock()
+			}
+		}
+	})
+
+	b := &browser{t: t, ctx: bctx}
+	b.do(chromedp.Navigate(a.URL()))
+	b.waitFor("the connection", connected)
+	b.do(chromedp.SendKeys(chromedp.ID("name"), "Ann\n"))
+
+	// Enter sends.
+	b.do(chromedp.SendKeys(chromedp.ID("input"), "/ping\n"))
+	b.waitFor("pong", botTextsAre("pong"))
+
+	// The Send button sends; the replies keep their order.
+	b.do(chromedp.SendKeys(chromedp.ID("input"), "/count 5"), chromedp.Click(chromedp.ID("send")))
+	want := counting([]string{"pong"}, 5)
+	b.waitFor("1…5", botTextsAre(want...))
+	b.waitFor("the user's messages", userTextsAre("/ping", "/count 5"))
+
+	// A reload shows the conversation again, and keeps the name.
+	b.do(chromedp.Reload())
+	b.waitFor("the connection after reload", connected)
+	b.waitFor("the history after reload", botTextsAre(want...)+" && "+userTextsAre("/ping", "/count 5"))
+	b.waitFor("the stored name", `document.getElementById('name').value === 'Ann'`)
+
+	// Inline buttons: a callback button answers, a URL button is a link.
+	b.do(chromedp.SendKeys(chromedp.ID("input"), "/buttons\n"))
+	want = append(want, "Choose")
+	b.waitFor("the buttons", botTextsAre(want...)+` && document.querySelector('#log .msg.bot .kb-btn[data-data="yes"]') !== null`)
+	b.waitFor("the URL button", `(() => { const l = document.querySelector('#log .msg.bot a.kb-url');
+		return l !== null && l.href === 'https://example.com/docs' && l.target === '_blank' && l.rel.includes('noopener') })()`)
+	b.do(chromedp.Click(chromedp.CSS(`#log .msg.bot .kb-btn[data-data="yes"]`)))
+	want = append(want, "you pressed yes")
+	b.waitFor("the callback's answer", botTextsAre(want...))
+
+	// HTML and Markdown from the bot are shown with their markup but run
+	// nothing and link only to web addresses.
+	b.do(chromedp.SendKeys(chromedp.ID("input"), "/html\n"))
+	b.waitFor("the HTML message", `(() => { const m = Array.from(document.querySelectorAll('#log .msg.bot')).pop();
+		const t = m && m.querySelector('.text');
+		if (!t || t.textContent !== 'bold & italiclink site <3') return false;
+		const links = t.querySelectorAll('a');
+		return t.querySelector('b').textContent === 'bold' && t.querySelector('i').textContent === 'italic' &&
+			t.querySelector('script, img') === null && links.length === 2 && !links[0].hasAttribute('href') &&
+			links[1].href === 'https://example.com/?a=1&b=2' && links[1].rel === 'noopener noreferrer' })()`)
+	b.do(chromedp.SendKeys(chromedp.ID("input"), "/md\n"))
+	b.waitFor("the Markdown message", `(() => { const m = Array.from(document.querySelectorAll('#log .msg.bot')).pop();
+		const t = m && m.querySelector('.text');
+		if (!t || t.textContent !== 'bold and code and site and [bad](javascript:alert(1))') return false;
+		const links = t.querySelectorAll('a');
+		return t.querySelector('strong').textContent === 'bold' && t.querySelector('code').textContent === 'code' &&
+			links.length === 1 && links[0].href === 'https://example.com/' })()`)
+	// Attachments: a photo as an image, a document as a download link.
+	b.do(chromedp.SendKeys(chromedp.ID("input"), "/photo\n"))
+	b.waitFor("the attachments", `(() => { const m = Array.from(document.querySelectorAll('#log .msg.bot')).pop();
+		const img = m && m.querySelector('.attachments img'), doc = m && m.querySelector('.attachments a.document');
+		return img !== null && img.src.startsWith('data:image/png;base64,') && img.complete && img.naturalWidth === 1 &&
+			img.alt === 'a dot' && doc !== null && doc.download === 'hello.txt' && doc.href.startsWith('data:') })()`)
+	want = append(want, "(html)", "(markdown)", "(photo)") // counted below, not compared
+
+	// A dropped connection is announced, retried, and announced as back.
+	b.waitFor("the banner observer", `(() => { window.__banners = [];
+		const el = document.getElementById('banner');
+		new MutationObserver(() => window.__banners.push(el.hidden ? '' : el.textContent))
+			.observe(el, { childList: true, characterData: true, subtree: true, attributes: true });
+		return true })()`)
+	if n := webchat.DropConnections(a); n != 1 {
+		t.Fatalf("dropped %d connections; want the page's 1", n)
+	}
+	b.waitFor("the lost and back notices", `window.__banners.some(s => s.includes('Connection lost')) &&
+		window.__banners.some(s => s.includes('Reconnected')) && `+connected)
+	b.waitFor("the conversation after reconnecting", `window.__xss === undefined && document.querySelectorAll('#log .msg.bot').length === `+
+		strconv.Itoa(len(want)))
+	b.do(chromedp.SendKeys(chromedp.ID("input"), "/ping\n"))
+	b.waitFor("pong after reconnecting", `Array.from(document.querySelectorAll('#log .msg.bot .text')).pop().textContent === 'pong'`)
+
+	evs := bot.Events()
+	if last := evs[len(evs)-1]; last.From.Name != "Ann" || last.Text != "/ping" {
+		t.Errorf("last event = %+v; want /ping from Ann", last)
+	}
+	bot.checkNoErrors(t)
+	consoleMu.Lock()
+	if len(problems) > 0 {
+		t.Errorf("the page reported problems:\n%s", strings.Join(problems, "\n"))
+	}
+	consoleMu.Unlock()
+	t.Logf("browser test: %v in total, %v of it starting Chromium", time.Since(began).Round(time.Millisecond), started.Round(time.Millisecond))
+}
