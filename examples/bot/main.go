@@ -1,14 +1,223 @@
-// Command bot is Herald's runnable example bot.
+// Command bot is Herald's example bot: the ping, echo, count, help and stats
+// plugins on every configured platform.
 //
-// This first version only proves the module builds and runs; the browser
-// chat and the plugins arrive with the engine and webchat packages.
+// With no configuration it serves a chat page on http://127.0.0.1:8080/ and
+// prints the URL to open. Each setting is an environment variable and an
+// equal command-line flag (flags win); run with -h for the list:
+//
+//	TELEGRAM_BOT_TOKEN       enables Telegram (long polling by default)
+//	TELEGRAM_API_ENDPOINT    Bot API endpoint format ("https://api.telegram.org/bot%s/%s")
+//	TELEGRAM_WEBHOOK_URL     public URL: receive updates by webhook instead
+//	TELEGRAM_WEBHOOK_LISTEN  address the webhook server listens on
+//	TELEGRAM_WEBHOOK_SECRET  secret Telegram sends with each update
+//	ONEBOT_WS_LISTEN         accept OneBot v11 reverse WebSocket connections here
+//	ONEBOT_WS_URL            or dial a OneBot v11 implementation (forward WebSocket)
+//	ONEBOT_ACCESS_TOKEN      OneBot access token
+//	WEBCHAT_ADDR             browser chat address (default 127.0.0.1:8080; "off" to disable)
+//	METRICS_ADDR             serve Prometheus /metrics here (off by default)
+//	LOG_FORMAT               console (default) or json
+//	SHUTDOWN_TIMEOUT         grace period for pending replies on SIGINT/SIGTERM (default 30s)
+//
+// A bad setting stops the bot with one line naming it and exit code 2. On
+// SIGINT or SIGTERM the bot stops taking events, sends every pending reply
+// (for at most SHUTDOWN_TIMEOUT, then cancels the rest) and exits: 0 after a
+// clean drain, 1 otherwise.
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/heraldbot/herald/adapters/onebot"
+	"github.com/heraldbot/herald/adapters/telegram"
+	"github.com/heraldbot/herald/adapters/webchat"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/plugins/count"
+	"github.com/heraldbot/herald/plugins/echo"
+	"github.com/heraldbot/herald/plugins/help"
+	"github.com/heraldbot/herald/plugins/ping"
+	"github.com/heraldbot/herald/plugins/stats"
 )
 
 func main() {
-	fmt.Fprintln(os.Stdout, "herald: the example bot is not wired to an adapter yet; see README.md")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole program; it returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bot: %v\n", err)
+		return 2
+	}
+	log, err := newLogger(cfg.logFormat, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "bot: LOG_FORMAT: %v\n", err)
+		return 2
+	}
+	defer log.Sync() //nolint:errcheck // nothing to do if stderr fails
+
+	if err := serve(ctx, cfg, log, stdout); err != nil {
+		log.Error("bot stopped", zap.Error(err))
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) error {
+	opts := []engine.Option{
+		engine.WithLogger(log),
+		engine.WithShutdownTimeout(cfg.shutdownTimeout),
+		engine.WithRateLimit(telegram.Name, sender.TelegramLimits()),
+	}
+
+	var web *webchat.Adapter
+	if cfg.webchatAddr != "" {
+		a, err := webchat.New(webchat.Config{Addr: cfg.webchatAddr, Logger: log.Named("webchat")})
+		if err != nil {
+			return err
+		}
+		web = a
+		opts = append(opts, engine.WithAdapter(a))
+	}
+	if cfg.telegramToken != "" {
+		tc := telegram.Config{
+			Token:       cfg.telegramToken,
+			APIEndpoint: cfg.telegramEndpoint,
+			Logger:      log.Named("telegram"),
+		}
+		if cfg.telegramWebhookURL != "" {
+			tc.Mode = telegram.Webhook
+			tc.Webhook = telegram.WebhookConfig{
+				Listen:      cfg.telegramWebhookListen,
+				URL:         cfg.telegramWebhookURL,
+				SecretToken: cfg.telegramWebhookSecret,
+			}
+		}
+		a, err := telegram.New(tc)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, engine.WithAdapter(a))
+	}
+	if cfg.onebotListen != "" || cfg.onebotURL != "" {
+		oc := onebot.Config{Listen: cfg.onebotListen, URL: cfg.onebotURL, AccessToken: cfg.onebotToken, Logger: log.Named("onebot")}
+		if cfg.onebotURL != "" {
+			oc.Mode = onebot.Forward
+		}
+		a, err := onebot.New(oc)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, engine.WithAdapter(a))
+	}
+
+	var metricsSrv *http.Server
+	if cfg.metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		if err := errors.Join(
+			reg.Register(collectors.NewGoCollector()),
+			reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
+		); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		m, err := sender.NewMetrics(reg)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, engine.WithMetrics(m))
+		ln, err := net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("METRICS_ADDR: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server failed", zap.Error(err))
+			}
+		}()
+		log.Info("serving metrics", zap.String("url", "http://"+ln.Addr().String()+"/metrics"))
+	}
+
+	e, err := engine.New(opts...)
+	if err != nil {
+		return err
+	}
+	if err := e.Use(ping.New(), echo.New(), count.New(), help.New(), stats.New()); err != nil {
+		return err
+	}
+
+	announced := make(chan struct{})
+	if web != nil {
+		go func() {
+			defer close(announced)
+			select {
+			case <-web.Ready():
+				fmt.Fprintf(stdout, "Herald is running: open %s in your browser to chat with the bot.\n", web.URL())
+			case <-ctx.Done():
+			}
+		}()
+	} else {
+		close(announced)
+	}
+
+	runErr := e.Run(ctx)
+	<-announced
+	if metricsSrv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = metricsSrv.Shutdown(sctx)
+		cancel()
+	}
+	st := e.Stats()
+	if runErr != nil {
+		log.Error("shutdown was not clean",
+			zap.Int("replies_pending", st.Outbound.Queued+st.Outbound.Running),
+			zap.Int("dead_letters", st.DeadLetters))
+		return runErr
+	}
+	if st.DeadLetters > 0 {
+		log.Warn("some replies could not be delivered", zap.Int("dead_letters", st.DeadLetters))
+	}
+	log.Info("stopped cleanly", zap.Uint64("replies_delivered", st.Sends.Delivered))
+	return nil
+}
+
+func newLogger(format string, w io.Writer) (*zap.Logger, error) {
+	var enc zapcore.Encoder
+	switch format {
+	case "json":
+		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	case "console":
+		ec := zap.NewDevelopmentEncoderConfig()
+		ec.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
+		enc = zapcore.NewConsoleEncoder(ec)
+	default:
+		return nil, fmt.Errorf("unknown format %q", format)
+	}
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), zap.InfoLevel)
+	return zap.New(core, zap.AddCaller()), nil
 }

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// config is the bot's configuration, from the environment and command-line
+// flags (flags win).
+type config struct {
+	telegramToken         string
+	telegramEndpoint      string
+	telegramWebhookURL    string
+	telegramWebhookListen string
+	telegramWebhookSecret string
+	onebotListen          string
+	onebotURL             string
+	onebotToken           string
+	webchatAddr           string // "" when off
+	metricsAddr           string // "" when off
+	logFormat             string
+	shutdownTimeout       time.Duration
+}
+
+// setting is one configuration value: an environment variable and the flag
+// with the same meaning.
+type setting struct {
+	env, flag, def, usage string
+	dst                   *string
+}
+
+// settingError names the setting a bad value came from.
+type settingError struct {
+	s   setting
+	err error
+}
+
+func (e *settingError) Error() string {
+	return fmt.Sprintf("%s (-%s): %v", e.s.env, e.s.flag, e.err)
+}
+
+// errHelp is returned for -h and -help.
+var errHelp = flag.ErrHelp
+
+// parseConfig reads the configuration from args (without the program name)
+// and the environment lookup function. A bad value returns an error naming
+// the setting.
+func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) (config, error) {
+	var raw struct {
+		telegramToken, telegramEndpoint, webhookURL, webhookListen, webhookSecret string
+		onebotListen, onebotURL, onebotToken                                      string
+		webchatAddr, metricsAddr, logFormat, shutdownTimeout                      string
+	}
+	settings := []setting{
+		{"TELEGRAM_BOT_TOKEN", "telegram-token", "", "Telegram bot token from @BotFather; enables the Telegram adapter", &raw.telegramToken},
+		{"TELEGRAM_API_ENDPOINT", "telegram-api-endpoint", "", `Telegram Bot API endpoint format with two %s (token, method); default "https://api.telegram.org/bot%s/%s"`, &raw.telegramEndpoint},
+		{"TELEGRAM_WEBHOOK_URL", "telegram-webhook-url", "", "public HTTPS URL for Telegram webhooks; enables webhook mode instead of long polling", &raw.webhookURL},
+		{"TELEGRAM_WEBHOOK_LISTEN", "telegram-webhook-listen", "", "address the webhook server listens on (host:port); required with -telegram-webhook-url", &raw.webhookListen},
+		{"TELEGRAM_WEBHOOK_SECRET", "telegram-webhook-secret", "", "secret token Telegram must send with each webhook update", &raw.webhookSecret},
+		{"ONEBOT_WS_LISTEN", "onebot-ws-listen", "", "address for OneBot v11 reverse WebSocket connections (host:port)", &raw.onebotListen},
+		{"ONEBOT_WS_URL", "onebot-ws-url", "", "OneBot v11 implementation's WebSocket URL to dial (forward mode)", &raw.onebotURL},
+		{"ONEBOT_ACCESS_TOKEN", "onebot-access-token", "", "OneBot access token", &raw.onebotToken},
+		{"WEBCHAT_ADDR", "webchat-addr", "127.0.0.1:8080", `address of the browser chat (host:port), or "off" when another adapter is set`, &raw.webchatAddr},
+		{"METRICS_ADDR", "metrics-addr", "", "address to serve Prometheus /metrics on (host:port); off when empty", &raw.metricsAddr},
+		{"LOG_FORMAT", "log-format", "console", `log format: "console" or "json"`, &raw.logFormat},
+		{"SHUTDOWN_TIMEOUT", "shutdown-timeout", "30s", "how long to let pending replies finish on SIGINT/SIGTERM", &raw.shutdownTimeout},
+	}
+	bySetting := map[*string]setting{}
+	fs := flag.NewFlagSet("bot", flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	for _, s := range settings {
+		def := s.def
+		if v, ok := lookup(getenv, s.env); ok {
+			def = v
+		}
+		fs.StringVar(s.dst, s.flag, def, s.usage+" (env "+s.env+")")
+		bySetting[s.dst] = s
+	}
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	bad := func(dst *string, format string, a ...any) error {
+		return &settingError{s: bySetting[dst], err: fmt.Errorf(format, a...)}
+	}
+
+	cfg := config{
+		telegramToken:         strings.TrimSpace(raw.telegramToken),
+		telegramEndpoint:      strings.TrimSpace(raw.telegramEndpoint),
+		telegramWebhookURL:    strings.TrimSpace(raw.webhookURL),
+		telegramWebhookListen: strings.TrimSpace(raw.webhookListen),
+		telegramWebhookSecret: raw.webhookSecret,
+		onebotListen:          strings.TrimSpace(raw.onebotListen),
+		onebotURL:             strings.TrimSpace(raw.onebotURL),
+		onebotToken:           raw.onebotToken,
+		webchatAddr:           strings.TrimSpace(raw.webchatAddr),
+		metricsAddr:           strings.TrimSpace(raw.metricsAddr),
+		logFormat:             strings.TrimSpace(raw.logFormat),
+	}
+
+	d, err := time.ParseDuration(strings.TrimSpace(raw.shutdownTimeout))
+	if err != nil || d <= 0 {
+		return config{}, bad(&raw.shutdownTimeout, "want a positive duration such as 30s, got %q", raw.shutdownTimeout)
+	}
+	cfg.shutdownTimeout = d
+
+	switch cfg.logFormat {
+	case "console", "json":
+	default:
+		return config{}, bad(&raw.logFormat, `want "console" or "json", got %q`, raw.logFormat)
+	}
+
+	if cfg.telegramEndpoint != "" {
+		if strings.Count(cfg.telegramEndpoint, "%s") != 2 || strings.Count(cfg.telegramEndpoint, "%") != 2 {
+			return config{}, bad(&raw.telegramEndpoint, "want a URL format with two %%s (token, method), got %q", cfg.telegramEndpoint)
+		}
+		if err := checkURL(fmt.Sprintf(cfg.telegramEndpoint, "TOKEN", "getMe"), "http", "https"); err != nil {
+			return config{}, bad(&raw.telegramEndpoint, "%v", err)
+		}
+		if cfg.telegramToken == "" {
+			return config{}, bad(&raw.telegramToken, "missing: required with TELEGRAM_API_ENDPOINT")
+		}
+	}
+	if cfg.telegramWebhookURL != "" || cfg.telegramWebhookListen != "" || cfg.telegramWebhookSecret != "" {
+		if cfg.telegramToken == "" {
+			return config{}, bad(&raw.telegramToken, "missing: required for the Telegram webhook")
+		}
+		if cfg.telegramWebhookURL == "" {
+			return config{}, bad(&raw.webhookURL, "missing: required with TELEGRAM_WEBHOOK_LISTEN or TELEGRAM_WEBHOOK_SECRET")
+		}
+		if err := checkURL(cfg.telegramWebhookURL, "https", "http"); err != nil {
+			return config{}, bad(&raw.webhookURL, "%v", err)
+		}
+		if cfg.telegramWebhookListen == "" {
+			return config{}, bad(&raw.webhookListen, "missing: required with TELEGRAM_WEBHOOK_URL")
+		}
+		if err := checkAddr(cfg.telegramWebhookListen); err != nil {
+			return config{}, bad(&raw.webhookListen, "%v", err)
+		}
+	}
+
+	if cfg.onebotListen != "" && cfg.onebotURL != "" {
+		return config{}, bad(&raw.onebotURL, "set either ONEBOT_WS_LISTEN (reverse) or ONEBOT_WS_URL (forward), not both")
+	}
+	if cfg.onebotListen != "" {
+		if err := checkAddr(cfg.onebotListen); err != nil {
+			return config{}, bad(&raw.onebotListen, "%v", err)
+		}
+	}
+	if cfg.onebotURL != "" {
+		if err := checkURL(cfg.onebotURL, "ws", "wss"); err != nil {
+			return config{}, bad(&raw.onebotURL, "%v", err)
+		}
+	}
+	if cfg.onebotToken != "" && cfg.onebotListen == "" && cfg.onebotURL == "" {
+		return config{}, bad(&raw.onebotToken, "set but neither ONEBOT_WS_LISTEN nor ONEBOT_WS_URL is")
+	}
+
+	others := cfg.telegramToken != "" || cfg.onebotListen != "" || cfg.onebotURL != ""
+	switch {
+	case strings.EqualFold(cfg.webchatAddr, "off"):
+		if !others {
+			return config{}, bad(&raw.webchatAddr, `"off" needs another adapter (TELEGRAM_BOT_TOKEN, ONEBOT_WS_LISTEN or ONEBOT_WS_URL)`)
+		}
+		cfg.webchatAddr = ""
+	case cfg.webchatAddr == "":
+		return config{}, bad(&raw.webchatAddr, `empty: give host:port, or "off"`)
+	default:
+		if err := checkAddr(cfg.webchatAddr); err != nil {
+			return config{}, bad(&raw.webchatAddr, "%v", err)
+		}
+	}
+	if cfg.metricsAddr != "" && !strings.EqualFold(cfg.metricsAddr, "off") {
+		if err := checkAddr(cfg.metricsAddr); err != nil {
+			return config{}, bad(&raw.metricsAddr, "%v", err)
+		}
+	} else {
+		cfg.metricsAddr = ""
+	}
+	return cfg, nil
+}
+
+func lookup(getenv func(string) string, key string) (string, bool) {
+	v := getenv(key)
+	return v, v != ""
+}
+
+func checkURL(raw string, schemes ...string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("malformed URL %q: %w", raw, err)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("malformed URL %q: no host", raw)
+	}
+	for _, s := range schemes {
+		if u.Scheme == s {
+			return nil
+		}
+	}
+	return fmt.Errorf("URL %q: scheme must be %s", raw, strings.Join(schemes, " or "))
+}
+
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want host:port, got %q", addr)
+	}
+	if port == "" {
+		return errors.New("missing port in " + addr)
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestParseConfigDefaults(t *testing.T) {
+	cfg, err := parseConfig(nil, env(), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.webchatAddr != "127.0.0.1:8080" || cfg.metricsAddr != "" || cfg.logFormat != "console" || cfg.shutdownTimeout != 30*time.Second || cfg.telegramToken != "" {
+		t.Fatalf("defaults = %+v", cfg)
+	}
+}
+
+func TestParseConfigFlagsWin(t *testing.T) {
+	cfg, err := parseConfig(
+		[]string{"-shutdown-timeout", "5s", "-webchat-addr", "off", "-log-format=json"},
+		env("SHUTDOWN_TIMEOUT", "1m", "TELEGRAM_BOT_TOKEN", "123:abc", "WEBCHAT_ADDR", "127.0.0.1:9"),
+		&bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.shutdownTimeout != 5*time.Second || cfg.webchatAddr != "" || cfg.logFormat != "json" || cfg.telegramToken != "123:abc" {
+		t.Fatalf("cfg = %+v", cfg)
+	}
+	cfg, err = parseConfig(nil, env("ONEBOT_WS_URL", "ws://127.0.0.1:6700/", "ONEBOT_ACCESS_TOKEN", "t", "METRICS_ADDR", ":9090",
+		"TELEGRAM_BOT_TOKEN", "1:x", "TELEGRAM_WEBHOOK_URL", "https://bot.example/hook", "TELEGRAM_WEBHOOK_LISTEN", ":8443",
+		"TELEGRAM_API_ENDPOINT", "http://127.0.0.1:1/bot%s/%s"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.onebotURL == "" || cfg.metricsAddr != ":9090" || cfg.telegramWebhookListen != ":8443" || cfg.webchatAddr == "" {
+		t.Fatalf("cfg = %+v", cfg)
+	}
+}
+
+// badConfigs are settings that must stop the bot with exit code 2 and a line
+// naming the setting.
+var badConfigs = []struct {
+	name    string
+	args    []string
+	env     []string
+	setting string
+}{
+	{"unparseable duration", nil, []string{"SHUTDOWN_TIMEOUT", "soon"}, "SHUTDOWN_TIMEOUT"},
+	{"negative duration", []string{"-shutdown-timeout=-1s"}, nil, "SHUTDOWN_TIMEOUT"},
+	{"log format", nil, []string{"LOG_FORMAT", "xml"}, "LOG_FORMAT"},
+	{"endpoint without token", nil, []string{"TELEGRAM_API_ENDPOINT", "http://127.0.0.1:1/bot%s/%s"}, "TELEGRAM_BOT_TOKEN"},
+	{"endpoint format", nil, []string{"TELEGRAM_BOT_TOKEN", "1:x", "TELEGRAM_API_ENDPOINT", "http://127.0.0.1:1/bot"}, "TELEGRAM_API_ENDPOINT"},
+	{"malformed endpoint", nil, []string{"TELEGRAM_BOT_TOKEN", "1:x", "TELEGRAM_API_ENDPOINT", "::%s/%s"}, "TELEGRAM_API_ENDPOINT"},
+	{"webhook without token", nil, []string{"TELEGRAM_WEBHOOK_URL", "https://x.example/h", "TELEGRAM_WEBHOOK_LISTEN", ":8443"}, "TELEGRAM_BOT_TOKEN"},
+	{"malformed webhook URL", nil, []string{"TELEGRAM_BOT_TOKEN", "1:x", "TELEGRAM_WEBHOOK_URL", "not a url", "TELEGRAM_WEBHOOK_LISTEN", ":8443"}, "TELEGRAM_WEBHOOK_URL"},
+	{"webhook without listen", nil, []string{"TELEGRAM_BOT_TOKEN", "1:x", "TELEGRAM_WEBHOOK_URL", "https://x.example/h"}, "TELEGRAM_WEBHOOK_LISTEN"},
+	{"secret without webhook", nil, []string{"TELEGRAM_BOT_TOKEN", "1:x", "TELEGRAM_WEBHOOK_SECRET", "s"}, "TELEGRAM_WEBHOOK_URL"},
+	{"onebot both modes", nil, []string{"ONEBOT_WS_LISTEN", ":6701", "ONEBOT_WS_URL", "ws://127.0.0.1:6700/"}, "ONEBOT_WS_URL"},
+	{"onebot URL scheme", nil, []string{"ONEBOT_WS_URL", "http://127.0.0.1:6700/"}, "ONEBOT_WS_URL"},
+	{"onebot listen", nil, []string{"ONEBOT_WS_LISTEN", "6701"}, "ONEBOT_WS_LISTEN"},
+	{"onebot token alone", nil, []string{"ONEBOT_ACCESS_TOKEN", "t"}, "ONEBOT_ACCESS_TOKEN"},
+	{"webchat off alone", nil, []string{"WEBCHAT_ADDR", "off"}, "WEBCHAT_ADDR"},
+	{"webchat addr", []string{"-webchat-addr", "localhost"}, nil, "WEBCHAT_ADDR"},
+	{"metrics addr", nil, []string{"METRICS_ADDR", "9090"}, "METRICS_ADDR"},
+}
+
+func TestBadConfig(t *testing.T) {
+	for _, tc := range badConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, env(tc.env...), &stdout, &stderr)
+			if code != 2 {
+				t.Fatalf("exit code %d; want 2 (stderr %q)", code, stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "bot: "+tc.setting+" ") {
+				t.Fatalf("stderr = %q; want one line naming %s", stderr.String(), tc.setting)
+			}
+		})
+	}
+}
+
+func TestUnknownFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-nope"}, env(), &stdout, &stderr); code != 2 {
+		t.Fatalf("exit code %d", code)
+	}
+	if code := run(context.Background(), []string{"-h"}, env(), &stdout, &stderr); code != 0 {
+		t.Fatalf("-h exit code %d", code)
+	}
+}
