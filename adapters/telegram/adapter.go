@@ -189,8 +189,10 @@ type runState struct {
 
 	mu     sync.Mutex // serialises deliveries; guards the fields below
 	closed bool
-	seen   map[int]struct{}
-	order  []int // seen IDs, oldest first
+	seen   map[int]struct{} // the last seenWindow update IDs delivered
+	ring   [seenWindow]int  // the same IDs; ring[next] is the oldest once full
+	next   int
+	filled bool
 }
 
 // deliver hands u's events to handle unless Run has ended; it reports
@@ -206,12 +208,13 @@ func (rs *runState) deliver(u *tgbotapi.Update) bool {
 		rs.log.Debug("telegram: dropping a duplicate update", zap.Int("update_id", u.UpdateID))
 		return true
 	}
-	rs.seen[u.UpdateID] = struct{}{}
-	rs.order = append(rs.order, u.UpdateID)
-	if len(rs.order) > seenWindow {
-		delete(rs.seen, rs.order[0])
-		rs.order = append(rs.order[:0], rs.order[1:]...)
+	if rs.filled {
+		delete(rs.seen, rs.ring[rs.next])
 	}
+	rs.seen[u.UpdateID] = struct{}{}
+	rs.ring[rs.next] = u.UpdateID
+	rs.next = (rs.next + 1) % seenWindow
+	rs.filled = rs.filled || rs.next == 0
 	if cq := u.CallbackQuery; cq != nil && cq.ID != "" {
 		select {
 		case rs.answers <- cq.ID:

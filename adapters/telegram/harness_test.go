@@ -185,3 +185,9 @@ func succeedsSoon(t *testing.T, fn func() error) {
 		time.Sleep(pause)
 	}
 }
+
+func testLogger() *zap.Logger { return zap.NewNop() }
+
+func updateFor(id int) *tgbotapi.Update {
+	return &tgbotapi.Update{UpdateID: id, Message: &tgbotapi.Message{MessageID: id, Chat: &tgbotapi.Chat{ID: 1, Type: "private"}, Text: "x"}}
+}

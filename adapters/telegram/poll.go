@@ -71,8 +71,10 @@ func (a *Adapter) getUpdates(ctx context.Context, offset, limit int, timeout tim
 	params.AddNonZero("offset", offset)
 	params.AddNonZero("limit", limit)
 	params.AddNonZero("timeout", int(timeout/time.Second))
-	if err := params.AddInterface("allowed_updates", a.cfg.AllowedUpdates); err != nil {
-		return nil, err
+	if a.cfg.AllowedUpdates != nil { // AddInterface would send a nil slice as "null"
+		if err := params.AddInterface("allowed_updates", a.cfg.AllowedUpdates); err != nil {
+			return nil, err
+		}
 	}
 	raw, err := a.makeRequest(ctx, "getUpdates", params)
 	if err != nil {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,4 +250,42 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+func TestPollAllowedUpdatesParam(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		want    []string // values of allowed_updates sent
+	}{
+		{"nil means not sent", nil, nil},
+		{"empty list is sent", []string{}, []string{"[]"}},
+		{"list", []string{"message", "callback_query"}, []string{`["message","callback_query"]`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.AllowedUpdates = tc.allowed; c.PollTimeout = 7 * time.Second })
+			var mu sync.Mutex
+			var got url.Values
+			h.srv.InjectFunc(func(r telegramtest.Request) *telegramtest.Fault {
+				if r.Method == "getUpdates" {
+					mu.Lock()
+					got = r.Params
+					mu.Unlock()
+				}
+				return nil
+			})
+			r := h.run(t)
+			if err := h.srv.WaitUntil(waitCtx(t), func() bool { return h.srv.WaitingPolls() == 1 }); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(got["allowed_updates"], tc.want) || got.Get("timeout") != "7" || got.Get("limit") != "100" {
+				t.Fatalf("getUpdates params %v", got)
+			}
+		})
+	}
 }

@@ -124,8 +124,10 @@ func (a *Adapter) runWebhook(ctx context.Context) error {
 	if wc.URL != "" {
 		params := tgbotapi.Params{"url": wc.URL}
 		params.AddNonEmpty("secret_token", wc.SecretToken)
-		if err := params.AddInterface("allowed_updates", a.cfg.AllowedUpdates); err != nil {
-			return fmt.Errorf("telegram: setWebhook: %w", err)
+		if a.cfg.AllowedUpdates != nil { // AddInterface would send a nil slice as "null"
+			if err := params.AddInterface("allowed_updates", a.cfg.AllowedUpdates); err != nil {
+				return fmt.Errorf("telegram: setWebhook: %w", err)
+			}
 		}
 		err := a.retrying(ctx, func(ctx context.Context) error {
 			_, err := a.makeRequest(ctx, "setWebhook", params)
