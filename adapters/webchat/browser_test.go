@@ -27,7 +27,7 @@ func findBrowser(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("no Chromium or Chrome on PATH (looked for chromium, chromium-browser, google-chrome); " +
+	t.Skip("no Chromium or Chrome on PATH (looked for chromium, chromium-browser, google-chrome, google-chrome-stable); " +
 		"install one to run the browser test, on Debian or Ubuntu: apt-get update && apt-get install -y chromium")
 	return ""
 }
