@@ -11,7 +11,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// Mode says how an [Adapter] receives updates.
+// Mode says how an [Adapter] receives updates. The zero value, "", means
+// [Polling]. Mode is a string so it can come straight from configuration:
+// Mode("webhook") is [Webhook].
 type Mode string
 
 // The ways of receiving updates.
@@ -73,7 +75,10 @@ type Config struct {
 	Logger *zap.Logger
 }
 
-// WebhookConfig configures Webhook mode.
+// WebhookConfig configures Webhook mode. Its zero value serves nothing,
+// registers nothing and checks no secret: the handler from
+// [Adapter.WebhookHandler] must then be mounted elsewhere and the webhook
+// registered some other way.
 type WebhookConfig struct {
 	// Listen is the TCP address Run serves the webhook on with its own
 	// http.Server, such as ":8443" or "127.0.0.1:8080". Empty means Run

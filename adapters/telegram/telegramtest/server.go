@@ -49,8 +49,8 @@ func WithBot(u tgbotapi.User) Option {
 	return optionFunc(func(s *Server) { s.bot = u; s.bot.IsBot = true })
 }
 
-// DefaultBot is the identity a [Server] reports when no [WithBot] is given.
-var DefaultBot = tgbotapi.User{ID: 1, IsBot: true, FirstName: "Herald Test Bot", UserName: "herald_test_bot"}
+// defaultBot is the identity a [Server] reports when no [WithBot] is given.
+var defaultBot = tgbotapi.User{ID: 1, IsBot: true, FirstName: "Herald Test Bot", UserName: "herald_test_bot"}
 
 // Server is a fake Telegram Bot API server. Create one with [NewServer] and
 // stop it with [Server.Close]; the zero value is not usable. All methods are
@@ -97,7 +97,7 @@ type storedUpdate struct {
 // [Server.Close] when done.
 func NewServer(opts ...Option) *Server {
 	s := &Server{
-		bot:          DefaultBot,
+		bot:          defaultBot,
 		closed:       make(chan struct{}),
 		changed:      make(chan struct{}),
 		pollKick:     make(chan struct{}),

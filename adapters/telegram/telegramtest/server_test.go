@@ -79,9 +79,9 @@ func TestGetMeAndToken(t *testing.T) {
 	}
 
 	// Any non-empty token is accepted by default.
-	any := telegramtest.NewServer()
-	defer any.Close()
-	if status, _ := call(t, any, "whatever", "getMe", nil); status != 200 {
+	open := telegramtest.NewServer()
+	defer open.Close()
+	if status, _ := call(t, open, "whatever", "getMe", nil); status != 200 {
 		t.Fatalf("default server refused a token: %d", status)
 	}
 }
@@ -448,5 +448,28 @@ func TestWaitSentContext(t *testing.T) {
 	got, err := srv.WaitSent(ctx, 1, 2)
 	if err != context.DeadlineExceeded || len(got) != 1 {
 		t.Fatalf("WaitSent = %d messages, %v; want 1, DeadlineExceeded", len(got), err)
+	}
+}
+
+func TestJSONBody(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	body := `{"chat_id":42,"text":"json body","reply_markup":{"inline_keyboard":[[{"text":"a","callback_data":"b"}]]}}`
+	resp, err := http.Post(fmt.Sprintf(srv.Endpoint(), token, "sendMessage"), "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sent := srv.Sent(42)
+	if resp.StatusCode != 200 || len(sent) != 1 || sent[0].Text != "json body" || len(sent[0].Keyboard) != 1 {
+		t.Fatalf("JSON sendMessage: %d %+v", resp.StatusCode, sent)
+	}
+	resp, err = http.Post(fmt.Sprintf(srv.Endpoint(), token, "sendMessage"), "application/json", strings.NewReader("{bad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("bad JSON body: %d", resp.StatusCode)
 	}
 }
