@@ -3,6 +3,7 @@ package webchat_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -19,13 +20,17 @@ import (
 const browserTimeout = 60 * time.Second
 
 // findBrowser returns the path of a Chromium or Chrome binary, or skips
-// the test.
+// the test; with HERALD_REQUIRE_BROWSER set (CI sets it), a missing
+// browser fails the test instead.
 func findBrowser(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
+	}
+	if os.Getenv("HERALD_REQUIRE_BROWSER") != "" {
+		t.Fatal("HERALD_REQUIRE_BROWSER is set but no Chromium or Chrome is on PATH")
 	}
 	t.Skip("no Chromium or Chrome on PATH (looked for chromium, chromium-browser, google-chrome, google-chrome-stable); " +
 		"install one to run the browser test, on Debian or Ubuntu: apt-get update && apt-get install -y chromium")
