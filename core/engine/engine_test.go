@@ -735,3 +735,42 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A reply made after the engine force-closed its dispatcher resolves at
+// once with ErrDispatcherClosed, and the handler's context is cancelled.
+func TestReplyAfterShutdown(t *testing.T) {
+	e, _ := newEngine(t)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	type outcome struct {
+		ctxErr, replyErr error
+	}
+	result := make(chan outcome, 1)
+	must(t, e.OnCommand("late", func(c *engine.Context) error {
+		close(started)
+		<-release // ignores its context, like a careless handler
+		_, err := c.ReplyText("too late").Result()
+		result <- outcome{c.Context().Err(), err}
+		return nil
+	}))
+	must(t, e.HandleEvent(msg(dm, ann, "/late")))
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- e.Shutdown(ctx) }()
+	for e.Dispatcher().Submit("probe", func(context.Context) error { return nil }) == nil {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	got := <-result
+	if !errors.Is(got.replyErr, engine.ErrDispatcherClosed) {
+		t.Fatalf("reply after shutdown: %v; want ErrDispatcherClosed", got.replyErr)
+	}
+	if !errors.Is(got.ctxErr, context.Canceled) {
+		t.Fatalf("handler context: %v; want Canceled", got.ctxErr)
+	}
+	if err := <-shut; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v", err)
+	}
+}
