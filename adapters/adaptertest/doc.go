@@ -1,0 +1,67 @@
+// Package adaptertest is the conformance suite every Herald platform adapter
+// passes: one set of tests, run by [TestAdapter], that checks a
+// [platform.Adapter] and its [platform.Sender] against the contracts in
+// package platform, the way Watermill's tests.TestPubSub checks every
+// Pub/Sub. It is a test-helper library like net/http/httptest: it is
+// imported only from _test.go files, and it imports nothing but the
+// standard library and package platform.
+//
+// # Usage
+//
+// An adapter's package provides a [Harness]: a function that, for one
+// subtest, builds a new adapter wired to a new fake peer (a fake Telegram
+// server, a WebSocket client playing a browser tab, a fake OneBot
+// implementation, all on 127.0.0.1) and returns the [Peer] through which
+// the suite drives that fake. It calls TestAdapter with the harness and a
+// [Features] value that says what the platform cannot do:
+//
+//	func TestConformance(t *testing.T) {
+//		adaptertest.TestAdapter(t, func(t *testing.T) adaptertest.Peer {
+//			srv := fake.NewServer()
+//			t.Cleanup(srv.Close)
+//			a, err := myadapter.New(myadapter.Config{Endpoint: srv.URL()})
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return &peer{srv: srv, a: a}
+//		}, adaptertest.Features{NoButtons: true})
+//	}
+//
+// # What the suite checks
+//
+// Each subtest gets a fresh adapter and peer. The suite itself calls
+// [platform.Adapter.Run] in a goroutine it owns, waits for [Peer.Ready], and
+// when the subtest ends cancels Run's context and waits for Run to return,
+// so no goroutine of the suite outlives the subtest of a conforming adapter.
+// It checks that:
+//
+//   - Name is not empty and does not change, and every event carries it;
+//   - Run delivers what users say, once each, in order for each chat and
+//     user, with the right Kind, Chat, From and Text, a unique ID and a
+//     time; handle is never called concurrently with itself;
+//   - Run returns nil within 5 seconds of its context ending, even while
+//     users keep talking, and handle is not called after it returned;
+//   - Send delivers a text and returns a SendResult with the chat's ID, a
+//     MessageID (unless [Features.NoMessageID]) and the time;
+//   - 50 sequential sends to a chat arrive in order, and sequential sends
+//     to many chats made concurrently all arrive, each chat's in order;
+//   - parse modes, inline buttons, photos and long texts arrive as sent, as
+//     far as the platform has them;
+//   - Send refuses an invalid message with a [platform.IsPermanent] error
+//     wrapping [platform.ErrInvalidMessage], before, during and after Run,
+//     and nothing reaches the peer;
+//   - Send with a cancelled or expired context fails at once with an error
+//     wrapping the context's error, and nothing reaches the peer; a send the
+//     peer holds up returns within 5 seconds of its context's end;
+//   - failures the peer answers with map onto the platform's error kinds:
+//     a refusal is permanent, a flood limit is a retry-after error with the
+//     requested wait, a temporary failure is neither; the failed message is
+//     not delivered, other chats are not affected and the next send works.
+//
+// Each check that needs something a fake cannot do, or a platform does not
+// have, is skipped when Features says so (see each field's doc).
+//
+// Waits for deliveries are bounded by 30 seconds, and "promptly" means
+// within 5 seconds: generous for a loaded machine running with -race, yet
+// far shorter than the stalls the suite injects (an hour).
+package adaptertest
