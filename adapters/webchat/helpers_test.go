@@ -105,25 +105,38 @@ func (b *testBot) answer(ev platform.Event) {
 		for i := 1; i <= n; i++ {
 			b.reply(ev, platform.TextMessage(strconv.Itoa(i)))
 		}
+	default:
+		if msg, ok := richReply(cmd); ok {
+			b.reply(ev, msg)
+		}
+	}
+}
+
+// richReply returns the answer to the commands that exercise the page's
+// rendering — /buttons, /html, /md and /photo — and whether cmd is one of
+// them. The test bot and the browser test's engine both answer with it.
+func richReply(cmd string) (platform.OutboundMessage, bool) {
+	switch cmd {
 	case "/buttons":
-		b.reply(ev, platform.OutboundMessage{Text: "Choose", Buttons: [][]platform.Button{
+		return platform.OutboundMessage{Text: "Choose", Buttons: [][]platform.Button{
 			{{Text: "Yes", Data: "yes"}, {Text: "No", Data: "no"}},
 			{{Text: "Docs", URL: "https://example.com/docs"}},
-		}})
+		}}, true
 	case "/html":
-		b.reply(ev, platform.OutboundMessage{ParseMode: platform.ParseHTML,
+		return platform.OutboundMessage{ParseMode: platform.ParseHTML,
 			Text: `<b>bold</b> &amp; <i>it&#97;lic</i><script>window.__xss = 1</script>` +
 				`<img src="x" onerror="window.__xss = 2"><a href="javascript:window.__xss = 3">link</a> ` +
-				`<a href='https://example.com/?a=1&amp;b=2'>site</a> &lt;3`})
+				`<a href='https://example.com/?a=1&amp;b=2'>site</a> &lt;3`}, true
 	case "/photo":
-		b.reply(ev, platform.OutboundMessage{Attachments: []platform.Attachment{
+		return platform.OutboundMessage{Attachments: []platform.Attachment{
 			{Kind: platform.AttachPhoto, Data: dotPNG(), Caption: "a dot"},
 			{Kind: platform.AttachDocument, Data: []byte("hello\n"), FileName: "hello.txt"},
-		}})
+		}}, true
 	case "/md":
-		b.reply(ev, platform.OutboundMessage{ParseMode: platform.ParseMarkdown,
-			Text: "*bold* and `code` and [site](https://example.com) and [bad](javascript:alert(1))"})
+		return platform.OutboundMessage{ParseMode: platform.ParseMarkdown,
+			Text: "*bold* and `code` and [site](https://example.com) and [bad](javascript:alert(1))"}, true
 	}
+	return platform.OutboundMessage{}, false
 }
 
 func (b *testBot) reply(ev platform.Event, msg platform.OutboundMessage) {
