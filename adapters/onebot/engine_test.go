@@ -425,11 +425,22 @@ func TestEngineOneBot(t *testing.T) {
 			b := startObEngine(t, engine.WithSenderConfig(sender.DefaultConfig{Retry: tc.retry}))
 			const n, dropAt = 20, 25
 			chats := obChats(3, 3)
-			im := newObImpl(t, func(a obAction) obAnswer { return obAnswer{Drop: a.N == dropAt} })
+			// Nothing is answered until every event is written, so the drop
+			// cannot cut them off.
+			allSent := make(chan struct{})
+			im := newObImpl(t, func(a obAction) obAnswer {
+				if a.N == 0 {
+					<-allSent
+				}
+				return obAnswer{Drop: a.N == dropAt}
+			})
+			release := sync.OnceFunc(func() { close(allSent) })
+			t.Cleanup(release) // before the responders are waited for
 			p := im.connect(b)
 			for _, c := range chats {
 				im.say(p, c.group, c.user, "/count "+strconv.Itoa(n))
 			}
+			release()
 			select {
 			case <-im.dropped:
 			case <-time.After(obWait):
