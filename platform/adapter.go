@@ -23,3 +23,23 @@ type Adapter interface {
 	Run(ctx context.Context, handle func(Event)) error
 	Sender() Sender
 }
+
+// Drainer is implemented by an [Adapter] whose Sender works only while Run
+// is running, because Run holds the connection that sends go through (a
+// WebSocket, say).
+//
+// When the engine stops, it must send the replies still pending before
+// such an adapter's connections close; for other adapters it ends Run
+// first, so no event arrives that could no longer be handled. For a
+// Drainer it calls StopReceiving instead: Run stops handing events to its
+// handle func (events arriving from now on are refused or dropped, as the
+// adapter documents) but keeps running, with its connections open and its
+// Sender working, until its context ends, which the engine does once the
+// pending replies were sent.
+//
+// StopReceiving must not block. It may be called more than once, and
+// before or after Run.
+type Drainer interface {
+	Adapter
+	StopReceiving()
+}

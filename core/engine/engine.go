@@ -353,9 +353,16 @@ func (e *Engine) callOnError(c *Context, err error) {
 }
 
 // Run starts every adapter and feeds their events to HandleEvent. It blocks
-// until ctx ends or an adapter fails for good, then stops the adapters and
-// shuts the engine down, giving pending handlers and replies
-// WithShutdownTimeout to finish (see Shutdown).
+// until ctx ends or an adapter fails for good, then stops the engine,
+// giving pending handlers and replies WithShutdownTimeout to finish (see
+// Shutdown):
+//
+//  1. Adapters stop receiving: Run ends the Run of each adapter, except
+//     those that implement platform.Drainer, which are told to
+//     StopReceiving and keep their connections open for sends.
+//  2. Shutdown: queued events are handled, then every pending reply is
+//     sent.
+//  3. The remaining adapters' Run is ended.
 //
 // Run returns nil after a clean stop; the failing adapter's error if one
 // failed; and, joined to it, the Shutdown error if pending work had to be
@@ -371,24 +378,33 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	errc := make(chan error, len(e.adapters))
-	var wg sync.WaitGroup
+	var receivers, drainers sync.WaitGroup // adapters ended first, and Drainers
+	var stopReceivers, stopDrainers []context.CancelFunc
 	for _, a := range e.adapters {
+		actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		wg := &receivers
+		if _, ok := a.(platform.Drainer); ok {
+			wg = &drainers
+			stopDrainers = append(stopDrainers, cancel)
+		} else {
+			stopReceivers = append(stopReceivers, cancel)
+		}
 		wg.Go(func() {
-			err := a.Run(runCtx, e.handleFromAdapter)
-			if err != nil && runCtx.Err() == nil {
+			defer cancel()
+			err := a.Run(actx, e.handleFromAdapter)
+			if err != nil && actx.Err() == nil {
 				errc <- fmt.Errorf("engine: adapter %s: %w", a.Name(), err)
 			} else if err != nil {
 				e.log.Warn("adapter stopped with an error", zap.String("adapter", a.Name()), zap.Error(err))
 			}
 		})
 	}
-	stopped := make(chan struct{})
+	allStopped := make(chan struct{})
 	go func() {
-		wg.Wait()
-		close(stopped)
+		receivers.Wait()
+		drainers.Wait()
+		close(allStopped)
 	}()
 	e.log.Info("engine running", zap.Int("adapters", len(e.adapters)))
 
@@ -397,16 +413,32 @@ func (e *Engine) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case runErr = <-errc:
 		e.log.Error("adapter failed; stopping", zap.Error(runErr))
-	case <-stopped:
+	case <-allStopped:
 	}
-	cancel()
-	<-stopped // no adapter calls HandleEvent any more
 
+	// 1. Stop receiving.
+	for _, a := range e.adapters {
+		if d, ok := a.(platform.Drainer); ok {
+			d.StopReceiving()
+		}
+	}
+	for _, cancel := range stopReceivers {
+		cancel()
+	}
+	receivers.Wait()
+
+	// 2. Handle what was received and send every pending reply.
 	sctx, scancel := context.WithTimeout(context.Background(), e.opts.shutdownTimeout)
 	defer scancel()
 	if err := e.Shutdown(sctx); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
+
+	// 3. Close the connections the replies went through.
+	for _, cancel := range stopDrainers {
+		cancel()
+	}
+	<-allStopped
 	return runErr
 }
 

@@ -1,0 +1,106 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// connAdapter imitates a WebSocket adapter: its Sender works only while
+// Run runs, and it implements platform.Drainer.
+type connAdapter struct {
+	*memory.Adapter
+	mu        sync.Mutex
+	running   bool
+	receiving bool
+	stops     int
+}
+
+func (a *connAdapter) Run(ctx context.Context, handle func(platform.Event)) error {
+	a.mu.Lock()
+	a.running, a.receiving = true, true
+	a.mu.Unlock()
+	err := a.Adapter.Run(ctx, func(ev platform.Event) {
+		a.mu.Lock()
+		ok := a.receiving
+		a.mu.Unlock()
+		if ok {
+			handle(ev)
+		}
+	})
+	a.mu.Lock()
+	a.running = false
+	a.mu.Unlock()
+	return err
+}
+
+func (a *connAdapter) StopReceiving() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.receiving = false
+	a.stops++
+}
+
+func (a *connAdapter) Sender() platform.Sender {
+	inner := a.Adapter.Sender()
+	return platform.SenderFunc(func(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+		a.mu.Lock()
+		up := a.running
+		a.mu.Unlock()
+		if !up {
+			return platform.SendResult{}, platform.Permanent(errors.New("not connected"))
+		}
+		return inner.Send(ctx, req)
+	})
+}
+
+var _ platform.Drainer = (*connAdapter)(nil)
+
+// Run keeps a Drainer's connections open until the pending replies were
+// sent: a /count whose replies are still queued when Run's context ends is
+// delivered in full.
+func TestRunDrainsBeforeClosingConnections(t *testing.T) {
+	conn := &connAdapter{Adapter: memory.New()}
+	e, err := engine.New(engine.WithAdapter(conn), engine.WithSenderConfig(fastRetry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, e.OnCommand("count", func(c *engine.Context) error {
+		for _, s := range []string{"1", "2", "3", "4", "5"} {
+			c.ReplyText(s)
+		}
+		return nil
+	}))
+	for range 4 {
+		conn.SlowNext(dm.ID, 20*time.Millisecond) // replies still queued at the stop
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	conn.Say(dm, ann, "/count")
+	if _, err := conn.WaitSent(testCtx(t), dm.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if got := conn.Texts(dm.ID); !slices.Equal(got, []string{"1", "2", "3", "4", "5"}) {
+		t.Fatalf("delivered %q; want all five", got)
+	}
+	if st := e.Stats(); st.DeadLetters != 0 {
+		t.Fatalf("%d dead letters", st.DeadLetters)
+	}
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	if conn.stops != 1 || conn.running {
+		t.Fatalf("StopReceiving called %d times, running %v", conn.stops, conn.running)
+	}
+}
