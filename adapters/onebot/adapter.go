@@ -32,6 +32,7 @@ type Adapter struct {
 	upgrader websocket.Upgrader
 	echo     atomic.Uint64 // action echo numbers
 	seq      atomic.Uint64 // event sequence numbers
+	stopRecv atomic.Bool   // StopReceiving was called during this Run
 
 	mu      sync.Mutex
 	running bool                 // Run is active: connections are accepted
@@ -44,7 +45,7 @@ type Adapter struct {
 	handleMu sync.Mutex // serialises calls of handle
 }
 
-var _ platform.Adapter = (*Adapter)(nil)
+var _ platform.Drainer = (*Adapter)(nil)
 
 // New returns an adapter for cfg. It fails, with an error wrapping
 // [ErrInvalidConfig] that names the field, when cfg is not valid: an unknown
@@ -100,6 +101,7 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 		return ErrRunning
 	}
 	a.running, a.handle = true, handle
+	a.stopRecv.Store(false)
 	a.mu.Unlock()
 	defer a.stop()
 
@@ -128,8 +130,20 @@ func (a *Adapter) stop() {
 	a.mu.Unlock()
 }
 
+// StopReceiving makes Run stop passing events to its handle func, for a
+// graceful shutdown (see platform.Drainer): connections stay open and the
+// Sender keeps working, so pending replies are still sent, but events that
+// arrive from now on are dropped (logged at debug level). Run keeps running
+// until its context ends; a later Run receives again. StopReceiving may be
+// called more than once.
+func (a *Adapter) StopReceiving() { a.stopRecv.Store(true) }
+
 // deliver passes an event to Run's handle, one call at a time.
 func (a *Adapter) deliver(ev platform.Event) {
+	if a.stopRecv.Load() {
+		a.log.Debug("onebot: event dropped after StopReceiving", zap.String("chat", ev.Chat.ID))
+		return
+	}
 	a.mu.Lock()
 	h := a.handle
 	a.mu.Unlock()

@@ -62,6 +62,7 @@ type Adapter struct {
 	events   chan platform.Event
 	ready    chan struct{}
 	msgSeq   atomic.Uint64 // last message ID given out
+	stopRecv atomic.Bool   // StopReceiving was called
 	conns    sync.WaitGroup
 
 	runMu   sync.Mutex // serialises the start of Run
@@ -218,6 +219,10 @@ loop:
 	for {
 		select {
 		case ev := <-a.events:
+			if a.stopRecv.Load() {
+				a.log.Debug("webchat: event dropped after StopReceiving", zap.String("chat", ev.Chat.ID))
+				continue
+			}
 			handle(ev)
 		case <-ctx.Done():
 			break loop
@@ -253,6 +258,14 @@ loop:
 	a.log.Debug("webchat: stopped", zap.Int("dropped_events", len(a.events)))
 	return runErr
 }
+
+// StopReceiving makes Run stop handing events to its handle func, for a
+// graceful shutdown (see platform.Drainer): tabs stay connected and the
+// Sender keeps working, so pending replies still reach them, but a message
+// or button press from now on is refused with a "stopping" error frame,
+// and events not yet handed over are dropped. Run keeps running until its
+// context ends. StopReceiving may be called more than once, and before Run.
+func (a *Adapter) StopReceiving() { a.stopRecv.Store(true) }
 
 // checkOrigin accepts requests without an Origin header (not from a
 // browser), from the page's own origin, and from Config.AllowedOrigins.

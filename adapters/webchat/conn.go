@@ -429,6 +429,10 @@ func (c *conn) callback(data, messageID string) {
 // queueEventLocked gives ev an ID and queues it for Run, or tells the tab
 // the bot is busy. It reports whether ev was queued.
 func (a *Adapter) queueEventLocked(c *conn, ev platform.Event) bool {
+	if a.stopRecv.Load() {
+		c.errorLocked(codeStopping, "the bot is shutting down and takes no more messages")
+		return false
+	}
 	ev.ID = a.nextEventIDLocked()
 	select {
 	case a.events <- ev:

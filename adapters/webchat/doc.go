@@ -84,8 +84,9 @@
 // stays open. Its codes are bad_json (not a JSON object), bad_frame (a field
 // missing or invalid, or a binary message), unknown_type, not_joined (a
 // frame before hello), already_joined (a second hello), unknown_button (no
-// such button in the kept history) and busy (the bot's event queue is full;
-// the frame was dropped, try again).
+// such button in the kept history), busy (the bot's event queue is full;
+// the frame was dropped, try again) and stopping (the bot is shutting down
+// and takes no more messages; its pending replies still arrive).
 //
 // A frame larger than [Config.ReadLimit] closes the connection with status
 // 1009 (message too big). The server closes with 1001 (going away) when it

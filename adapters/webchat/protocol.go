@@ -36,6 +36,7 @@ const (
 	codeAlreadyJoined = "already_joined"
 	codeUnknownButton = "unknown_button"
 	codeBusy          = "busy"
+	codeStopping      = "stopping"
 )
 
 // Limits of the wire protocol.
