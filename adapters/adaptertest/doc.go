@@ -37,12 +37,15 @@
 //
 //   - Name is not empty and does not change, and every event carries it;
 //   - Run delivers what users say, once each, in order for each chat and
-//     user, with the right Kind, Chat, From and Text, a unique ID and a
-//     time; handle is never called concurrently with itself;
+//     user, with the right Kind, Chat, From and Text (markup, CQ codes and
+//     emoji included, unchanged), a unique ID, a MessageID and a time;
+//     handle is never called concurrently with itself;
 //   - Run returns nil within 5 seconds of its context ending, even while
 //     users keep talking, and handle is not called after it returned;
-//   - Send delivers a text and returns a SendResult with the chat's ID, a
-//     MessageID (unless [Features.NoMessageID]) and the time;
+//   - Send delivers a text unchanged and returns a SendResult with the
+//     chat's ID, a MessageID (unless [Features.NoMessageID]) and the time;
+//   - an event's Chat works as a send's target as it is, and an answer
+//     with ReplyToID set to the event's MessageID arrives as a reply;
 //   - 50 sequential sends to a chat arrive in order, and sequential sends
 //     to many chats made concurrently all arrive, each chat's in order;
 //   - parse modes, inline buttons, photos and long texts arrive as sent, as
@@ -60,6 +63,12 @@
 //
 // Each check that needs something a fake cannot do, or a platform does not
 // have, is skipped when Features says so (see each field's doc).
+//
+// The package's own tests run the suite against an in-memory fake and
+// against variants of it that each break one rule (reordered sends, an
+// ignored context, a lost retry-after, handle called after Run returned,
+// duplicated events, …), and check that the suite fails each, naming the
+// problem.
 //
 // Waits for deliveries are bounded by 30 seconds, and "promptly" means
 // within 5 seconds: generous for a loaded machine running with -race, yet

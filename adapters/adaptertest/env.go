@@ -190,10 +190,10 @@ func (e *env) tryReceived(chat platform.Chat, n int) ([]platform.OutboundMessage
 	msgs, err := e.peer.Received(ctx, chat, n)
 	switch {
 	case err != nil:
-		return msgs, fmt.Errorf("chat %s: Peer.Received: %d of %d messages: %w (%v); got %q",
-			chat.ID, len(msgs), n, err, context.Cause(ctx), texts(msgs))
+		return msgs, fmt.Errorf("chat %s: Peer.Received: %d of %d messages: %w (%v); got %s",
+			chat.ID, len(msgs), n, err, context.Cause(ctx), abridge(texts(msgs)))
 	case len(msgs) != n:
-		return msgs, fmt.Errorf("chat %s received %d messages %q; want %d", chat.ID, len(msgs), texts(msgs), n)
+		return msgs, fmt.Errorf("chat %s received %d messages %s; want %d", chat.ID, len(msgs), abridge(texts(msgs)), n)
 	}
 	return msgs, nil
 }
@@ -260,6 +260,21 @@ func (e *env) mustSend(chat platform.Chat, msg platform.OutboundMessage) platfor
 		e.t.Fatalf("Send(%s, %q) = %v; want success", chat.ID, msg.Text, r.err)
 	}
 	return r.res
+}
+
+// diffTexts describes where got first differs from want.
+func diffTexts(got, want []string) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	switch {
+	case i < len(got) && i < len(want):
+		return fmt.Sprintf("message %d is %q; want %q (got %s)", i, got[i], want[i], abridge(got))
+	case i < len(got):
+		return fmt.Sprintf("%d messages; want %d: the extra ones are %s", len(got), len(want), abridge(got[i:]))
+	}
+	return fmt.Sprintf("%d messages; want %d: missing %s", len(got), len(want), abridge(want[i:]))
 }
 
 // texts returns the texts of msgs.

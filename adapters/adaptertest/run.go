@@ -80,6 +80,9 @@ func testEvents(t *testing.T, h Harness, f Features) {
 	for i := range perStream {
 		for si, s := range streams {
 			text := fmt.Sprintf("message %d of stream %d", i, si)
+			if i%3 == 1 { // characters that markup, CQ codes or JSON could eat
+				text += ` <b>&amp;</b> [CQ:face,id=1] *_~` + "`" + ` "q" \ é 😀`
+			}
 			want[text] = said{si, i}
 			e.say(ctx, s.chat, s.user, text)
 		}
@@ -198,6 +201,11 @@ func testStop(t *testing.T, h Harness, f Features) {
 	e.stop()
 	stopSaying()
 	talker.Wait()
+	// A message after Run returned must not reach handle (the recorder
+	// checks it when the subtest ends); Say itself may fail now.
+	late, cancelLate := context.WithTimeout(context.Background(), promptly)
+	_ = e.peer.Say(late, chat, user, "after Run returned")
+	cancelLate()
 
 	evs := e.rec.snapshot()
 	for i, ev := range evs {
@@ -214,5 +222,14 @@ func eventTexts(evs []platform.Event) string {
 	for i, ev := range evs {
 		texts[i] = ev.Text
 	}
-	return fmt.Sprintf("%d events %q", len(evs), texts)
+	return fmt.Sprintf("%d events %s", len(evs), abridge(texts))
+}
+
+// abridge quotes texts, leaving out the middle of a long list.
+func abridge(texts []string) string {
+	const head, tail = 20, 5
+	if len(texts) <= head+tail {
+		return fmt.Sprintf("%q", texts)
+	}
+	return fmt.Sprintf("%q … (%d more) … %q", texts[:head], len(texts)-head-tail, texts[len(texts)-tail:])
 }

@@ -20,7 +20,7 @@ import (
 func testSendText(t *testing.T, h Harness, f Features) {
 	e := setup(t, h, f)
 	for _, chat := range e.chats(0) {
-		text := "hello, chat " + chat.ID
+		text := "hello, chat " + chat.ID + `: <b>&amp;</b> [CQ:face,id=1] *_~ "q" \ é 😀`
 		before := time.Now()
 		res := e.mustSend(chat, platform.TextMessage(text))
 		after := time.Now()
@@ -36,6 +36,38 @@ func testSendText(t *testing.T, h Harness, f Features) {
 		}
 		if got := e.received(chat, 1); got[0].Text != text {
 			t.Errorf("chat %s received %q; want %q", chat.ID, got[0].Text, text)
+		}
+	}
+}
+
+// testReply has a user say something and answers it: the event's Chat
+// must work as the target as it is, and the peer must see the answer as a
+// reply to the user's message.
+func testReply(t *testing.T, h Harness, f Features) {
+	e := setup(t, h, f)
+	for i, chat := range e.chats(0) {
+		ctx, cancel := e.ctx(patience)
+		e.say(ctx, chat, e.user(0), "a question")
+		evs, err := e.rec.wait(ctx, i+1)
+		cancel()
+		if err != nil {
+			t.Fatalf("Run delivered %s: %v", eventTexts(evs), err)
+		}
+		ev := evs[i]
+		if ev.MessageID == "" {
+			if !f.NoMessageID {
+				t.Errorf("the event of %q in chat %s has no MessageID", ev.Text, chat.ID)
+			}
+			continue
+		}
+		res := e.mustSend(ev.Chat, platform.OutboundMessage{Text: "the answer", ReplyToID: ev.MessageID})
+		if res.ChatID != chat.ID {
+			t.Errorf("chat %s: the answer's SendResult.ChatID = %q", chat.ID, res.ChatID)
+		}
+		got := e.received(chat, 1)[0]
+		if got.Text != "the answer" || got.ReplyToID != ev.MessageID {
+			t.Errorf("chat %s received %q replying to %q; want %q replying to the user's message %q",
+				chat.ID, got.Text, got.ReplyToID, "the answer", ev.MessageID)
 		}
 	}
 }
@@ -60,7 +92,7 @@ func testSendOrder(t *testing.T, h Harness, f Features) {
 		ids[res.MessageID] = i
 	}
 	if got := texts(e.received(chat, n)); !slices.Equal(got, want) {
-		t.Errorf("chat %s received %q; want %q", chat.ID, got, want)
+		t.Errorf("chat %s received the messages out of order: %s", chat.ID, diffTexts(got, want))
 	}
 }
 
@@ -119,7 +151,7 @@ func testConcurrentChats(t *testing.T, h Harness, f Features) {
 				return
 			}
 			if got := texts(msgs); !slices.Equal(got, want(c)) {
-				t.Errorf("chat %s received %q; want %q", chat.ID, got, want(c))
+				t.Errorf("chat %s received the messages out of order: %s", chat.ID, diffTexts(got, want(c)))
 			}
 		})
 	}

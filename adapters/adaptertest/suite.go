@@ -29,6 +29,7 @@ func TestAdapter(t *testing.T, h Harness, f Features) {
 		}},
 		{"Send", []subtest{
 			{"Text", testSendText},
+			{"Reply", testReply},
 			{"Order", testSendOrder},
 			{"ConcurrentChats", testConcurrentChats},
 			{"ParseMode", testParseMode},

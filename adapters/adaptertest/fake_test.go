@@ -1,0 +1,198 @@
+package adaptertest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldbot/herald/adapters/adaptertest"
+	"github.com/heraldbot/herald/platform"
+)
+
+// fake is an in-memory adapter and its peer in one, like package memory's,
+// with switches that break one part of the contract each, so that the
+// suite's own tests can check that it notices.
+type fake struct {
+	defect string // "" for a correct adapter; see defects in suite_test.go
+
+	deliverMu sync.Mutex // orders deliveries; held while handle runs
+	mu        sync.Mutex
+	handle    func(platform.Event) // Run's; nil when Run is not running
+	pending   []platform.Event     // said before Run started
+	seq       int
+	inbox     map[string][]platform.OutboundMessage
+	faults    map[string][]adaptertest.Fault
+	changed   chan struct{} // closed and replaced when an inbox grows
+}
+
+// fakeHarness returns a harness of fakes with the given defect.
+func fakeHarness(defect string) adaptertest.Harness {
+	return func(t *testing.T) adaptertest.Peer {
+		return &fake{
+			defect:  defect,
+			inbox:   map[string][]platform.OutboundMessage{},
+			faults:  map[string][]adaptertest.Fault{},
+			changed: make(chan struct{}),
+		}
+	}
+}
+
+// The platform.Adapter side.
+
+func (f *fake) Name() string { return "fake" }
+
+func (f *fake) Sender() platform.Sender { return platform.SenderFunc(f.send) }
+
+func (f *fake) Run(ctx context.Context, handle func(platform.Event)) error {
+	f.deliverMu.Lock()
+	f.mu.Lock()
+	f.handle = handle
+	pending := f.pending
+	f.pending = nil
+	f.mu.Unlock()
+	for _, ev := range pending {
+		f.deliver(handle, ev)
+	}
+	f.deliverMu.Unlock()
+
+	<-ctx.Done()
+	if f.defect != "handle after return" {
+		f.deliverMu.Lock()
+		f.mu.Lock()
+		f.handle = nil
+		f.mu.Unlock()
+		f.deliverMu.Unlock()
+	}
+	if f.defect == "run error" {
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (f *fake) send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	chatID := req.Target.ID
+	if err := ctx.Err(); err != nil && f.defect != "ignore cancel" {
+		return platform.SendResult{}, fmt.Errorf("fake: send to %s: %w", chatID, err)
+	}
+	if err := req.Message.Validate(); err != nil {
+		if f.defect == "invalid not permanent" {
+			return platform.SendResult{}, fmt.Errorf("fake: %w", err)
+		}
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("fake: %w", err))
+	}
+	f.mu.Lock()
+	var fault adaptertest.Fault
+	if fs := f.faults[chatID]; len(fs) > 0 {
+		fault, f.faults[chatID] = fs[0], fs[1:]
+	}
+	f.mu.Unlock()
+	switch fault.Kind {
+	case adaptertest.FaultPermanent:
+		return platform.SendResult{}, platform.Permanent(errors.New("fake: blocked"))
+	case adaptertest.FaultRetryAfter:
+		if f.defect == "retry-after lost" {
+			return platform.SendResult{}, errors.New("fake: too many requests")
+		}
+		return platform.SendResult{}, platform.NewRetryAfter(fault.RetryAfter, errors.New("fake: too many requests"))
+	case adaptertest.FaultTransient:
+		return platform.SendResult{}, errors.New("fake: internal error")
+	case adaptertest.FaultStall:
+		if f.defect == "stall ignores context" {
+			time.Sleep(time.Hour)
+		}
+		<-ctx.Done()
+		return platform.SendResult{}, fmt.Errorf("fake: send to %s: %w", chatID, ctx.Err())
+	}
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seq++
+	box := append(f.inbox[chatID], req.Message)
+	if n := len(box); f.defect == "swap pairs" && n%2 == 0 {
+		box[n-2], box[n-1] = box[n-1], box[n-2]
+	}
+	f.inbox[chatID] = box
+	close(f.changed)
+	f.changed = make(chan struct{})
+	res := platform.SendResult{MessageID: strconv.Itoa(f.seq), ChatID: chatID, SentAt: time.Now()}
+	if f.defect == "no chat ID" {
+		res.ChatID = ""
+	}
+	return res, nil
+}
+
+// The adaptertest.Peer side.
+
+func (f *fake) Adapter() platform.Adapter { return f }
+
+func (f *fake) Ready(context.Context) error { return nil }
+
+func (f *fake) User(n int) platform.User {
+	return platform.User{ID: "u" + strconv.Itoa(n), Name: "User " + strconv.Itoa(n)}
+}
+
+func (f *fake) Chat(_ context.Context, n int, typ platform.ChatType) (platform.Chat, error) {
+	if typ == platform.ChatGroup {
+		return platform.Chat{ID: "g" + strconv.Itoa(n), Type: typ, Title: "Group " + strconv.Itoa(n)}, nil
+	}
+	return platform.Chat{ID: "u" + strconv.Itoa(n), Type: typ}, nil
+}
+
+func (f *fake) Say(_ context.Context, chat platform.Chat, from platform.User, text string) error {
+	f.deliverMu.Lock()
+	defer f.deliverMu.Unlock()
+	f.mu.Lock()
+	f.seq++
+	ev := platform.Event{
+		ID: "ev" + strconv.Itoa(f.seq), Platform: f.Name(), Kind: platform.EventMessage,
+		Chat: chat, From: from, Text: text, MessageID: "in" + strconv.Itoa(f.seq), Time: time.Now(),
+	}
+	if f.defect == "wrong sender" {
+		ev.From.ID = "someone else"
+	}
+	handle := f.handle
+	if handle == nil {
+		f.pending = append(f.pending, ev)
+	}
+	f.mu.Unlock()
+	if handle != nil {
+		f.deliver(handle, ev)
+	}
+	return nil
+}
+
+// deliver hands ev to handle; f.deliverMu is held.
+func (f *fake) deliver(handle func(platform.Event), ev platform.Event) {
+	handle(ev)
+	if f.defect == "duplicate events" {
+		handle(ev)
+	}
+}
+
+func (f *fake) Received(ctx context.Context, chat platform.Chat, n int) ([]platform.OutboundMessage, error) {
+	for {
+		f.mu.Lock()
+		msgs := append([]platform.OutboundMessage(nil), f.inbox[chat.ID]...)
+		ch := f.changed
+		f.mu.Unlock()
+		if len(msgs) >= n {
+			return msgs, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return msgs, ctx.Err()
+		}
+	}
+}
+
+func (f *fake) Inject(chat platform.Chat, fault adaptertest.Fault) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults[chat.ID] = append(f.faults[chat.ID], fault)
+	return nil
+}

@@ -1,0 +1,337 @@
+package onebot
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/adapters/adaptertest"
+	"github.com/heraldbot/herald/platform"
+)
+
+// TestConformance runs the shared adapter suite against an adapter in
+// reverse mode, its Handler served on 127.0.0.1, with a fake OneBot
+// implementation that dials it as one bot, sends message events and
+// answers send_private_msg and send_group_msg.
+//
+// Features: OneBot v11 has no parse modes (texts go out literally) and no
+// inline buttons (they are left out and the text is sent), and no
+// flood-control answer with a wait. The fake refuses a send for good with
+// retcode 1403, fails it temporarily with retcode 100, and stalls it by
+// never answering. Retcode 100 leaves it open whether the message went out,
+// so the adapter marks it permanent unless Config.RetryAmbiguous is set;
+// the suite's run sets it, to check that the failure then stays retryable
+// (send_test.go covers the default).
+func TestConformance(t *testing.T) {
+	adaptertest.TestAdapter(t, newOBPeer, adaptertest.Features{
+		NoParseMode:  true,
+		NoButtons:    true,
+		NoRetryAfter: true,
+	})
+}
+
+// obSelfID is the fake implementation's bot account.
+const obSelfID = 10001
+
+// obPeer is a fake OneBot implementation for one adapter. User n has the
+// QQ ID 3000+n and group n the ID 5000+n.
+type obPeer struct {
+	a   *Adapter
+	url string // the reverse WebSocket endpoint
+
+	msgID atomic.Int64 // message IDs of events and of accepted sends
+
+	mu     sync.Mutex
+	ws     *websocket.Conn // nil until Ready
+	done   chan struct{}   // closed when the reader of ws stops
+	inbox  map[string][]platform.OutboundMessage
+	faults map[string][]adaptertest.FaultKind
+	errs   []string // frames the fake could not understand
+	change chan struct{}
+
+	wmu sync.Mutex // one writer of ws at a time
+}
+
+func newOBPeer(t *testing.T) adaptertest.Peer {
+	a, err := New(Config{RetryAmbiguous: true, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	p := &obPeer{
+		a:      a,
+		url:    "ws" + strings.TrimPrefix(srv.URL, "http") + DefaultPath,
+		inbox:  map[string][]platform.OutboundMessage{},
+		faults: map[string][]adaptertest.FaultKind{},
+		change: make(chan struct{}),
+	}
+	p.msgID.Store(700)
+	t.Cleanup(func() {
+		p.mu.Lock()
+		ws, done, errs := p.ws, p.done, p.errs
+		p.mu.Unlock()
+		if ws != nil {
+			ws.Close()
+			<-done
+		}
+		if len(errs) > 0 {
+			t.Errorf("the fake OneBot implementation could not handle: %q", errs)
+		}
+	})
+	return p
+}
+
+func (p *obPeer) Adapter() platform.Adapter { return p.a }
+
+// Ready dials the reverse endpoint as bot obSelfID, retrying while Run has
+// not started accepting, and waits until the adapter has registered the
+// connection.
+func (p *obPeer) Ready(ctx context.Context) error {
+	hdr := http.Header{"X-Self-ID": {strconv.Itoa(obSelfID)}, "X-Client-Role": {"Universal"}}
+	var ws *websocket.Conn
+	for {
+		var resp *http.Response
+		var err error
+		ws, resp, err = websocket.DefaultDialer.DialContext(ctx, p.url, hdr)
+		if err == nil {
+			break
+		}
+		if resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+			return fmt.Errorf("onebot peer: dial: %w", err)
+		}
+		if !pause(ctx) { // 503: Run has not started yet
+			return ctx.Err()
+		}
+	}
+	done := make(chan struct{})
+	p.mu.Lock()
+	p.ws, p.done = ws, done
+	p.mu.Unlock()
+	go p.serve(ws, done)
+	for {
+		for _, b := range p.a.Bots() {
+			if b.SelfID == obSelfID {
+				return nil
+			}
+		}
+		if !pause(ctx) {
+			return ctx.Err()
+		}
+	}
+}
+
+// pause waits a moment for a state that has no notification; it reports
+// false if ctx ended first.
+func pause(ctx context.Context) bool {
+	t := time.NewTimer(2 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (p *obPeer) User(n int) platform.User {
+	return platform.User{ID: strconv.Itoa(3000 + n), Name: "User " + strconv.Itoa(n)}
+}
+
+func (p *obPeer) Chat(_ context.Context, n int, typ platform.ChatType) (platform.Chat, error) {
+	switch typ {
+	case platform.ChatPrivate:
+		return PrivateChat(obSelfID, int64(3000+n)), nil
+	case platform.ChatGroup:
+		return GroupChat(obSelfID, int64(5000+n)), nil
+	}
+	return platform.Chat{}, fmt.Errorf("onebot peer: no chats of type %q", typ)
+}
+
+// Say sends a message event, its message as an array of segments.
+func (p *obPeer) Say(ctx context.Context, chat platform.Chat, from platform.User, text string) error {
+	_, id, err := ParseChatID(chat.ID)
+	if err != nil {
+		return err
+	}
+	userID, err := strconv.ParseInt(from.ID, 10, 64)
+	if err != nil {
+		return fmt.Errorf("onebot peer: user ID %q: %w", from.ID, err)
+	}
+	ev := map[string]any{
+		"time": time.Now().Unix(), "self_id": obSelfID, "post_type": "message",
+		"message_id": p.msgID.Add(1), "user_id": userID, "font": 0,
+		"message": Message{Text(text)},
+		"sender":  map[string]any{"user_id": userID, "nickname": from.Name},
+	}
+	if chat.Type == platform.ChatGroup {
+		ev["message_type"], ev["sub_type"], ev["group_id"] = "group", "normal", id
+	} else {
+		ev["message_type"], ev["sub_type"] = "private", "friend"
+	}
+	return p.write(ctx, ev)
+}
+
+func (p *obPeer) Received(ctx context.Context, chat platform.Chat, n int) ([]platform.OutboundMessage, error) {
+	for {
+		p.mu.Lock()
+		msgs := append([]platform.OutboundMessage(nil), p.inbox[chat.ID]...)
+		ch := p.change
+		p.mu.Unlock()
+		if len(msgs) >= n {
+			return msgs, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return msgs, ctx.Err()
+		}
+	}
+}
+
+func (p *obPeer) Inject(chat platform.Chat, f adaptertest.Fault) error {
+	switch f.Kind {
+	case adaptertest.FaultPermanent, adaptertest.FaultTransient, adaptertest.FaultStall:
+	default:
+		return fmt.Errorf("onebot peer: fault %v: %w", f.Kind, adaptertest.ErrUnsupported)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults[chat.ID] = append(p.faults[chat.ID], f.Kind)
+	return nil
+}
+
+// write sends v as a text frame, bounded by ctx's deadline.
+func (p *obPeer) write(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	ws := p.ws
+	p.mu.Unlock()
+	if ws == nil {
+		return errors.New("onebot peer: not connected")
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(10 * time.Second)
+	}
+	ws.SetWriteDeadline(deadline)
+	return ws.WriteMessage(websocket.TextMessage, b)
+}
+
+// serve reads the adapter's actions until the connection closes, and
+// answers each.
+func (p *obPeer) serve(ws *websocket.Conn, done chan struct{}) {
+	defer close(done)
+	for {
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		var act struct {
+			Action string          `json:"action"`
+			Params json.RawMessage `json:"params"`
+			Echo   json.RawMessage `json:"echo"`
+		}
+		if err := json.Unmarshal(data, &act); err != nil {
+			p.fail(fmt.Sprintf("undecodable frame %s: %v", data, err))
+			continue
+		}
+		answer := func(status string, retcode int, data any) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			// A write fails only once the adapter has closed the
+			// connection, and then nobody waits for the answer.
+			_ = p.write(ctx, map[string]any{"status": status, "retcode": retcode, "data": data, "echo": act.Echo})
+		}
+		var params struct {
+			UserID  int64   `json:"user_id"`
+			GroupID int64   `json:"group_id"`
+			Message Message `json:"message"`
+		}
+		var chatID string
+		switch act.Action {
+		case "send_private_msg":
+			err = json.Unmarshal(act.Params, &params)
+			chatID = ChatID(obSelfID, params.UserID)
+		case "send_group_msg":
+			err = json.Unmarshal(act.Params, &params)
+			chatID = ChatID(obSelfID, params.GroupID)
+		default:
+			answer("failed", 1404, nil)
+			continue
+		}
+		if err != nil {
+			p.fail(fmt.Sprintf("%s with undecodable params %s: %v", act.Action, act.Params, err))
+			answer("failed", 1400, nil)
+			continue
+		}
+
+		p.mu.Lock()
+		var fault adaptertest.FaultKind
+		if fs := p.faults[chatID]; len(fs) > 0 {
+			fault, p.faults[chatID] = fs[0], fs[1:]
+		}
+		if fault == 0 {
+			p.inbox[chatID] = append(p.inbox[chatID], outboundOfSegments(params.Message))
+			close(p.change)
+			p.change = make(chan struct{})
+		}
+		p.mu.Unlock()
+
+		switch fault {
+		case 0:
+			answer("ok", 0, map[string]any{"message_id": p.msgID.Add(1)})
+		case adaptertest.FaultPermanent:
+			answer("failed", 1403, nil)
+		case adaptertest.FaultTransient:
+			answer("failed", 100, nil)
+		case adaptertest.FaultStall:
+			// Never answered: the send's context ends first.
+		}
+	}
+}
+
+func (p *obPeer) fail(s string) {
+	p.mu.Lock()
+	p.errs = append(p.errs, s)
+	p.mu.Unlock()
+}
+
+// outboundOfSegments reads a sent message back into an OutboundMessage:
+// its text segments make Text, its images photos and a reply segment
+// ReplyToID.
+func outboundOfSegments(m Message) platform.OutboundMessage {
+	out := platform.OutboundMessage{Text: m.Text(), ReplyToID: m.ReplyTo()}
+	for _, s := range m {
+		if s.Type != "image" {
+			continue
+		}
+		at := platform.Attachment{Kind: platform.AttachPhoto, URL: s.Data["file"]}
+		if b64, ok := strings.CutPrefix(at.URL, "base64://"); ok {
+			data, err := base64.StdEncoding.DecodeString(b64)
+			if err == nil {
+				at.URL, at.Data = "", data
+			}
+		}
+		out.Attachments = append(out.Attachments, at)
+	}
+	return out
+}

@@ -1,0 +1,150 @@
+package telegram
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/heraldbot/herald/adapters/adaptertest"
+	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/platform"
+)
+
+// TestConformance runs the shared adapter suite against an adapter in
+// polling mode (the default configuration) talking to a telegramtest
+// server; the harness also checks that no log line holds the token.
+//
+// Features: Telegram has every feature the suite checks. Its one limit is
+// the length of a text, 4096 characters (longer texts are split into
+// several messages, which split_test.go covers). The fake server injects
+// every fault: 403 "bot was blocked" (permanent), 429 with retry_after,
+// 500 (transient) and a response delayed by an hour (a stall).
+func TestConformance(t *testing.T) {
+	adaptertest.TestAdapter(t, func(t *testing.T) adaptertest.Peer {
+		return &tgPeer{h: newHarness(t, nil)}
+	}, adaptertest.Features{MaxText: 4096})
+}
+
+// tgPeer drives a telegramtest server for the suite. User n has the ID
+// 1000+n and talks to the bot in the private chat of the same ID; group n
+// has the ID -(2000+n).
+type tgPeer struct{ h *harness }
+
+func (p *tgPeer) Adapter() platform.Adapter { return p.h.a }
+
+// Ready waits for the first getUpdates: Run has learnt the bot's name and
+// polls.
+func (p *tgPeer) Ready(ctx context.Context) error {
+	return p.h.srv.WaitRequests(ctx, "getUpdates", 1)
+}
+
+func (p *tgPeer) User(n int) platform.User {
+	return platform.User{ID: strconv.Itoa(1000 + n), Name: "User " + strconv.Itoa(n)}
+}
+
+func (p *tgPeer) Chat(_ context.Context, n int, typ platform.ChatType) (platform.Chat, error) {
+	switch typ {
+	case platform.ChatPrivate:
+		return platform.Chat{ID: strconv.Itoa(1000 + n), Type: platform.ChatPrivate}, nil
+	case platform.ChatGroup:
+		id := strconv.Itoa(-(2000 + n))
+		return platform.Chat{ID: id, Type: platform.ChatGroup, Title: "Chat " + id}, nil
+	}
+	return platform.Chat{}, fmt.Errorf("telegram peer: no chats of type %q", typ)
+}
+
+func (p *tgPeer) Say(_ context.Context, chat platform.Chat, from platform.User, text string) error {
+	chatID, err := strconv.ParseInt(chat.ID, 10, 64)
+	if err != nil {
+		return fmt.Errorf("telegram peer: chat ID %q: %w", chat.ID, err)
+	}
+	userID, err := strconv.ParseInt(from.ID, 10, 64)
+	if err != nil {
+		return fmt.Errorf("telegram peer: user ID %q: %w", from.ID, err)
+	}
+	p.h.srv.SendUserMessage(chatID, tgbotapi.User{ID: userID, FirstName: from.Name}, text)
+	return nil
+}
+
+func (p *tgPeer) Received(ctx context.Context, chat platform.Chat, n int) ([]platform.OutboundMessage, error) {
+	chatID, err := strconv.ParseInt(chat.ID, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("telegram peer: chat ID %q: %w", chat.ID, err)
+	}
+	sent, err := p.h.srv.WaitSent(ctx, chatID, n)
+	msgs := make([]platform.OutboundMessage, len(sent))
+	for i, m := range sent {
+		msgs[i] = outboundOf(m)
+	}
+	return msgs, err
+}
+
+func (p *tgPeer) Inject(chat platform.Chat, f adaptertest.Fault) error {
+	chatID, err := strconv.ParseInt(chat.ID, 10, 64)
+	if err != nil {
+		return fmt.Errorf("telegram peer: chat ID %q: %w", chat.ID, err)
+	}
+	fault := telegramtest.Fault{ChatID: chatID, Times: 1}
+	switch f.Kind {
+	case adaptertest.FaultPermanent:
+		fault.Status, fault.Description = http.StatusForbidden, "Forbidden: bot was blocked by the user"
+	case adaptertest.FaultRetryAfter:
+		if f.RetryAfter%time.Second != 0 {
+			return fmt.Errorf("telegram peer: retry_after %v is not whole seconds: %w", f.RetryAfter, adaptertest.ErrUnsupported)
+		}
+		fault.Status, fault.RetryAfter = http.StatusTooManyRequests, int(f.RetryAfter/time.Second)
+	case adaptertest.FaultTransient:
+		fault.Status = http.StatusInternalServerError
+	case adaptertest.FaultStall:
+		fault.Delay = time.Hour
+	default:
+		return fmt.Errorf("telegram peer: fault %v: %w", f.Kind, adaptertest.ErrUnsupported)
+	}
+	p.h.srv.Inject(fault)
+	return nil
+}
+
+// outboundOf reads a message the fake server accepted back into an
+// OutboundMessage.
+func outboundOf(m telegramtest.SentMessage) platform.OutboundMessage {
+	var out platform.OutboundMessage
+	switch m.ParseMode {
+	case "":
+	case tgbotapi.ModeHTML:
+		out.ParseMode = platform.ParseHTML
+	case tgbotapi.ModeMarkdown:
+		out.ParseMode = platform.ParseMarkdown
+	default:
+		out.ParseMode = platform.ParseMode(m.ParseMode) // shows as a mismatch
+	}
+	if m.ReplyToMessageID != 0 {
+		out.ReplyToID = strconv.Itoa(m.ReplyToMessageID)
+	}
+	switch m.Kind {
+	case "photo", "document":
+		out.Attachments = []platform.Attachment{{
+			Kind: platform.AttachmentKind(m.Kind), URL: m.FileURL, Data: m.FileData, FileName: m.FileName, Caption: m.Text,
+		}}
+	default:
+		out.Text = m.Text
+	}
+	for _, row := range m.Keyboard {
+		r := make([]platform.Button, len(row))
+		for i, b := range row {
+			r[i] = platform.Button{Text: b.Text}
+			if b.CallbackData != nil {
+				r[i].Data = *b.CallbackData
+			}
+			if b.URL != nil {
+				r[i].URL = *b.URL
+			}
+		}
+		out.Buttons = append(out.Buttons, r)
+	}
+	return out
+}
