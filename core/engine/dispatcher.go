@@ -144,7 +144,12 @@ type DispatcherStats struct {
 //     chats are waiting, and none while idle.
 //   - Fair: a chat runs one task, then goes to the back of the line of
 //     chats waiting for a worker, so a chat with a long backlog does not
-//     starve the others.
+//     starve the others. With MaxInflight below 128 there is one line for
+//     all chats. Larger dispatchers split the chats by hash into shards of
+//     at least 64 workers each, with a line per shard; a shard below its
+//     share of MaxInflight takes a worker from a shard above its share
+//     after that worker's current task, so every shard gets its share
+//     when it has the work.
 //   - Nothing lost: every task Submit accepted runs exactly once — after
 //     ForceClose, with an already cancelled context, so it can report that.
 //     Every refused task is refused through Submit's error.
@@ -180,6 +185,8 @@ type OutboundDispatcher struct {
 	hungry  []*shard // FIFO of shards waiting for a slot, guarded by hmu
 
 	wg sync.WaitGroup // worker goroutines
+
+	testHookHungry func() // tests only: runs before Submit's addHungry
 }
 
 // NewOutboundDispatcher returns a dispatcher whose tasks' contexts derive
@@ -216,7 +223,7 @@ func NewOutboundDispatcher(ctx context.Context, cfg DispatcherConfig) *OutboundD
 		s.d = d
 		s.chats = make(map[string]*chat)
 		// Split MaxInflight into per-shard quotas that sum to it; each is
-		// at least 1 because n <= MaxInflight.
+		// at least minShardQuota when there are several shards.
 		s.quota = cfg.MaxInflight / n
 		if i < cfg.MaxInflight%n {
 			s.quota++
@@ -225,17 +232,17 @@ func NewOutboundDispatcher(ctx context.Context, cfg DispatcherConfig) *OutboundD
 	return d
 }
 
-// shardCount picks a power of two no larger than maxInflight, so every shard
-// has a worker quota of at least one, and about four shards per processor to
-// keep lock contention low.
+// minShardQuota is the smallest worker quota a shard gets: below it, one
+// shard holds every chat, so round-robin is exact across all chats.
+const minShardQuota = 64
+
+// shardCount picks how many shards hold the chats: a power of two, about
+// four per processor to keep lock contention low, at most 64, and few
+// enough that each shard's quota of MaxInflight is at least minShardQuota.
+// With MaxInflight below 128 that is one shard: small pools have few
+// workers to contend for a lock, and keep exact global round-robin.
 func shardCount(maxInflight, procs int) int {
-	want := 4 * procs
-	if want > 64 {
-		want = 64
-	}
-	if want > maxInflight {
-		want = maxInflight
-	}
+	want := min(4*procs, 64, maxInflight/minShardQuota)
 	n := 1
 	for n*2 <= want {
 		n *= 2
@@ -270,10 +277,13 @@ func (d *OutboundDispatcher) Submit(chatID string, task func(context.Context) er
 		return d.reject(chatID, err)
 	}
 	if spawn {
-		d.wg.Add(1)
-		go d.work(s)
+		go d.work(s) // counted in d.wg by submit
 	} else if hungry {
+		if d.testHookHungry != nil {
+			d.testHookHungry()
+		}
 		d.addHungry(s)
+		d.wg.Done() // the count submit took for this call
 	}
 	if h := d.cfg.Hooks.OnQueued; h != nil {
 		d.protect(func() { h(chatID, queueLen) })
@@ -305,12 +315,13 @@ func (d *OutboundDispatcher) Close() {
 	}
 }
 
-// Drain waits until every task accepted before the call has finished, and
-// the dispatcher has been idle at some moment, or until ctx ends. It returns
-// nil in the first case and ctx.Err() in the second, in which case the tasks
-// keep running. Drain does not stop Submit: tasks accepted while Drain waits
-// may or may not be waited for. Use [OutboundDispatcher.Shutdown] to close
-// and drain in one call.
+// Drain waits until the dispatcher is idle — nothing queued, nothing
+// running — or until ctx ends. It returns nil in the first case, and then
+// every task accepted before the call has finished; it returns ctx.Err() in
+// the second, and the tasks keep running. Each shard is waited for in turn
+// until it is idle once. Drain does not stop Submit, so under a steady
+// stream of new work it may not return before ctx ends: use
+// [OutboundDispatcher.Shutdown] to close and drain in one call.
 func (d *OutboundDispatcher) Drain(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -148,6 +148,13 @@ func (s *shard) submit(key string, run func(context.Context) error, enq int64) (
 		} else if s.workers < s.quota && !s.inHungry.Load() {
 			hungry = true
 		}
+		if spawn || hungry {
+			// Counted under the lock, while the shard is busy: a Drain
+			// that sees it idle later also sees this count, so no worker
+			// can start after Shutdown returned. For hungry, the count
+			// covers the caller's addHungry, which may start a worker.
+			d.wg.Add(1)
+		}
 	}
 	s.mu.Unlock()
 	return queueLen, spawn, hungry, nil
@@ -202,6 +209,9 @@ func (s *shard) retireLocked(c *chat) {
 }
 
 func (s *shard) pushReadyLocked(c *chat) {
+	// INVARIANT: a chat is in its shard's ready FIFO at most once, and only
+	// with a task waiting.
+	invariant(c.state == chatReady && c.n > 0, "ready chat pushed twice or empty")
 	c.next = nil
 	if s.readyTail == nil {
 		s.readyHead = c
@@ -214,6 +224,7 @@ func (s *shard) pushReadyLocked(c *chat) {
 func (s *shard) popReadyLocked() *chat {
 	c := s.readyHead
 	if c != nil {
+		invariant(c.state == chatReady && c.n > 0, "popped a chat that is not ready")
 		s.readyHead = c.next
 		if s.readyHead == nil {
 			s.readyTail = nil
@@ -227,6 +238,8 @@ func (s *shard) popReadyLocked() *chat {
 // Drain if the shard is now idle.
 func (s *shard) leaveLocked() {
 	s.workers--
+	// INVARIANT: worker, queued and running counts never go negative.
+	invariant(s.workers >= 0 && s.queued >= 0 && s.running >= 0, "negative shard count")
 	if s.workers == 0 && s.queued == 0 && s.running == 0 && s.idleCh != nil {
 		close(s.idleCh)
 		s.idleCh = nil
@@ -254,6 +267,8 @@ func (d *OutboundDispatcher) tryAcquireSlot() bool {
 			return false
 		}
 		if d.slots.CompareAndSwap(n, n+1) {
+			// INVARIANT: at most MaxInflight worker slots are held.
+			invariant(n+1 <= int64(d.cfg.MaxInflight), "slots above MaxInflight")
 			return true
 		}
 	}
@@ -396,7 +411,8 @@ func (s *shard) finishLocked(c *chat, err error, panicked bool) {
 }
 
 // runTask runs one task with hooks, a fresh task context, and panic
-// recovery.
+// recovery. If the task calls runtime.Goexit, the deferred part still
+// releases its context and reports it to OnDone before the goroutine ends.
 func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err error, panicked bool) {
 	h := &d.cfg.Hooks
 	if h.OnStart != nil {
@@ -404,18 +420,25 @@ func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err erro
 	}
 	start := time.Now()
 	ctx := newTaskContext(d.base, start, d.cfg.SendTimeout)
-	err, panicked = d.call(ctx, t.run)
-	ctx.release()
-	if h.OnDone != nil {
-		info := DispatchInfo{
-			ChatID:       key,
-			QueueLen:     queueLen,
-			QueueLatency: time.Duration(int64(start.Sub(d.epoch)) - t.enq),
-			RunLatency:   time.Since(start),
-			Err:          err,
+	returned := false
+	defer func() {
+		if !returned {
+			err = errGoexit
 		}
-		d.protect(func() { h.OnDone(info) })
-	}
+		ctx.release()
+		if h.OnDone != nil {
+			info := DispatchInfo{
+				ChatID:       key,
+				QueueLen:     queueLen,
+				QueueLatency: time.Duration(int64(start.Sub(d.epoch)) - t.enq),
+				RunLatency:   time.Since(start),
+				Err:          err,
+			}
+			d.protect(func() { h.OnDone(info) })
+		}
+	}()
+	err, panicked = d.call(ctx, t.run)
+	returned = true
 	return err, panicked
 }
 

@@ -53,7 +53,7 @@ func TestDefaults(t *testing.T) {
 		}
 		quota := 0
 		for i := range d.shards {
-			if d.shards[i].quota < 1 {
+			if d.shards[i].quota < minShardQuota {
 				t.Fatalf("shard %d has quota %d", i, d.shards[i].quota)
 			}
 			quota += d.shards[i].quota
@@ -66,7 +66,8 @@ func TestDefaults(t *testing.T) {
 
 func TestShardCount(t *testing.T) {
 	tests := []struct{ max, procs, want int }{
-		{1, 8, 1}, {2, 8, 2}, {3, 8, 2}, {8, 2, 8}, {512, 2, 8}, {512, 1, 4}, {512, 64, 64}, {100, 100, 64},
+		{1, 8, 1}, {2, 8, 1}, {100, 8, 1}, {127, 2, 1}, {128, 2, 2}, {512, 2, 8}, {512, 1, 4},
+		{512, 64, 8}, {4096, 64, 64}, {1 << 20, 64, 64},
 	}
 	for _, tt := range tests {
 		if got := shardCount(tt.max, tt.procs); got != tt.want {
@@ -320,33 +321,42 @@ func TestFairness(t *testing.T) {
 	}
 }
 
+// keysInShards returns n keys of shard 0 and m keys of shard 1.
+func keysInShards(d *OutboundDispatcher, n, m int) (s0, s1 []string) {
+	for i := 0; len(s0) < n || len(s1) < m; i++ {
+		k := fmt.Sprint("k", i)
+		switch d.shardOf(k) {
+		case 0:
+			if len(s0) < n {
+				s0 = append(s0, k)
+			}
+		case 1:
+			if len(s1) < m {
+				s1 = append(s1, k)
+			}
+		}
+	}
+	return s0, s1
+}
+
 // Invariant 4 across shards: a shard below its quota gets a slot held by a
 // shard above its quota after that shard's current task.
 func TestFairnessAcrossShards(t *testing.T) {
-	d := newTestDispatcher(t, DispatcherConfig{MaxInflight: 2})
+	const max = 2 * minShardQuota
+	d := newTestDispatcher(t, DispatcherConfig{MaxInflight: max})
 	if len(d.shards) != 2 {
 		t.Fatalf("want 2 shards, have %d", len(d.shards))
 	}
-	// Two hot chats of shard 0 take both slots. A cold chat of shard 1
-	// arrives: after one hot task finishes, its worker must move to shard 1.
-	// The hot chats' second tasks wait for the cold task, so without the
-	// move both workers would wait forever.
-	var hot []string
-	var cold string
-	for i := 0; len(hot) < 2 || cold == ""; i++ {
-		k := fmt.Sprint("k", i)
-		switch idx := d.shardOf(k); {
-		case idx == 0 && len(hot) < 2:
-			hot = append(hot, k)
-		case idx == 1 && cold == "":
-			cold = k
-		}
-	}
+	// max hot chats of shard 0 take every slot. A cold chat of shard 1
+	// arrives: after one hot task finishes, its worker must move to shard
+	// 1. The hot chats' second tasks wait for the cold task, so without the
+	// move every worker would wait forever.
+	hot, cold := keysInShards(d, max, 1)
 	release := make(chan struct{})
 	coldDone := make(chan struct{})
 	var started sync.WaitGroup
 	var starved atomic.Int32
-	started.Add(2)
+	started.Add(max)
 	for _, k := range hot {
 		mustSubmit(t, d, k, func(context.Context) error {
 			started.Done()
@@ -363,7 +373,7 @@ func TestFairnessAcrossShards(t *testing.T) {
 		})
 	}
 	started.Wait()
-	mustSubmit(t, d, cold, func(context.Context) error {
+	mustSubmit(t, d, cold[0], func(context.Context) error {
 		close(coldDone)
 		return nil
 	})
@@ -374,6 +384,68 @@ func TestFairnessAcrossShards(t *testing.T) {
 	drain(t, d)
 	if starved.Load() != 0 {
 		t.Fatal("the cold chat waited for the hot chats' backlog")
+	}
+}
+
+// A Submit that marks its shard hungry holds the dispatcher open until it
+// has served the hungry list, so no worker starts after Shutdown returned.
+func TestNoWorkerAfterShutdown(t *testing.T) {
+	const max = 2 * minShardQuota
+	d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: max})
+	a, b := keysInShards(d, 2, max-1)
+	relA, relB := make(chan struct{}), make(chan struct{})
+	var running sync.WaitGroup
+	running.Add(max)
+	block := func(rel chan struct{}) func(context.Context) error {
+		return func(context.Context) error { running.Done(); <-rel; return nil }
+	}
+	mustSubmit(t, d, a[0], block(relA)) // shard 0: one worker, below quota
+	for _, k := range b {
+		mustSubmit(t, d, k, block(relB)) // shard 1 takes every other slot
+	}
+	running.Wait()
+
+	var shutdownReturned atomic.Bool
+	var returnedDuringHook atomic.Bool
+	hookIn, hookOut := make(chan struct{}), make(chan struct{})
+	d.testHookHungry = func() {
+		close(hookIn)
+		<-hookOut
+		returnedDuringHook.Store(shutdownReturned.Load())
+	}
+	submitted := make(chan error, 1)
+	go func() { submitted <- d.Submit(a[1], func(context.Context) error { return nil }) }()
+	<-hookIn // Submit decided shard 0 is hungry and waits in the hook
+	close(relA)
+	close(relB)
+	shut := make(chan error, 1)
+	go func() {
+		err := d.Shutdown(context.Background())
+		shutdownReturned.Store(true)
+		shut <- err
+	}()
+	// Shutdown must not return while the hungry Submit is unfinished; give
+	// it the chance to do so wrongly.
+	select {
+	case <-shut:
+		shutdownReturned.Store(true)
+		t.Error("Shutdown returned while a Submit was about to start a worker")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(hookOut)
+	if err := <-submitted; err != nil {
+		t.Fatal(err)
+	}
+	if !shutdownReturned.Load() {
+		if err := <-shut; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if returnedDuringHook.Load() {
+		t.Error("Shutdown returned before the hungry shard was served")
+	}
+	if n := d.slots.Load(); n != 0 {
+		t.Fatalf("%d slots held after Shutdown", n)
 	}
 }
 

@@ -21,6 +21,11 @@ import (
 //
 // INVARIANT: once Err has returned a non-nil error it keeps returning that
 // error, and Done returns a closed channel. Tested in taskctx_test.go.
+//
+// One difference from the stdlib remains: after release, the context is
+// cancelled without a cause of its own, so if the parent is cancelled later
+// with a cause, context.Cause reports the parent's cause (Err still says
+// Canceled). Only goroutines a task left running can observe it.
 type taskContext struct {
 	parent   context.Context
 	deadline time.Time
@@ -72,6 +77,9 @@ func (c *taskContext) Done() <-chan struct{} {
 		return a.ctx.Done()
 	}
 	if c.errLocked() != nil {
+		if a := c.inner.Load(); a != nil { // armed expired by errLocked
+			return a.ctx.Done()
+		}
 		return closedDone
 	}
 	ctx, cancel := context.WithDeadline(c.parent, c.deadline)
@@ -92,6 +100,9 @@ func (c *taskContext) Err() error {
 }
 
 // errLocked computes the unarmed context's error and remembers it once set.
+// A context found past its deadline is armed with an already expired
+// stdlib context, so that context.Cause agrees with Err even if the parent
+// is cancelled later (the rare path may allocate).
 func (c *taskContext) errLocked() error {
 	if c.err != nil {
 		return c.err
@@ -99,7 +110,9 @@ func (c *taskContext) errLocked() error {
 	if err := c.parent.Err(); err != nil {
 		c.err = err
 	} else if !time.Now().Before(c.deadline) {
-		c.err = context.DeadlineExceeded
+		ctx, cancel := context.WithDeadline(c.parent, c.deadline)
+		c.inner.Store(&armedContext{ctx: ctx, cancel: cancel})
+		c.err = ctx.Err()
 	}
 	return c.err
 }

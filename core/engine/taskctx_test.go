@@ -137,3 +137,21 @@ func TestTaskContextConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// Cause agrees with Err for a context found expired before it was armed,
+// even when the parent is cancelled with a cause afterwards.
+func TestTaskContextCauseAfterUnarmedExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parent, cancel := context.WithCancelCause(context.Background())
+		c := newTaskContext(parent, time.Now(), time.Second)
+		time.Sleep(2 * time.Second)
+		if !errors.Is(c.Err(), context.DeadlineExceeded) {
+			t.Fatalf("Err = %v", c.Err())
+		}
+		cancel(errors.New("later"))
+		if got := context.Cause(c); !errors.Is(got, context.DeadlineExceeded) {
+			t.Fatalf("Cause = %v; want DeadlineExceeded", got)
+		}
+		c.release()
+	})
+}

@@ -1,0 +1,7 @@
+//go:build !race
+
+package engine
+
+// raceEnabled is true in race builds (go test -race), which check the
+// dispatcher's INVARIANT comments at run time.
+const raceEnabled = false
