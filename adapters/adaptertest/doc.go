@@ -38,16 +38,21 @@
 //   - Name is not empty and does not change, and every event carries it;
 //   - Run delivers what users say, once each, in order for each chat and
 //     user, with the right Kind, Chat, From and Text (markup, CQ codes and
-//     emoji included, unchanged), a unique ID, a MessageID and a time;
+//     emoji included, unchanged), a unique ID, a MessageID and the
+//     current time;
 //     handle is never called concurrently with itself;
 //   - Run returns nil within 5 seconds of its context ending, even while
-//     users keep talking, and handle is not called after it returned;
+//     users keep talking or when the context had ended before Run was
+//     called, and handle is not called after it returned;
+//   - a [platform.Drainer]'s StopReceiving never blocks, and after it no
+//     event reaches handle while Run keeps running and sends still arrive;
 //   - Send delivers a text unchanged and returns a SendResult with the
 //     chat's ID, a MessageID (unless [Features.NoMessageID]) and the time;
 //   - an event's Chat works as a send's target as it is, and an answer
 //     with ReplyToID set to the event's MessageID arrives as a reply;
-//   - 50 sequential sends to a chat arrive in order, and sequential sends
-//     to many chats made concurrently all arrive, each chat's in order;
+//   - 50 sequential sends to a chat arrive in order, sequential sends to
+//     many chats made concurrently all arrive, each chat's in order, and
+//     concurrent sends to one chat all arrive, once each;
 //   - parse modes, inline buttons, photos and long texts arrive as sent, as
 //     far as the platform has them;
 //   - Send refuses an invalid message with a [platform.IsPermanent] error

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // with switches that break one part of the contract each, so that the
 // suite's own tests can check that it notices.
 type fake struct {
-	defect string // "" for a correct adapter; see defects in suite_test.go
+	defect   string      // "" for a correct adapter; see defects in suite_test.go
+	stopRecv atomic.Bool // StopReceiving was called
 
 	deliverMu sync.Mutex // orders deliveries; held while handle runs
 	mu        sync.Mutex
@@ -28,6 +30,8 @@ type fake struct {
 	faults    map[string][]adaptertest.Fault
 	changed   chan struct{} // closed and replaced when an inbox grows
 }
+
+var _ platform.Drainer = (*fake)(nil)
 
 // fakeHarness returns a harness of fakes with the given defect.
 func fakeHarness(defect string) adaptertest.Harness {
@@ -46,6 +50,9 @@ func fakeHarness(defect string) adaptertest.Harness {
 func (f *fake) Name() string { return "fake" }
 
 func (f *fake) Sender() platform.Sender { return platform.SenderFunc(f.send) }
+
+// StopReceiving makes the fake drop the events said from now on.
+func (f *fake) StopReceiving() { f.stopRecv.Store(true) }
 
 func (f *fake) Run(ctx context.Context, handle func(platform.Event)) error {
 	f.deliverMu.Lock()
@@ -143,6 +150,9 @@ func (f *fake) Chat(_ context.Context, n int, typ platform.ChatType) (platform.C
 }
 
 func (f *fake) Say(_ context.Context, chat platform.Chat, from platform.User, text string) error {
+	if f.stopRecv.Load() && f.defect != "receives after StopReceiving" {
+		return nil
+	}
 	f.deliverMu.Lock()
 	defer f.deliverMu.Unlock()
 	f.mu.Lock()

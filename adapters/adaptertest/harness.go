@@ -58,8 +58,9 @@ type Peer interface {
 	// chat. The suite calls Chat after Ready.
 	Chat(ctx context.Context, n int, typ platform.ChatType) (platform.Chat, error)
 
-	// Say makes from send the plain text message text to chat, as a user
-	// of the platform would; the adapter's Run is to deliver it as an
+	// Say makes from send the plain text message text to chat now, as a
+	// user of the platform would (the platform's message carries the
+	// current time); the adapter's Run is to deliver it as an
 	// [platform.EventMessage]. Messages one user says in one chat must
 	// reach the adapter in the order of the Say calls. Say returns once
 	// the peer has passed the message on; after Run has stopped it may

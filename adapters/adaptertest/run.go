@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/heraldbot/herald/platform"
@@ -75,6 +76,7 @@ func testEvents(t *testing.T, h Harness, f Features) {
 	// Interleave the streams, so that a mix-up between chats shows.
 	type said struct{ stream, seq int }
 	want := map[string]said{}
+	start := time.Now()
 	ctx, cancel := e.ctx(patience)
 	defer cancel()
 	for i := range perStream {
@@ -113,6 +115,11 @@ func testEvents(t *testing.T, h Harness, f Features) {
 		}
 		next[w.stream] = w.seq + 1
 		checkEvent(t, i, ev, e.name, s)
+		// Platforms stamp messages in whole seconds; a minute either way
+		// still catches a time read in the wrong unit or time zone.
+		if ev.Time.Before(start.Add(-time.Minute)) || ev.Time.After(time.Now().Add(time.Minute)) {
+			t.Errorf("event %d (%q) has Time %v; want about now, %v", i, ev.Text, ev.Time, start)
+		}
 		if ev.ID != "" {
 			if j, dup := eventIDs[ev.ID]; dup {
 				t.Errorf("events %d and %d have the same ID %q", j, i, ev.ID)
@@ -232,4 +239,87 @@ func abridge(texts []string) string {
 		return fmt.Sprintf("%q", texts)
 	}
 	return fmt.Sprintf("%q … (%d more) … %q", texts[:head], len(texts)-head-tail, texts[len(texts)-tail:])
+}
+
+// testStopReceiving checks a [platform.Drainer]: StopReceiving returns at
+// once, before, during and after Run; after it, events no longer reach
+// handle, while Run keeps running and the Sender keeps delivering until
+// Run's context ends. Adapters that are not Drainers skip it.
+func testStopReceiving(t *testing.T, h Harness, f Features) {
+	e := newEnv(t, h, f)
+	d, ok := e.a.(platform.Drainer)
+	if !ok {
+		t.Skip("the adapter is not a platform.Drainer")
+	}
+	e.start()
+	chat, user := e.chat(0, platform.ChatPrivate), e.user(0)
+	ctx, cancel := e.ctx(patience)
+	defer cancel()
+	e.say(ctx, chat, user, "before StopReceiving")
+	if evs, err := e.rec.wait(ctx, 1); err != nil {
+		t.Fatalf("Run delivered %s: %v", eventTexts(evs), err)
+	}
+
+	returnsPromptly(t, "StopReceiving while Run runs", d.StopReceiving)
+	returnsPromptly(t, "a second StopReceiving", d.StopReceiving)
+	_ = e.peer.Say(ctx, chat, user, "after StopReceiving") // the adapter may refuse it
+	e.mustSend(chat, platform.TextMessage("a pending reply"))
+	e.expectOnly(chat, "a pending reply")
+	select {
+	case <-e.run.done:
+		t.Fatalf("Run returned %v after StopReceiving; want it to run until its context ends", e.run.err)
+	default:
+	}
+	e.stop()
+	returnsPromptly(t, "StopReceiving after Run returned", d.StopReceiving)
+	if evs := e.rec.snapshot(); len(evs) != 1 {
+		t.Errorf("Run delivered %s; want only the one said before StopReceiving", eventTexts(evs))
+	}
+}
+
+// returnsPromptly calls fn and fails the test if it does not return within
+// promptly.
+func returnsPromptly(t *testing.T, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	timer := time.NewTimer(promptly)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		t.Fatalf("%s did not return within %v; it must not block", what, promptly)
+	}
+}
+
+// testRunCanceled calls Run with a context that has already ended: it must
+// return nil promptly.
+func testRunCanceled(t *testing.T, h Harness, f Features) {
+	e := newEnv(t, h, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		err := e.a.Run(ctx, e.rec.handle)
+		e.rec.runReturned()
+		done <- err
+	}()
+	timer := time.NewTimer(patience)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if took := time.Since(start); took > promptly {
+			t.Errorf("Run with an ended context returned after %v; want within %v", took.Round(time.Millisecond), promptly)
+		}
+		if err != nil {
+			t.Errorf("Run with an ended context = %v; want nil", err)
+		}
+	case <-timer.C:
+		t.Fatalf("Run with an ended context did not return within %v", patience)
+	}
+	e.rec.check(t)
 }

@@ -158,6 +158,45 @@ func testConcurrentChats(t *testing.T, h Harness, f Features) {
 	wg.Wait()
 }
 
+// testConcurrentSameChat sends to one chat from many goroutines at once:
+// a Sender must be safe for concurrent use, so every message must arrive,
+// once, in some order.
+func testConcurrentSameChat(t *testing.T, h Harness, f Features) {
+	const n = 20
+	e := setup(t, h, f)
+	chat := e.chat(0, platform.ChatPrivate)
+	ctx, cancel := e.ctx(patience)
+	defer cancel()
+	want := make([]string, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range want {
+		want[i] = fmt.Sprintf("at once %02d", i)
+		wg.Go(func() {
+			r, err := e.trySend(ctx, chat, platform.TextMessage(want[i]), patience+promptly)
+			if err == nil {
+				err = r.err
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	got := texts(e.received(chat, n))
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("chat %s received, sorted, %s", chat.ID, diffTexts(got, want))
+	}
+}
+
 // testParseMode sends Markdown and HTML texts. With rich text the peer
 // must get each in its parse mode; without, as written.
 func testParseMode(t *testing.T, h Harness, f Features) {

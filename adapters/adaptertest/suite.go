@@ -26,12 +26,15 @@ func TestAdapter(t *testing.T, h Harness, f Features) {
 		{"Run", []subtest{
 			{"Events", testEvents},
 			{"Stop", testStop},
+			{"CanceledContext", testRunCanceled},
+			{"StopReceiving", testStopReceiving},
 		}},
 		{"Send", []subtest{
 			{"Text", testSendText},
 			{"Reply", testReply},
 			{"Order", testSendOrder},
 			{"ConcurrentChats", testConcurrentChats},
+			{"ConcurrentSameChat", testConcurrentSameChat},
 			{"ParseMode", testParseMode},
 			{"Buttons", testButtons},
 			{"Photo", testPhoto},

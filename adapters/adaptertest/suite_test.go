@@ -56,6 +56,7 @@ func TestSuiteCatchesDefects(t *testing.T) {
 		{"no chat ID", "Send/Text", "SendResult.ChatID"},
 		{"wrong sender", "Run/Events", "From.ID \"someone else\""},
 		{"duplicate events", "Run/Events", "want 40, one per message"},
+		{"receives after StopReceiving", "Run/StopReceiving", "want only the one said before StopReceiving"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.ReplaceAll(tt.defect, " ", "_"), func(t *testing.T) {

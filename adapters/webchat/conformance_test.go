@@ -226,6 +226,8 @@ func (p *webPeer) read(tb *tab, box *inbox) {
 			continue
 		}
 		switch {
+		case f.Type == "error" && f.Code == "stopping":
+			// Expected: a message said after StopReceiving.
 		case f.Type == "error":
 			p.fail(f.Code + ": " + f.Text)
 		case f.Type == "message" && f.Message != nil && box != nil:
