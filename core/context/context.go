@@ -32,6 +32,10 @@ var (
 	// ErrSendAborted resolves the Future of a send whose Sender called
 	// runtime.Goexit.
 	ErrSendAborted = errors.New("context: send aborted")
+	// ErrNoChat resolves the Future of a Reply to an event that has no chat
+	// (a Telegram inline-mode callback, say), or of a Send to a chat with
+	// an empty ID. Nothing is sent.
+	ErrNoChat = errors.New("context: no chat to send to")
 )
 
 // ChatKey returns the outbound dispatcher key of a chat: the platform name,
@@ -74,62 +78,87 @@ type Match struct {
 // event and its match, a logger, values shared by the handlers of the
 // event, and the send methods.
 //
-// A Context is valid only while the handler runs; the Futures it returns
-// stay valid forever. The engine calls the handlers of one event one after
-// another with the same Context, so Set and Get carry values between them.
-// Its methods may be called from goroutines the handler starts, but the
-// handler's Context() is cancelled when the handler returns.
+// Each handler gets its own Context, holding what its matcher found; the
+// Contexts of one event's handlers share the event, the logger and the
+// values of Set and Get, so handlers that run later see what earlier ones
+// stored. The Futures a Context returns stay valid forever, and its methods
+// are safe for concurrent use, also from goroutines the handler starts —
+// but the handler's Context() is cancelled when the handler returns.
+//
+// A Context must be created with [New] (the engine does); the zero value
+// is not usable.
 type Context struct {
+	ev    *eventState
+	match Match
+}
+
+// eventState is what the Contexts of one event share.
+type eventState struct {
 	ctx       stdctx.Context
 	event     platform.Event
 	sender    platform.Sender
 	submitter Submitter
 	base      *zap.Logger
-	chatKey   string
-	match     Match
+	chatKey   string // "" when the event has no chat
 
 	mu     sync.Mutex
 	logger *zap.Logger
 	values map[string]any
 }
 
+// contextAndState lets New allocate a Context and its state at once.
+type contextAndState struct {
+	c  Context
+	ev eventState
+}
+
 // New returns a Context for cfg.
 func New(cfg Config) *Context {
-	c := &Context{
+	b := &contextAndState{ev: eventState{
 		ctx:       cfg.Context,
 		event:     cfg.Event,
 		sender:    cfg.Sender,
 		submitter: cfg.Submitter,
 		base:      cfg.Logger,
-		chatKey:   ChatKey(cfg.Event.Platform, cfg.Event.Chat.ID),
+	}}
+	ev := &b.ev
+	if cfg.Event.Chat.ID != "" {
+		ev.chatKey = ChatKey(cfg.Event.Platform, cfg.Event.Chat.ID)
 	}
-	if c.ctx == nil {
-		c.ctx = stdctx.Background()
+	if ev.ctx == nil {
+		ev.ctx = stdctx.Background()
 	}
-	if c.base == nil {
-		c.base = zap.NewNop()
+	if ev.base == nil {
+		ev.base = zap.NewNop()
 	}
-	return c
+	b.c.ev = ev
+	return &b.c
 }
 
-// SetMatch records what the matcher found, for the handler about to run.
-// The engine calls it before each handler; handlers have no reason to.
+// WithMatch returns a Context for another handler of the same event, with
+// what that handler's matcher found. It shares the event state (logger,
+// values) with c. The engine calls it before each handler.
+func (c *Context) WithMatch(m Match) *Context { return &Context{ev: c.ev, match: m} }
+
+// SetMatch records what a matcher found in c itself. The engine uses it on
+// a Context of its own to evaluate rules; a Context given to a handler
+// never changes.
 func (c *Context) SetMatch(m Match) { c.match = m }
 
 // Event returns the inbound event.
-func (c *Context) Event() platform.Event { return c.event }
+func (c *Context) Event() platform.Event { return c.ev.event }
 
 // Chat returns the chat the event happened in.
-func (c *Context) Chat() platform.Chat { return c.event.Chat }
+func (c *Context) Chat() platform.Chat { return c.ev.event.Chat }
 
 // From returns the user who caused the event.
-func (c *Context) From() platform.User { return c.event.From }
+func (c *Context) From() platform.User { return c.ev.event.From }
 
 // Text returns the event's text: a message's text, or a callback's data.
-func (c *Context) Text() string { return c.event.Text }
+func (c *Context) Text() string { return c.ev.event.Text }
 
 // Platform returns the name of the adapter the event came from.
-func (c *Context) Platform() string { return c.event.Platform }
+func (c *Context) Platform() string { return c.ev.event.Platform }
 
 // Command returns the name of the command that matched, without prefix or
 // @botname ("echo" for "/echo@MyBot hi"), or "" if no command matcher ran
@@ -152,38 +181,41 @@ func (c *Context) Matches() []string { return c.match.Groups }
 
 // Context returns the handler's context. It is cancelled when the handler
 // returns, when its time limit passes, or when the engine is force-closed.
-func (c *Context) Context() stdctx.Context { return c.ctx }
+func (c *Context) Context() stdctx.Context { return c.ev.ctx }
 
 // Logger returns a logger with the event's platform, chat and event ID as
 // fields.
 func (c *Context) Logger() *zap.Logger {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.logger == nil {
-		c.logger = c.base.With(
-			zap.String("platform", c.event.Platform),
-			zap.String("chat", c.event.Chat.ID),
-			zap.String("event", c.event.ID),
+	ev := c.ev
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if ev.logger == nil {
+		ev.logger = ev.base.With(
+			zap.String("platform", ev.event.Platform),
+			zap.String("chat", ev.event.Chat.ID),
+			zap.String("event", ev.event.ID),
 		)
 	}
-	return c.logger
+	return ev.logger
 }
 
 // Set stores a value for the handlers of this event that run after this one.
 func (c *Context) Set(key string, value any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.values == nil {
-		c.values = make(map[string]any)
+	ev := c.ev
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if ev.values == nil {
+		ev.values = make(map[string]any)
 	}
-	c.values[key] = value
+	ev.values[key] = value
 }
 
 // Get returns the value Set stored under key, and whether there was one.
 func (c *Context) Get(key string) (any, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.values[key]
+	ev := c.ev
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	v, ok := ev.values[key]
 	return v, ok
 }
 
@@ -199,7 +231,10 @@ func (c *Context) Get(key string) (any, bool) {
 // ErrSendPanicked if the sender panicked, or at once with the dispatcher's
 // error (such as engine.ErrQueueFull) if the send could not be queued.
 func (c *Context) Reply(msg platform.OutboundMessage) *future.Future[platform.SendResult] {
-	return c.send(c.chatKey, c.event.Chat, msg)
+	if c.ev.chatKey == "" {
+		return future.Resolved(platform.SendResult{}, ErrNoChat)
+	}
+	return c.send(c.ev.chatKey, c.ev.event.Chat, msg)
 }
 
 // ReplyText is shorthand for Reply(platform.TextMessage(text)).
@@ -229,18 +264,21 @@ func (c *Context) ReplyError(err error) *future.Future[platform.SendResult] {
 // guarantees as Reply: per-chat order among sends to that chat, and a Future
 // that is always resolved.
 func (c *Context) Send(chat platform.Chat, msg platform.OutboundMessage) *future.Future[platform.SendResult] {
-	return c.send(ChatKey(c.event.Platform, chat.ID), chat, msg)
+	if chat.ID == "" {
+		return future.Resolved(platform.SendResult{}, ErrNoChat)
+	}
+	return c.send(ChatKey(c.ev.event.Platform, chat.ID), chat, msg)
 }
 
 func (c *Context) send(key string, chat platform.Chat, msg platform.OutboundMessage) *future.Future[platform.SendResult] {
-	f := future.New[platform.SendResult]()
-	if c.sender == nil || c.submitter == nil {
-		f.Resolve(platform.SendResult{}, ErrNoSender)
-		return f
+	ev := c.ev
+	if ev.sender == nil || ev.submitter == nil {
+		return future.Resolved(platform.SendResult{}, ErrNoSender)
 	}
-	s := c.sender
-	req := platform.SendRequest{Platform: c.event.Platform, Target: chat, Message: msg}
-	err := c.submitter.Submit(key, func(ctx stdctx.Context) error {
+	f := future.New[platform.SendResult]()
+	s := ev.sender
+	req := platform.SendRequest{Platform: ev.event.Platform, Target: chat, Message: msg}
+	err := ev.submitter.Submit(key, func(ctx stdctx.Context) error {
 		returned := false
 		defer func() {
 			if returned {
@@ -252,7 +290,11 @@ func (c *Context) send(key string, chat platform.Chat, msg platform.OutboundMess
 				f.Resolve(platform.SendResult{}, ErrSendAborted)
 				return
 			}
-			f.Resolve(platform.SendResult{}, fmt.Errorf("%w: %v", ErrSendPanicked, r))
+			if perr, ok := r.(error); ok {
+				f.Resolve(platform.SendResult{}, fmt.Errorf("%w: %w", ErrSendPanicked, perr))
+			} else {
+				f.Resolve(platform.SendResult{}, fmt.Errorf("%w: %v", ErrSendPanicked, r))
+			}
 			panic(r)
 		}()
 		res, err := s.Send(ctx, req)

@@ -234,3 +234,49 @@ func TestAccessorsAndValues(t *testing.T) {
 		t.Fatalf("UserError = %q", err)
 	}
 }
+
+func TestWithMatchSharesEventState(t *testing.T) {
+	c := hctx.New(hctx.Config{Event: testEvent})
+	c.Set("k", 1)
+	d := c.WithMatch(hctx.Match{Command: "x", Args: []string{"y"}})
+	if v, _ := d.Get("k"); v != 1 {
+		t.Fatal("WithMatch lost the values")
+	}
+	d.Set("k", 2)
+	if v, _ := c.Get("k"); v != 2 {
+		t.Fatal("values not shared")
+	}
+	if c.Command() != "" || d.Command() != "x" || d.Logger() != c.Logger() || d.Event().ID != c.Event().ID {
+		t.Fatal("WithMatch did not keep its own match and share the rest")
+	}
+}
+
+func TestNoChat(t *testing.T) {
+	ev := testEvent
+	ev.Chat = platform.Chat{}
+	q := &queue{}
+	c := hctx.New(hctx.Config{Event: ev, Sender: platform.SenderFunc(func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
+		return platform.SendResult{}, nil
+	}), Submitter: q})
+	if _, err := c.ReplyText("x").Result(); !errors.Is(err, hctx.ErrNoChat) {
+		t.Fatalf("Reply without chat = %v", err)
+	}
+	if _, err := c.Send(platform.Chat{}, platform.TextMessage("x")).Result(); !errors.Is(err, hctx.ErrNoChat) {
+		t.Fatalf("Send to empty chat = %v", err)
+	}
+	if len(q.tasks) != 0 {
+		t.Fatal("a send without a chat was queued")
+	}
+}
+
+func TestSenderPanicWithError(t *testing.T) {
+	cause := errors.New("cause")
+	q := &queue{}
+	f := newCtx(platform.SenderFunc(func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
+		panic(cause)
+	}), q).ReplyText("x")
+	q.run(0, stdctx.Background())
+	if _, err := f.Result(); !errors.Is(err, hctx.ErrSendPanicked) || !errors.Is(err, cause) {
+		t.Fatalf("err = %v; want ErrSendPanicked wrapping the panic's error", err)
+	}
+}

@@ -67,12 +67,14 @@ type Stats struct {
 	// Received counts events HandleEvent accepted.
 	Received uint64
 	// Dropped counts events HandleEvent refused because the chat's inbound
-	// queue was full.
+	// queue was full, and events a forced shutdown cancelled before their
+	// handlers ran.
 	Dropped uint64
 	// Matched counts events at least one matcher accepted; Unmatched the
 	// others.
 	Matched, Unmatched uint64
-	// HandlerErrors and HandlerPanics count handler failures.
+	// HandlerErrors counts handler errors; HandlerPanics counts panics of
+	// handlers and of matchers' rules.
 	HandlerErrors, HandlerPanics uint64
 	// Handlers are the statistics of the inbound executor (one task per
 	// event); Outbound those of the OutboundDispatcher (one task per send).
@@ -95,7 +97,8 @@ type Stats struct {
 //
 // Handlers may be registered at any time, also while the engine runs; an
 // event sees the matchers registered when its handling started. All methods
-// are safe for concurrent use.
+// are safe for concurrent use. An Engine must be created with New; the zero
+// value is not usable.
 type Engine struct {
 	opts        options
 	log         *zap.Logger
@@ -110,9 +113,11 @@ type Engine struct {
 	seq      int
 	matchers atomic.Pointer[[]*matcher]
 
-	closed   atomic.Bool
-	running  atomic.Bool
-	shutOnce sync.Mutex // serialises Shutdown calls
+	closed    atomic.Bool
+	running   atomic.Bool
+	shutSem   chan struct{} // holds a token while a Shutdown runs
+	stopping  chan struct{} // closed when Shutdown is first called
+	closeOnce sync.Once
 
 	received, dropped, matched, unmatched atomic.Uint64
 	handlerErrors, handlerPanics          atomic.Uint64
@@ -155,6 +160,8 @@ func New(opts ...Option) (*Engine, error) {
 		senders:     make(map[string]platform.Sender, len(o.adapters)),
 		counters:    new(sender.Counters),
 		deadLetters: o.deadLetters,
+		shutSem:     make(chan struct{}, 1),
+		stopping:    make(chan struct{}),
 	}
 	e.matchers.Store(new([]*matcher))
 
@@ -284,7 +291,16 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 
 // process runs the matching handlers of one event.
 func (e *Engine) process(ctx context.Context, ev platform.Event) {
-	c := hctx.New(hctx.Config{
+	if ctx.Err() != nil {
+		// A forced shutdown cancelled the event before it was handled:
+		// running its handlers now would only have their replies refused.
+		e.dropped.Add(1)
+		return
+	}
+	// scratch evaluates the matchers; each handler gets its own Context
+	// with its match, so a later matcher never changes what an earlier
+	// handler (or a goroutine it started) sees.
+	scratch := hctx.New(hctx.Config{
 		Context:   ctx,
 		Event:     ev,
 		Sender:    e.senders[ev.Platform],
@@ -301,13 +317,12 @@ func (e *Engine) process(ctx context.Context, ev platform.Event) {
 		if blocked && m.priority > blockPriority {
 			break
 		}
-		match, ok := m.test(c, &in, e.opts.botUsername)
+		match, ok := e.test(scratch, m, &in)
 		if !ok {
 			continue
 		}
 		matched = true
-		c.SetMatch(match)
-		e.run(c, m.handler)
+		e.run(scratch.WithMatch(match), m.handler)
 		if m.block {
 			blocked, blockPriority = true, m.priority
 		}
@@ -318,9 +333,27 @@ func (e *Engine) process(ctx context.Context, ev platform.Event) {
 	}
 	e.unmatched.Add(1)
 	if e.opts.fallback != nil {
-		c.SetMatch(hctx.Match{})
-		e.run(c, e.opts.fallback)
+		e.run(scratch.WithMatch(hctx.Match{}), e.opts.fallback)
 	}
+}
+
+// test runs m's matcher and rules, recovering a panicking rule: it is
+// logged, counted and reported like a handler panic, and the matcher does
+// not accept the event; the other matchers still run.
+func (e *Engine) test(scratch *Context, m *matcher, in *input) (match hctx.Match, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false
+			e.handlerPanics.Add(1)
+			pe := &HandlerPanicError{Value: r, Stack: debug.Stack()}
+			c := scratch.WithMatch(hctx.Match{})
+			c.Logger().Error("matcher rule panicked", zap.Any("panic", r), zap.ByteString("stack", pe.Stack))
+			if e.opts.onError != nil {
+				e.callOnError(c, pe)
+			}
+		}
+	}()
+	return m.test(scratch, in, e.opts.botUsername)
 }
 
 // run runs one handler, logging and reporting its error or panic.
@@ -411,6 +444,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	var runErr error
 	select {
 	case <-ctx.Done():
+	case <-e.stopping: // Shutdown was called
 	case runErr = <-errc:
 		e.log.Error("adapter failed; stopping", zap.Error(runErr))
 	case <-allStopped:
@@ -449,25 +483,34 @@ func (e *Engine) handleFromAdapter(ev platform.Event) {
 	}
 }
 
-// Shutdown stops the engine in order: HandleEvent refuses new events; the
-// events already accepted are handled and running handlers finish; then
-// every reply they made is sent (the OutboundDispatcher's Shutdown). It
-// returns nil when all of that finished before ctx ended.
+// Shutdown stops the engine in order: HandleEvent refuses new events, and
+// Run, if it is running, begins to stop its adapters; the events already
+// accepted are handled and running handlers finish; then every reply they
+// made is sent (the OutboundDispatcher's Shutdown). It returns nil when all
+// of that finished before ctx ended.
 //
 // If ctx ends first, Shutdown force-closes both stages: handlers' contexts
-// and pending sends' contexts are cancelled, and pending sends run once
-// with their cancelled context, so their Futures resolve with the error
-// and the failures are kept as dead letters. Shutdown waits up to five more
-// seconds for that, then returns ctx.Err(). So after Shutdown returns, every
-// reply a handler made has been sent or its Future resolved with an error,
-// unless a sender ignores its context.
+// and pending sends' contexts are cancelled, events not yet handled are
+// dropped, and pending sends run once with their cancelled context, so their
+// Futures resolve with the error and the failures are kept as dead letters.
+// Shutdown waits up to five more seconds for each stage, then returns
+// ctx.Err(). So after Shutdown returns, every reply a handler made has been
+// sent or its Future resolved with an error, unless a sender or handler
+// ignores its context.
 //
-// Shutdown may be called more than once; later calls wait for what is left.
-// Run calls it when its context ends.
+// Shutdown may be called more than once and concurrently: a call waits
+// for an earlier one to finish (or its own ctx to end, returning ctx.Err())
+// and then for what is left. Run calls Shutdown when its context ends, and
+// returns after an outside call to Shutdown has stopped the adapters.
 func (e *Engine) Shutdown(ctx context.Context) error {
-	e.shutOnce.Lock()
-	defer e.shutOnce.Unlock()
 	e.closed.Store(true)
+	e.closeOnce.Do(func() { close(e.stopping) })
+	select {
+	case e.shutSem <- struct{}{}:
+		defer func() { <-e.shutSem }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	e.in.Close()
 	err := e.in.Drain(ctx)
 	if err == nil {
@@ -476,19 +519,22 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	st := e.out.Stats()
+	hs, st := e.in.Stats(), e.out.Stats()
 	e.log.Warn("shutdown timed out; cancelling pending work",
-		zap.Int("handlers_pending", e.in.Stats().Queued+e.in.Stats().Running),
+		zap.Int("events_pending", hs.Queued+hs.Running),
 		zap.Int("sends_pending", st.Queued+st.Running), zap.Error(err))
 	e.in.ForceClose()
 	e.out.ForceClose()
-	gctx, cancel := context.WithTimeout(context.Background(), forceGrace)
-	defer cancel()
-	if gerr := e.in.Shutdown(gctx); gerr == nil {
-		gerr = e.out.Shutdown(gctx)
-		if gerr != nil {
-			e.log.Error("sends ignore cancellation; some Futures may stay unresolved", zap.Error(gerr))
+	for _, stage := range []struct {
+		name string
+		d    *OutboundDispatcher
+	}{{"handlers", e.in}, {"sends", e.out}} {
+		gctx, cancel := context.WithTimeout(context.Background(), forceGrace)
+		if gerr := stage.d.Shutdown(gctx); gerr != nil {
+			e.log.Error("still running after cancellation; they ignore their context",
+				zap.String("stage", stage.name), zap.Error(gerr))
 		}
+		cancel()
 	}
 	return err
 }

@@ -24,8 +24,13 @@ var (
 
 // Rule decides whether a matcher accepts an event. Rules must not block and
 // must be safe for concurrent use: they run for every event, on the
-// handling goroutines.
+// handling goroutines. A panicking rule is recovered and reported like a
+// panicking handler; its matcher does not accept the event. In And, Or and
+// Not, a nil Rule accepts everything.
 type Rule func(c *Context) bool
+
+// accepts reports whether r accepts c; a nil rule accepts everything.
+func (r Rule) accepts(c *Context) bool { return r == nil || r(c) }
 
 // And returns a rule that accepts an event when every rule does; with no
 // rules it accepts everything. Rules are evaluated in order and stop at the
@@ -33,7 +38,7 @@ type Rule func(c *Context) bool
 func And(rules ...Rule) Rule {
 	return func(c *Context) bool {
 		for _, r := range rules {
-			if !r(c) {
+			if !r.accepts(c) {
 				return false
 			}
 		}
@@ -47,7 +52,7 @@ func And(rules ...Rule) Rule {
 func Or(rules ...Rule) Rule {
 	return func(c *Context) bool {
 		for _, r := range rules {
-			if r(c) {
+			if r.accepts(c) {
 				return true
 			}
 		}
@@ -57,7 +62,7 @@ func Or(rules ...Rule) Rule {
 
 // Not returns a rule that accepts what r refuses.
 func Not(r Rule) Rule {
-	return func(c *Context) bool { return !r(c) }
+	return func(c *Context) bool { return !r.accepts(c) }
 }
 
 // IsPrivate accepts events from private chats.
@@ -148,9 +153,12 @@ type MatcherInfo struct {
 	Kind string
 	// Words are the command names, prefixes, keywords or texts, first the
 	// main one, then the aliases; for regex, the expression.
-	Words       []string
-	Priority    int
-	Block       bool
+	Words []string
+	// Priority is the matcher's priority (see Priority).
+	Priority int
+	// Block says whether the matcher stops lower priorities (see Block).
+	Block bool
+	// Description is the text given with Description, or "".
 	Description string
 }
 

@@ -1,0 +1,36 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// A Shutdown that finds another one running waits for it only as long as
+// its own context allows.
+func TestShutdownWaitsWithItsOwnContext(t *testing.T) {
+	e, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.shutSem <- struct{}{} // another Shutdown is running
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v; want DeadlineExceeded", err)
+	}
+	if err := e.HandleEvent(testEvent()); !errors.Is(err, ErrEngineClosed) {
+		t.Fatalf("HandleEvent after Shutdown began = %v", err)
+	}
+	<-e.shutSem
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testEvent() platform.Event {
+	return platform.Event{Platform: "p", Kind: platform.EventMessage, Chat: platform.Chat{ID: "c"}, Text: "x"}
+}

@@ -1,0 +1,159 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	hctx "github.com/heraldbot/herald/core/context"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// A goroutine started by a handler keeps seeing that handler's match while
+// later matchers of the same event run (no data race under -race).
+func TestHandlerContextIsItsOwn(t *testing.T) {
+	e, _ := newEngine(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var bad error
+	must(t, e.OnCommand("go", func(c *engine.Context) error {
+		wg.Go(func() {
+			for {
+				if c.Command() != "go" || !slices.Equal(c.Args(), []string{"a"}) {
+					bad = errors.New("match changed under a running goroutine")
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		})
+		return nil
+	}))
+	done := make(chan struct{})
+	must(t, e.OnRegex(`^/go (a)$`, func(c *engine.Context) error {
+		if c.Command() != "" || c.Matches()[1] != "a" {
+			bad = errors.New("second handler saw the first one's match")
+		}
+		close(done)
+		return nil
+	}, engine.Priority(1)))
+	must(t, e.HandleEvent(msg(dm, ann, "/go a")))
+	<-done
+	close(stop)
+	wg.Wait()
+	if bad != nil {
+		t.Fatal(bad)
+	}
+}
+
+// A panicking rule is recovered and reported; the other matchers still run.
+func TestRulePanics(t *testing.T) {
+	var hookErrs []error
+	var mu sync.Mutex
+	r := &recorder{}
+	e, _ := newEngine(t, engine.WithOnError(func(_ *engine.Context, err error) {
+		mu.Lock()
+		hookErrs = append(hookErrs, err)
+		mu.Unlock()
+	}))
+	must(t, e.On(func(*engine.Context) bool { panic("bad rule") }, r.handler("never")))
+	must(t, e.On(engine.And(nil, engine.Or(nil), engine.Not(engine.Not(nil))), r.handler("nil rules accept"), engine.Priority(1)))
+	must(t, e.OnMessage(r.handler("later"), engine.Priority(2)))
+	must(t, e.HandleEvent(msg(dm, ann, "x")))
+	must(t, e.Shutdown(testCtx(t)))
+	if got := r.entries(); !slices.Equal(got, []string{"nil rules accept", "later"}) {
+		t.Fatalf("ran %q", got)
+	}
+	var pe *engine.HandlerPanicError
+	if len(hookErrs) != 1 || !errors.As(hookErrs[0], &pe) || pe.Value != "bad rule" {
+		t.Fatalf("OnError got %v", hookErrs)
+	}
+	if st := e.Stats(); st.HandlerPanics != 1 || st.Matched != 1 {
+		t.Fatalf("Stats = %+v", st)
+	}
+}
+
+// Shutdown makes Run return, after draining the replies handlers made.
+func TestShutdownStopsRun(t *testing.T) {
+	e, mem := newEngine(t)
+	must(t, e.OnCommand("hi", func(c *engine.Context) error {
+		c.ReplyText("hello")
+		return nil
+	}))
+	runDone := make(chan error, 1)
+	go func() { runDone <- e.Run(context.Background()) }()
+	mem.Say(dm, ann, "/hi")
+	if _, err := mem.WaitSent(testCtx(t), dm.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-runDone:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after Shutdown")
+	}
+}
+
+// After a forced shutdown, events still queued are dropped, not handled.
+func TestForcedShutdownDropsQueuedEvents(t *testing.T) {
+	e, _ := newEngine(t, engine.WithHandlerConcurrency(1))
+	release := make(chan struct{})
+	started := make(chan struct{})
+	var handled sync.Map
+	must(t, e.OnMessage(func(c *engine.Context) error {
+		handled.Store(c.Text(), true)
+		if c.Text() == "first" {
+			close(started)
+			<-release
+		}
+		return nil
+	}))
+	must(t, e.HandleEvent(msg(dm, ann, "first")))
+	<-started
+	for _, s := range []string{"a", "b", "c"} {
+		must(t, e.HandleEvent(msg(platform.Chat{ID: s, Type: platform.ChatPrivate}, ann, s)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		close(release)
+	}()
+	if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v", err)
+	}
+	for _, s := range []string{"a", "b", "c"} {
+		if _, ok := handled.Load(s); ok {
+			t.Fatalf("event %q handled after the forced shutdown", s)
+		}
+	}
+	if st := e.Stats(); st.Dropped != 3 {
+		t.Fatalf("Dropped = %d; want 3", st.Dropped)
+	}
+}
+
+// An event without a chat cannot be replied to: the Future says so at once.
+func TestReplyWithoutChat(t *testing.T) {
+	e, _ := newEngine(t)
+	got := make(chan error, 1)
+	must(t, e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
+		_, err := c.ReplyText("where to?").Result()
+		got <- err
+		return nil
+	}))
+	must(t, e.HandleEvent(platform.Event{Platform: "memory", Kind: platform.EventCallback, From: ann, Text: "data"}))
+	if err := <-got; !errors.Is(err, hctx.ErrNoChat) {
+		t.Fatalf("Reply = %v; want ErrNoChat", err)
+	}
+}
