@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
@@ -121,5 +123,75 @@ func TestHelpText(t *testing.T) {
 	})
 	if want := "Commands:\n/a, /b — does a\n/c"; got != want {
 		t.Errorf("help = %q; want %q", got, want)
+	}
+}
+
+// /count larger than the chat's queue waits for room instead of losing
+// numbers.
+func TestCountLargerThanQueue(t *testing.T) {
+	mem := memory.New()
+	e, err := engine.New(engine.WithAdapter(mem), engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 4}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Use(count.New()); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		mem.SlowNext("1", 5*time.Millisecond) // keep the queue full for a while
+	}
+	if err := e.HandleEvent(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage,
+		Chat: memory.Private("1"), From: memory.User("u", "Ann"), Text: "/count 30"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := mem.Texts("1")
+	want := make([]string, 30)
+	for i := range want {
+		want[i] = fmt.Sprint(i + 1)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("/count 30 with a queue of 4 sent %q", got)
+	}
+}
+
+// When the handler's time runs out, /count stops, logs it, and what it
+// sent has no gap.
+func TestCountStopsWhenOutOfTime(t *testing.T) {
+	mem := memory.New()
+	core, logs := observer.New(zap.WarnLevel)
+	e, err := engine.New(engine.WithAdapter(mem), engine.WithHandlerTimeout(50*time.Millisecond),
+		engine.WithLogger(zap.New(core)), engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Use(count.New()); err != nil {
+		t.Fatal(err)
+	}
+	mem.SlowNext("1", 200*time.Millisecond)
+	if err := e.HandleEvent(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage,
+		Chat: memory.Private("1"), From: memory.User("u", "Ann"), Text: "/count 10"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := mem.Texts("1")
+	if len(got) == 0 || len(got) >= 10 {
+		t.Fatalf("replies %q; want a prefix of 1…10", got)
+	}
+	for i, s := range got {
+		if s != fmt.Sprint(i+1) {
+			t.Fatalf("replies %q have a gap", got)
+		}
+	}
+	if logs.FilterMessage("count stopped early").Len() != 1 {
+		t.Fatalf("no log line for the early stop: %v", logs.All())
 	}
 }

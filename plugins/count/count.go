@@ -4,6 +4,7 @@
 package count
 
 import (
+	"errors"
 	"strconv"
 
 	"go.uber.org/zap"
@@ -15,12 +16,6 @@ import (
 
 // Max is the largest N /count accepts.
 const Max = 100
-
-// Window is how many of its replies /count lets wait in the dispatcher at
-// once. Up to Window messages are queued without waiting; after that,
-// message i waits until message i-Window was sent, so /count never fills a
-// chat's queue (64 by default) and has its replies refused.
-const Window = 32
 
 // Usage is the reply to /count without a valid N.
 const Usage = "Usage: /count N, with N from 1 to 100"
@@ -39,6 +34,13 @@ func (*Plugin) Register(e *engine.Engine) error {
 	return e.OnCommand("count", handle, engine.Description("send N numbered messages, in order"))
 }
 
+// handle queues the replies without waiting for them. A chat's queue holds
+// a bounded number of replies (64 by default), so when a reply is refused
+// with ErrQueueFull, handle waits until its oldest queued reply has been
+// sent and tries again: a count larger than the queue is throttled to the
+// platform's pace instead of cut short. If the handler's time runs out
+// first, it stops and logs where; the user then has a gap-free 1…k, and
+// no note, since the chat's queue is still full.
 func handle(c *engine.Context) error {
 	args := c.Args()
 	n := 0
@@ -49,16 +51,32 @@ func handle(c *engine.Context) error {
 		c.ReplyText(Usage)
 		return nil
 	}
-	pending := make([]*future.Future[platform.SendResult], 0, n)
-	for i := 1; i <= n; i++ {
-		if i > Window {
-			if _, err := pending[i-1-Window].Wait(c.Context()); err != nil {
-				c.Logger().Warn("count stopped", zap.Int("at", i), zap.Error(err))
+	var queued []*future.Future[platform.SendResult] // not yet known to be sent, oldest first
+	for i := 1; i <= n; {
+		f := c.ReplyText(strconv.Itoa(i))
+		_, err := f.Result()
+		switch {
+		case errors.Is(err, engine.ErrQueueFull) && len(queued) > 0:
+			oldest := queued[0]
+			queued = queued[1:]
+			if _, werr := oldest.Wait(c.Context()); c.Context().Err() != nil {
+				stop(c, i, n, werr)
 				return nil
 			}
+			continue // try number i again
+		case errors.Is(err, future.ErrNotReady):
+			queued = append(queued, f)
+		case err != nil:
+			// Refused for another reason (the engine is shutting down, or
+			// the queue is full of other replies): going on cannot help.
+			stop(c, i, n, err)
+			return nil
 		}
-		// No Wait here: the dispatcher sends them one after another, in order.
-		pending = append(pending, c.ReplyText(strconv.Itoa(i)))
+		i++
 	}
 	return nil
+}
+
+func stop(c *engine.Context, at, n int, err error) {
+	c.Logger().Warn("count stopped early", zap.Int("at", at), zap.Int("of", n), zap.Error(err))
 }
