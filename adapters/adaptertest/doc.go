@@ -56,8 +56,9 @@
 //   - parse modes, inline buttons, photos and long texts arrive as sent, as
 //     far as the platform has them;
 //   - Send refuses an invalid message with a [platform.IsPermanent] error
-//     wrapping [platform.ErrInvalidMessage], before, during and after Run,
-//     and nothing reaches the peer;
+//     wrapping [platform.ErrInvalidMessage], and nothing reaches the peer;
+//     the Sender refuses it as permanent before Run too, and after Run it
+//     still answers promptly;
 //   - Send with a cancelled or expired context fails at once with an error
 //     wrapping the context's error, and nothing reaches the peer; a send the
 //     peer holds up returns within 5 seconds of its context's end;

@@ -13,7 +13,9 @@ import (
 )
 
 // testName checks that Name is a non-empty identifier that does not change
-// when Run starts and stops, and that Sender works before Run.
+// when Run starts and stops, and that Sender works before Run: an invalid
+// message is refused as permanent (the target is the zero Chat, since the
+// peer's chats exist only once Run runs, and it is invalid too).
 func testName(t *testing.T, h Harness, f Features) {
 	e := newEnv(t, h, f)
 	if e.name == "" {
@@ -26,7 +28,12 @@ func testName(t *testing.T, h Harness, f Features) {
 		t.Errorf("Name() = %q, then %q; want it stable", e.name, got)
 	}
 	if e.a.Sender() == nil {
-		t.Error("Sender() = nil before Run")
+		t.Fatal("Sender() = nil before Run")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if r := e.send(ctx, platform.Chat{}, platform.OutboundMessage{}, promptly); !platform.IsPermanent(r.err) {
+		t.Errorf("Send of an empty message before Run = %v; want a permanent error", r.err)
 	}
 	e.start()
 	if got := e.a.Name(); got != e.name {

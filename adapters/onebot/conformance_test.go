@@ -36,27 +36,39 @@ import (
 // the suite's run sets it, to check that the failure then stays retryable
 // (send_test.go covers the default).
 func TestConformance(t *testing.T) {
-	adaptertest.TestAdapter(t, newOBPeer, adaptertest.Features{
-		NoParseMode:  true,
-		NoButtons:    true,
-		NoRetryAfter: true,
-	})
+	adaptertest.TestAdapter(t, newReversePeer, obFeatures)
+}
+
+// TestConformanceForward runs the suite in forward mode: the fake serves a
+// WebSocket on 127.0.0.1, the adapter dials it, and the fake names its bot
+// with a lifecycle connect event, as go-cqhttp does.
+func TestConformanceForward(t *testing.T) {
+	adaptertest.TestAdapter(t, newForwardPeer, obFeatures)
+}
+
+// obFeatures is what OneBot v11, and the fake, cannot do; see
+// TestConformance.
+var obFeatures = adaptertest.Features{
+	NoParseMode:  true,
+	NoButtons:    true,
+	NoRetryAfter: true,
 }
 
 // obSelfID is the fake implementation's bot account.
 const obSelfID = 10001
 
 // obPeer is a fake OneBot implementation for one adapter. User n has the
-// QQ ID 3000+n and group n the ID 5000+n.
+// QQ ID 3000+n and group n the ID 5000+n. It has one connection at a time
+// (a newer one replaces it), whose reader answers the adapter's actions.
 type obPeer struct {
-	a   *Adapter
-	url string // the reverse WebSocket endpoint
+	a    *Adapter
+	dial func(ctx context.Context) error // reverse mode: dials the adapter
 
 	msgID atomic.Int64 // message IDs of events and of accepted sends
 
 	mu     sync.Mutex
-	ws     *websocket.Conn // nil until Ready
-	done   chan struct{}   // closed when the reader of ws stops
+	ws     *websocket.Conn // the current connection; nil before the first
+	conns  []obConn        // every connection, for cleanup
 	inbox  map[string][]platform.OutboundMessage
 	faults map[string][]adaptertest.FaultKind
 	errs   []string // frames the fake could not understand
@@ -65,16 +77,23 @@ type obPeer struct {
 	wmu sync.Mutex // one writer of ws at a time
 }
 
-func newOBPeer(t *testing.T) adaptertest.Peer {
-	a, err := New(Config{RetryAmbiguous: true, Logger: zap.NewNop()})
+// obConn is a connection and the channel its reader closes when it stops.
+type obConn struct {
+	ws   *websocket.Conn
+	done chan struct{}
+}
+
+// newOBPeer returns a peer for an adapter configured by cfg, which it
+// cleans up when the test ends.
+func newOBPeer(t *testing.T, cfg Config) *obPeer {
+	cfg.RetryAmbiguous = true
+	cfg.Logger = zap.NewNop()
+	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
 	p := &obPeer{
 		a:      a,
-		url:    "ws" + strings.TrimPrefix(srv.URL, "http") + DefaultPath,
 		inbox:  map[string][]platform.OutboundMessage{},
 		faults: map[string][]adaptertest.FaultKind{},
 		change: make(chan struct{}),
@@ -82,11 +101,11 @@ func newOBPeer(t *testing.T) adaptertest.Peer {
 	p.msgID.Store(700)
 	t.Cleanup(func() {
 		p.mu.Lock()
-		ws, done, errs := p.ws, p.done, p.errs
+		conns, errs := p.conns, p.errs
 		p.mu.Unlock()
-		if ws != nil {
-			ws.Close()
-			<-done
+		for _, c := range conns {
+			c.ws.Close()
+			<-c.done
 		}
 		if len(errs) > 0 {
 			t.Errorf("the fake OneBot implementation could not handle: %q", errs)
@@ -95,33 +114,75 @@ func newOBPeer(t *testing.T) adaptertest.Peer {
 	return p
 }
 
-func (p *obPeer) Adapter() platform.Adapter { return p.a }
-
-// Ready dials the reverse endpoint as bot obSelfID, retrying while Run has
-// not started accepting, and waits until the adapter has registered the
-// connection.
-func (p *obPeer) Ready(ctx context.Context) error {
-	hdr := http.Header{"X-Self-ID": {strconv.Itoa(obSelfID)}, "X-Client-Role": {"Universal"}}
-	var ws *websocket.Conn
-	for {
-		var resp *http.Response
-		var err error
-		ws, resp, err = websocket.DefaultDialer.DialContext(ctx, p.url, hdr)
-		if err == nil {
-			break
-		}
-		if resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
-			return fmt.Errorf("onebot peer: dial: %w", err)
-		}
-		if !pause(ctx) { // 503: Run has not started yet
-			return ctx.Err()
+// newReversePeer serves the adapter's Handler on 127.0.0.1; Ready dials it
+// as bot obSelfID.
+func newReversePeer(t *testing.T) adaptertest.Peer {
+	p := newOBPeer(t, Config{})
+	srv := httptest.NewServer(p.a.Handler())
+	t.Cleanup(srv.Close)
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + DefaultPath
+	p.dial = func(ctx context.Context) error {
+		hdr := http.Header{"X-Self-ID": {strconv.Itoa(obSelfID)}, "X-Client-Role": {"Universal"}}
+		for {
+			ws, resp, err := websocket.DefaultDialer.DialContext(ctx, url, hdr)
+			if err == nil {
+				p.attach(ws)
+				return nil
+			}
+			if resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+				return fmt.Errorf("onebot peer: dial: %w", err)
+			}
+			if !pause(ctx) { // 503: Run has not started yet
+				return ctx.Err()
+			}
 		}
 	}
-	done := make(chan struct{})
+	return p
+}
+
+// newForwardPeer serves a WebSocket on 127.0.0.1 for the adapter to dial;
+// each connection is greeted with a lifecycle connect event naming bot
+// obSelfID.
+func newForwardPeer(t *testing.T) adaptertest.Peer {
+	var p *obPeer
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return // the upgrader has answered
+		}
+		p.attach(ws)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = p.write(ctx, map[string]any{"time": time.Now().Unix(), "self_id": obSelfID,
+			"post_type": "meta_event", "meta_event_type": "lifecycle", "sub_type": "connect"})
+	}))
+	t.Cleanup(srv.Close)
+	p = newOBPeer(t, Config{Mode: Forward, URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/"})
+	return p
+}
+
+// attach makes ws the peer's connection and starts its reader.
+func (p *obPeer) attach(ws *websocket.Conn) {
+	c := obConn{ws: ws, done: make(chan struct{})}
 	p.mu.Lock()
-	p.ws, p.done = ws, done
+	p.ws = ws
+	p.conns = append(p.conns, c)
 	p.mu.Unlock()
-	go p.serve(ws, done)
+	go p.serve(ws, c.done)
+}
+
+func (p *obPeer) Adapter() platform.Adapter { return p.a }
+
+// Ready connects (in reverse mode, dialling, and retrying while Run has
+// not started accepting) and waits until the adapter has registered bot
+// obSelfID.
+func (p *obPeer) Ready(ctx context.Context) error {
+	if p.dial != nil {
+		if err := p.dial(ctx); err != nil {
+			return err
+		}
+	}
 	for {
 		for _, b := range p.a.Bots() {
 			if b.SelfID == obSelfID {

@@ -1,10 +1,14 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +32,82 @@ func TestConformance(t *testing.T) {
 	adaptertest.TestAdapter(t, func(t *testing.T) adaptertest.Peer {
 		return &tgPeer{h: newHarness(t, nil)}
 	}, adaptertest.Features{MaxText: 4096})
+}
+
+// TestConformanceWebhook runs the suite against an adapter in webhook mode:
+// Run serves the webhook on 127.0.0.1 and registers it with the fake
+// server, and users' messages are POSTed to it, with the secret token, as
+// Telegram does. Sending is the same as in polling mode.
+func TestConformanceWebhook(t *testing.T) {
+	adaptertest.TestAdapter(t, func(t *testing.T) adaptertest.Peer {
+		h := newHarness(t, func(cfg *Config) {
+			cfg.Mode = Webhook
+			cfg.Webhook = WebhookConfig{
+				Listen:      "127.0.0.1:0",
+				Path:        "/hook",
+				SecretToken: "conformance-secret",
+				URL:         "https://bot.example.com/hook",
+			}
+		})
+		tr := &http.Transport{}
+		t.Cleanup(tr.CloseIdleConnections)
+		return &tgWebhookPeer{tgPeer: &tgPeer{h: h}, client: &http.Client{Transport: tr}}
+	}, adaptertest.Features{MaxText: 4096})
+}
+
+// tgWebhookPeer is tgPeer with users' messages POSTed to the adapter's
+// webhook instead of queued for getUpdates.
+type tgWebhookPeer struct {
+	*tgPeer
+	client *http.Client
+	seq    atomic.Int64 // update and message IDs
+}
+
+// Ready waits until Run has registered the webhook and serves it.
+func (p *tgWebhookPeer) Ready(ctx context.Context) error {
+	return p.h.srv.WaitUntil(ctx, func() bool {
+		return p.h.srv.Webhook().URL != "" && p.h.a.WebhookAddr() != nil
+	})
+}
+
+// Say POSTs the update of a message, as Telegram would.
+func (p *tgWebhookPeer) Say(ctx context.Context, chat platform.Chat, from platform.User, text string) error {
+	chatID, err := strconv.ParseInt(chat.ID, 10, 64)
+	if err != nil {
+		return fmt.Errorf("telegram peer: chat ID %q: %w", chat.ID, err)
+	}
+	userID, err := strconv.ParseInt(from.ID, 10, 64)
+	if err != nil {
+		return fmt.Errorf("telegram peer: user ID %q: %w", from.ID, err)
+	}
+	addr := p.h.a.WebhookAddr()
+	if addr == nil {
+		return errors.New("telegram peer: the webhook is not served")
+	}
+	id := int(p.seq.Add(1))
+	tc := &tgbotapi.Chat{ID: chatID, Type: telegramtest.ChatType(chatID), Title: chat.Title}
+	body, err := json.Marshal(tgbotapi.Update{UpdateID: id, Message: &tgbotapi.Message{
+		MessageID: id, From: &tgbotapi.User{ID: userID, FirstName: from.Name},
+		Date: int(time.Now().Unix()), Chat: tc, Text: text,
+	}})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr.String()+"/hook", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(secretHeader, "conformance-secret")
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("telegram peer: webhook: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("telegram peer: webhook answered %s", resp.Status)
+	}
+	return nil
 }
 
 // tgPeer drives a telegramtest server for the suite. User n has the ID
