@@ -488,8 +488,8 @@ func TestReplyFutureOutcomes(t *testing.T) {
 
 	mem.PanicNext(dm.ID, "sender bug")
 	must(t, e.HandleEvent(msg(dm, ann, "/say panic")))
-	if _, err := wait(); err == nil || !strings.Contains(err.Error(), "panicked") {
-		t.Fatalf("sender panic: %v", err)
+	if _, err := wait(); !errors.Is(err, sender.ErrSenderPanicked) || !platform.IsPermanent(err) {
+		t.Fatalf("sender panic: %v; want a permanent ErrSenderPanicked", err)
 	}
 
 	// Queue full: one slow send running, one waiting, the third refused.
@@ -510,7 +510,8 @@ func TestReplyFutureOutcomes(t *testing.T) {
 	if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], engine.ErrQueueFull) {
 		t.Fatalf("queue-full replies: %v", errs)
 	}
-	if st := e.Stats(); st.DeadLetters != 1 || st.Sends.DeadLettered != 1 || st.Outbound.Panicked != 1 {
+	// The permanent failure and the recovered panic are dead letters.
+	if st := e.Stats(); st.DeadLetters != 2 || st.Sends.DeadLettered != 2 || st.Outbound.Failed != 2 {
 		t.Fatalf("Stats = %+v", st)
 	}
 }

@@ -42,7 +42,7 @@ type DefaultConfig struct {
 // Default returns the decorator chain Herald wraps around each platform
 // sender, from the outside in:
 //
-//	Metrics → Logging → Counters → DeadLetters → Retry → RateLimit → Timeout → platform sender
+//	Metrics → Logging → Counters → DeadLetters → Retry → RateLimit → Timeout → Recover → platform sender
 //
 // The package documentation explains why each one sits where it does.
 // Decorators whose configuration is nil or switched off are left out.
@@ -59,5 +59,6 @@ func Default(cfg DefaultConfig) SenderDecorator {
 		Retry(cfg.Retry),
 		RateLimit(cfg.RateLimit),
 		Timeout(timeout),
+		Recover(cfg.Logger),
 	)
 }

@@ -11,7 +11,7 @@
 //
 // [Default] builds, from the outside in:
 //
-//	Metrics → Logging → Counters → DeadLetters → Retry → RateLimit → Timeout → platform sender
+//	Metrics → Logging → Counters → DeadLetters → Retry → RateLimit → Timeout → Recover → platform sender
 //
 // and each position is chosen for a reason:
 //
@@ -32,9 +32,12 @@
 //   - RateLimit sits above Timeout, so time spent waiting for a token does not
 //     eat into an attempt's timeout; it sees the platform's retry-after
 //     errors directly and pauses the chat's limiter for the time asked.
-//   - Timeout is innermost and bounds each single attempt; because it sits
-//     under Retry, every attempt gets a fresh deadline derived from the send's
-//     own context, never an already expired one.
+//   - Timeout bounds each single attempt; because it sits under Retry,
+//     every attempt gets a fresh deadline derived from the send's own
+//     context, never an already expired one.
+//   - Recover is innermost: a panicking platform sender becomes a permanent
+//     error, which every decorator above sees as a failed send, so nothing
+//     vanishes in a panic.
 //
 // # Attempts
 //
