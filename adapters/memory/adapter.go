@@ -243,7 +243,8 @@ func (a *Adapter) SlowNext(chatID string, d time.Duration) {
 }
 
 // FailWhen makes every send for which rule returns an error fail with that
-// error, until the test ends. Rules run in the order added.
+// error, for the rest of the adapter's life. Rules run in the order added,
+// after the faults of FailNext, PanicNext and SlowNext.
 func (a *Adapter) FailWhen(rule func(platform.SendRequest) error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
