@@ -1,9 +1,7 @@
 package onebot
 
 import (
-	"context"
 	"testing"
-	"testing/synctest"
 	"time"
 )
 
@@ -27,10 +25,10 @@ func TestBackoff(t *testing.T) {
 		{0, 2, 50 * time.Millisecond},
 	}
 	for _, tt := range tests {
-		got := backoff(tt.attempt, lo, hi, tt.r)
+		got := reconnectDelay(tt.attempt, lo, hi, tt.r)
 		// Allow a nanosecond of float rounding.
 		if d := got - tt.want; d < -1 || d > 1 {
-			t.Errorf("backoff(%d, r=%v) = %v; want %v", tt.attempt, tt.r, got, tt.want)
+			t.Errorf("reconnectDelay(%d, r=%v) = %v; want %v", tt.attempt, tt.r, got, tt.want)
 		}
 	}
 	// Properties over many attempts and jitters: within [cap/2, cap], and the
@@ -42,33 +40,18 @@ func TestBackoff(t *testing.T) {
 			capd = lo << attempt
 		}
 		for _, r := range []float64{0, 0.25, 0.5, 0.75, 0.999} {
-			got := backoff(attempt, lo, hi, r)
+			got := reconnectDelay(attempt, lo, hi, r)
 			if got < capd/2 || got > capd {
-				t.Fatalf("backoff(%d, %v) = %v; want within [%v, %v]", attempt, r, got, capd/2, capd)
+				t.Fatalf("reconnectDelay(%d, %v) = %v; want within [%v, %v]", attempt, r, got, capd/2, capd)
 			}
 		}
-		low := backoff(attempt, lo, hi, 0)
+		low := reconnectDelay(attempt, lo, hi, 0)
 		if low < prevLow {
 			t.Fatalf("backoff decreased at attempt %d", attempt)
 		}
 		prevLow = low
 	}
-	if got := backoff(0, time.Second, time.Second, 0.5); got != 750*time.Millisecond {
+	if got := reconnectDelay(0, time.Second, time.Second, 0.5); got != 750*time.Millisecond {
 		t.Fatalf("lo == hi: %v", got)
 	}
-}
-
-func TestSleepCtx(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		if !sleepCtx(t.Context(), 3*time.Second) || time.Since(start) != 3*time.Second {
-			t.Fatalf("sleepCtx slept %v", time.Since(start))
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		defer cancel()
-		start = time.Now()
-		if sleepCtx(ctx, time.Hour) || time.Since(start) != time.Second {
-			t.Fatalf("sleepCtx with a 1s context returned after %v", time.Since(start))
-		}
-	})
 }

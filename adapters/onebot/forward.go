@@ -12,6 +12,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/infra/backoff"
 )
 
 // runForward dials URL and serves the connection, redialling with backoff
@@ -46,10 +48,10 @@ func (a *Adapter) runForward(ctx context.Context) error {
 				attempt = 0
 			}
 		}
-		d := backoff(attempt, a.cfg.ReconnectMin, a.cfg.ReconnectMax, rand.Float64())
+		d := reconnectDelay(attempt, a.cfg.ReconnectMin, a.cfg.ReconnectMax, rand.Float64())
 		attempt++
 		a.log.Info("onebot: reconnecting", zap.Duration("in", d))
-		if !sleepCtx(ctx, d) {
+		if !backoff.Sleep(ctx, d) {
 			return nil
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/infra/backoff"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -155,21 +156,9 @@ func (a *Adapter) retrying(ctx context.Context, fn func(context.Context) error) 
 			return fatal
 		}
 		a.log.Warn("telegram: request failed; retrying", zap.Error(scrub(err, a.cfg.Token)), zap.Duration("retry_in", wait))
-		if !sleep(ctx, wait) {
+		if !backoff.Sleep(ctx, wait) {
 			return ctx.Err()
 		}
-	}
-}
-
-// sleep waits for d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

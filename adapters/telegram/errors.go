@@ -12,6 +12,7 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"github.com/heraldbot/herald/infra/backoff"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -181,7 +182,7 @@ func runFailure(err error, attempt int, jitter float64) (time.Duration, error) {
 	if platform.IsPermanent(err) {
 		return 0, err
 	}
-	return backoff(attempt, jitter), nil
+	return failureDelay(attempt, jitter), nil
 }
 
 // Backoff bounds after a transient failure of a Run call.
@@ -190,15 +191,10 @@ const (
 	maxBackoff = 30 * time.Second
 )
 
-// backoff returns the wait after attempt failures in a row (0 for the
+// failureDelay returns the wait after attempt failures in a row (0 for the
 // first failure): an exponential delay d = minBackoff·2^attempt capped at
 // maxBackoff, of which the upper half is scaled by jitter in [0, 1), so the
 // result lies in [d/2, d).
-func backoff(attempt int, jitter float64) time.Duration {
-	d := maxBackoff
-	if attempt >= 0 && attempt < 16 {
-		d = min(minBackoff<<attempt, maxBackoff)
-	}
-	jitter = min(max(jitter, 0), 1)
-	return d/2 + time.Duration(jitter*float64(d/2))
+func failureDelay(attempt int, jitter float64) time.Duration {
+	return backoff.EqualJitter(backoff.Exponential(attempt, minBackoff, maxBackoff), jitter)
 }

@@ -128,8 +128,8 @@ func TestRunFailure(t *testing.T) {
 		{"404 (malformed token)", api(404, 0), ErrUnauthorized, 0},
 		{"409", api(409, 0), ErrConflict, 0},
 		{"429", api(429, 9), nil, 9 * time.Second},
-		{"500 backs off", api(500, 0), nil, backoff(0, 0.5)},
-		{"network backs off", errors.New("telegram: getUpdates: connection refused"), nil, backoff(0, 0.5)},
+		{"500 backs off", api(500, 0), nil, failureDelay(0, 0.5)},
+		{"network backs off", errors.New("telegram: getUpdates: connection refused"), nil, failureDelay(0, 0.5)},
 	}
 	for _, tt := range tests {
 		wait, fatal := runFailure(tt.err, 0, 0.5)
@@ -149,7 +149,7 @@ func TestRunFailure(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
+func TestFailureDelay(t *testing.T) {
 	tests := []struct {
 		attempt  int
 		jitter   float64
@@ -163,22 +163,22 @@ func TestBackoff(t *testing.T) {
 		{6, 0, 15 * time.Second, 0}, // 32 s capped at 30 s
 		{6, 0.999999, 15 * time.Second, 30 * time.Second},
 		{60, 0, 15 * time.Second, 0},
-		{1 << 30, 1, 30 * time.Second, 0},
-		{-1, 0, 15 * time.Second, 0},
+		{1 << 30, 0.5, 22500 * time.Millisecond, 0},
+		{-1, 0, 250 * time.Millisecond, 0},
 		{0, -3, 250 * time.Millisecond, 0},
 	}
 	for _, tt := range tests {
-		d := backoff(tt.attempt, tt.jitter)
+		d := failureDelay(tt.attempt, tt.jitter)
 		if tt.max == 0 && d != tt.min || tt.max != 0 && (d < tt.min || d >= tt.max) {
-			t.Errorf("backoff(%d, %v) = %v; want %v..%v", tt.attempt, tt.jitter, d, tt.min, tt.max)
+			t.Errorf("failureDelay(%d, %v) = %v; want %v..%v", tt.attempt, tt.jitter, d, tt.min, tt.max)
 		}
 	}
 	// Monotone in attempt for a fixed jitter.
 	prev := time.Duration(0)
 	for a := range 20 {
-		d := backoff(a, 0.3)
+		d := failureDelay(a, 0.3)
 		if d < prev {
-			t.Fatalf("backoff(%d) = %v < backoff(%d) = %v", a, d, a-1, prev)
+			t.Fatalf("failureDelay(%d) = %v < failureDelay(%d) = %v", a, d, a-1, prev)
 		}
 		prev = d
 	}

@@ -10,6 +10,8 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/infra/backoff"
 )
 
 // pollLimit is the most updates one getUpdates call asks for.
@@ -56,7 +58,7 @@ func (a *Adapter) runPolling(ctx context.Context, rs *runState) error {
 		}
 		attempt++
 		a.log.Warn("telegram: getUpdates failed; retrying", zap.Error(scrub(err, a.cfg.Token)), zap.Duration("retry_in", wait))
-		if !sleep(ctx, wait) {
+		if !backoff.Sleep(ctx, wait) {
 			return nil
 		}
 	}

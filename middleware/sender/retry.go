@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldbot/herald/infra/backoff"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -203,15 +204,7 @@ func (s *retrySender) giveUp(rec *sendRecord, attempts int, last, reason error) 
 // the first): BaseBackoff·2^(attempt−1), capped at MaxBackoff, shortened by
 // up to Jitter of itself.
 func (s *retrySender) backoff(attempt int) time.Duration {
-	b := s.cfg.BaseBackoff
-	for i := 1; i < attempt && b < s.cfg.MaxBackoff; i++ {
-		if b > s.cfg.MaxBackoff/2 {
-			b = s.cfg.MaxBackoff
-			break
-		}
-		b *= 2
-	}
-	b = min(b, s.cfg.MaxBackoff)
+	b := backoff.Exponential(attempt-1, s.cfg.BaseBackoff, s.cfg.MaxBackoff)
 	if s.cfg.Jitter > 0 {
 		b -= time.Duration(s.rand() * s.cfg.Jitter * float64(b))
 	}
