@@ -155,6 +155,21 @@ func (a *Adapter) deliver(ev platform.Event) {
 	h(ev)
 }
 
+// adopt registers a new connection and closes the bot's previous one, which
+// it replaces. It reports false, after closing c, when Run is not running.
+// A caller that got true must call unregister when c is done.
+func (a *Adapter) adopt(c *conn) bool {
+	old, ok := a.register(c)
+	if !ok {
+		c.close(errShutdown)
+		return false
+	}
+	if old != nil {
+		old.close(errReplaced)
+	}
+	return true
+}
+
 // register adds a new connection. A connection with a self ID replaces the
 // bot's previous one, which it returns for the caller to close (outside the
 // lock). ok is false when Run is not running; the caller then closes c.

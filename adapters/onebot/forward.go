@@ -90,15 +90,10 @@ func (a *Adapter) dial(ctx context.Context) (*conn, error) {
 
 // serveForward serves one forward connection until it drops or ctx ends.
 func (a *Adapter) serveForward(ctx context.Context, c *conn) {
-	old, ok := a.register(c)
-	if !ok {
-		c.close(errShutdown)
+	if !a.adopt(c) {
 		return
 	}
 	defer a.unregister(c)
-	if old != nil {
-		old.close(errReplaced)
-	}
 	closed := make(chan struct{})
 	stopWatch := context.AfterFunc(ctx, func() {
 		defer close(closed)

@@ -83,15 +83,10 @@ func (a *Adapter) serveReverse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := newConn(a, ws, r.RemoteAddr, selfID)
-	old, ok := a.register(c)
-	if !ok {
-		c.close(errShutdown)
+	if !a.adopt(c) {
 		return
 	}
 	defer a.unregister(c)
-	if old != nil {
-		old.close(errReplaced)
-	}
 	c.log.Info("onebot: bot connected", zap.Int64("self_id", selfID))
 	c.serve()
 }
