@@ -43,3 +43,19 @@ type Drainer interface {
 	Adapter
 	StopReceiving()
 }
+
+// ConfirmingAdapter is implemented by an [Adapter] that can leave an event
+// unconfirmed on its platform when the engine cannot take it, so the
+// platform delivers it again (Telegram's getUpdates offset, a webhook's
+// HTTP status). The engine then calls RunConfirmed instead of Run.
+//
+// RunConfirmed is like Run, but handle reports whether the engine took the
+// event: nil means it did; an error means it refused it (the chat's inbound
+// queue is full, or the engine is stopping), and the adapter must not
+// confirm that event — nor, to keep each chat's order, any later one —
+// before the engine has taken it. The adapter decides when to offer it
+// again; it should back off first.
+type ConfirmingAdapter interface {
+	Adapter
+	RunConfirmed(ctx context.Context, handle func(Event) error) error
+}

@@ -104,3 +104,68 @@ func TestRunDrainsBeforeClosingConnections(t *testing.T) {
 		t.Fatalf("StopReceiving called %d times, running %v", conn.stops, conn.running)
 	}
 }
+
+// confirmingAdapter records what the engine answers for each event.
+type confirmingAdapter struct {
+	*memory.Adapter
+	events  chan platform.Event
+	answers chan error
+}
+
+func (a *confirmingAdapter) Run(context.Context, func(platform.Event)) error {
+	return errors.New("Run called instead of RunConfirmed")
+}
+
+func (a *confirmingAdapter) RunConfirmed(ctx context.Context, handle func(platform.Event) error) error {
+	for {
+		select {
+		case ev := <-a.events:
+			a.answers <- handle(ev)
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+var _ platform.ConfirmingAdapter = (*confirmingAdapter)(nil)
+
+// A ConfirmingAdapter learns which events the engine refused.
+func TestRunConfirmedReportsRefusals(t *testing.T) {
+	a := &confirmingAdapter{Adapter: memory.New(), events: make(chan platform.Event), answers: make(chan error)}
+	e, err := engine.New(engine.WithAdapter(a), engine.WithInboundQueueSize(1), engine.WithHandlerConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	must(t, e.OnMessage(func(*engine.Context) error {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		return nil
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	ev := msg(dm, ann, "x")
+	a.events <- ev
+	if err := <-a.answers; err != nil {
+		t.Fatalf("first event refused: %v", err)
+	}
+	<-started
+	a.events <- ev
+	if err := <-a.answers; err != nil {
+		t.Fatalf("second event refused: %v", err)
+	}
+	a.events <- ev
+	if err := <-a.answers; !errors.Is(err, engine.ErrQueueFull) {
+		t.Fatalf("third event: %v; want ErrQueueFull", err)
+	}
+	close(release)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}

@@ -385,7 +385,10 @@ func (e *Engine) callOnError(c *Context, err error) {
 	e.opts.onError(c, err)
 }
 
-// Run starts every adapter and feeds their events to HandleEvent. It blocks
+// Run starts every adapter and feeds their events to HandleEvent; an
+// adapter that implements platform.ConfirmingAdapter learns which events
+// HandleEvent refused, so it can have the platform deliver them again. It
+// blocks
 // until ctx ends or an adapter fails for good, then stops the engine,
 // giving pending handlers and replies WithShutdownTimeout to finish (see
 // Shutdown):
@@ -425,7 +428,12 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		wg.Go(func() {
 			defer cancel()
-			err := a.Run(actx, e.handleFromAdapter)
+			var err error
+			if ca, ok := a.(platform.ConfirmingAdapter); ok {
+				err = ca.RunConfirmed(actx, e.HandleEvent)
+			} else {
+				err = a.Run(actx, e.handleFromAdapter)
+			}
 			if err != nil && actx.Err() == nil {
 				errc <- fmt.Errorf("engine: adapter %s: %w", a.Name(), err)
 			} else if err != nil {
