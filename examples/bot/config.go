@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -45,8 +46,11 @@ func (e *settingError) Error() string {
 	return fmt.Sprintf("%s (-%s): %v", e.s.env, e.s.flag, e.err)
 }
 
-// errHelp is returned for -h and -help.
-var errHelp = flag.ErrHelp
+// The forms Telegram accepts for a bot token and a webhook secret.
+var (
+	telegramToken = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
+	webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+)
 
 // parseConfig reads the configuration from args (without the program name)
 // and the environment lookup function. A bad value returns an error naming
@@ -75,11 +79,9 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	fs := flag.NewFlagSet("bot", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
 	for _, s := range settings {
-		def := s.def
-		if v, ok := lookup(getenv, s.env); ok {
-			def = v
-		}
-		fs.StringVar(s.dst, s.flag, def, s.usage+" (env "+s.env+")")
+		// The usage text shows the built-in default, never the
+		// environment's value: that may be a token.
+		fs.StringVar(s.dst, s.flag, s.def, s.usage+" (env "+s.env+")")
 		bySetting[s.dst] = s
 	}
 	if err := fs.Parse(args); err != nil {
@@ -87,6 +89,13 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, s := range settings {
+		if v, ok := lookup(getenv, s.env); ok && !given[s.flag] {
+			*s.dst = v // flags win over the environment
+		}
 	}
 	bad := func(dst *string, format string, a ...any) error {
 		return &settingError{s: bySetting[dst], err: fmt.Errorf(format, a...)}
@@ -118,6 +127,12 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		return config{}, bad(&raw.logFormat, `want "console" or "json", got %q`, raw.logFormat)
 	}
 
+	if cfg.telegramToken != "" && !telegramToken.MatchString(cfg.telegramToken) {
+		return config{}, bad(&raw.telegramToken, "not a bot token (want digits, a colon, then letters, digits, '_' or '-', as @BotFather gives)")
+	}
+	if cfg.telegramWebhookSecret != "" && !webhookSecret.MatchString(cfg.telegramWebhookSecret) {
+		return config{}, bad(&raw.webhookSecret, "want 1 to 256 of A-Z, a-z, 0-9, '_' and '-'")
+	}
 	if cfg.telegramEndpoint != "" {
 		if strings.Count(cfg.telegramEndpoint, "%s") != 2 || strings.Count(cfg.telegramEndpoint, "%") != 2 {
 			return config{}, bad(&raw.telegramEndpoint, "want a URL format with two %%s (token, method), got %q", cfg.telegramEndpoint)

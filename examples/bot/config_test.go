@@ -73,6 +73,25 @@ var badConfigs = []struct {
 	{"webchat off alone", nil, []string{"WEBCHAT_ADDR", "off"}, "WEBCHAT_ADDR"},
 	{"webchat addr", []string{"-webchat-addr", "localhost"}, nil, "WEBCHAT_ADDR"},
 	{"metrics addr", nil, []string{"METRICS_ADDR", "9090"}, "METRICS_ADDR"},
+	{"malformed token", nil, []string{"TELEGRAM_BOT_TOKEN", "not a token"}, "TELEGRAM_BOT_TOKEN"},
+	{"control character in token", nil, []string{"TELEGRAM_BOT_TOKEN", "1:ab\x7fc"}, "TELEGRAM_BOT_TOKEN"},
+	{"webhook secret", nil, []string{"TELEGRAM_BOT_TOKEN", "1:x", "TELEGRAM_WEBHOOK_URL", "https://x.example/h",
+		"TELEGRAM_WEBHOOK_LISTEN", ":8443", "TELEGRAM_WEBHOOK_SECRET", "has space"}, "TELEGRAM_WEBHOOK_SECRET"},
+}
+
+// Neither -h nor a bad flag prints a secret from the environment.
+func TestUsageHidesSecrets(t *testing.T) {
+	secrets := env("TELEGRAM_BOT_TOKEN", "123:Zq7tokval", "TELEGRAM_WEBHOOK_SECRET", "Zq7hookval", "ONEBOT_ACCESS_TOKEN", "Zq7obval",
+		"ONEBOT_WS_LISTEN", "127.0.0.1:6701")
+	for _, args := range [][]string{{"-h"}, {"-nope"}} {
+		var stdout, stderr bytes.Buffer
+		run(context.Background(), args, secrets, &stdout, &stderr)
+		for _, s := range []string{"Zq7tokval", "Zq7hookval", "Zq7obval"} {
+			if strings.Contains(stderr.String()+stdout.String(), s) {
+				t.Fatalf("%v printed %q:\n%s", args, s, stderr.String())
+			}
+		}
+	}
 }
 
 func TestBadConfig(t *testing.T) {
