@@ -191,3 +191,11 @@ func testLogger() *zap.Logger { return zap.NewNop() }
 func updateFor(id int) *tgbotapi.Update {
 	return &tgbotapi.Update{UpdateID: id, Message: &tgbotapi.Message{MessageID: id, Chat: &tgbotapi.Chat{ID: 1, Type: "private"}, Text: "x"}}
 }
+
+// activate makes a Run of a seem active, delivering to handle, without
+// polling or serving: for tests of WebhookHandler alone. It is undone at
+// the end of the test.
+func activate(t *testing.T, a *Adapter, handle func(platform.Event)) {
+	a.run.Store(&runState{handle: handle, answers: make(chan string, 1), log: a.log, seen: make(map[int]struct{})})
+	t.Cleanup(func() { a.run.Store(nil) })
+}

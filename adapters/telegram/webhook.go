@@ -33,7 +33,8 @@ const (
 //   - 403 when Webhook.SecretToken is set and the
 //     X-Telegram-Bot-Api-Secret-Token header differs (nothing is handled);
 //   - 503 while no Run is active, so Telegram delivers the update later;
-//   - 400 to a body that is not JSON, 413 to one over 4 MiB;
+//   - 400 to a body that is not JSON or could not be read, 413 to one over
+//     4 MiB;
 //   - 200 to an update that was handled, and to one that is JSON but not
 //     an update (it is skipped with a log line: Telegram would only send it
 //     again).
@@ -64,7 +65,13 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &mbe) {
 			a.log.Warn("telegram: refused an oversized webhook request", zap.String("remote", r.RemoteAddr))
 			http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+			return
 		}
+		// The body was cut off (the connection broke, a proxy timed out):
+		// the update was not read, so it must not be answered 200, which
+		// would tell Telegram it was handled.
+		a.log.Warn("telegram: could not read a webhook request", zap.String("remote", r.RemoteAddr), zap.Error(err))
+		http.Error(w, "could not read the body", http.StatusBadRequest)
 		return
 	}
 	if !json.Valid(body) {

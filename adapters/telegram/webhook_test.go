@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -195,5 +196,27 @@ func TestWebhookRefused(t *testing.T) {
 	}
 	if h.a.WebhookAddr() != nil {
 		t.Fatal("listener left open")
+	}
+}
+
+// brokenBody is a request body whose read fails, as when the client's
+// connection breaks mid-body.
+type brokenBody struct{}
+
+func (brokenBody) Read([]byte) (int, error) { return 0, errors.New("connection reset by peer") }
+
+// A body that cannot be read is answered 400, never 200: Telegram must not
+// take the update for handled.
+func TestWebhookBodyReadError(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Mode = Webhook })
+	var handled int
+	activate(t, h.a, func(platform.Event) { handled++ })
+	w := httptest.NewRecorder()
+	h.a.WebhookHandler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", brokenBody{}))
+	if w.Code != http.StatusBadRequest || handled != 0 {
+		t.Fatalf("status %d, %d events; want 400 and none", w.Code, handled)
+	}
+	if logged(h.logs, "could not read a webhook request") != 1 {
+		t.Fatal("read error not logged")
 	}
 }
