@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -70,16 +71,60 @@ func (a *Adapter) makeRequest(ctx context.Context, method string, params tgbotap
 // redactedToken replaces the token in redacted text.
 const redactedToken = "<token>"
 
-// redact replaces every form of token (as is, path-escaped, query-escaped)
-// in s.
+// redact replaces every form of token in s: as it is, path- and
+// query-escaped (with upper- or lower-case hex digits), quoted as Go and
+// JSON quote it, and, when it is long enough not to match ordinary words
+// (a real token's 35 characters are), its secret part after the colon
+// alone, which catches any other escaping of the colon. [New] admits only
+// tokens whose secret part no escaping changes.
 func redact(s, token string) string {
 	if token == "" {
 		return s
 	}
-	for _, t := range []string{token, url.PathEscape(token), url.QueryEscape(token)} {
-		s = strings.ReplaceAll(s, t, redactedToken)
+	forms := []string{
+		token,
+		url.PathEscape(token),
+		url.QueryEscape(token),
+		lowerHex(url.PathEscape(token)),
+		lowerHex(url.QueryEscape(token)),
+		strings.Trim(strconv.Quote(token), `"`),
+		strings.Trim(strconv.QuoteToASCII(token), `"`),
+	}
+	if j, err := json.Marshal(token); err == nil {
+		forms = append(forms, strings.Trim(string(j), `"`))
+	}
+	if _, secret, ok := strings.Cut(token, ":"); ok && len(secret) >= minRedactedSecret {
+		forms = append(forms, secret)
+	}
+	for _, t := range forms {
+		if t != "" {
+			s = strings.ReplaceAll(s, t, redactedToken)
+		}
 	}
 	return s
+}
+
+// minRedactedSecret is the shortest secret part [redact] replaces on its
+// own.
+const minRedactedSecret = 8
+
+// lowerHex returns s with the hex digits of its %XX escapes in lower case.
+func lowerHex(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lowerASCII(b[i+1]), lowerASCII(b[i+2])
+			i += 2
+		}
+	}
+	return string(b)
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // redactURLError removes the token from the URL of a *url.Error, which

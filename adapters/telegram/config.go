@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -32,9 +33,11 @@ const DefaultPollTimeout = 30 * time.Second
 // Config configures an [Adapter]. Only Token is required: the zero value of
 // every other field means the documented default.
 type Config struct {
-	// Token is the bot's token from @BotFather. It is required. It is part
-	// of every request URL and never appears in the adapter's errors or log
-	// lines.
+	// Token is the bot's token from @BotFather, such as
+	// "123456:AAE-x_yz": digits, a colon, then letters, digits, "_" and
+	// "-" (New refuses anything else, so the token needs no escaping in a
+	// URL). It is required. It is part of every request URL and never
+	// appears in the adapter's errors or log lines.
 	Token string
 
 	// APIEndpoint is the Bot API URL as a format with two %s verbs, the
@@ -104,6 +107,9 @@ type WebhookConfig struct {
 	URL string
 }
 
+// tokenPattern is the form of a bot token.
+var tokenPattern = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
+
 // pollGrace is added to the poll timeout to bound one getUpdates request.
 const pollGrace = 15 * time.Second
 
@@ -116,8 +122,8 @@ func (cfg Config) normalize() (Config, error) {
 	if cfg.Token == "" {
 		return bad("no token")
 	}
-	if strings.ContainsAny(cfg.Token, "/?#% \t\r\n") {
-		return bad("the token has characters that cannot be part of a URL path")
+	if !tokenPattern.MatchString(cfg.Token) {
+		return bad("the token is not of the form @BotFather gives: digits, a colon, then letters, digits, _ and -")
 	}
 	if cfg.APIEndpoint == "" {
 		cfg.APIEndpoint = tgbotapi.APIEndpoint

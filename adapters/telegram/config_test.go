@@ -1,7 +1,9 @@
 package telegram
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -35,7 +37,15 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 	}{
 		{"no token", Config{}},
-		{"token with a slash", Config{Token: "12/3"}},
+		{"token with a slash", Config{Token: "123:SECRET/token"}},
+		{"token with a control character", Config{Token: "123:SECRET\x7ftoken"}},
+		{"token with a space", Config{Token: "123:SECRET token"}},
+		{"token with a percent sign", Config{Token: "123:SECRET%2Ftoken"}},
+		{"token without a colon", Config{Token: "123SECRET"}},
+		{"token without an ID", Config{Token: ":SECRET"}},
+		{"token without a secret", Config{Token: "123:"}},
+		{"token with letters in the ID", Config{Token: "12a:SECRET"}},
+		{"token with a line break", Config{Token: "123:SECRET\n"}},
 		{"endpoint with one verb", Config{Token: token, APIEndpoint: "http://x/bot%s"}},
 		{"endpoint with another verb", Config{Token: token, APIEndpoint: "http://x/bot%s/%s/%d"}},
 		{"endpoint not http", Config{Token: token, APIEndpoint: "ftp://x/bot%s/%s"}},
@@ -66,6 +76,21 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+// New admits only tokens of the form @BotFather gives.
+func TestConfigTokenForm(t *testing.T) {
+	for _, tok := range []string{"1:x", "123456:AAE-x_yz", "7123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"} {
+		if _, err := New(Config{Token: tok}); err != nil {
+			t.Errorf("New refused token %q: %v", tok, err)
+		}
+	}
+	// A control character would make every request URL fail to parse, with
+	// the URL, quoted (the token escaped), in the error: New refuses it.
+	_, err := New(Config{Token: "123:abc\x7fSECRET", APIEndpoint: "http://127.0.0.1:1/bot%s/%s"})
+	if !errors.Is(err, ErrInvalidConfig) || strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), `\x7f`) {
+		t.Fatalf("New = %v; want ErrInvalidConfig without the token", err)
+	}
+}
+
 func TestRedact(t *testing.T) {
 	const token = "123:AB/C d"
 	for _, s := range []string{
@@ -77,6 +102,30 @@ func TestRedact(t *testing.T) {
 			t.Errorf("redact(%q) = %q", s, got)
 		}
 	}
+	// Escaped forms, as errors print URLs and strings: Go quoting (%q
+	// turns a control character into \x7f), JSON, and percent escapes with
+	// lower-case hex digits.
+	const odd = "123:abc\x7fSECRET\"é"
+	for _, s := range []string{
+		fmt.Sprintf("parse %q: net/url: invalid control character in URL", "http://x/bot"+odd+"/getMe"),
+		fmt.Sprintf("%+q", odd),
+		string(must(json.Marshal(map[string]string{"url": "http://x/bot" + odd}))),
+		"http://x/bot123%3aabc%7fSECRET%22%c3%a9/getMe",
+	} {
+		if got := redact(s, odd); strings.Contains(got, "SECRET") || !strings.Contains(got, "<token>") {
+			t.Errorf("redact(%q) = %q", s, got)
+		}
+	}
+	// A valid token's secret part is redacted on its own, whatever became
+	// of the colon.
+	const valid = "123456:AAE-x_yz0123"
+	if got := redact("bot123456\\u003aAAE-x_yz0123/getMe", valid); strings.Contains(got, "AAE") {
+		t.Errorf("secret part kept: %q", got)
+	}
+	// A short secret is not: it would mangle ordinary words.
+	if got := redact("taxi x", "1:x"); got != "taxi x" {
+		t.Errorf("short secret redacted on its own: %q", got)
+	}
 	if redact("abc", "") != "abc" {
 		t.Error("empty token changed the text")
 	}
@@ -84,4 +133,11 @@ func TestRedact(t *testing.T) {
 	if err.Error() != "oops <token>" {
 		t.Errorf("scrub = %q", err)
 	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
