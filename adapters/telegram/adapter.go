@@ -74,8 +74,10 @@ func (a *Adapter) Sender() platform.Sender { return platform.SenderFunc(a.Send) 
 // polls getUpdates in its own loop: a failed poll is retried after an
 // exponential backoff (0.5 s doubling to 30 s, with jitter), or after
 // exactly the retry_after of a 429. Updates are confirmed to Telegram only
-// past those handed to handle, so none is skipped or handled twice; on the
-// way out Run confirms the last batch with one short call. In [Webhook]
+// past those handed to handle, so none is skipped or handled twice; when
+// ctx ends Run confirms the last batch with one short call (not after
+// ErrConflict or ErrUnauthorized: that call would end the long poll of the
+// process that won, and those updates go to it again). In [Webhook]
 // mode Run listens on Webhook.Listen (if set), registers Webhook.URL with
 // setWebhook (if set) and serves [Adapter.WebhookHandler] at Webhook.Path
 // until ctx ends, then shuts its server down.

@@ -34,7 +34,21 @@ func (a *Adapter) runPolling(ctx context.Context, rs *runState) error {
 	if err != nil {
 		return err
 	}
-	defer a.confirm(ctx)
+	if err := a.poll(ctx, rs); err != nil {
+		// Not confirmed: confirming is a getUpdates call, which after
+		// ErrConflict would end the long poll of the process that won
+		// (with a 409 of its own), and after ErrUnauthorized would fail
+		// anyway. The updates handled since the last poll are delivered
+		// again to whoever polls next.
+		return err
+	}
+	a.confirm(ctx)
+	return nil
+}
+
+// poll runs the getUpdates loop until ctx ends (nil) or a call fails for
+// good (the error).
+func (a *Adapter) poll(ctx context.Context, rs *runState) error {
 	for attempt := 0; ; {
 		if ctx.Err() != nil {
 			return nil

@@ -289,3 +289,48 @@ func TestPollAllowedUpdatesParam(t *testing.T) {
 		})
 	}
 }
+
+// After a fatal getUpdates answer Run does not confirm what it handled:
+// the confirming call would itself be a getUpdates, and after a 409 it
+// would end the long poll of the process that won.
+func TestPollNoConfirmAfterFatalError(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		want   error
+	}{
+		{http.StatusConflict, ErrConflict},
+		{http.StatusUnauthorized, ErrUnauthorized},
+	} {
+		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
+			h := newHarness(t, nil)
+			var (
+				mu    sync.Mutex
+				polls int
+			)
+			// The first poll gets the update; the second, which would
+			// confirm it, is refused.
+			h.srv.InjectFunc(func(r telegramtest.Request) *telegramtest.Fault {
+				if r.Method != "getUpdates" {
+					return nil
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if polls++; polls == 2 {
+					return &telegramtest.Fault{Status: tc.status}
+				}
+				return nil
+			})
+			h.srv.SendUserMessage(1, ann, "handled, not confirmed")
+			r := h.run(t)
+			r.next(t, 1)
+			if err := r.wait(t, waitPeriod); !errors.Is(err, tc.want) {
+				t.Fatalf("Run = %v; want %v", err, tc.want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if polls != 2 || h.srv.Offset() != 0 {
+				t.Fatalf("%d getUpdates calls, server offset %d; want 2 and 0 (no confirming call after the %d)", polls, h.srv.Offset(), tc.status)
+			}
+		})
+	}
+}
