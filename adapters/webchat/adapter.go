@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +58,7 @@ type Adapter struct {
 	log      *zap.Logger
 	handler  http.Handler
 	upgrader websocket.Upgrader
+	guard    *guard
 	events   chan platform.Event
 	ready    chan struct{}
 	msgSeq   atomic.Uint64 // last message ID given out
@@ -91,6 +91,7 @@ func New(cfg Config) (*Adapter, error) {
 		ready:  make(chan struct{}),
 		open:   make(map[*conn]struct{}),
 		chats:  newChats(cfg.MaxChats),
+		guard:  newGuard(cfg.AllowedOrigins),
 	}
 	a.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,
@@ -101,7 +102,7 @@ func New(cfg Config) (*Adapter, error) {
 			http.Error(w, "webchat: "+http.StatusText(status), status)
 		},
 	}
-	a.handler = a.newHandler()
+	a.handler = a.hostGuard(a.newHandler())
 	return a, nil
 }
 
@@ -115,7 +116,9 @@ func (a *Adapter) Sender() platform.Sender { return &Sender{a: a} }
 // files under "/static/" and the WebSocket at "/ws". Mount it elsewhere
 // with http.StripPrefix (the page uses relative URLs) and set
 // [Config.NoServer] to serve it only there. The WebSocket answers 503
-// Service Unavailable while Run is not running.
+// Service Unavailable while Run is not running. A request that arrives on
+// a loopback address with a Host that is not a loopback name gets 403
+// Forbidden (see the package doc's Security section).
 func (a *Adapter) Handler() http.Handler { return a.handler }
 
 // Ready returns a channel that is closed once Run accepts connections:
@@ -266,32 +269,6 @@ loop:
 // and events not yet handed over are dropped. Run keeps running until its
 // context ends. StopReceiving may be called more than once, and before Run.
 func (a *Adapter) StopReceiving() { a.stopRecv.Store(true) }
-
-// checkOrigin accepts requests without an Origin header (not from a
-// browser), from the page's own origin, and from Config.AllowedOrigins.
-func (a *Adapter) checkOrigin(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	o := strings.ToLower(origin)
-	for _, allowed := range a.cfg.AllowedOrigins {
-		if allowed == "*" || allowed == o {
-			return true
-		}
-	}
-	u, err := parseOrigin(origin)
-	return err == nil && strings.EqualFold(u, r.Host)
-}
-
-// parseOrigin returns the host[:port] of an Origin header value.
-func parseOrigin(origin string) (string, error) {
-	scheme, rest, ok := strings.Cut(origin, "://")
-	if !ok || (scheme != "http" && scheme != "https") || rest == "" || strings.ContainsAny(rest, "/?#@") {
-		return "", fmt.Errorf("webchat: malformed origin %q", origin)
-	}
-	return rest, nil
-}
 
 // nextMessageID returns a new message ID.
 func (a *Adapter) nextMessageID() string { return strconv.FormatUint(a.msgSeq.Add(1), 10) }

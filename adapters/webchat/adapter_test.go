@@ -292,6 +292,75 @@ func TestOrigin(t *testing.T) {
 	}
 }
 
+// TestHostCheck plays DNS rebinding: a page of another site whose name now
+// resolves to 127.0.0.1 sends its own name as Host, and as Origin for the
+// WebSocket, so the same-origin check alone would accept it. On a loopback
+// address only loopback names and the hosts of AllowedOrigins may be
+// named; the page, its files and the WebSocket answer others 403.
+func TestHostCheck(t *testing.T) {
+	tests := []struct {
+		name    string
+		allowed []string
+		host    string // "PORT" is replaced by the adapter's port
+		ok      bool
+	}{
+		{"listening address", nil, "127.0.0.1:PORT", true},
+		{"localhost", nil, "localhost:PORT", true},
+		{"localhost in capitals, no port", nil, "LocalHost", true},
+		{"IPv6 loopback", nil, "[::1]:PORT", true},
+		{"other loopback address", nil, "127.0.0.2:9", true},
+		{"rebound name", nil, "evil.example:PORT", false},
+		{"rebound name without port", nil, "evil.example", false},
+		{"localhost suffix", nil, "localhost.evil.example:PORT", false},
+		{"private address", nil, "192.168.1.10:PORT", false},
+		{"allowed origin's host", []string{"https://Chat.example:8443"}, "chat.example:PORT", true},
+		{"other host with allowed origins", []string{"https://chat.example"}, "evil.example:PORT", false},
+		{"wildcard", []string{"*"}, "evil.example:PORT", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _ := start(t, webchat.Config{AllowedOrigins: tt.allowed})
+			_, port, _ := net.SplitHostPort(a.Addr())
+			host := strings.ReplaceAll(tt.host, "PORT", port)
+			want := http.StatusForbidden
+			if tt.ok {
+				want = http.StatusOK
+			}
+			for _, path := range []string{"", "static/app.js", "static/style.css"} {
+				req, err := http.NewRequest(http.MethodGet, a.URL()+path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Host = host
+				resp, err := http.DefaultTransport.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Errorf("GET /%s with Host %q = %s; want %d", path, host, resp.Status, want)
+				}
+			}
+			// The WebSocket, from a page of that host.
+			ws, resp, err := dial(a, http.Header{"Host": {host}, "Origin": {"http://" + host}})
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("WebSocket with Host %q: %v", host, err)
+				}
+				ws.Close()
+				return
+			}
+			if err == nil {
+				ws.Close()
+				t.Fatalf("WebSocket with Host %q accepted; want 403", host)
+			}
+			if resp == nil || resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("WebSocket with Host %q: %v, %+v; want 403", host, err, resp)
+			}
+		})
+	}
+}
+
 // TestBadFrames sends frames the server must refuse with an error frame,
 // keeping the connection open.
 func TestBadFrames(t *testing.T) {

@@ -35,8 +35,10 @@ var ErrInvalidConfig = errors.New("webchat: invalid config")
 type Config struct {
 	// Addr is the TCP address Run listens on, in the form "host:port".
 	// Empty means DefaultAddr, "127.0.0.1:8080": only this machine can
-	// connect. A port of 0 picks a free port; [Adapter.Addr] tells which
-	// once [Adapter.Ready] is closed. Addr is unused when NoServer is set.
+	// connect, and requests must name a loopback host (see
+	// AllowedOrigins). A port of 0 picks a free port ("127.0.0.1:0");
+	// [Adapter.Addr] tells which once [Adapter.Ready] is closed. Addr is
+	// unused when NoServer is set.
 	Addr string
 
 	// NoServer makes Run start no HTTP server of its own: mount
@@ -57,8 +59,14 @@ type Config struct {
 	// WebSocket, besides the page's own origin; "*" allows every origin.
 	// Nil or empty means the page's own origin only (the Origin header's
 	// host must equal the request's Host), which is what the embedded page
-	// needs; behind a proxy that rewrites Host, list the public origin.
-	// Connections from other origins get 403.
+	// needs. Connections from other origins get 403.
+	//
+	// The host names of these origins are also the only names, besides
+	// localhost and loopback IP addresses, that a request arriving on a
+	// loopback address may give as its Host; others get 403, against DNS
+	// rebinding (see the package doc's Security section). So behind a
+	// proxy that passes a public name on to a loopback Addr, list the
+	// public origin. "*" turns this Host check off too.
 	AllowedOrigins []string
 
 	// HistorySize is the number of messages kept per chat and sent to a

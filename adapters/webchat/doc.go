@@ -98,6 +98,19 @@
 //
 // # Security
 //
+// The adapter guards a chat on a loopback address against the pages of
+// other sites open in the same browser. With DNS rebinding, a page of
+// evil.example makes its name resolve to 127.0.0.1; its requests then
+// reach the adapter with Host and Origin both naming evil.example, which a
+// same-origin check alone accepts. So a request that arrives on a loopback
+// address (every request, when Run listens on one, as with the default
+// Addr) must name in its Host header localhost, a loopback IP address such
+// as 127.0.0.1 or [::1] (any port), or a host of [Config.AllowedOrigins];
+// the page, its files and the WebSocket answer any other Host with 403
+// Forbidden. On other addresses (Addr ":8080", to be reachable from other
+// machines) there is no Host check: anyone who can reach the port can
+// chat.
+//
 // The WebSocket accepts browser connections only from the page's own origin
 // unless [Config.AllowedOrigins] says otherwise (others get 403 Forbidden);
 // clients that send no Origin header, which browsers always send, are
