@@ -56,7 +56,7 @@ func (a *Adapter) poll(ctx context.Context, rs *runState) error {
 		sent := a.offset
 		raws, err := a.getUpdates(ctx, sent, pollLimit, a.cfg.PollTimeout)
 		if err == nil {
-			a.confirmed = max(a.confirmed, sent)
+			a.confirmed = sent
 			if progressed := a.deliverBatch(ctx, rs, raws); progressed || len(raws) == 0 {
 				attempt = 0
 				continue
@@ -104,13 +104,21 @@ func (a *Adapter) getUpdates(ctx context.Context, offset, limit int, timeout tim
 }
 
 // deliverBatch decodes and delivers the updates of one getUpdates answer in
-// order, advancing a.offset past each update handed to rs and past each
-// malformed update (skipped with a log line). It stops early when ctx ends
-// or Run is closing. It reports whether the offset moved or an update was
-// skipped as already handled, that is, whether the next poll gets
-// something new.
+// order, setting a.offset past each update handed to rs, each duplicate of
+// one that was, and each malformed update (skipped with a log line).
+//
+// It trusts getUpdates: the answer holds the updates not yet confirmed,
+// so the offset becomes the last one's ID plus one even when that is lower
+// than the offset sent. Telegram starts update IDs afresh, at a random and
+// possibly lower value, after a bot received no update for about a week
+// (go-telegram-bot-api issue #156); an adapter that skipped IDs below its
+// offset as "already handled" would never hand on another update. True
+// repeats are caught by rs's window of recent IDs instead.
+//
+// It stops early when ctx ends or Run is closing. It reports whether the
+// offset moved, that is, whether the next poll gets something new.
 func (a *Adapter) deliverBatch(ctx context.Context, rs *runState, raws []json.RawMessage) bool {
-	progressed := false
+	start := a.offset
 	for _, raw := range raws {
 		if ctx.Err() != nil {
 			return true
@@ -124,23 +132,21 @@ func (a *Adapter) deliverBatch(ctx context.Context, rs *runState, raws []json.Ra
 				fields = append(fields, zap.Error(err))
 			}
 			a.log.Warn("telegram: skipping a malformed update", fields...)
-			if id > 0 && id >= a.offset {
+			if id > 0 {
 				a.offset = id + 1
-				progressed = true
 			}
 			continue
 		}
-		if u.UpdateID < a.offset {
-			progressed = true // already handled; the next poll will not return it
-			continue
+		if u.UpdateID+1 < a.offset {
+			a.log.Info("telegram: update IDs went back; Telegram starts them afresh after a week without updates",
+				zap.Int("update_id", u.UpdateID), zap.Int("offset", a.offset))
 		}
 		if !rs.deliver(&u) {
 			return true
 		}
 		a.offset = u.UpdateID + 1
-		progressed = true
 	}
-	return progressed
+	return a.offset != start
 }
 
 // updateIDOf reads the update_id of an update that did not decode, or
@@ -164,7 +170,7 @@ func updateIDOf(raw json.RawMessage) int {
 // this or another process) does not get them again. It is best effort and
 // takes at most confirmTimeout.
 func (a *Adapter) confirm(ctx context.Context) {
-	if a.offset <= a.confirmed {
+	if a.offset == a.confirmed {
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), confirmTimeout)

@@ -334,3 +334,56 @@ func TestPollNoConfirmAfterFatalError(t *testing.T) {
 		})
 	}
 }
+
+// After Telegram starts update IDs afresh below the adapter's offset, the
+// new updates are handled, once, and confirmed; a restart does not see
+// them again.
+func TestPollAfterUpdateIDsReset(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := waitCtx(t)
+	h.srv.ResetUpdateIDs(727334707)
+	h.srv.SendUserMessage(1, ann, "before")
+	r := h.run(t)
+	if ev := r.next(t, 1)[0]; ev.Text != "before" {
+		t.Fatalf("event %+v", ev)
+	}
+	if err := h.srv.WaitUntil(ctx, func() bool { return h.srv.Pending() == 0 && h.srv.WaitingPolls() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+
+	h.srv.ResetUpdateIDs(117314199) // a week later
+	var want []string
+	for i := range 3 {
+		want = append(want, fmt.Sprint("after a week ", i))
+		h.srv.SendUserMessage(int64(1+i), ann, want[i])
+	}
+	var got []string
+	for _, ev := range r.next(t, 3) {
+		got = append(got, ev.Text)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("handled %q; want %q", got, want)
+	}
+	// Confirmed by the next poll, which then waits: no tight loop.
+	if err := h.srv.WaitUntil(ctx, func() bool { return h.srv.Pending() == 0 && h.srv.WaitingPolls() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	polls := h.srv.Requests("getUpdates")
+	r.none(t)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if polls > 5 { // one per batch of at least one update, and the waiting one
+		t.Errorf("%d getUpdates calls for 4 updates; want at most 5", polls)
+	}
+
+	r2 := h.run(t)
+	if err := h.srv.WaitUntil(ctx, func() bool { return h.srv.WaitingPolls() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	r2.none(t)
+	late := h.srv.SendUserMessage(9, ann, "later")
+	if ev := r2.next(t, 1)[0]; ev.ID != strconv.Itoa(late) {
+		t.Fatalf("after restart: %+v", ev)
+	}
+}

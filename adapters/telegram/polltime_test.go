@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -235,6 +236,48 @@ func TestPollNoProgressBacksOff(t *testing.T) {
 		failed := logs.FilterMessageSnippet("getUpdates failed").All()
 		if len(failed) != 2 || !strings.Contains(fmt.Sprint(failed[0].ContextMap()["error"]), errNoProgress.Error()) {
 			t.Fatalf("no-progress failures logged as %+v", failed)
+		}
+	})
+}
+
+// Telegram starts update IDs afresh, possibly lower, after a week without
+// updates (go-telegram-bot-api issue #156 shows getUpdates with offset
+// 727334708 answered with update_id 117314199). Run hands the new update
+// on, and when the same answer comes again it backs off instead of
+// polling in a tight loop.
+func TestPollUpdateIDsReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		msg := func(id int, text string) string {
+			return fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"chat":{"id":1,"type":"private"},"date":1,"text":%q}}`, id, id, text)
+		}
+		low := ok("[" + msg(117314199, "after a week") + "]")
+		replies := []reply{ok("[" + msg(727334707, "before") + "]")}
+		for range 100 { // a server that does not take the confirmation
+			replies = append(replies, low)
+		}
+		s := &scripted{replies: map[string][]reply{"getUpdates": replies}}
+		a, err := New(Config{Token: testToken, APIEndpoint: "http://api.invalid/bot%s/%s", HTTPClient: &http.Client{Transport: s}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		var texts []string
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx, func(ev platform.Event) { texts = append(texts, ev.Text) }) }()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		if !slices.Equal(texts, []string{"before", "after a week"}) {
+			t.Fatalf("handled %q; want the update after the reset too, once", texts)
+		}
+		// Polls 1 and 2 got the updates; the repeats after them back off
+		// (at least 0.25 s, 0.5 s, 1 s, 2 s, 4 s, 8 s, with jitter), so
+		// 10 s hold at most 8 polls.
+		if n := len(s.times("getUpdates")); n > 8 {
+			t.Fatalf("%d getUpdates calls in 10 s: the loop does not back off", n)
 		}
 	})
 }

@@ -10,7 +10,8 @@
 //
 // A test pushes what users do ([Server.SendUserMessage], [Server.PushCallback],
 // [Server.PushUpdate]), reads what the bot sent ([Server.Sent],
-// [Server.WaitSent]) and injects failures: flood control with retry_after for
+// [Server.WaitSent]), makes Telegram start update IDs afresh
+// ([Server.ResetUpdateIDs]) and injects failures: flood control with retry_after for
 // one chat or for all ([Server.FloodWait]), a blocked chat
 // ([Server.Block]), a group migrated to a supergroup ([Server.Migrate]), or
 // any [Fault] — an HTTP status, a delay, a proxy's HTML error page — for the

@@ -70,6 +70,7 @@ type Server struct {
 	changed      chan struct{} // closed and replaced on every change of state
 	updates      []storedUpdate
 	nextUpdateID int
+	epoch        int // ResetUpdateIDs calls so far
 	offset       int
 	pollKick     chan struct{} // closed when a newer getUpdates starts
 	waitingPolls int
@@ -89,8 +90,9 @@ type upload struct {
 }
 
 type storedUpdate struct {
-	id  int
-	raw json.RawMessage
+	id    int
+	raw   json.RawMessage
+	epoch int // the number of ResetUpdateIDs calls before it was pushed
 }
 
 // NewServer starts a fake Bot API server on 127.0.0.1. The caller must call

@@ -473,3 +473,48 @@ func TestJSONBody(t *testing.T) {
 		t.Fatalf("bad JSON body: %d", resp.StatusCode)
 	}
 }
+
+// After ResetUpdateIDs the new, lower IDs are returned to a bot whose
+// offset came from the old ones, and confirmed only by an offset past them.
+func TestResetUpdateIDs(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	poll := func(offset int) []int {
+		t.Helper()
+		_, ar := call(t, srv, token, "getUpdates", url.Values{"offset": {fmt.Sprint(offset)}})
+		var ids []int
+		for _, u := range updates(t, ar) {
+			ids = append(ids, u.UpdateID)
+		}
+		return ids
+	}
+	srv.ResetUpdateIDs(727334707)
+	old := srv.SendUserMessage(1, ann, "before")
+	if old != 727334707 {
+		t.Fatalf("first ID after the reset = %d", old)
+	}
+	if got := poll(0); len(got) != 1 || got[0] != old {
+		t.Fatalf("getUpdates = %v", got)
+	}
+	if got := poll(old + 1); len(got) != 0 || srv.Pending() != 0 {
+		t.Fatalf("after confirming: %v, %d pending", got, srv.Pending())
+	}
+
+	srv.ResetUpdateIDs(117314199) // a week later
+	low := srv.SendUserMessage(1, ann, "after a week")
+	next := srv.SendUserMessage(2, ann, "and another")
+	if low != 117314199 || next != low+1 {
+		t.Fatalf("IDs after the second reset: %d, %d", low, next)
+	}
+	for range 2 { // the old offset confirms neither
+		if got := poll(old + 1); len(got) != 2 || got[0] != low || got[1] != next {
+			t.Fatalf("getUpdates with the old offset = %v; want [%d %d]", got, low, next)
+		}
+	}
+	if got := poll(low + 1); len(got) != 1 || got[0] != next {
+		t.Fatalf("getUpdates(%d) = %v; want [%d]", low+1, got, next)
+	}
+	if got := poll(next + 1); len(got) != 0 || srv.Pending() != 0 {
+		t.Fatalf("after confirming all: %v, %d pending", got, srv.Pending())
+	}
+}

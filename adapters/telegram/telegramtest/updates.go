@@ -163,8 +163,39 @@ func (s *Server) storeLocked(id int, raw json.RawMessage) {
 	if id >= s.nextUpdateID {
 		s.nextUpdateID = id + 1
 	}
-	s.updates = append(s.updates, storedUpdate{id: id, raw: raw})
+	s.updates = append(s.updates, storedUpdate{id: id, raw: raw, epoch: s.epoch})
 	s.notifyLocked()
+}
+
+// ResetUpdateIDs makes the updates pushed from now on count from next,
+// which may be lower than the IDs before, as Telegram does after a bot
+// received no update for about a week (go-telegram-bot-api issue #156:
+// getUpdates with offset 727334708 answered update_id 117314199).
+//
+// As on Telegram, a getUpdates offset above every ID given out since the
+// reset, that is, one a bot computed from the IDs before it, confirms the
+// updates from before the reset but not the new ones, which it returns.
+// An offset within the new IDs confirms by ID as usual. Call it with no
+// update pending, as on Telegram, where a week without updates comes
+// first: pending updates keep their IDs. Updates pushed with an explicit
+// UpdateID keep it.
+func (s *Server) ResetUpdateIDs(next int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch++
+	s.nextUpdateID = max(next, 1)
+	s.notifyLocked()
+}
+
+// confirmsLocked reports whether a getUpdates offset confirms u. s.mu must
+// be held.
+func (s *Server) confirmsLocked(offset int, u storedUpdate) bool {
+	if u.id >= offset {
+		return false
+	}
+	// An offset from before the last reset (above every ID given out
+	// since) does not confirm the updates after it.
+	return !(s.epoch > 0 && u.epoch == s.epoch && offset > s.nextUpdateID)
 }
 
 // Pending returns how many updates wait to be confirmed by getUpdates.
@@ -175,7 +206,9 @@ func (s *Server) Pending() int {
 }
 
 // Offset returns the highest offset a getUpdates call has sent: every
-// update with a lower ID is confirmed and gone.
+// update with a lower ID is confirmed and gone, except those pushed after
+// a [Server.ResetUpdateIDs] that the offsets sent since have not
+// confirmed.
 func (s *Server) Offset() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -218,7 +251,7 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, p map[string
 	if offset > 0 {
 		keep := s.updates[:0]
 		for _, u := range s.updates {
-			if u.id >= offset {
+			if !s.confirmsLocked(offset, u) {
 				keep = append(keep, u)
 			}
 		}
