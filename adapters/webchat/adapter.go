@@ -90,8 +90,13 @@ func New(cfg Config) (*Adapter, error) {
 		events: make(chan platform.Event, cfg.EventBuffer),
 		ready:  make(chan struct{}),
 		open:   make(map[*conn]struct{}),
-		chats:  newChats(cfg.MaxChats),
-		guard:  newGuard(cfg.AllowedOrigins),
+		chats: newChats(historyLimits{
+			MaxChats:        cfg.MaxChats,
+			HistorySize:     cfg.HistorySize,
+			HistoryBytes:    cfg.HistoryBytes,
+			MaxHistoryBytes: cfg.MaxHistoryBytes,
+		}),
+		guard: newGuard(cfg.AllowedOrigins),
 	}
 	a.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,

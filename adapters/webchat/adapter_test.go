@@ -2,6 +2,7 @@ package webchat_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -160,6 +161,61 @@ func TestHistoryBounded(t *testing.T) {
 		t.Fatalf("history = %q; want the last 5 messages %q", got, want)
 	}
 	bot.checkNoErrors(t)
+}
+
+// TestHistoryBytesOnTheWire fills a chat with the longest texts a tab may
+// send, all '<': frames carry them unescaped (not as 6-byte \u003c), and
+// the chat keeps only the newest messages that fit in HistoryBytes.
+func TestHistoryBytesOnTheWire(t *testing.T) {
+	const budget = 64 << 10
+	a, _ := start(t, webchat.Config{HistoryBytes: budget})
+	c := connect(t, a, hello{})
+	text := strings.Repeat("<", 16<<10)
+	var ids []string
+	for range 8 {
+		if err := c.ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"message","text":"`+text+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+		c.ws.SetReadDeadline(time.Now().Add(ioTimeout))
+		_, raw, err := c.ws.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(raw) > len(text)+512 || !strings.Contains(string(raw), text) {
+			t.Fatalf("echo frame of %d bytes for a text of %d; want the text unescaped", len(raw), len(text))
+		}
+		var f frame
+		if err := json.Unmarshal(raw, &f); err != nil || f.Message == nil || f.Message.Text != text {
+			t.Fatalf("echo frame: %v", err)
+		}
+		ids = append(ids, f.Message.ID)
+	}
+
+	ws, _, err := dial(a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := ws.WriteJSON(map[string]string{"type": "hello", "chat_id": c.hist.Chat.ID}); err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadDeadline(time.Now().Add(ioTimeout))
+	_, raw, err := ws.ReadMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h frame
+	if err := json.Unmarshal(raw, &h); err != nil || h.Type != "history" {
+		t.Fatalf("history frame: %v", err)
+	}
+	var got []string
+	for _, m := range h.Messages {
+		got = append(got, m.ID)
+	}
+	// Each message takes a little over 16 KiB: three fit in 64 KiB.
+	if want := ids[len(ids)-3:]; !slices.Equal(got, want) || len(raw) > budget+1024 {
+		t.Fatalf("history of %d bytes keeps messages %q; want the newest three %q within %d bytes", len(raw), got, want, budget)
+	}
 }
 
 func TestRoomFanOut(t *testing.T) {
@@ -723,6 +779,10 @@ func TestNewConfig(t *testing.T) {
 		{"zero", webchat.Config{}, true},
 		{"negative history", webchat.Config{HistorySize: -1}, false},
 		{"negative queue", webchat.Config{QueueSize: -1}, false},
+		{"negative history bytes", webchat.Config{HistoryBytes: -1}, false},
+		{"negative max history bytes", webchat.Config{MaxHistoryBytes: -1}, false},
+		{"negative queue bytes", webchat.Config{QueueBytes: -1}, false},
+		{"small byte budgets", webchat.Config{HistoryBytes: 1, MaxHistoryBytes: 1, QueueBytes: 1}, true},
 		{"negative read limit", webchat.Config{ReadLimit: -1}, false},
 		{"negative timeout", webchat.Config{WriteTimeout: -time.Second}, false},
 		{"ping not before pong", webchat.Config{PingInterval: time.Minute, PongWait: time.Minute}, false},

@@ -12,17 +12,20 @@ import (
 
 // Defaults of [Config]'s zero fields.
 const (
-	DefaultAddr           = "127.0.0.1:8080"
-	DefaultBotName        = "Herald"
-	DefaultHistorySize    = 200
-	DefaultMaxChats       = 1000
-	DefaultMaxConnections = 256
-	DefaultQueueSize      = 256
-	DefaultEventBuffer    = 256
-	DefaultReadLimit      = 64 << 10
-	DefaultPingInterval   = 30 * time.Second
-	DefaultPongWait       = 60 * time.Second
-	DefaultWriteTimeout   = 10 * time.Second
+	DefaultAddr            = "127.0.0.1:8080"
+	DefaultBotName         = "Herald"
+	DefaultHistorySize     = 200
+	DefaultHistoryBytes    = 4 << 20
+	DefaultMaxHistoryBytes = 128 << 20
+	DefaultMaxChats        = 1000
+	DefaultMaxConnections  = 256
+	DefaultQueueSize       = 256
+	DefaultQueueBytes      = 8 << 20
+	DefaultEventBuffer     = 256
+	DefaultReadLimit       = 64 << 10
+	DefaultPingInterval    = 30 * time.Second
+	DefaultPongWait        = 60 * time.Second
+	DefaultWriteTimeout    = 10 * time.Second
 )
 
 // ErrInvalidConfig is wrapped by the errors [New] returns for a Config it
@@ -70,10 +73,24 @@ type Config struct {
 	AllowedOrigins []string
 
 	// HistorySize is the number of messages kept per chat and sent to a
-	// tab when it connects. Messages are kept whole, attachments' bytes
-	// included, so a bot that sends large files may want it lower. Zero
-	// means DefaultHistorySize, 200.
+	// tab when it connects; older ones are dropped. Zero means
+	// DefaultHistorySize, 200.
 	HistorySize int
+
+	// HistoryBytes bounds the bytes of each chat's history: messages are
+	// kept as the page receives them (JSON, attachments' bytes included,
+	// as base64), and the oldest are dropped while a chat's messages
+	// together are larger. A message larger than HistoryBytes on its own
+	// reaches the open tabs but is not kept (its buttons then no longer
+	// work). Zero means DefaultHistoryBytes, 4 MiB.
+	HistoryBytes int
+
+	// MaxHistoryBytes bounds the bytes of all chats' histories together.
+	// Past it, the least recently used chats with no open tab are
+	// forgotten, and then, if need be, the oldest messages of the chats
+	// with open tabs are dropped. Zero means DefaultMaxHistoryBytes,
+	// 128 MiB.
+	MaxHistoryBytes int
 
 	// MaxChats bounds the number of chats whose history is kept; past it,
 	// the least recently used chat with no open tab is forgotten. Zero
@@ -90,6 +107,14 @@ type Config struct {
 	// and reloads the history) so that a slow tab never blocks a send.
 	// Zero means DefaultQueueSize, 256.
 	QueueSize int
+
+	// QueueBytes bounds the bytes of the frames waiting to be written to
+	// one tab, the one being written included; a frame that would take a
+	// tab past it disconnects the tab, as a full QueueSize does. A frame
+	// is always accepted into an empty queue, however large, so that a
+	// big history or message can reach a tab that keeps up. Zero means
+	// DefaultQueueBytes, 8 MiB.
+	QueueBytes int
 
 	// EventBuffer is the number of inbound events that may wait for Run to
 	// hand them to its handle func; when it is full, a tab's message is
@@ -148,9 +173,12 @@ func (c Config) withDefaults() (Config, error) {
 		c.BotName = DefaultBotName
 	}
 	setInt(&c.HistorySize, DefaultHistorySize, "HistorySize")
+	setInt(&c.HistoryBytes, DefaultHistoryBytes, "HistoryBytes")
+	setInt(&c.MaxHistoryBytes, DefaultMaxHistoryBytes, "MaxHistoryBytes")
 	setInt(&c.MaxChats, DefaultMaxChats, "MaxChats")
 	setInt(&c.MaxConnections, DefaultMaxConnections, "MaxConnections")
 	setInt(&c.QueueSize, DefaultQueueSize, "QueueSize")
+	setInt(&c.QueueBytes, DefaultQueueBytes, "QueueBytes")
 	setInt(&c.EventBuffer, DefaultEventBuffer, "EventBuffer")
 	switch {
 	case c.ReadLimit < 0:

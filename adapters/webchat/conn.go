@@ -2,11 +2,11 @@ package webchat
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -29,6 +29,7 @@ type conn struct {
 	ws     *websocket.Conn
 	remote string
 	out    chan []byte   // frames to write, bounded by Config.QueueSize
+	queued atomic.Int64  // bytes of the frames on out and being written, bounded by Config.QueueBytes
 	done   chan struct{} // closed by shut: the writer stops
 
 	shutOnce  sync.Once
@@ -56,16 +57,31 @@ func (c *conn) shut(code int, text string, abrupt bool) {
 }
 
 // enqueueLocked queues a frame for the writer without blocking and reports
-// whether it fitted. The caller holds a.mu, which orders the frames of all
-// conns of a chat the same way.
+// whether it fitted: the queue has room for one more frame (QueueSize) and
+// for its bytes (QueueBytes), or is empty. The caller holds a.mu, which
+// orders the frames of all conns of a chat the same way.
+//
+// INVARIANT: queued is at most max(QueueBytes, the largest frame queued).
+// Only enqueueLocked adds to it, under a.mu, and the writer only
+// subtracts, so the check and the add cannot be overtaken.
 func (c *conn) enqueueLocked(frame []byte) bool {
+	n := int64(len(frame))
+	if q := c.queued.Load(); q > 0 && q+n > int64(c.a.cfg.QueueBytes) {
+		return false
+	}
+	c.queued.Add(n)
 	select {
 	case c.out <- frame:
 		return true
 	default:
+		c.queued.Add(-n)
 		return false
 	}
 }
+
+// written takes a frame the writer has written, or failed to write, off
+// the queued bytes.
+func (c *conn) written(frame []byte) { c.queued.Add(-int64(len(frame))) }
 
 // serveWS upgrades a request to a WebSocket and serves it until it closes.
 func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -198,7 +214,9 @@ func (c *conn) writeLoop() {
 		select {
 		case frame := <-c.out:
 			c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
-			if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+			err := c.ws.WriteMessage(websocket.TextMessage, frame)
+			c.written(frame)
+			if err != nil {
 				c.shut(websocket.CloseAbnormalClosure, "", true)
 				return
 			}
@@ -217,7 +235,9 @@ func (c *conn) writeLoop() {
 			for {
 				select {
 				case frame := <-c.out:
-					if err := c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+					err := c.ws.WriteMessage(websocket.TextMessage, frame)
+					c.written(frame)
+					if err != nil {
 						return
 					}
 				default:
@@ -249,13 +269,15 @@ func (a *Adapter) dropLocked(c *conn) {
 	}
 }
 
-// slowLocked disconnects a tab whose queue is full.
+// slowLocked disconnects a tab whose queue is full (QueueSize frames or
+// QueueBytes bytes).
 func (a *Adapter) slowLocked(c *conn) {
 	a.dropLocked(c)
 	// No close frame: the socket is likely full, and mu is held.
 	c.shut(websocket.ClosePolicyViolation, "too slow", true)
 	a.log.Warn("webchat: tab cannot keep up; disconnected it (it will reconnect and reload the history)",
-		zap.String("remote", c.remote), zap.Int("queue", a.cfg.QueueSize))
+		zap.String("remote", c.remote), zap.Int("queued_frames", len(c.out)), zap.Int64("queued_bytes", c.queued.Load()),
+		zap.Int("queue_size", a.cfg.QueueSize), zap.Int("queue_bytes", a.cfg.QueueBytes))
 }
 
 // fanoutLocked queues frame for every tab of ch, disconnecting tabs whose
@@ -380,7 +402,7 @@ func (c *conn) message(text string) {
 		return
 	}
 	ch, user := c.chat, c.user
-	msg, err := json.Marshal(wireMessage{ID: id, From: wireUser{ID: user.ID, Name: user.Name}, Text: text, Time: t})
+	msg, err := marshal(wireMessage{ID: id, From: wireUser{ID: user.ID, Name: user.Name}, Text: text, Time: t})
 	if err != nil { // unreachable: strings and a current time always encode
 		a.log.Error("webchat: encoding a message", zap.Error(err))
 		return
@@ -397,8 +419,7 @@ func (c *conn) message(text string) {
 	if !a.queueEventLocked(c, ev) {
 		return
 	}
-	ch.history.push(entry{id: id, msg: msg}, a.cfg.HistorySize)
-	a.chats.touchLocked(ch)
+	a.chats.pushLocked(ch, entry{id: id, msg: msg})
 	a.fanoutLocked(ch, encodeMessageFrame(frameEcho, msg))
 }
 

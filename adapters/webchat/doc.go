@@ -11,9 +11,14 @@
 // localStorage, so a reload or a second tab continues the same conversation.
 // The query parameter ?room=NAME puts every tab that opens it into one group
 // chat ([platform.ChatGroup]) with the ID "room:NAME" (see [RoomChatID]).
-// The adapter keeps the last [Config.HistorySize] messages of each chat in
-// memory and sends them to a tab when it connects, so a reload shows the
-// conversation; history does not survive a restart of the process.
+// The adapter keeps the last messages of each chat in memory and sends them
+// to a tab when it connects, so a reload shows the conversation; history
+// does not survive a restart of the process. Memory stays bounded: each
+// chat keeps at most [Config.HistorySize] messages and
+// [Config.HistoryBytes] bytes (attachments included), all chats together
+// [Config.MaxHistoryBytes] bytes and, beyond the chats with open tabs,
+// [Config.MaxChats] chats; the least recently used chats, then the oldest
+// messages, are forgotten first.
 //
 // Anyone who can reach the page and knows a private chat's ID can join that
 // chat: the adapter is meant for a bot's author on their own machine, and
@@ -29,8 +34,9 @@
 // not [platform.Permanent]: retry middleware tries again (a reloading tab is
 // back within a second) and, when the tab stays closed, the send ends in the
 // dead letters. A tab that cannot keep up with its queue
-// ([Config.QueueSize]) is disconnected rather than slowing the sender; it
-// reconnects and gets the missed messages from the history.
+// ([Config.QueueSize] frames, [Config.QueueBytes] bytes) is disconnected
+// rather than slowing the sender or holding memory; it reconnects and gets
+// the missed messages from the history.
 //
 // # Wire protocol
 //

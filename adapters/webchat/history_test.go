@@ -1,8 +1,10 @@
 package webchat
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/heraldbot/herald/platform"
@@ -12,11 +14,14 @@ func TestRing(t *testing.T) {
 	var r ring[int]
 	var want []int
 	for i := 1; i <= 12; i++ {
-		r.push(i, 5)
-		want = append(want, i)
-		if len(want) > 5 {
+		if r.len() == 5 {
+			if got := r.pop(); got != want[0] {
+				t.Fatalf("pop = %d; want %d", got, want[0])
+			}
 			want = want[1:]
 		}
+		r.push(i, 5)
+		want = append(want, i)
 		var got []int
 		for j := range r.len() {
 			got = append(got, r.at(j))
@@ -24,16 +29,27 @@ func TestRing(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("after pushing 1..%d: %v; want %v", i, got, want)
 		}
-		if cap(r.buf) > 8 {
+		if cap(r.buf) > 5 {
 			t.Fatalf("ring grew to capacity %d for a limit of 5", cap(r.buf))
 		}
+	}
+	for r.len() > 0 {
+		r.pop()
+	}
+	if r.buf != nil {
+		t.Error("an emptied ring keeps its backing array")
+	}
+	r.push(1, 5)
+	if r.len() != 1 || r.at(0) != 1 {
+		t.Errorf("push after emptying: len %d", r.len())
 	}
 }
 
 func TestChatFind(t *testing.T) {
-	var ch chatState
+	cs := newChats(historyLimits{MaxChats: 10, HistorySize: 3, HistoryBytes: 1 << 20, MaxHistoryBytes: 1 << 20})
+	ch := cs.joinLocked(platform.Chat{ID: "c"})
 	for i := 1; i <= 4; i++ {
-		ch.history.push(entry{id: strconv.Itoa(i), buttons: []string{"b" + strconv.Itoa(i)}}, 3)
+		cs.pushLocked(ch, entry{id: strconv.Itoa(i), buttons: []string{"b" + strconv.Itoa(i)}})
 	}
 	if ch.find("1") != nil {
 		t.Error("found a message pushed out of the history")
@@ -46,7 +62,7 @@ func TestChatFind(t *testing.T) {
 // TestChatsEviction checks that the least recently used idle chats are
 // forgotten past the limit and that chats with open tabs never are.
 func TestChatsEviction(t *testing.T) {
-	cs := newChats(2)
+	cs := newChats(historyLimits{MaxChats: 2, HistorySize: 10, HistoryBytes: 1 << 20, MaxHistoryBytes: 1 << 20})
 	join := func(id string) *chatState { return cs.joinLocked(platform.Chat{ID: id}) }
 	a := join("a")
 	a.conns[&conn{}] = struct{}{} // a has an open tab
@@ -75,4 +91,105 @@ func TestChatsEviction(t *testing.T) {
 	if join("a") != a {
 		t.Fatal("joinLocked made a second state for chat a")
 	}
+}
+
+// msgOf returns an entry whose size is exactly n bytes.
+func msgOf(id string, n int) entry {
+	return entry{id: id, msg: []byte(strings.Repeat("x", n-len(id)))}
+}
+
+// kept returns the IDs of ch's history, oldest first.
+func kept(ch *chatState) []string {
+	var ids []string
+	for i := range ch.history.len() {
+		ids = append(ids, ch.history.at(i).id)
+	}
+	return ids
+}
+
+// checkBytes fails unless every chat's bytes and the total agree with
+// their entries.
+func checkBytes(t *testing.T, cs *chats) {
+	t.Helper()
+	total := 0
+	for id, ch := range cs.byID {
+		n := 0
+		for i := range ch.history.len() {
+			e := ch.history.at(i)
+			n += e.size()
+		}
+		if n != ch.bytes {
+			t.Errorf("chat %s counts %d bytes; its entries hold %d", id, ch.bytes, n)
+		}
+		total += n
+	}
+	if total != cs.bytesLocked() {
+		t.Errorf("chats count %d bytes; the entries hold %d", cs.bytesLocked(), total)
+	}
+}
+
+// TestHistoryBytes checks the per-chat byte budget: the oldest entries go
+// first, buttons' data counts, and an entry larger than the budget is not
+// kept at all.
+func TestHistoryBytes(t *testing.T) {
+	cs := newChats(historyLimits{MaxChats: 10, HistorySize: 100, HistoryBytes: 1000, MaxHistoryBytes: 1 << 20})
+	ch := cs.joinLocked(platform.Chat{ID: "c"})
+	for i := 1; i <= 5; i++ {
+		cs.pushLocked(ch, msgOf(strconv.Itoa(i), 300))
+	}
+	if got := kept(ch); !slices.Equal(got, []string{"3", "4", "5"}) || ch.bytes != 900 {
+		t.Fatalf("kept %q (%d bytes); want the last three, 900 bytes", got, ch.bytes)
+	}
+	e := msgOf("6", 100)
+	e.buttons = []string{strings.Repeat("b", 50)}
+	cs.pushLocked(ch, e) // 150 bytes with its button: 1050 > 1000
+	if got := kept(ch); !slices.Equal(got, []string{"4", "5", "6"}) || ch.bytes != 750 {
+		t.Fatalf("kept %q (%d bytes); want 4, 5, 6 with 750 bytes", got, ch.bytes)
+	}
+	cs.pushLocked(ch, msgOf("big", 1001))
+	if got := kept(ch); len(got) != 0 || ch.bytes != 0 {
+		t.Fatalf("kept %q (%d bytes) after a message over the budget; want nothing", got, ch.bytes)
+	}
+	checkBytes(t, cs)
+}
+
+// TestMaxHistoryBytes checks the budget across chats: the least recently
+// used chats without tabs are forgotten first, then the oldest entries of
+// chats with tabs go, and a chat with a tab is never forgotten.
+func TestMaxHistoryBytes(t *testing.T) {
+	cs := newChats(historyLimits{MaxChats: 100, HistorySize: 100, HistoryBytes: 1500, MaxHistoryBytes: 1900})
+	chat := func(id string, open bool) *chatState {
+		ch := cs.joinLocked(platform.Chat{ID: id})
+		if open {
+			ch.conns[&conn{}] = struct{}{}
+		}
+		return ch
+	}
+	idle1, open1, idle2, open2 := chat("idle1", false), chat("open1", true), chat("idle2", false), chat("open2", true)
+	chat("empty", false) // holds nothing: never forgotten for bytes
+	for i, ch := range []*chatState{idle1, open1, idle2, open2} {
+		cs.pushLocked(ch, msgOf(fmt.Sprint(ch.chat.ID, "-", i), 400))
+	}
+	cs.touchLocked(idle1) // idle2 is now the least recently used idle chat
+	cs.pushLocked(open1, msgOf("open1-b", 400))
+	if cs.getLocked("idle2") != nil || cs.getLocked("idle1") == nil || cs.bytesLocked() != 1600 {
+		t.Fatalf("2000 bytes for a budget of 1900: idle2 kept %v, idle1 kept %v, %d bytes; want idle2 forgotten, 1600 bytes",
+			cs.getLocked("idle2") != nil, cs.getLocked("idle1") != nil, cs.bytesLocked())
+	}
+	// Two more entries: idle1 goes, then the oldest entry of an open chat.
+	cs.pushLocked(open2, msgOf("open2-b", 400))
+	cs.pushLocked(open2, msgOf("open2-c", 400))
+	if cs.getLocked("idle1") != nil || cs.getLocked("empty") == nil {
+		t.Fatal("want idle1 forgotten and the empty chat kept")
+	}
+	if got := kept(open1); !slices.Equal(got, []string{"open1-b"}) {
+		t.Errorf("open1 keeps %q; want its oldest entry dropped", got)
+	}
+	if got := kept(open2); !slices.Equal(got, []string{"open2-3", "open2-b", "open2-c"}) {
+		t.Errorf("open2 keeps %q", got)
+	}
+	if cs.bytesLocked() != 1600 {
+		t.Errorf("%d bytes kept; want 1600", cs.bytesLocked())
+	}
+	checkBytes(t, cs)
 }

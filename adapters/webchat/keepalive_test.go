@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -183,85 +184,109 @@ func TestKeepAlive(t *testing.T) {
 	})
 }
 
-// TestSlowTab fills the queue of a tab that does not read: the send that
-// overflows it fails with ErrNoConnection instead of blocking, the tab is
-// disconnected, another chat is not disturbed, and the tab gets the
-// accepted messages from the history when it comes back.
+// TestSlowTab fills the queue of a tab that does not read, by frame count
+// (QueueSize) and by bytes (QueueBytes): the send that overflows it fails
+// with ErrNoConnection instead of blocking, the tab is disconnected,
+// another chat is not disturbed, and the tab gets the accepted messages
+// from the history when it comes back.
 func TestSlowTab(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const queue = 4
-		a, ps, stop := runInBubble(t, webchat.Config{QueueSize: queue}, func(platform.Event) {})
-		slow := ps.dial(t)
-		slowChat := sendHello(t, slow, "").Chat.ID
-		fast := ps.dial(t)
-		fastChat := sendHello(t, fast, "").Chat.ID
-		fastGot := make(chan string, 100)
-		go func() {
-			for {
-				var f frame
-				if err := fast.ReadJSON(&f); err != nil {
-					close(fastGot)
-					return
-				}
-				fastGot <- f.Message.Text
-			}
-		}()
+	tests := []struct {
+		name string
+		cfg  webchat.Config
+		text int // bytes of each message's text
+		want int // messages accepted before the overflow
+	}{
+		// The writer holds message 1 (the pipe has no buffer) and the
+		// queue holds the next four; one more does not fit.
+		{"frames", webchat.Config{QueueSize: 4}, 1, 5},
+		// Frames of a little over 4000 bytes, the one being written
+		// included: two fit in 10000 bytes, a third does not.
+		{"bytes", webchat.Config{QueueSize: 1000, QueueBytes: 10000}, 4000, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testSlowTab(t, tt.cfg, tt.text, tt.want) })
+		})
+	}
+}
 
-		send := func(chat, text string) error {
-			_, err := a.Sender().Send(context.Background(), platform.SendRequest{
-				Target: platform.Chat{ID: chat}, Message: platform.TextMessage(text)})
-			return err
-		}
-		// The slow tab's writer holds message 1 (the pipe has no buffer)
-		// and its queue holds the next `queue` messages; one more does
-		// not fit.
-		accepted := 0
-		for i := 1; ; i++ {
-			err := send(slowChat, strconv.Itoa(i))
-			synctest.Wait() // let the writer take what it can
-			if errors.Is(err, webchat.ErrNoConnection) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("send %d: %v", i, err)
-			}
-			accepted++
-			if err := send(fastChat, strconv.Itoa(i)); err != nil {
-				t.Fatalf("send %d to the fast tab: %v", i, err)
-			}
-			if got := <-fastGot; got != strconv.Itoa(i) {
-				t.Fatalf("fast tab got %q; want %d", got, i)
-			}
-			if i > 2*queue {
-				t.Fatalf("%d messages accepted for a queue of %d", i, queue)
-			}
-		}
-		if accepted != queue+1 {
-			t.Errorf("%d messages accepted; want %d (one being written and a full queue)", accepted, queue+1)
-		}
-		// The slow tab was disconnected; reading shows at most the
-		// message that was being written, then the end.
-		n := 0
+func testSlowTab(t *testing.T, cfg webchat.Config, textLen, want int) {
+	a, ps, stop := runInBubble(t, cfg, func(platform.Event) {})
+	slow := ps.dial(t)
+	slowChat := sendHello(t, slow, "").Chat.ID
+	fast := ps.dial(t)
+	fastChat := sendHello(t, fast, "").Chat.ID
+	fastGot := make(chan string, 100)
+	go func() {
 		for {
-			if _, _, err := slow.ReadMessage(); err != nil {
-				break
+			var f frame
+			if err := fast.ReadJSON(&f); err != nil {
+				close(fastGot)
+				return
 			}
-			n++
+			fastGot <- f.Message.Text
 		}
-		if n > 1 {
-			t.Errorf("slow tab read %d messages after being dropped", n)
+	}()
+
+	text := func(i int) string {
+		s := strconv.Itoa(i)
+		return s + strings.Repeat(".", max(0, textLen-len(s)))
+	}
+	send := func(chat, text string) error {
+		_, err := a.Sender().Send(context.Background(), platform.SendRequest{
+			Target: platform.Chat{ID: chat}, Message: platform.TextMessage(text)})
+		return err
+	}
+	accepted := 0
+	for i := 1; ; i++ {
+		err := send(slowChat, text(i))
+		synctest.Wait() // let the writer take what it can
+		if errors.Is(err, webchat.ErrNoConnection) {
+			break
 		}
-		// Back again, it gets every accepted message from the history.
-		back := ps.dial(t)
-		hist := sendHello(t, back, slowChat)
-		if got, want := texts(hist.Messages), counting(nil, accepted); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("history after reconnect = %q; want %q", got, want)
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
 		}
-		stop()
-		for range fastGot {
+		accepted++
+		if err := send(fastChat, text(i)); err != nil {
+			t.Fatalf("send %d to the fast tab: %v", i, err)
 		}
-		slow.Close()
-		fast.Close()
-		back.Close()
-	})
+		if got := <-fastGot; got != text(i) {
+			t.Fatalf("fast tab got %.20q; want %.20q", got, text(i))
+		}
+		if i > 2*want {
+			t.Fatalf("%d messages accepted; want %d", i, want)
+		}
+	}
+	if accepted != want {
+		t.Errorf("%d messages accepted; want %d", accepted, want)
+	}
+	// The slow tab was disconnected; reading shows at most the message
+	// that was being written, then the end.
+	n := 0
+	for {
+		if _, _, err := slow.ReadMessage(); err != nil {
+			break
+		}
+		n++
+	}
+	if n > 1 {
+		t.Errorf("slow tab read %d messages after being dropped", n)
+	}
+	// Back again, it gets every accepted message from the history.
+	back := ps.dial(t)
+	hist := sendHello(t, back, slowChat)
+	var wantTexts []string
+	for i := 1; i <= accepted; i++ {
+		wantTexts = append(wantTexts, text(i))
+	}
+	if got := texts(hist.Messages); fmt.Sprint(got) != fmt.Sprint(wantTexts) {
+		t.Errorf("history after reconnect has %d messages; want the %d accepted", len(got), accepted)
+	}
+	stop()
+	for range fastGot {
+	}
+	slow.Close()
+	fast.Close()
+	back.Close()
 }

@@ -2,7 +2,6 @@ package webchat
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -50,7 +49,7 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 	}
 	id := a.nextMessageID()
 	t := time.Now()
-	msg, err := json.Marshal(a.wireBotMessage(id, req.Message, t))
+	msg, err := marshal(a.wireBotMessage(id, req.Message, t))
 	if err != nil { // unreachable: strings, bytes and a current time always encode
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: encoding: %w", chatID, err)
 	}
@@ -70,8 +69,7 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 	if ch == nil || a.fanoutLocked(ch, frame) == 0 {
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: %w", chatID, ErrNoConnection)
 	}
-	ch.history.push(entry{id: id, msg: msg, buttons: buttons}, a.cfg.HistorySize)
-	a.chats.touchLocked(ch)
+	a.chats.pushLocked(ch, entry{id: id, msg: msg, buttons: buttons})
 	return platform.SendResult{MessageID: id, ChatID: chatID, SentAt: t}, nil
 }
 
