@@ -3,7 +3,9 @@ package webchat_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,30 +26,55 @@ import (
 // Features: a tab shows whatever the bot sends (parse modes, buttons,
 // photos, texts of any length) and cannot refuse a message, and Send only
 // queues the message for the tab's writer and returns, so the peer can
-// inject no failure and hold no send up. The one send failure of the web
-// chat, a chat with no open tab (ErrNoConnection, retryable), is covered
-// by the package's own tests.
+// inject no permanent failure, no retry-after and no stall. The web chat's
+// one send failure, a chat with no open tab (ErrNoConnection, retryable),
+// is the transient failure the peer injects: it closes the chat's tabs,
+// and, like a page that reloads, opens the tab that records the chat again
+// once a send has failed for want of it. The peer hears of that failure
+// through the adapter it hands the suite (webAdapter), which wraps the
+// Sender only to watch its results and passes every send and result
+// through unchanged.
 func TestConformance(t *testing.T) {
 	adaptertest.TestAdapter(t, newWebPeer, adaptertest.Features{
 		NoPermanentFailure: true,
 		NoRetryAfter:       true,
-		NoTransientFailure: true,
 		NoStall:            true,
 	})
 }
 
+// webAdapter is the adapter under test as the suite sees it: the real
+// one, with a Sender that tells the peer about sends that failed with
+// ErrNoConnection, so the peer can reopen the tabs it closed.
+type webAdapter struct {
+	*webchat.Adapter
+	p *webPeer
+}
+
+func (w webAdapter) Sender() platform.Sender {
+	s := w.Adapter.Sender()
+	return platform.SenderFunc(func(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+		res, err := s.Send(ctx, req)
+		if errors.Is(err, webchat.ErrNoConnection) {
+			w.p.reopen(ctx, req.Target)
+		}
+		return res, err
+	})
+}
+
 // webPeer plays the browser tabs of one adapter: the tab that opened a
-// chat for the suite records the bot's messages in it, and each user who
-// speaks in a chat has a tab of their own.
+// chat for the suite (its owner's) records the bot's messages in it, and
+// each user who speaks in a chat has a tab of their own.
 type webPeer struct {
 	a *webchat.Adapter
 
-	openMu sync.Mutex // one tab opens at a time, so no tab opens twice
+	openMu sync.Mutex // one tab opens or closes at a time, so no tab opens twice
 
-	mu    sync.Mutex
-	tabs  map[tabKey]*tab
-	inbox map[string]*inbox // by chat ID: the bot messages its first tab read
-	errs  []string          // error frames the tabs received
+	mu     sync.Mutex
+	tabs   map[tabKey]*tab
+	owners map[string]platform.User // by chat ID: whose tab records the chat
+	inbox  map[string]*inbox        // by chat ID: the bot messages its owner's tabs read
+	closed map[string]bool          // chats whose tabs Inject closed, until a send fails
+	errs   []string                 // error frames and other surprises
 }
 
 type tabKey struct{ chatID, userID string }
@@ -56,6 +83,7 @@ type tabKey struct{ chatID, userID string }
 // replaced at each new one.
 type inbox struct {
 	msgs    []platform.OutboundMessage
+	ids     map[string]bool // the IDs of msgs
 	changed chan struct{}
 }
 
@@ -72,7 +100,8 @@ func newWebPeer(t *testing.T) adaptertest.Peer {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	p := &webPeer{a: a, tabs: map[tabKey]*tab{}, inbox: map[string]*inbox{}}
+	p := &webPeer{a: a, tabs: map[tabKey]*tab{}, owners: map[string]platform.User{},
+		inbox: map[string]*inbox{}, closed: map[string]bool{}}
 	t.Cleanup(func() {
 		p.mu.Lock()
 		tabs := make([]*tab, 0, len(p.tabs))
@@ -92,7 +121,7 @@ func newWebPeer(t *testing.T) adaptertest.Peer {
 	return p
 }
 
-func (p *webPeer) Adapter() platform.Adapter { return p.a }
+func (p *webPeer) Adapter() platform.Adapter { return webAdapter{Adapter: p.a, p: p} }
 
 func (p *webPeer) Ready(ctx context.Context) error {
 	select {
@@ -123,6 +152,9 @@ func (p *webPeer) Chat(ctx context.Context, n int, typ platform.ChatType) (platf
 	default:
 		return platform.Chat{}, fmt.Errorf("webchat peer: no chats of type %q", typ)
 	}
+	p.mu.Lock()
+	p.owners[chat.ID] = owner
+	p.mu.Unlock()
 	if _, err := p.tab(ctx, chat, owner); err != nil {
 		return platform.Chat{}, err
 	}
@@ -159,12 +191,56 @@ func (p *webPeer) Received(ctx context.Context, chat platform.Chat, n int) ([]pl
 	}
 }
 
-func (p *webPeer) Inject(platform.Chat, adaptertest.Fault) error {
-	return fmt.Errorf("webchat peer: a tab cannot fail a send: %w", adaptertest.ErrUnsupported)
+// Inject closes every tab of chat, the way a user closes or reloads the
+// page, and waits until the adapter has taken them out of the chat, so
+// that the next send to it fails with ErrNoConnection. That failure
+// reopens the owner's tab (see webAdapter), and later sends work again.
+// Only FaultTransient can be injected.
+func (p *webPeer) Inject(chat platform.Chat, f adaptertest.Fault) error {
+	if f.Kind != adaptertest.FaultTransient {
+		return fmt.Errorf("webchat peer: a tab cannot fail a send with a %s fault: %w", f.Kind, adaptertest.ErrUnsupported)
+	}
+	p.openMu.Lock()
+	defer p.openMu.Unlock()
+	p.mu.Lock()
+	var tabs []*tab
+	for k, tb := range p.tabs {
+		if k.chatID == chat.ID {
+			tabs = append(tabs, tb)
+			delete(p.tabs, k)
+		}
+	}
+	p.closed[chat.ID] = true
+	p.mu.Unlock()
+	if len(tabs) == 0 {
+		return fmt.Errorf("webchat peer: chat %s has no tab to close (Peer.Chat opens one)", chat.ID)
+	}
+	var errs []error
+	for _, tb := range tabs {
+		errs = append(errs, tb.leave())
+	}
+	return errors.Join(errs...)
+}
+
+// reopen opens the owner's tab of a chat whose tabs Inject closed, once a
+// send to it has failed.
+func (p *webPeer) reopen(ctx context.Context, chat platform.Chat) {
+	p.mu.Lock()
+	closed, owner := p.closed[chat.ID], p.owners[chat.ID]
+	delete(p.closed, chat.ID)
+	p.mu.Unlock()
+	if !closed {
+		return
+	}
+	if _, err := p.tab(ctx, chat, owner); err != nil {
+		p.fail(fmt.Sprintf("reopening the tab of chat %s: %v", chat.ID, err))
+	}
 }
 
 // tab returns user's tab in chat, opening and joining it if needed. The
-// first tab of a chat records the bot's messages in it.
+// chat owner's tab records the bot's messages in it; the history it gets
+// on joining must hold no bot message the owner's earlier tabs did not
+// receive (a failed send is not kept).
 func (p *webPeer) tab(ctx context.Context, chat platform.Chat, user platform.User) (*tab, error) {
 	key := tabKey{chat.ID, user.ID}
 	p.openMu.Lock()
@@ -202,9 +278,17 @@ func (p *webPeer) tab(ctx context.Context, chat platform.Chat, user platform.Use
 	p.mu.Lock()
 	p.tabs[key] = tb
 	var box *inbox
-	if p.inbox[chat.ID] == nil {
-		box = &inbox{changed: make(chan struct{})}
-		p.inbox[chat.ID] = box
+	if owner, ok := p.owners[chat.ID]; ok && owner.ID == user.ID {
+		box = p.inbox[chat.ID]
+		if box == nil {
+			box = &inbox{ids: map[string]bool{}, changed: make(chan struct{})}
+			p.inbox[chat.ID] = box
+		}
+		for _, m := range hist.Messages {
+			if m.Bot && !box.ids[m.ID] {
+				p.errs = append(p.errs, fmt.Sprintf("chat %s keeps bot message %s (%q) that its tab never received", chat.ID, m.ID, m.Text))
+			}
+		}
 	}
 	p.mu.Unlock()
 	go p.read(tb, box)
@@ -233,6 +317,7 @@ func (p *webPeer) read(tb *tab, box *inbox) {
 		case f.Type == "message" && f.Message != nil && box != nil:
 			p.mu.Lock()
 			box.msgs = append(box.msgs, outbound(*f.Message))
+			box.ids[f.Message.ID] = true
 			close(box.changed)
 			box.changed = make(chan struct{})
 			p.mu.Unlock()
@@ -244,6 +329,30 @@ func (p *webPeer) fail(s string) {
 	p.mu.Lock()
 	p.errs = append(p.errs, s)
 	p.mu.Unlock()
+}
+
+// leave closes the tab the way a closing page does, and waits until the
+// adapter has noticed: it shuts the sending half of the TCP connection, and
+// the adapter, reading its end, takes the tab out of its chat before it
+// closes the socket, which ends the tab's reader.
+func (tb *tab) leave() error {
+	defer tb.ws.Close()
+	tb.wmu.Lock()
+	tcp, ok := tb.ws.NetConn().(*net.TCPConn)
+	var err error
+	if ok {
+		err = tcp.CloseWrite()
+	}
+	tb.wmu.Unlock()
+	if !ok || err != nil {
+		return fmt.Errorf("webchat peer: half-closing a tab: %T, %v", tb.ws.NetConn(), err)
+	}
+	select {
+	case <-tb.done:
+		return nil
+	case <-time.After(ioTimeout):
+		return fmt.Errorf("webchat peer: the adapter kept a closed tab open for %v", ioTimeout)
+	}
 }
 
 // write sends v as a JSON frame, bounded by ctx's deadline.

@@ -171,8 +171,14 @@ func (c *conn) serve() {
 	}
 }
 
-// readFailed shuts the connection after a read error.
+// readFailed shuts the connection after a read error. It takes the tab
+// out of its chat first, so that by the time the tab sees its connection
+// end, a send to a chat it was the last tab of fails with ErrNoConnection,
+// and nothing more is queued after a close frame the library has sent.
 func (c *conn) readFailed(err error) {
+	c.a.mu.Lock()
+	c.a.dropLocked(c)
+	c.a.mu.Unlock()
 	switch {
 	case errors.Is(err, websocket.ErrReadLimit):
 		// The library has sent close 1009 already. Closing the socket
@@ -181,9 +187,6 @@ func (c *conn) readFailed(err error) {
 		// reads it, so discard what the tab still sends for a moment.
 		c.a.log.Info("webchat: tab sent a frame over the read limit; closing it",
 			zap.String("remote", c.remote), zap.Int64("limit", c.a.cfg.ReadLimit))
-		c.a.mu.Lock()
-		c.a.dropLocked(c) // queue nothing more after the close frame
-		c.a.mu.Unlock()
 		c.linger()
 	case websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived):
 		c.a.log.Debug("webchat: tab closed", zap.String("remote", c.remote))
