@@ -641,8 +641,10 @@ func TestBusy(t *testing.T) {
 	c.say(t, "2")
 	c.say(t, "3")
 	c.readMessages(t, 2) // both queued: echoes come only for queued events
-	c.say(t, "4")
-	c.expectError(t, "busy")
+	c.send(t, map[string]string{"type": "message", "text": "4", "ref": "fourth"})
+	if f := c.read(t); f.Type != "error" || f.Code != "busy" || f.Ref != "fourth" {
+		t.Fatalf("got %+v; want error busy for ref fourth", f)
+	}
 	close(release)
 	for _, want := range []string{"2", "3"} {
 		if got := <-seen; got != want {

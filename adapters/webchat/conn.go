@@ -301,7 +301,7 @@ func (a *Adapter) fanoutLocked(ch *chatState, frame []byte) int {
 func (c *conn) sendError(fe *frameError) {
 	c.a.mu.Lock()
 	defer c.a.mu.Unlock()
-	c.errorLocked(fe.Code, fe.Text)
+	c.errorLocked(fe.Code, fe.Text, fe.Ref)
 }
 
 // handle acts on one valid frame.
@@ -310,37 +310,38 @@ func (c *conn) handle(f clientFrame) {
 	case frameHello:
 		c.hello(f)
 	case frameMessage:
-		c.message(f.Text)
+		c.message(f.Text, f.Ref)
 	case frameCallback:
-		c.callback(f.Data, f.MessageID)
+		c.callback(f.Data, f.MessageID, f.Ref)
 	case frameName:
-		c.rename(f.Name)
+		c.rename(f.Name, f.Ref)
 	}
 }
 
 // rename changes the display name of the tab's user for later events.
-func (c *conn) rename(name string) {
+func (c *conn) rename(name, ref string) {
 	c.a.mu.Lock()
 	defer c.a.mu.Unlock()
-	if c.notJoinedLocked() {
+	if c.notJoinedLocked(ref) {
 		return
 	}
 	c.user.Name = orDefault(name, defaultName)
 }
 
 // notJoinedLocked reports whether the tab has not sent hello yet, and if so
-// tells it.
-func (c *conn) notJoinedLocked() bool {
+// tells it, answering the frame with the given ref.
+func (c *conn) notJoinedLocked(ref string) bool {
 	if c.chat != nil {
 		return false
 	}
-	c.errorLocked(codeNotJoined, "send hello first")
+	c.errorLocked(codeNotJoined, "send hello first", ref)
 	return true
 }
 
-// errorLocked queues an error frame for c.
-func (c *conn) errorLocked(code, text string) {
-	if !c.enqueueLocked(encodeError(code, text)) {
+// errorLocked queues an error frame for c, answering the frame with the
+// given ref ("" for none).
+func (c *conn) errorLocked(code, text, ref string) {
+	if !c.enqueueLocked(encodeError(code, text, ref)) {
 		c.a.slowLocked(c)
 	}
 }
@@ -364,7 +365,7 @@ func (c *conn) hello(f clientFrame) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if c.chat != nil {
-		c.errorLocked(codeAlreadyJoined, "hello may be sent once")
+		c.errorLocked(codeAlreadyJoined, "hello may be sent once", f.Ref)
 		return
 	}
 	if _, ok := a.open[c]; !ok { // shut meanwhile
@@ -394,14 +395,14 @@ func (c *conn) hello(f clientFrame) {
 // message passes a user's message to the bot and echoes it to every tab
 // of the chat. The event is queued and the echo fanned out under one lock,
 // so events and echoes have one order.
-func (c *conn) message(text string) {
+func (c *conn) message(text, ref string) {
 	a := c.a
 	id := a.nextMessageID()
 	t := time.Now()
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if c.notJoinedLocked() {
+	if c.notJoinedLocked(ref) {
 		return
 	}
 	ch, user := c.chat, c.user
@@ -419,7 +420,7 @@ func (c *conn) message(text string) {
 		MessageID: id,
 		Time:      t,
 	}
-	if !a.queueEventLocked(c, ev) {
+	if !a.queueEventLocked(c, ev, ref) {
 		return
 	}
 	a.chats.pushLocked(ch, entry{id: id, msg: msg})
@@ -428,15 +429,15 @@ func (c *conn) message(text string) {
 
 // callback passes a button press to the bot, if the button is one the bot
 // sent in a message still kept in the chat's history.
-func (c *conn) callback(data, messageID string) {
+func (c *conn) callback(data, messageID, ref string) {
 	a := c.a
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if c.notJoinedLocked() {
+	if c.notJoinedLocked(ref) {
 		return
 	}
 	if e := c.chat.find(messageID); e == nil || !e.hasButton(data) {
-		c.errorLocked(codeUnknownButton, "this button is no longer available")
+		c.errorLocked(codeUnknownButton, "this button is no longer available", ref)
 		return
 	}
 	a.queueEventLocked(c, platform.Event{
@@ -447,14 +448,15 @@ func (c *conn) callback(data, messageID string) {
 		Text:      data,
 		MessageID: messageID,
 		Time:      time.Now(),
-	})
+	}, ref)
 }
 
-// queueEventLocked gives ev an ID and queues it for Run, or tells the tab
-// the bot is busy. It reports whether ev was queued.
-func (a *Adapter) queueEventLocked(c *conn, ev platform.Event) bool {
+// queueEventLocked gives ev an ID and queues it for Run, or tells the tab,
+// answering the frame with the given ref, that the bot is busy or
+// stopping. It reports whether ev was queued.
+func (a *Adapter) queueEventLocked(c *conn, ev platform.Event, ref string) bool {
 	if a.stopRecv.Load() {
-		c.errorLocked(codeStopping, "the bot is shutting down and takes no more messages")
+		c.errorLocked(codeStopping, "the bot is shutting down and takes no more messages", ref)
 		return false
 	}
 	ev.ID = a.nextEventIDLocked()
@@ -464,7 +466,7 @@ func (a *Adapter) queueEventLocked(c *conn, ev platform.Event) bool {
 	default:
 		a.eventID-- // not used; keep IDs consecutive
 		a.log.Warn("webchat: event buffer full; refused a tab's frame", zap.Int("buffer", a.cfg.EventBuffer))
-		c.errorLocked(codeBusy, "the bot is busy; your message was not delivered, try again")
+		c.errorLocked(codeBusy, "the bot is busy; your message was not delivered, try again", ref)
 		return false
 	}
 }

@@ -52,6 +52,11 @@
 //	{"type":"callback","data":"yes","message_id":"17"}
 //	{"type":"name","name":"Ann B."}
 //
+// Every client frame may also carry "ref", a string of at most 64 bytes
+// that the page chooses; an error frame that refuses the frame carries the
+// same ref, so the page can tell which of its messages was refused (and,
+// for busy and stopping, give its text back to the user).
+//
 // hello must be the first frame and may be sent once. With a non-empty room
 // the tab joins the group chat "room:"+room and chat_id is ignored;
 // otherwise it joins the private chat chat_id, or a new one when chat_id is
@@ -70,7 +75,7 @@
 //	 "max_text":16384,"messages":[message, …]}
 //	{"type":"message","message":message}
 //	{"type":"echo","message":message}
-//	{"type":"error","code":"bad_json","text":"…"}
+//	{"type":"error","code":"busy","text":"…","ref":"…"}
 //
 // history answers hello: it confirms the chat and user IDs (the page stores
 // them) and lists the chat's kept messages, oldest first. message is a bot
@@ -86,8 +91,8 @@
 //	 "time":"2026-11-30T09:00:00Z"}
 //
 // with empty fields left out. Message IDs are decimal strings, unique within
-// the process. error reports a frame the server refused; the connection
-// stays open. Its codes are bad_json (not a JSON object), bad_frame (a field
+// the process. error reports a frame the server refused, with the frame's
+// ref if it had one; the connection stays open. Its codes are bad_json (not a JSON object), bad_frame (a field
 // missing or invalid, or a binary message), unknown_type, not_joined (a
 // frame before hello), already_joined (a second hello), unknown_button (no
 // such button in the kept history), busy (the bot's event queue is full;

@@ -33,8 +33,10 @@ func TestStopReceiving(t *testing.T) {
 
 	a.StopReceiving()
 	a.StopReceiving() // idempotent
-	c.say(t, "after")
-	c.expectError(t, "stopping")
+	c.send(t, map[string]string{"type": "message", "text": "after", "ref": "a1"})
+	if f := c.read(t); f.Type != "error" || f.Code != "stopping" || f.Ref != "a1" || f.Text == "" {
+		t.Fatalf("got %+v; want error stopping for ref a1", f)
+	}
 	chat := platform.Chat{ID: c.hist.Chat.ID, Type: platform.ChatPrivate}
 	if _, err := a.Sender().Send(context.Background(), platform.SendRequest{Target: chat, Message: platform.TextMessage("still sending")}); err != nil {
 		t.Fatalf("Send after StopReceiving: %v", err)

@@ -214,6 +214,7 @@ type frame struct {
 	Type     string    `json:"type"`
 	Code     string    `json:"code"`
 	Text     string    `json:"text"`
+	Ref      string    `json:"ref"`
 	Chat     wireChat  `json:"chat"`
 	User     wireUser  `json:"user"`
 	Bot      wireUser  `json:"bot"`

@@ -46,6 +46,7 @@ const (
 	maxTextBytes   = 16 << 10 // the text of a user's message
 	maxDataBytes   = 256      // a callback's data
 	maxMessageID   = 20       // digits of a message ID (a uint64)
+	maxRefBytes    = 64       // a frame's ref
 	roomPrefix     = "room:"  // prefix of group chat IDs
 	defaultName    = "Guest"  // name of a user who gave none
 	botUserID      = "bot"    // From.ID of the bot's messages
@@ -63,12 +64,14 @@ type clientFrame struct {
 	Text      string `json:"text"`
 	Data      string `json:"data"`
 	MessageID string `json:"message_id"`
+	Ref       string `json:"ref"`
 }
 
 // frameError is why a client frame was refused; it becomes an error frame.
 type frameError struct {
 	Code string
 	Text string
+	Ref  string // the refused frame's ref, if it had a valid one
 }
 
 func (e *frameError) Error() string { return "webchat: " + e.Code + ": " + e.Text }
@@ -81,7 +84,8 @@ func badFrame(format string, args ...any) *frameError {
 // frame must be a single JSON object whose "type" is a known frame type and
 // whose fields are valid for that type (see the package doc); the result is
 // normalised (a hello's name is cleaned, its chat_id dropped for a room). A
-// refused frame gives a *frameError.
+// refused frame gives a *frameError, which carries the frame's ref when it
+// had a valid one.
 func decodeClientFrame(data []byte) (clientFrame, error) {
 	var f clientFrame
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -98,9 +102,26 @@ func decodeClientFrame(data []byte) (clientFrame, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return clientFrame{}, &frameError{Code: codeBadJSON, Text: "data after the JSON object"}
 	}
+	if len(f.Ref) > maxRefBytes {
+		return clientFrame{}, badFrame("ref longer than %d bytes", maxRefBytes)
+	}
+	out, err := checkFrame(f)
+	if err != nil {
+		err.Ref = f.Ref
+		return clientFrame{}, err
+	}
+	out.Ref = f.Ref
+	return out, nil
+}
+
+// checkFrame checks and normalises a decoded frame by its type.
+func checkFrame(f clientFrame) (clientFrame, *frameError) {
 	switch f.Type {
 	case frameHello:
-		return f, checkHello(&f)
+		if err := checkHello(&f); err != nil {
+			return clientFrame{}, err
+		}
+		return f, nil
 	case frameMessage:
 		if strings.TrimSpace(f.Text) == "" {
 			return clientFrame{}, badFrame("message: empty text")
@@ -127,7 +148,7 @@ func decodeClientFrame(data []byte) (clientFrame, error) {
 }
 
 // checkHello validates and normalises a hello frame in place.
-func checkHello(f *clientFrame) error {
+func checkHello(f *clientFrame) *frameError {
 	if f.Room != "" {
 		if !validRoom(f.Room) {
 			return badFrame("hello: invalid room name")
@@ -284,6 +305,7 @@ type errorFrame struct {
 	Type string `json:"type"`
 	Code string `json:"code"`
 	Text string `json:"text"`
+	Ref  string `json:"ref,omitempty"`
 }
 
 // marshal returns the JSON encoding of v, like json.Marshal but leaving
@@ -302,8 +324,8 @@ func marshal(v any) ([]byte, error) {
 
 // encodeError returns an error frame. Strings always encode, so it cannot
 // fail.
-func encodeError(code, text string) []byte {
-	b, _ := marshal(errorFrame{Type: frameErr, Code: code, Text: text})
+func encodeError(code, text, ref string) []byte {
+	b, _ := marshal(errorFrame{Type: frameErr, Code: code, Text: text, Ref: ref})
 	return b
 }
 

@@ -44,6 +44,12 @@ func TestDecodeClientFrame(t *testing.T) {
 		{"truncated", `{"type":"message"`, clientFrame{}, codeBadJSON},
 		{"two objects", `{"type":"hello"}{"type":"hello"}`, clientFrame{}, codeBadJSON},
 		{"empty", ``, clientFrame{}, codeBadJSON},
+		{"message with ref", `{"type":"message","text":"hi","ref":"m-1"}`, clientFrame{Type: "message", Text: "hi", Ref: "m-1"}, ""},
+		{"hello with ref", `{"type":"hello","ref":"h"}`, clientFrame{Type: "hello", Ref: "h"}, ""},
+		{"refused message keeps its ref", `{"type":"message","text":" ","ref":"m-2"}`, clientFrame{Ref: "m-2"}, codeBadFrame},
+		{"refused type keeps its ref", `{"type":"x","ref":"r"}`, clientFrame{Ref: "r"}, codeUnknownType},
+		{"ref too long", `{"type":"message","text":"hi","ref":"` + strings.Repeat("r", maxRefBytes+1) + `"}`, clientFrame{}, codeBadFrame},
+		{"ref not a string", `{"type":"message","text":"hi","ref":1}`, clientFrame{}, codeBadFrame},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,8 +61,8 @@ func TestDecodeClientFrame(t *testing.T) {
 				return
 			}
 			var fe *frameError
-			if !errors.As(err, &fe) || fe.Code != tt.code || fe.Text == "" {
-				t.Fatalf("decode = %+v, %v; want error %q", got, err, tt.code)
+			if !errors.As(err, &fe) || fe.Code != tt.code || fe.Text == "" || fe.Ref != tt.want.Ref {
+				t.Fatalf("decode = %+v, %v; want error %q with ref %q", got, err, tt.code, tt.want.Ref)
 			}
 		})
 	}
@@ -130,6 +136,7 @@ func FuzzDecodeClientFrame(f *testing.F) {
 		`{"type":"name","name":"Bob"}`,
 		`{"type":"x"}`, `{"type":5}`, `null`, `[]`, `{`, `{"type":"hello"} x`, "",
 		`{"type":"message","text":"\ud800"}`, `{"type":"hello","name":"\u202e"}`,
+		`{"type":"message","text":"x","ref":"r1"}`, `{"type":"x","ref":"r2"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -140,10 +147,13 @@ func FuzzDecodeClientFrame(f *testing.F) {
 			if !errors.As(err, &fe) || fe.Code == "" || fe.Text == "" {
 				t.Fatalf("error %v is not a complete frameError", err)
 			}
-			if len(fe.Text) > 2*errorTextLimit {
-				t.Fatalf("error text of %d bytes", len(fe.Text))
+			if len(fe.Text) > 2*errorTextLimit || len(fe.Ref) > maxRefBytes {
+				t.Fatalf("error text of %d bytes, ref of %d", len(fe.Text), len(fe.Ref))
 			}
 			return
+		}
+		if len(fr.Ref) > maxRefBytes {
+			t.Fatalf("accepted a ref of %d bytes", len(fr.Ref))
 		}
 		switch fr.Type {
 		case frameHello:
