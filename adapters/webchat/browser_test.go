@@ -39,10 +39,103 @@ func findBrowser(t *testing.T) string {
 	return ""
 }
 
+// chromium is a headless Chromium for one test. Its tabs share one
+// profile (localStorage), each with its own sessionStorage, and the page's
+// exceptions, console errors and security (CSP) messages in every tab are
+// collected for checkProblems.
+type chromium struct {
+	t       *testing.T
+	ctx     context.Context // the first tab
+	began   time.Time
+	started time.Duration // how long Chromium took to start
+	wg      sync.WaitGroup
+
+	mu       sync.Mutex
+	problems []string
+}
+
+// startChromium starts a browser that the test's cleanup stops.
+func startChromium(t *testing.T) *chromium {
+	t.Helper()
+	exe := findBrowser(t)
+	c := &chromium{t: t, began: time.Now()}
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		bcancel()
+		acancel()
+		cancel()
+		c.wg.Wait()
+	})
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	c.started = time.Since(c.began)
+	c.ctx = bctx
+	c.watch(bctx)
+	return c
+}
+
+// watch collects the problems the page in the tab of ctx reports.
+func (c *chromium) watch(ctx context.Context) {
+	console := chromedp.Console(ctx)
+	c.wg.Go(func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			if m.IsException() || m.Type == chromedp.ConsoleError || m.Source == "security" {
+				c.mu.Lock()
+				c.problems = append(c.problems, m.String())
+				c.mu.Unlock()
+			}
+		}
+	})
+}
+
+// first returns the browser's first tab.
+func (c *chromium) first() *browser { return &browser{t: c.t, ctx: c.ctx} }
+
+// newTab opens another tab in the browser for t (the browser's test or
+// one of its subtests), closed when t ends.
+func (c *chromium) newTab(t *testing.T) *browser {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(c.ctx)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("opening a tab: %v", err)
+	}
+	c.watch(ctx)
+	return &browser{t: t, ctx: ctx}
+}
+
+// checkProblems fails the test if a page reported a problem.
+func (c *chromium) checkProblems() {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.problems) > 0 {
+		c.t.Errorf("the page reported problems:\n%s", strings.Join(c.problems, "\n"))
+	}
+}
+
 // browser drives one headless tab.
 type browser struct {
 	t   *testing.T
 	ctx context.Context
+}
+
+// eval returns the value of a JavaScript expression in the page.
+func (b *browser) eval(expr string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		b.t.Fatalf("evaluating %s: %v (page: %s)", expr, err, b.describe())
+	}
+	return v
 }
 
 func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
@@ -69,6 +162,7 @@ func (b *browser) describe() string {
 	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify({
 		status: document.getElementById('status').dataset.state,
 		banner: document.getElementById('banner').textContent,
+		input: document.getElementById('input').value,
 		bot: Array.from(document.querySelectorAll('#log .msg.bot .text'), e => e.textContent),
 		user: Array.from(document.querySelectorAll('#log .msg.user .text'), e => e.textContent)})`))
 	if err != nil {
@@ -155,48 +249,11 @@ const connected = `document.getElementById('status').dataset.state === 'connecte
 // an inline button, checks that bot HTML cannot run script, shows
 // attachments, and survives a dropped connection.
 func TestBrowser(t *testing.T) {
-	exe := findBrowser(t)
-	began := time.Now()
+	c := startChromium(t)
 	ec, seen := startBrowserBot(t)
 	a := ec.a
 
-	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	bctx, bcancel := chromedp.NewContext(actx)
-	var consoleWG sync.WaitGroup
-	defer func() {
-		bcancel()
-		acancel()
-		consoleWG.Wait()
-	}()
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("starting %s: %v", exe, err)
-	}
-	started := time.Since(began)
-
-	// Collect the page's exceptions, errors and security (CSP) messages.
-	var (
-		consoleMu sync.Mutex
-		problems  []string
-	)
-	console := chromedp.Console(bctx)
-	consoleWG.Go(func() {
-		for m, err := range console {
-			if err != nil {
-				return
-			}
-			if m.IsException() || m.Type == chromedp.ConsoleError || m.Source == "security" {
-				consoleMu.Lock()
-				problems = append(problems, m.String())
-				consoleMu.Unlock()
-			}
-		}
-	})
-
-	b := &browser{t: t, ctx: bctx}
+	b := c.first()
 	b.do(chromedp.Navigate(a.URL()))
 	b.waitFor("the connection", connected)
 	b.do(chromedp.SendKeys(chromedp.ID("name"), "Ann\n"))
@@ -272,11 +329,7 @@ func TestBrowser(t *testing.T) {
 	if last := evs[len(evs)-1]; last.From.Name != "Ann" || last.Text != "/ping" {
 		t.Errorf("last event = %+v; want /ping from Ann", last)
 	}
-	consoleMu.Lock()
-	if len(problems) > 0 {
-		t.Errorf("the page reported problems:\n%s", strings.Join(problems, "\n"))
-	}
-	consoleMu.Unlock()
+	c.checkProblems()
 	// Stopped after the console check: the page then fails to reconnect.
 	if err := ec.stop(); err != nil {
 		t.Fatalf("Run = %v", err)
@@ -285,5 +338,5 @@ func TestBrowser(t *testing.T) {
 		st.Sends.Delivered != uint64(len(want)+1) {
 		t.Errorf("engine stats = %+v; want %d replies delivered and no failures", st, len(want)+1)
 	}
-	t.Logf("browser test: %v in total, %v of it starting Chromium", time.Since(began).Round(time.Millisecond), started.Round(time.Millisecond))
+	t.Logf("browser test: %v in total, %v of it starting Chromium", time.Since(c.began).Round(time.Millisecond), c.started.Round(time.Millisecond))
 }

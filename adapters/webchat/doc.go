@@ -6,9 +6,16 @@
 //
 // # Chats
 //
-// Each browser profile has one private chat ([platform.ChatPrivate]); its ID,
-// chosen by the server on the first visit, is kept in the page's
-// localStorage, so a reload or a second tab continues the same conversation.
+// Each browser tab is a private chat ([platform.ChatPrivate]) of its own.
+// The page gives the tab a random ID kept in sessionStorage, which a reload
+// of the tab keeps and other tabs do not share, and keeps the chat's ID,
+// chosen by the server on the tab's first visit, in localStorage under a
+// key made from the tab's ID: a reload continues the tab's conversation,
+// and a new tab starts a new one. (A browser's "duplicate tab" copies
+// sessionStorage, so a duplicated tab continues its original's chat.) The
+// user's ID and display name are kept in localStorage for the whole
+// browser profile, so every tab speaks as the same user. The page forgets
+// the chats of tabs unused for 30 days, and keeps at most 50.
 // The query parameter ?room=NAME puts every tab that opens it into one group
 // chat ([platform.ChatGroup]) with the ID "room:NAME" (see [RoomChatID]).
 // The adapter keeps the last messages of each chat in memory and sends them
@@ -92,12 +99,15 @@
 //
 // with empty fields left out. Message IDs are decimal strings, unique within
 // the process. error reports a frame the server refused, with the frame's
-// ref if it had one; the connection stays open. Its codes are bad_json (not a JSON object), bad_frame (a field
-// missing or invalid, or a binary message), unknown_type, not_joined (a
-// frame before hello), already_joined (a second hello), unknown_button (no
-// such button in the kept history), busy (the bot's event queue is full;
-// the frame was dropped, try again) and stopping (the bot is shutting down
-// and takes no more messages; its pending replies still arrive).
+// ref if it had one; the connection stays open. Its codes are bad_json (not
+// a JSON object), bad_frame (a field missing or invalid, or a binary
+// message), unknown_type, not_joined (a frame before hello),
+// already_joined (a second hello), unknown_button (no such button in the
+// kept history), busy (the bot's event queue is full; the frame was
+// dropped, try again) and stopping (the bot is shutting down and takes no
+// more messages; its pending replies still arrive). An error before the
+// history answers hello means the hello was refused: the page shows it and
+// does not retry.
 //
 // A frame larger than [Config.ReadLimit] closes the connection with status
 // 1009 (message too big). The server closes with 1001 (going away) when it

@@ -4,9 +4,20 @@
 (function () {
   'use strict';
 
-  var KEY_CHAT = 'herald.webchat.chat';
+  // Each tab is a private chat of its own. The tab's ID lives in
+  // sessionStorage, which a reload of the tab keeps and a new tab does not
+  // share; the chat's ID lives in localStorage under a key made from the
+  // tab's ID. The user's ID and name are the same in every tab.
+  var KEY_TAB = 'herald.webchat.tab';          // sessionStorage
+  var KEY_CHAT_PREFIX = 'herald.webchat.chat.'; // localStorage, + tab ID
+  var KEY_CHAT_LEGACY = 'herald.webchat.chat';  // the one chat of older pages
   var KEY_USER = 'herald.webchat.user';
   var KEY_NAME = 'herald.webchat.name';
+  var CHAT_KEEP_MS = 30 * 24 * 3600 * 1000;     // forget tabs' chats unused this long
+  var CHAT_KEEP_MAX = 50;                       // and keep at most this many
+  var ID_RE = /^[A-Za-z0-9_-]{1,64}$/;          // chat and user IDs, as the server checks them
+  var ROOM_RE = /^[\p{L}\p{Nd}._-]{1,64}$/u;    // room names, as the server checks them
+  var MAX_PENDING = 32;                         // refs of sent messages remembered
   var BACKOFF_MIN = 500;    // ms before the first reconnect attempt (halved by jitter at most)
   var BACKOFF_MAX = 10000;  // ms between attempts at most
   var STICK_PX = 80;        // autoscroll while the view is this close to the bottom
@@ -18,26 +29,90 @@
     chatLabel: $('chat-label'), newChat: $('new-chat')
   };
 
-  var store = {
-    get: function (k) { try { return localStorage.getItem(k) || ''; } catch (e) { return ''; } },
-    set: function (k, v) {
-      try { if (v) { localStorage.setItem(k, v); } else { localStorage.removeItem(k); } } catch (e) { /* storage disabled */ }
+  function storage(area) {
+    return {
+      get: function (k) { try { return window[area].getItem(k) || ''; } catch (e) { return ''; } },
+      set: function (k, v) {
+        try { if (v) { window[area].setItem(k, v); } else { window[area].removeItem(k); } } catch (e) { /* storage disabled */ }
+      },
+      keys: function () {
+        try { return Object.keys(window[area]); } catch (e) { return []; }
+      }
+    };
+  }
+  var store = storage('localStorage');
+  var session = storage('sessionStorage');
+
+  function validID(s) { return typeof s === 'string' && ID_RE.test(s); }
+
+  function randomID() {
+    var b = new Uint8Array(16);
+    crypto.getRandomValues(b);
+    return Array.from(b, function (x) { return (x < 16 ? '0' : '') + x.toString(16); }).join('');
+  }
+
+  // tabID returns this tab's ID, making one on the tab's first load.
+  function tabID() {
+    var id = session.get(KEY_TAB);
+    if (!validID(id)) {
+      id = randomID();
+      session.set(KEY_TAB, id);
     }
-  };
+    return id;
+  }
+
+  // The chat of this tab, as stored: {id, used} in JSON.
+  function loadChat(tab) {
+    try {
+      var c = JSON.parse(store.get(KEY_CHAT_PREFIX + tab) || 'null');
+      if (c && validID(c.id)) { return c.id; }
+    } catch (e) { /* not ours, or damaged: start afresh */ }
+    // A page from before per-tab chats kept one chat for the profile: the
+    // first tab to load takes it over.
+    var legacy = store.get(KEY_CHAT_LEGACY);
+    store.set(KEY_CHAT_LEGACY, '');
+    return validID(legacy) ? legacy : '';
+  }
+
+  function saveChat(tab, id) {
+    store.set(KEY_CHAT_PREFIX + tab, id ? JSON.stringify({ id: id, used: Date.now() }) : '');
+  }
+
+  // pruneChats forgets the chats of tabs not used for CHAT_KEEP_MS and all
+  // but the CHAT_KEEP_MAX most recently used, so closed tabs do not fill
+  // the storage.
+  function pruneChats(current) {
+    var now = Date.now();
+    var seen = [];
+    store.keys().forEach(function (k) {
+      if (k.indexOf(KEY_CHAT_PREFIX) !== 0 || k === KEY_CHAT_PREFIX + current) { return; }
+      var used = 0;
+      try { used = Number(JSON.parse(store.get(k)).used) || 0; } catch (e) { /* damaged: forget it */ }
+      if (now - used > CHAT_KEEP_MS) { store.set(k, ''); } else { seen.push({ k: k, used: used }); }
+    });
+    seen.sort(function (a, b) { return b.used - a.used; });
+    seen.slice(CHAT_KEEP_MAX - 1).forEach(function (c) { store.set(c.k, ''); });
+  }
 
   var room = (new URLSearchParams(location.search).get('room') || '').trim();
+  var tab = tabID();
+  var storedUser = store.get(KEY_USER);
   var state = {
-    chatId: room ? '' : store.get(KEY_CHAT),
-    userId: store.get(KEY_USER),
+    chatId: room ? '' : loadChat(tab),
+    userId: validID(storedUser) ? storedUser : '',
     name: store.get(KEY_NAME),
     maxText: 16384,
     ws: null,
     connected: false,
+    joined: false,      // the current connection got its history
     everConnected: false,
     lost: false,        // the connection dropped since the last history
+    fatal: false,       // the chat cannot be opened: no more reconnecting
     attempt: 0,
     timer: 0,
     bannerTimer: 0,
+    refSeq: 0,
+    pending: new Map(), // ref of a sent message -> its text, until refused or forgotten
     byId: new Map()     // message ID -> element
   };
 
@@ -53,6 +128,7 @@
 
   function connect() {
     clearTimeout(state.timer);
+    if (state.fatal) { return; }
     setStatus('connecting', 'Connecting…');
     var sock;
     try {
@@ -62,6 +138,7 @@
       return;
     }
     state.ws = sock;
+    state.joined = false;
     sock.addEventListener('open', function () {
       if (sock !== state.ws) { return; }
       sock.send(JSON.stringify({
@@ -72,7 +149,13 @@
       if (sock !== state.ws || typeof e.data !== 'string') { return; }
       var f;
       try { f = JSON.parse(e.data); } catch (err) { return; }
-      if (f && typeof f === 'object') { onFrame(f); }
+      if (!f || typeof f !== 'object') { return; }
+      try {
+        onFrame(f);
+      } catch (err) {
+        // A frame the page cannot handle must not stop the ones after it.
+        console.warn('webchat: cannot handle a ' + f.type + ' frame:', err);
+      }
     });
     sock.addEventListener('close', function (e) {
       if (sock !== state.ws) { return; }
@@ -84,7 +167,9 @@
   function onClose(e) {
     var had = state.connected;
     state.connected = false;
+    state.joined = false;
     els.send.disabled = true;
+    if (state.fatal) { return; }
     if (had) {
       state.lost = true;
       document.body.dataset.disconnects = String(Number(document.body.dataset.disconnects || 0) + 1);
@@ -99,6 +184,7 @@
   }
 
   function scheduleReconnect() {
+    if (state.fatal) { return; }
     var base = Math.min(BACKOFF_MAX, BACKOFF_MIN * Math.pow(2, state.attempt));
     var delay = Math.round(base / 2 + Math.random() * base / 2);
     state.attempt++;
@@ -108,6 +194,7 @@
   }
 
   function reconnectNow() {
+    if (state.fatal) { return; }
     var old = state.ws;
     state.ws = null;
     state.connected = false;
@@ -123,6 +210,20 @@
     return true;
   }
 
+  // fatal shows why the chat cannot be opened, for good: the page stops
+  // connecting and keeps the notice up.
+  function fatal(text) {
+    state.fatal = true;
+    state.connected = false;
+    clearTimeout(state.timer);
+    var old = state.ws;
+    state.ws = null;
+    if (old) { old.close(1000); }
+    els.send.disabled = true;
+    setStatus('error', 'Not connected');
+    showBanner('error', text, 0);
+  }
+
   // ---- frames ----
 
   function onFrame(f) {
@@ -130,16 +231,38 @@
       case 'history': onHistory(f); break;
       case 'message':
       case 'echo': if (f.message) { appendMessage(f.message); } break;
-      case 'error': showBanner('error', f.text || f.code || 'The server refused a message.', 6000); break;
+      case 'error': onError(f); break;
     }
   }
 
-  function onHistory(f) {
-    if (f.chat && f.chat.id && !room) {
-      state.chatId = f.chat.id;
-      store.set(KEY_CHAT, f.chat.id);
+  function onError(f) {
+    var text = String(f.text || f.code || 'The server refused a message.');
+    if (!state.joined) {
+      // The hello was refused: trying again would be refused again.
+      fatal('The bot refused to open this chat: ' + text);
+      return;
     }
-    if (f.user && f.user.id) {
+    var sent = typeof f.ref === 'string' && state.pending.has(f.ref) ? state.pending.get(f.ref) : null;
+    if (sent !== null) { state.pending.delete(f.ref); }
+    if (sent !== null && (f.code === 'busy' || f.code === 'stopping')) {
+      if (!els.input.value.trim()) {
+        els.input.value = sent;
+        autosize();
+        text += ' Your message is back in the box.';
+      } else {
+        text += ' Your message “' + (sent.length > 40 ? sent.slice(0, 40) + '…' : sent) + '” was not sent.';
+      }
+    }
+    showBanner('error', text, 6000);
+  }
+
+  function onHistory(f) {
+    if (f.chat && validID(f.chat.id) && !room) {
+      state.chatId = f.chat.id;
+      saveChat(tab, f.chat.id);
+    }
+    if (f.chat && f.chat.id) { document.body.dataset.chat = f.chat.id; }
+    if (f.user && validID(f.user.id)) {
       state.userId = f.user.id;
       store.set(KEY_USER, f.user.id);
     }
@@ -150,9 +273,10 @@
     if (f.max_text > 0) { state.maxText = f.max_text; }
     clearLog();
     var frag = document.createDocumentFragment();
-    (f.messages || []).forEach(function (m) { frag.appendChild(renderMessage(m)); });
+    (Array.isArray(f.messages) ? f.messages : []).forEach(function (m) { frag.appendChild(renderSafely(m)); });
     els.log.appendChild(frag);
     els.empty.hidden = state.byId.size > 0;
+    state.joined = true;
     state.connected = true;
     state.everConnected = true;
     state.attempt = 0;
@@ -185,11 +309,29 @@
   function isMine(m) { return !m.bot && m.from && m.from.id === state.userId; }
 
   function appendMessage(m) {
-    if (!m.id || state.byId.has(m.id)) { return; }
+    if (!m || typeof m !== 'object' || !m.id || state.byId.has(m.id)) { return; }
     var stick = nearBottom() || isMine(m);
     els.empty.hidden = true;
-    els.log.appendChild(renderMessage(m));
+    els.log.appendChild(renderSafely(m));
     if (stick) { scrollToBottom(); }
+  }
+
+  // renderSafely renders m, or, if m cannot be shown, a notice in its
+  // place, so that one bad message never stops the history or the
+  // messages after it.
+  function renderSafely(m) {
+    try {
+      return renderMessage(m);
+    } catch (e) {
+      console.warn('webchat: cannot show message ' + (m && m.id) + ':', e);
+      var box = el('article', 'msg broken ' + (m && m.bot ? 'bot' : 'user'));
+      box.appendChild(el('div', 'text', '(this message cannot be shown)'));
+      if (m && typeof m.id === 'string' && m.id) {
+        box.dataset.id = m.id;
+        state.byId.set(m.id, box);
+      }
+      return box;
+    }
   }
 
   function el(tag, cls, text) {
@@ -385,7 +527,7 @@
       src = 'data:' + (a.mime || 'application/octet-stream') + ';base64,' + a.data;
     } else {
       src = safeURL(a.url);
-      if (!name && src) { name = decodeURIComponent(new URL(src).pathname.split('/').pop() || '') || src; }
+      if (!name && src) { name = fileNameOf(src); }
     }
     var isImage = a.kind === 'photo' && (a.data ? /^image\//.test(a.mime || '') : !!src);
     if (!src) {
@@ -405,6 +547,14 @@
     }
     if (a.caption) { fig.appendChild(el('figcaption', '', a.caption)); }
     return fig;
+  }
+
+  // fileNameOf returns the last part of a URL's path, decoded where it can
+  // be (a bare '%' cannot), or the URL when the path has no name.
+  function fileNameOf(src) {
+    var last = new URL(src).pathname.split('/').pop() || '';
+    try { last = decodeURIComponent(last); } catch (e) { /* keep it encoded */ }
+    return last || src;
   }
 
   function renderKeyboard(m) {
@@ -452,18 +602,24 @@
     document.body.dataset.state = s;
   }
 
+  // showBanner shows a notice for ms milliseconds, or until replaced when
+  // ms is 0. A fatal notice stays whatever comes later.
   function showBanner(kind, text, ms) {
+    if (state.fatal && !(kind === 'error' && ms === 0)) { return; }
     clearTimeout(state.bannerTimer);
     els.banner.className = 'banner ' + kind;
     els.banner.textContent = text;
     els.banner.hidden = false;
+    els.banner.dataset.sticky = ms ? 'false' : 'true';
     if (ms) { state.bannerTimer = setTimeout(hideBanner, ms); }
   }
 
   function hideBanner() {
+    if (state.fatal) { return; }
     clearTimeout(state.bannerTimer);
     els.banner.hidden = true;
     els.banner.className = 'banner';
+    delete els.banner.dataset.sticky;
   }
 
   // ---- composer and controls ----
@@ -480,10 +636,13 @@
       showBanner('error', 'This message is too long (at most ' + state.maxText + ' bytes).', 6000);
       return;
     }
-    if (!send({ type: 'message', text: text })) {
+    var ref = 'm' + (++state.refSeq);
+    if (!send({ type: 'message', text: text, ref: ref })) {
       showBanner('warn', 'Not connected; your message is kept. Send it again when the chat is back.', 4000);
       return;
     }
+    state.pending.set(ref, text);
+    if (state.pending.size > MAX_PENDING) { state.pending.delete(state.pending.keys().next().value); }
     els.input.value = '';
     autosize();
     els.input.focus();
@@ -525,7 +684,7 @@
   }
   els.newChat.addEventListener('click', function () {
     state.chatId = '';
-    store.set(KEY_CHAT, '');
+    saveChat(tab, '');
     clearLog();
     hideBanner();
     reconnectNow();
@@ -536,6 +695,12 @@
     if (document.visibilityState === 'visible' && !state.ws) { reconnectNow(); }
   });
 
-  connect();
+  pruneChats(tab);
+  if (room && !ROOM_RE.test(room)) {
+    fatal('“' + (room.length > 80 ? room.slice(0, 80) + '…' : room) + '” is not a valid room name: use 1 to 64 ' +
+      'letters, digits, “.”, “-” or “_”, as in ?room=lobby. Without ?room= this page is a private chat.');
+  } else {
+    connect();
+  }
   els.input.focus();
 }());
