@@ -32,15 +32,16 @@ type Adapter struct {
 	upgrader websocket.Upgrader
 	echo     atomic.Uint64 // action echo numbers
 	seq      atomic.Uint64 // event sequence numbers
-	stopRecv atomic.Bool   // StopReceiving was called during this Run
+	stopRecv atomic.Bool   // StopReceiving was called since the last Run ended
 
-	mu      sync.Mutex
-	running bool                 // Run is active: connections are accepted
-	handle  func(platform.Event) // Run's handle; nil when not running
-	conns   map[*conn]struct{}   // every open connection
-	bySelf  map[int64]*conn      // identified connections by self ID
-	addr    net.Addr             // Run's listener, in reverse mode with Listen
-	wg      sync.WaitGroup       // reverse connections being served
+	mu       sync.Mutex
+	running  bool                 // a Run is active, until its stop has finished; another Run gets ErrRunning
+	stopping bool                 // the active Run is stopping: connections are refused
+	handle   func(platform.Event) // Run's handle; nil when not running
+	conns    map[*conn]struct{}   // every open connection
+	bySelf   map[int64]*conn      // identified connections by self ID
+	addr     net.Addr             // Run's listener, in reverse mode with Listen
+	wg       sync.WaitGroup       // reverse connections being served
 
 	handleMu sync.Mutex // serialises calls of handle
 }
@@ -85,12 +86,17 @@ func (a *Adapter) Name() string { return Name }
 // In forward mode Run dials [Config.URL] and redials with backoff whenever
 // the connection fails or drops.
 //
-// When ctx ends, Run closes every connection (their pending sends fail with
-// [ErrConnectionLost]), waits for their goroutines and returns nil. It
-// returns an error when it cannot go on: Listen's address cannot be bound,
-// or in forward mode the implementation refused the access token
-// ([ErrUnauthorized]). Calling Run while another call is active returns
-// [ErrRunning]; after it returns, Run may be called again.
+// When ctx ends, Run refuses new connections, closes every open one (their
+// pending sends fail with [ErrConnectionLost]), waits for their goroutines,
+// a handle call in progress included, and returns nil. It returns an error
+// when it cannot go on: Listen's address cannot be bound, or in forward mode
+// the implementation refused the access token ([ErrUnauthorized]).
+//
+// One Run at a time: a call of Run while another is active, including one
+// whose context has ended but which is still closing its connections,
+// returns [ErrRunning] at once and changes nothing. Once Run has returned,
+// Run may be called again; a [Adapter.StopReceiving] made before or during
+// a Run applies to that Run only.
 func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	if handle == nil {
 		handle = func(platform.Event) {}
@@ -101,7 +107,6 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 		return ErrRunning
 	}
 	a.running, a.handle = true, handle
-	a.stopRecv.Store(false)
 	a.mu.Unlock()
 	defer a.stop()
 
@@ -111,11 +116,17 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	return a.runReverse(ctx)
 }
 
-// stop ends Run: it refuses new connections, closes the open ones and waits
-// until their goroutines have returned.
+// stop ends Run: it refuses new connections, closes the open ones, waits
+// until their goroutines have returned, and only then lets another Run
+// start, with StopReceiving forgotten.
+//
+// INVARIANT: a.wg.Add is called only under mu while running and not
+// stopping. stop sets stopping under mu before it waits, and running stays
+// true until the wait is over, so no Add (of this Run or of a next one)
+// can race with the Wait, and every served connection is waited for.
 func (a *Adapter) stop() {
 	a.mu.Lock()
-	a.running = false
+	a.stopping = true
 	open := make([]*conn, 0, len(a.conns))
 	for c := range a.conns {
 		open = append(open, c)
@@ -127,6 +138,8 @@ func (a *Adapter) stop() {
 	a.wg.Wait()
 	a.mu.Lock()
 	a.handle = nil
+	a.stopRecv.Store(false)
+	a.running, a.stopping = false, false
 	a.mu.Unlock()
 }
 
@@ -134,8 +147,11 @@ func (a *Adapter) stop() {
 // graceful shutdown (see platform.Drainer): connections stay open and the
 // Sender keeps working, so pending replies are still sent, but events that
 // arrive from now on are dropped (logged at debug level). Run keeps running
-// until its context ends; a later Run receives again. StopReceiving may be
-// called more than once.
+// until its context ends.
+//
+// StopReceiving applies to the active Run or, when none is active, to the
+// next one, and is forgotten when that Run returns: a later Run receives
+// again. It never blocks and may be called more than once.
 func (a *Adapter) StopReceiving() { a.stopRecv.Store(true) }
 
 // deliver passes an event to Run's handle, one call at a time.
@@ -172,11 +188,12 @@ func (a *Adapter) adopt(c *conn) bool {
 
 // register adds a new connection. A connection with a self ID replaces the
 // bot's previous one, which it returns for the caller to close (outside the
-// lock). ok is false when Run is not running; the caller then closes c.
+// lock). ok is false when Run is not running or is stopping; the caller
+// then closes c.
 func (a *Adapter) register(c *conn) (old *conn, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.running {
+	if !a.accepting() {
 		return nil, false
 	}
 	a.conns[c] = struct{}{}
@@ -186,6 +203,10 @@ func (a *Adapter) register(c *conn) (old *conn, ok bool) {
 	}
 	return old, true
 }
+
+// accepting reports whether Run takes new connections: it is running and
+// not stopping. The caller holds mu.
+func (a *Adapter) accepting() bool { return a.running && !a.stopping }
 
 // identify records that c is bot id's connection, returning the connection
 // it replaces, if any.

@@ -3,6 +3,8 @@ package onebot
 import (
 	"context"
 	"testing"
+
+	"github.com/heraldbot/herald/platform"
 )
 
 // TestStopReceiving: after StopReceiving, events are dropped while the
@@ -47,5 +49,54 @@ func TestStopReceiving(t *testing.T) {
 	}
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// roundTrip sends one message through p's connection and answers it: the
+// reader handles p's frames in order, so when it returns, every event p
+// sent before has been handled (delivered or dropped).
+func roundTrip(t *testing.T, h *harness, p *peer, chat platform.Chat) {
+	t.Helper()
+	sent := make(chan error, 1)
+	go func() {
+		_, err := h.a.Sender().Send(context.Background(), sendReq(chat, "round trip"))
+		sent <- err
+	}()
+	p.respond(p.next(), "ok", 0, map[string]any{"message_id": 1})
+	if err := <-sent; err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+}
+
+// TestStopReceivingBeforeRun: platform.Drainer allows StopReceiving before
+// Run (the engine may stop before Run has started); it applies to the next
+// Run, and only to it.
+func TestStopReceivingBeforeRun(t *testing.T) {
+	a, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.StopReceiving()
+	h := runAdapter(t, a)
+	url := h.reverseServer()
+	p := h.connect(url, 10001)
+	p.sendJSON(privateMsg(10001, 42, 1, "dropped"))
+	roundTrip(t, h, p, PrivateChat(10001, 42))
+	select {
+	case ev := <-h.events:
+		t.Fatalf("event %q delivered although StopReceiving was called before Run", ev.Text)
+	default:
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	p.waitClosed()
+
+	// The next Run receives again.
+	h2 := runAdapter(t, a)
+	p2 := h2.connect(url, 10001)
+	p2.sendJSON(privateMsg(10001, 42, 2, "received"))
+	if ev := h2.event(); ev.Text != "received" {
+		t.Fatalf("event %q; want the next Run to receive", ev.Text)
 	}
 }

@@ -177,6 +177,13 @@ func startAdapter(t *testing.T, cfg Config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runAdapter(t, a)
+}
+
+// runAdapter runs a's Run for the test and waits until it accepts
+// connections; the test's cleanup stops it.
+func runAdapter(t *testing.T, a *Adapter) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, a: a, events: make(chan platform.Event, 1024), cancel: cancel, runErr: make(chan error, 1)}
 	go func() { h.runErr <- a.Run(ctx, func(ev platform.Event) { h.events <- ev }) }()
@@ -184,7 +191,7 @@ func startAdapter(t *testing.T, cfg Config) *harness {
 	waitFor(t, "Run to start", func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return a.running
+		return a.accepting()
 	})
 	return h
 }

@@ -29,7 +29,8 @@ import (
 //   - X-Client-Role is "API" or "Event" (400): this adapter needs events and
 //     actions on one connection, so configure the implementation's reverse
 //     WebSocket as Universal (a missing X-Client-Role counts as Universal);
-//   - Run is not running (503), or the adapter is in forward mode (404).
+//   - Run is not running or is stopping (503), or the adapter is in
+//     forward mode (404).
 //
 // Several bots (self IDs) may be connected at once. A new connection with
 // the self ID of an open one replaces it: the old connection is closed and
@@ -68,12 +69,12 @@ func (a *Adapter) serveReverse(w http.ResponseWriter, r *http.Request) {
 	}
 
 	a.mu.Lock()
-	if !a.running {
+	if !a.accepting() {
 		a.mu.Unlock()
 		http.Error(w, "onebot: adapter not running", http.StatusServiceUnavailable)
 		return
 	}
-	a.wg.Add(1) // INVARIANT: only while running, so stop's Wait sees every connection.
+	a.wg.Add(1) // INVARIANT: only while accepting, so stop's Wait sees every connection (see stop).
 	a.mu.Unlock()
 	defer a.wg.Done()
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -326,11 +327,88 @@ func TestRunTwiceAndRerun(t *testing.T) {
 	h2.cancel = cancel
 	go func() { h2.runErr <- h.a.Run(ctx, func(ev platform.Event) { h2.events <- ev }) }()
 	t.Cleanup(func() { h2.stop() })
-	waitFor(t, "rerun", func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.running })
+	waitFor(t, "rerun", func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.accepting() })
 	p := h2.connect(u, 1)
 	p.sendJSON(privateMsg(1, 2, 3, "again"))
 	if ev := h2.event(); ev.Text != "again" {
 		t.Fatalf("event = %+v", ev)
+	}
+}
+
+// TestRunWhileStopping ends a Run whose handle is stuck, so that it stays
+// stopping: meanwhile another Run is refused with ErrRunning, at once and
+// without disturbing the first, and so are new connections; once the
+// first Run has returned, a new Run works.
+func TestRunWhileStopping(t *testing.T) {
+	a, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, entered := make(chan struct{}), make(chan string, 1)
+	var unblock sync.Once
+	release := func() { unblock.Do(func() { close(block) }) }
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		first <- a.Run(ctx, func(ev platform.Event) {
+			entered <- ev.Text
+			<-block
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		release()
+		<-first
+	})
+	h := &harness{t: t, a: a}
+	waitFor(t, "Run to start", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.accepting()
+	})
+	url := h.reverseServer()
+	p := h.connect(url, 1)
+	p.sendJSON(privateMsg(1, 2, 3, "stuck"))
+	<-entered
+	cancel()
+	waitFor(t, "Run to begin stopping", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.stopping
+	})
+
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	second := make(chan error, 1)
+	go func() {
+		second <- a.Run(ended, func(platform.Event) { t.Error("the refused Run's handle was called") })
+	}()
+	select {
+	case err := <-second:
+		if !errors.Is(err, ErrRunning) {
+			t.Errorf("Run while another is stopping = %v; want ErrRunning", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("Run while another is stopping did not return at once")
+		release()
+		<-second
+		return
+	}
+	if _, resp, err := websocket.DefaultDialer.Dial(url, http.Header{"X-Self-ID": {"2"}}); err == nil || resp == nil ||
+		resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("dial while stopping: %v, %+v; want 503", err, resp)
+	}
+
+	release()
+	if err := <-first; err != nil {
+		t.Fatalf("first Run = %v", err)
+	}
+	first <- nil // for the cleanup
+	h2 := runAdapter(t, a)
+	p2 := h2.connect(url, 1)
+	p2.sendJSON(privateMsg(1, 2, 4, "next"))
+	if ev := h2.event(); ev.Text != "next" {
+		t.Fatalf("event %q; want the next Run to deliver", ev.Text)
 	}
 }
 
