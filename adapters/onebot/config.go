@@ -108,16 +108,27 @@ type Config struct {
 	// DefaultReadLimit (4 MiB); negative is invalid.
 	ReadLimit int64
 
-	// RetryAmbiguous says whether sends whose outcome is unknown may be
-	// retried. OneBot implementations have reported sends as failed that
-	// were in fact delivered (go-cqhttp's retcode 100 under risk control),
-	// and a send with no response in ActionTimeout may have been delivered
-	// too; retrying those can post a message twice. False (the zero value)
-	// marks such errors permanent, so the retry middleware sends them to
-	// the dead letters instead of duplicating; they wrap [ErrMaybeDelivered].
-	// True leaves them retryable. Errors that certainly mean "not sent" (no
-	// connection, retcodes 1400/1401/1403/1404) are unaffected.
-	RetryAmbiguous bool
+	// AvoidDuplicates makes sends whose outcome is unknown fail for good
+	// instead of being retried. OneBot implementations have answered
+	// "failed" for messages they did deliver (go-cqhttp's retcode 100
+	// under risk control), and a send that got no response within
+	// ActionTimeout, or whose connection dropped after its action frame was
+	// written, may have been delivered too. Such ambiguous errors always
+	// match [ErrMaybeDelivered].
+	//
+	// False, the zero value, keeps them retryable, as OneBot v11 has it
+	// (only retcodes 1400, 1401, 1403 and 1404 are permanent), and the
+	// retry middleware tries them again. WARNING: such a retry can post a
+	// message twice. True marks them [platform.Permanent], so that they go
+	// to the dead letters instead of being retried: no duplicates, at the
+	// risk of giving up on a message that was not delivered after all.
+	// Choose it when a duplicate is worse than a lost message.
+	//
+	// Errors that certainly mean "not sent" are unaffected: no connection,
+	// a connection lost before the action frame was written, or a
+	// connection too busy to write it (all retryable), and retcodes 1400,
+	// 1401, 1403 and 1404 (permanent).
+	AvoidDuplicates bool
 
 	// CQCodeText makes Send parse an outbound message's Text as a CQ-code
 	// string, so text can carry mentions, faces and other segments: build

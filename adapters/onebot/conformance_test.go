@@ -31,10 +31,10 @@ import (
 // inline buttons (they are left out and the text is sent), and no
 // flood-control answer with a wait. The fake refuses a send for good with
 // retcode 1403, fails it temporarily with retcode 100, and stalls it by
-// never answering. Retcode 100 leaves it open whether the message went out,
-// so the adapter marks it permanent unless Config.RetryAmbiguous is set;
-// the suite's run sets it, to check that the failure then stays retryable
-// (send_test.go covers the default).
+// never answering. Retcode 100 leaves it open whether the message went out;
+// with the default Config (AvoidDuplicates false) the adapter keeps such a
+// failure retryable, as OneBot v11 has it, which is what the suite checks
+// (send_test.go covers AvoidDuplicates).
 func TestConformance(t *testing.T) {
 	adaptertest.TestAdapter(t, newReversePeer, obFeatures)
 }
@@ -86,7 +86,6 @@ type obConn struct {
 // newOBPeer returns a peer for an adapter configured by cfg, which it
 // cleans up when the test ends.
 func newOBPeer(t *testing.T, cfg Config) *obPeer {
-	cfg.RetryAmbiguous = true
 	cfg.Logger = zap.NewNop()
 	a, err := New(cfg)
 	if err != nil {

@@ -279,7 +279,10 @@ func (c *conn) handleResponse(data []byte) {
 
 // call sends an action and waits for its response, for ActionTimeout, ctx's
 // end or the connection's loss, whichever comes first. Many calls may be in
-// flight at once; responses are matched by echo.
+// flight at once; responses are matched by echo. The frame counts as
+// written once the writer has taken it: the writer writes each frame as
+// soon as it takes it, so a connection lost after that may have carried
+// it.
 func (c *conn) call(ctx context.Context, action string, params any) (actionResponse, error) {
 	echo := strconv.FormatUint(c.a.echo.Add(1), 10)
 	frame, err := json.Marshal(actionRequest{Action: action, Params: params, Echo: echo})
@@ -302,7 +305,7 @@ func (c *conn) call(ctx context.Context, action string, params any) (actionRespo
 	select {
 	case c.out <- frame:
 	case <-c.done:
-		return actionResponse{}, c.lostError(action)
+		return actionResponse{}, c.lostError(action, false)
 	case <-ctx.Done():
 		return actionResponse{}, fmt.Errorf("onebot: %s: %w", action, ctx.Err())
 	case <-timer.C:
@@ -319,7 +322,7 @@ func (c *conn) call(ctx context.Context, action string, params any) (actionRespo
 			return r, nil
 		default:
 		}
-		return actionResponse{}, c.lostError(action)
+		return actionResponse{}, c.lostError(action, true)
 	case <-ctx.Done():
 		return actionResponse{}, fmt.Errorf("onebot: %s: %w", action, ctx.Err())
 	case <-timer.C:
@@ -327,10 +330,11 @@ func (c *conn) call(ctx context.Context, action string, params any) (actionRespo
 	}
 }
 
-// lostError is ErrConnectionLost with the close reason; call it only after
+// lostError is ErrConnectionLost with the close reason, for an action
+// whose frame was handed to the writer (written) or not; call it only after
 // done is closed.
-func (c *conn) lostError(action string) error {
-	return fmt.Errorf("%w: %s: %v", ErrConnectionLost, action, c.closeErr)
+func (c *conn) lostError(action string, written bool) error {
+	return &lostError{action: action, reason: c.closeErr, written: written}
 }
 
 // pendingCount returns the number of actions awaiting a response.

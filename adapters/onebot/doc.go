@@ -37,9 +37,18 @@
 //
 // See [Adapter.Sender] for how a [platform.OutboundMessage] maps onto
 // segments (OneBot has no buttons and no Markdown; mentions need
-// [Config.CQCodeText]). Beware: OneBot implementations sometimes report a
-// send that was delivered as failed, so retrying a failed send can post the
-// message twice. By default such ambiguous failures are permanent errors
-// (they reach the dead letters, not the retry loop); see
-// [Config.RetryAmbiguous].
+// [Config.CQCodeText]).
+//
+// WARNING: retries can post a message twice. OneBot implementations
+// sometimes answer "failed" for a send they did deliver (go-cqhttp's
+// retcode 100 under risk control), and a send that gets no response in
+// time, or whose connection drops after its action was written, may have
+// been delivered as well. The adapter cannot tell; such errors match
+// [ErrMaybeDelivered]. By default they are retryable, as OneBot v11 has it
+// (only retcodes 1400, 1401, 1403 and 1404 are permanent), so the retry
+// middleware sends again and the chat may see the message twice. Set
+// [Config.AvoidDuplicates] to make them permanent instead: they then go
+// to the dead letters, where a person can check and replay them, and no
+// message is posted twice, at the risk of one that was in fact never
+// delivered.
 package onebot

@@ -17,18 +17,24 @@ var (
 
 	// ErrConnectionLost: the connection closed (dropped, replaced by a new
 	// connection of the same bot, or shut down) while the action was
-	// pending. Retryable. If the frame had been written the implementation
-	// may have sent the message anyway.
+	// pending. Lost before the action frame was written, the message was
+	// certainly not sent, and the error is retryable. Lost after, the
+	// implementation may have sent it: the error also matches
+	// [ErrMaybeDelivered], and is permanent with [Config.AvoidDuplicates].
 	ErrConnectionLost = errors.New("onebot: connection lost")
 
 	// ErrActionTimeout: no response within [Config.ActionTimeout]. It also
-	// matches [ErrMaybeDelivered]: permanent unless
-	// [Config.RetryAmbiguous].
+	// matches [ErrMaybeDelivered]: retryable, or permanent with
+	// [Config.AvoidDuplicates].
 	ErrActionTimeout = errors.New("onebot: no response to action")
 
-	// ErrMaybeDelivered is matched by errors after which the message may
-	// have been delivered: response timeouts and failed statuses other than
-	// 1400/1401/1403/1404. See [Config.RetryAmbiguous].
+	// ErrMaybeDelivered is matched by the errors after which the message
+	// may have been delivered although the send failed: a failed status
+	// with a retcode other than 1400/1401/1403/1404 ([*ActionError]), no
+	// response in time ([ErrActionTimeout]), and a connection lost after
+	// the action frame was written ([ErrConnectionLost]). They are
+	// retryable, and a retry may post the message twice; with
+	// [Config.AvoidDuplicates] they are permanent instead.
 	ErrMaybeDelivered = errors.New("onebot: message may have been delivered")
 
 	// ErrAmbiguousChat: a bare chat ID ("<id>" with no self ID) was sent to
@@ -48,11 +54,17 @@ var (
 	ErrRunning = errors.New("onebot: adapter already running")
 )
 
-// ActionError is a response with status "failed". RetCode is the
-// implementation's code: 1400 bad request, 1401 unauthorized, 1403
-// forbidden and 1404 no such action mirror HTTP and are permanent; other
-// codes (100 and up are implementation-defined) leave it open whether the
-// action took effect, so the error matches [ErrMaybeDelivered].
+// ActionError is a response with status "failed" (or another status that
+// is neither "ok" nor "async"). RetCode is the implementation's code: 1400
+// bad request, 1401 unauthorized, 1403 forbidden and 1404 no such action
+// mirror HTTP, and Send marks them [platform.Permanent]; other codes (100
+// and up are implementation-defined) leave it open whether the action took
+// effect, so the error matches [ErrMaybeDelivered] and Send leaves it
+// retryable unless [Config.AvoidDuplicates] is set.
+//
+// Send returns it wrapped (find it with errors.As). It is a plain value,
+// never changed once returned, so it is safe to share between goroutines;
+// its zero value is not an error Send returns.
 type ActionError struct {
 	Action  string // the action, such as "send_group_msg"
 	RetCode int64  // the response's retcode
@@ -81,6 +93,28 @@ func (e *ActionError) definite() bool {
 		return true
 	}
 	return false
+}
+
+// lostError is ErrConnectionLost for one action, with why the connection
+// closed. written says whether the action frame had been handed to the
+// connection's writer, which writes it at once: the implementation may
+// then have received it, and the error matches ErrMaybeDelivered too.
+type lostError struct {
+	action  string
+	reason  error
+	written bool
+}
+
+func (e *lostError) Error() string {
+	s := fmt.Sprintf("onebot: connection lost: %s: %v", e.action, e.reason)
+	if e.written {
+		s += " (the message may have been delivered)"
+	}
+	return s
+}
+
+func (e *lostError) Is(target error) bool {
+	return target == ErrConnectionLost || e.written && target == ErrMaybeDelivered
 }
 
 // timeoutError is ErrActionTimeout with the action and the wait.

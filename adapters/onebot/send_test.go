@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/heraldbot/herald/platform"
@@ -89,37 +90,40 @@ func pendingTotal(a *Adapter) int {
 
 func TestSendResponses(t *testing.T) {
 	tests := []struct {
-		name           string
-		retryAmbiguous bool
-		status         string
-		retcode        int
-		data           any
-		extra          map[string]any
-		wantID         string
-		wantErr        bool
-		permanent      bool
-		maybe          bool
-		wantRetcode    int64
-		wantMsg        string
+		name        string
+		avoidDups   bool
+		status      string
+		retcode     int
+		data        any
+		extra       map[string]any
+		wantID      string
+		wantErr     bool
+		permanent   bool
+		maybe       bool
+		wantRetcode int64
+		wantMsg     string
 	}{
 		{name: "ok", status: "ok", data: map[string]any{"message_id": 77}, wantID: "77"},
 		{name: "ok string id", status: "ok", data: map[string]any{"message_id": "abc"}, wantID: "abc"},
 		{name: "ok no data", status: "ok", data: nil, wantID: ""},
 		{name: "async", status: "async", retcode: 1, data: nil, wantID: ""},
+		{name: "async avoiding duplicates", avoidDups: true, status: "async", retcode: 1, data: nil, wantID: ""},
 		{name: "1400", status: "failed", retcode: 1400, wantErr: true, permanent: true, wantRetcode: 1400},
 		{name: "1401", status: "failed", retcode: 1401, wantErr: true, permanent: true, wantRetcode: 1401},
 		{name: "1403", status: "failed", retcode: 1403, wantErr: true, permanent: true, wantRetcode: 1403},
 		{name: "1404", status: "failed", retcode: 1404, wantErr: true, permanent: true, wantRetcode: 1404},
-		{name: "1404 retry ambiguous", retryAmbiguous: true, status: "failed", retcode: 1404, wantErr: true, permanent: true, wantRetcode: 1404},
-		{name: "100 ambiguous", status: "failed", retcode: 100, extra: map[string]any{"msg": "SEND_MSG_API_ERROR", "wording": "risk control"},
-			wantErr: true, permanent: true, maybe: true, wantRetcode: 100, wantMsg: "risk control"},
-		{name: "100 retry ambiguous", retryAmbiguous: true, status: "failed", retcode: 100, extra: map[string]any{"msg": "m"},
-			wantErr: true, permanent: false, maybe: true, wantRetcode: 100, wantMsg: "m"},
-		{name: "unknown status", retryAmbiguous: true, status: "weird", retcode: 102, wantErr: true, maybe: true, wantRetcode: 102},
+		{name: "1404 avoiding duplicates", avoidDups: true, status: "failed", retcode: 1404, wantErr: true, permanent: true, wantRetcode: 1404},
+		{name: "100 retryable", status: "failed", retcode: 100, extra: map[string]any{"msg": "SEND_MSG_API_ERROR", "wording": "risk control"},
+			wantErr: true, permanent: false, maybe: true, wantRetcode: 100, wantMsg: "risk control"},
+		{name: "100 avoiding duplicates", avoidDups: true, status: "failed", retcode: 100, extra: map[string]any{"msg": "m"},
+			wantErr: true, permanent: true, maybe: true, wantRetcode: 100, wantMsg: "m"},
+		{name: "1500 retryable", status: "failed", retcode: 1500, wantErr: true, permanent: false, maybe: true, wantRetcode: 1500},
+		{name: "unknown status", status: "weird", retcode: 102, wantErr: true, maybe: true, wantRetcode: 102},
+		{name: "unknown status avoiding duplicates", avoidDups: true, status: "weird", retcode: 102, wantErr: true, permanent: true, maybe: true, wantRetcode: 102},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := startAdapter(t, Config{RetryAmbiguous: tt.retryAmbiguous})
+			h := startAdapter(t, Config{AvoidDuplicates: tt.avoidDups})
 			p := h.connect(h.reverseServer(), 1)
 			go func() {
 				a := p.next()
@@ -150,93 +154,153 @@ func TestSendResponses(t *testing.T) {
 	}
 }
 
+// TestSendTimeout leaves an action unanswered, on fake time: the send
+// fails exactly ActionTimeout later with ErrActionTimeout, which may hide a
+// delivery, so it is retryable unless AvoidDuplicates; a late answer is
+// dropped and the connection stays usable.
 func TestSendTimeout(t *testing.T) {
-	for _, retry := range []bool{false, true} {
-		t.Run(fmt.Sprint("RetryAmbiguous=", retry), func(t *testing.T) {
-			h := startAdapter(t, Config{ActionTimeout: 50 * time.Millisecond, RetryAmbiguous: retry})
-			p := h.connect(h.reverseServer(), 1)
-			start := time.Now()
-			_, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, 2), "x"))
-			if !errors.Is(err, ErrActionTimeout) || !errors.Is(err, ErrMaybeDelivered) || platform.IsPermanent(err) == retry {
-				t.Fatalf("Send = %v (permanent %v)", err, platform.IsPermanent(err))
-			}
-			if el := time.Since(start); el < 50*time.Millisecond {
-				t.Fatalf("timed out after %v; want at least 50ms", el)
-			}
-			a := p.next()
-			// A late answer is dropped quietly; the connection stays usable.
-			p.respond(a, "ok", 0, map[string]any{"message_id": 1})
-			go func() {
+	for _, avoid := range []bool{false, true} {
+		t.Run(fmt.Sprint("AvoidDuplicates=", avoid), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const timeout = 20 * time.Second
+				h := startAdapter(t, Config{ActionTimeout: timeout, AvoidDuplicates: avoid})
+				p := h.pipeConnect(newPipeServer(t, h.a.Handler()), 1, peerOpts{})
+				start := time.Now()
+				_, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, 2), "x"))
+				if !errors.Is(err, ErrActionTimeout) || !errors.Is(err, ErrMaybeDelivered) || platform.IsPermanent(err) != avoid {
+					t.Fatalf("Send = %v (permanent %v); want ErrActionTimeout, ErrMaybeDelivered, permanent %v",
+						err, platform.IsPermanent(err), avoid)
+				}
+				if el := time.Since(start); el != timeout {
+					t.Errorf("timed out after %v; want ActionTimeout, %v", el, timeout)
+				}
 				a := p.next()
-				p.respond(a, "ok", 0, map[string]any{"message_id": 2})
-			}()
-			if res, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, 2), "y")); err != nil || res.MessageID != "2" {
-				t.Fatalf("send after a late answer = %+v, %v", res, err)
+				p.respond(a, "ok", 0, map[string]any{"message_id": 1}) // late: dropped quietly
+				go func() {
+					a := p.next()
+					p.respond(a, "ok", 0, map[string]any{"message_id": 2})
+				}()
+				if res, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, 2), "y")); err != nil || res.MessageID != "2" {
+					t.Fatalf("send after a late answer = %+v, %v", res, err)
+				}
+				if n := pendingTotal(h.a); n != 0 {
+					t.Fatalf("%d pending", n)
+				}
+			})
+		})
+	}
+}
+
+// TestSendContextEndsFirst: a send whose context ends before the answer
+// fails exactly then, with the context's error (not a maybe-delivered
+// one), and leaves nothing pending.
+func TestSendContextEndsFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const wait = 3 * time.Second
+		h := startAdapter(t, Config{ActionTimeout: time.Hour})
+		p := h.pipeConnect(newPipeServer(t, h.a.Handler()), 1, peerOpts{})
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		start := time.Now()
+		_, err := h.a.Sender().Send(ctx, sendReq(GroupChat(1, 2), "x"))
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrMaybeDelivered) {
+			t.Fatalf("Send = %v; want the context's error", err)
+		}
+		if el := time.Since(start); el != wait {
+			t.Errorf("Send returned after %v; want when its context ended, %v", el, wait)
+		}
+		p.next()
+		if n := pendingTotal(h.a); n != 0 {
+			t.Fatalf("%d pending after the context ended", n)
+		}
+		cctx, ccancel := context.WithCancel(context.Background())
+		ccancel()
+		if _, err := h.a.Sender().Send(cctx, sendReq(GroupChat(1, 2), "x")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Send with a cancelled context = %v", err)
+		}
+	})
+}
+
+// TestConnectionLossMidAction drops the connection while sends are in
+// flight, their actions written: all of them fail at once with
+// ErrConnectionLost, which may hide a delivery, so it is retryable unless
+// AvoidDuplicates.
+func TestConnectionLossMidAction(t *testing.T) {
+	for _, avoid := range []bool{false, true} {
+		t.Run(fmt.Sprint("AvoidDuplicates=", avoid), func(t *testing.T) {
+			const n = 20
+			h := startAdapter(t, Config{ActionTimeout: time.Hour, AvoidDuplicates: avoid})
+			p := h.connect(h.reverseServer(), 1)
+			errs := make(chan error, n)
+			for i := range n {
+				go func() {
+					_, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, int64(i+1)), "x"))
+					errs <- err
+				}()
 			}
-			if n := pendingTotal(h.a); n != 0 {
-				t.Fatalf("%d pending", n)
+			for range n {
+				p.next()
+			}
+			p.close() // abrupt: no close frame
+			deadline := time.After(5 * time.Second)
+			for range n {
+				select {
+				case err := <-errs:
+					if !errors.Is(err, ErrConnectionLost) || !errors.Is(err, ErrMaybeDelivered) || platform.IsPermanent(err) != avoid {
+						t.Fatalf("pending send = %v (permanent %v); want ErrConnectionLost, ErrMaybeDelivered, permanent %v",
+							err, platform.IsPermanent(err), avoid)
+					}
+				case <-deadline:
+					t.Fatal("pending sends did not fail within 5s of the drop (ActionTimeout is an hour)")
+				}
+			}
+			waitFor(t, "unregister", func() bool { return len(h.a.Bots()) == 0 })
+			_, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, 2), "x"))
+			if !errors.Is(err, ErrNotConnected) || platform.IsPermanent(err) {
+				t.Fatalf("send with no connection = %v; want retryable ErrNotConnected", err)
 			}
 		})
 	}
 }
 
-func TestSendContextEndsFirst(t *testing.T) {
-	h := startAdapter(t, Config{ActionTimeout: time.Hour})
-	p := h.connect(h.reverseServer(), 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel()
-	_, err := h.a.Sender().Send(ctx, sendReq(GroupChat(1, 2), "x"))
-	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrMaybeDelivered) {
-		t.Fatalf("Send = %v; want the context's error", err)
-	}
-	p.next()
-	if n := pendingTotal(h.a); n != 0 {
-		t.Fatalf("%d pending after the context ended", n)
-	}
-	cctx, ccancel := context.WithCancel(context.Background())
-	ccancel()
-	if _, err := h.a.Sender().Send(cctx, sendReq(GroupChat(1, 2), "x")); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Send with a cancelled context = %v", err)
-	}
-}
-
-// TestConnectionLossMidAction drops the connection while sends are in
-// flight: all of them fail at once, retryably.
-func TestConnectionLossMidAction(t *testing.T) {
-	const n = 20
-	h := startAdapter(t, Config{ActionTimeout: time.Hour})
-	p := h.connect(h.reverseServer(), 1)
-	errs := make(chan error, n)
-	var started sync.WaitGroup
-	for i := range n {
-		started.Add(1)
-		go func() {
-			started.Done()
-			_, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, int64(i+1)), "x"))
-			errs <- err
-		}()
-	}
-	started.Wait()
-	for range n {
-		p.next()
-	}
-	p.close() // abrupt: no close frame
-	deadline := time.After(5 * time.Second)
-	for range n {
-		select {
-		case err := <-errs:
-			if !errors.Is(err, ErrConnectionLost) || platform.IsPermanent(err) || errors.Is(err, ErrMaybeDelivered) {
-				t.Fatalf("pending send = %v; want retryable ErrConnectionLost", err)
-			}
-		case <-deadline:
-			t.Fatal("pending sends did not fail within 5s of the drop (ActionTimeout is an hour)")
-		}
-	}
-	waitFor(t, "unregister", func() bool { return len(h.a.Bots()) == 0 })
-	start := time.Now()
-	_, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, 2), "x"))
-	if !errors.Is(err, ErrNotConnected) || platform.IsPermanent(err) || time.Since(start) > time.Second {
-		t.Fatalf("send with no connection = %v after %v; want retryable ErrNotConnected at once", err, time.Since(start))
+// TestConnectionLostBeforeWrite drops a connection whose writer is stuck
+// on one action (the implementation reads nothing) while a second action
+// waits for the writer: the first may have reached the implementation, the
+// second certainly did not, so only the first is ambiguous, and only it is
+// permanent with AvoidDuplicates.
+func TestConnectionLostBeforeWrite(t *testing.T) {
+	for _, avoid := range []bool{false, true} {
+		t.Run(fmt.Sprint("AvoidDuplicates=", avoid), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := startAdapter(t, Config{ActionTimeout: time.Hour, AvoidDuplicates: avoid})
+				ps := newPipeServer(t, h.a.Handler())
+				ws, _, err := ps.dialer().Dial("ws://onebot.test"+DefaultPath, http.Header{"X-Self-ID": {"1"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				h.waitBot(1)
+				send := func(text string) chan error {
+					errc := make(chan error, 1)
+					go func() {
+						_, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, 2), text))
+						errc <- err
+					}()
+					synctest.Wait()
+					return errc
+				}
+				written := send("taken by the writer, which is stuck writing it")
+				waiting := send("waiting for the writer")
+				ws.Close()
+				if err := <-written; !errors.Is(err, ErrConnectionLost) || !errors.Is(err, ErrMaybeDelivered) || platform.IsPermanent(err) != avoid {
+					t.Errorf("send being written = %v (permanent %v); want ErrConnectionLost, ErrMaybeDelivered, permanent %v",
+						err, platform.IsPermanent(err), avoid)
+				}
+				if err := <-waiting; !errors.Is(err, ErrConnectionLost) || errors.Is(err, ErrMaybeDelivered) || platform.IsPermanent(err) {
+					t.Errorf("send not yet written = %v (permanent %v); want a retryable ErrConnectionLost, not maybe delivered",
+						err, platform.IsPermanent(err))
+				}
+			})
+		})
 	}
 }
 

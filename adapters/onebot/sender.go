@@ -35,14 +35,20 @@ import (
 //     sent without them.
 //
 // Errors: a message that fails Validate, a bad target or an unsupported
-// attachment is permanent; no connection, a lost connection and a
-// connection too busy to write are retryable; a "failed" response is an
-// [*ActionError], permanent for retcodes 1400/1401/1403/1404. WARNING:
-// implementations have answered "failed" (retcode 100, say) for messages
-// they did deliver, and a response timeout may hide a delivery too; unless
-// [Config.RetryAmbiguous] is set, those errors are permanent, so the retry
-// middleware does not post the message twice. An "async" response succeeds
-// without a MessageID. If ctx ends first, the error wraps ctx's error.
+// attachment is permanent; no connection, a connection lost before the
+// action was written and a connection too busy to write are retryable; a
+// "failed" response is an [*ActionError], permanent for retcodes
+// 1400/1401/1403/1404. An "async" response succeeds without a MessageID.
+// If ctx ends first, the error wraps ctx's error.
+//
+// WARNING, duplicates: implementations have answered "failed" (retcode
+// 100, say) for messages they did deliver, and a send with no response in
+// time ([ErrActionTimeout]) or whose connection dropped after its action
+// was written ([ErrConnectionLost]) may have been delivered too. These
+// errors match [ErrMaybeDelivered] and are retryable by default, as
+// OneBot v11 has it, so the retry middleware may post the message twice.
+// With [Config.AvoidDuplicates] they are permanent instead, and go to the
+// dead letters.
 func (a *Adapter) Sender() platform.Sender { return platform.SenderFunc(a.send) }
 
 func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
@@ -76,7 +82,7 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 	}
 	resp, err := c.call(ctx, action, map[string]any{idKey: id, "message": msg, "auto_escape": false})
 	if err != nil {
-		if errors.Is(err, ErrMaybeDelivered) && !a.cfg.RetryAmbiguous {
+		if a.cfg.AvoidDuplicates && errors.Is(err, ErrMaybeDelivered) {
 			return platform.SendResult{}, platform.Permanent(err)
 		}
 		return platform.SendResult{}, err
@@ -95,7 +101,7 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 		return res, nil
 	}
 	aerr := &ActionError{Action: action, RetCode: resp.RetCode, Message: resp.Message}
-	if aerr.definite() || !a.cfg.RetryAmbiguous {
+	if aerr.definite() || a.cfg.AvoidDuplicates {
 		return platform.SendResult{}, platform.Permanent(aerr)
 	}
 	return platform.SendResult{}, aerr
