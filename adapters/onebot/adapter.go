@@ -41,6 +41,7 @@ type Adapter struct {
 	conns    map[*conn]struct{}   // every open connection
 	bySelf   map[int64]*conn      // identified connections by self ID
 	addr     net.Addr             // Run's listener, in reverse mode with Listen
+	served   int                  // reverse connections admitted (being upgraded or served), at most MaxConnections
 	wg       sync.WaitGroup       // reverse connections being served
 
 	handleMu sync.Mutex // serialises calls of handle

@@ -39,13 +39,14 @@ func (m Mode) String() string {
 
 // Default values of [Config] fields.
 const (
-	DefaultPath          = "/onebot/v11/ws"
-	DefaultActionTimeout = 30 * time.Second
-	DefaultReconnectMin  = time.Second
-	DefaultReconnectMax  = 30 * time.Second
-	DefaultPingInterval  = 30 * time.Second
-	DefaultWriteTimeout  = 10 * time.Second
-	DefaultReadLimit     = 4 << 20
+	DefaultPath           = "/onebot/v11/ws"
+	DefaultActionTimeout  = 30 * time.Second
+	DefaultReconnectMin   = time.Second
+	DefaultReconnectMax   = 30 * time.Second
+	DefaultPingInterval   = 30 * time.Second
+	DefaultWriteTimeout   = 10 * time.Second
+	DefaultReadLimit      = 4 << 20
+	DefaultMaxConnections = 64
 )
 
 // Config configures an [Adapter]. The zero value is a valid configuration
@@ -79,6 +80,14 @@ type Config struct {
 	// means no authentication: anyone who can reach the endpoint can act as
 	// a bot, so then bind Listen to a loopback address.
 	AccessToken string
+
+	// MaxConnections bounds the reverse endpoint's connections: those open
+	// and those being upgraded. More get 503 Service Unavailable, before
+	// the upgrade (an implementation retries later; one that reconnects
+	// while its old connection still counts waits until that one is
+	// closed). Zero means DefaultMaxConnections (64); negative is invalid.
+	// Forward mode has one connection and ignores it.
+	MaxConnections int
 
 	// ActionTimeout bounds the wait for the response to one action (a
 	// send); the send's context may end it sooner. Zero means
@@ -184,6 +193,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !strings.HasPrefix(c.Path, "/") {
 		return bad("Path", "%q does not start with /", c.Path)
+	}
+	if c.MaxConnections < 0 {
+		return bad("MaxConnections", "negative (%d)", c.MaxConnections)
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
 	}
 	if c.ActionTimeout < 0 {
 		return bad("ActionTimeout", "negative (%v)", c.ActionTimeout)

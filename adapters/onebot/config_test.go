@@ -30,6 +30,7 @@ func TestNewValidates(t *testing.T) {
 		{"reconnect order", Config{Mode: Forward, URL: "ws://x/", ReconnectMin: time.Minute, ReconnectMax: time.Second}, "ReconnectMin"},
 		{"write timeout", Config{WriteTimeout: -time.Second}, "WriteTimeout"},
 		{"read limit", Config{ReadLimit: -1}, "ReadLimit"},
+		{"max connections", Config{MaxConnections: -1}, "MaxConnections"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +55,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if c.Path != DefaultPath || c.ActionTimeout != DefaultActionTimeout || c.ReconnectMin != DefaultReconnectMin ||
 		c.ReconnectMax != DefaultReconnectMax || c.PingInterval != DefaultPingInterval || c.WriteTimeout != DefaultWriteTimeout ||
-		c.ReadLimit != DefaultReadLimit || c.Dialer == nil || c.Logger == nil {
+		c.ReadLimit != DefaultReadLimit || c.MaxConnections != DefaultMaxConnections || c.Dialer == nil || c.Logger == nil {
 		t.Fatalf("defaults = %+v", c)
 	}
 	// A small maximum alone pulls the default minimum down with it.

@@ -29,6 +29,8 @@ import (
 //   - X-Client-Role is "API" or "Event" (400): this adapter needs events and
 //     actions on one connection, so configure the implementation's reverse
 //     WebSocket as Universal (a missing X-Client-Role counts as Universal);
+//   - [Config.MaxConnections] connections are open or being upgraded
+//     already (503);
 //   - Run is not running or is stopping (503), or the adapter is in
 //     forward mode (404).
 //
@@ -74,9 +76,22 @@ func (a *Adapter) serveReverse(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "onebot: adapter not running", http.StatusServiceUnavailable)
 		return
 	}
+	if a.served >= a.cfg.MaxConnections {
+		a.mu.Unlock()
+		a.log.Warn("onebot: connection refused: too many connections",
+			zap.Int("max", a.cfg.MaxConnections), zap.Int64("self_id", selfID), zap.String("remote", r.RemoteAddr))
+		http.Error(w, "onebot: too many connections", http.StatusServiceUnavailable)
+		return
+	}
+	a.served++
 	a.wg.Add(1) // INVARIANT: only while accepting, so stop's Wait sees every connection (see stop).
 	a.mu.Unlock()
-	defer a.wg.Done()
+	defer func() {
+		a.mu.Lock()
+		a.served--
+		a.mu.Unlock()
+		a.wg.Done()
+	}()
 
 	ws, err := a.upgrader.Upgrade(w, r, nil) // writes the HTTP error itself
 	if err != nil {

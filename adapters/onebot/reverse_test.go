@@ -262,6 +262,29 @@ func TestMultiBotRouting(t *testing.T) {
 	}
 }
 
+// TestMaxConnections fills the reverse endpoint: one more connection gets
+// 503 before the upgrade, and is accepted once a connection has closed.
+func TestMaxConnections(t *testing.T) {
+	h := startAdapter(t, Config{MaxConnections: 2})
+	u := h.reverseServer()
+	p1 := h.connect(u, 1)
+	h.connect(u, 2)
+	_, resp, err := websocket.DefaultDialer.Dial(u, http.Header{"X-Self-ID": {"3"}})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("third connection: %v, %+v; want 503", err, resp)
+	}
+	p1.close()
+	waitFor(t, "the closed connection to be let go", func() bool {
+		h.a.mu.Lock()
+		defer h.a.mu.Unlock()
+		return h.a.served == 1
+	})
+	h.connect(u, 3)
+	if bots := h.a.Bots(); len(bots) != 2 || bots[0].SelfID != 2 || bots[1].SelfID != 3 {
+		t.Fatalf("Bots = %+v; want 2 and 3", bots)
+	}
+}
+
 func TestRunListen(t *testing.T) {
 	h := startAdapter(t, Config{Listen: "127.0.0.1:0", AccessToken: "tok"})
 	waitFor(t, "listener", func() bool { return h.a.Addr() != nil })
