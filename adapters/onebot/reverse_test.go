@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -468,27 +469,39 @@ func TestCancelStopsRunAndFailsPending(t *testing.T) {
 	}
 }
 
+// TestKeepAlive checks the ping schedule on fake time: each connection is
+// pinged every PingInterval, one that answers stays, and one from which
+// nothing arrives is dropped exactly two intervals after it was last
+// heard.
 func TestKeepAlive(t *testing.T) {
-	h := startAdapter(t, Config{PingInterval: 20 * time.Millisecond})
-	u := h.reverseServer()
-	silent := dial(t, u, 1, "", peerOpts{noPong: true})
-	alive := dial(t, u, 2, "", peerOpts{})
-	// The peer that never answers pings is dropped after two intervals
-	// without a frame.
-	silent.waitClosed()
-	if silent.pings.Load() == 0 {
-		t.Fatal("no ping before the drop")
-	}
-	// The peer that answers stays connected through many pings.
-	waitFor(t, "10 pings", func() bool { return alive.pings.Load() >= 10 })
-	if bots := h.a.Bots(); len(bots) != 1 || bots[0].SelfID != 2 {
-		t.Fatalf("Bots = %+v; want only bot 2", bots)
-	}
-	select {
-	case <-alive.done:
-		t.Fatal("answering peer was dropped")
-	default:
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const ping = 10 * time.Second
+		h := startAdapter(t, Config{PingInterval: ping})
+		ps := newPipeServer(t, h.a.Handler())
+		start := time.Now()
+		silent := h.pipeConnect(ps, 1, peerOpts{noPong: true})
+		alive := h.pipeConnect(ps, 2, peerOpts{})
+		<-silent.done
+		if gone := time.Since(start); gone != 2*ping {
+			t.Errorf("silent connection dropped after %v; want 2×PingInterval = %v", gone, 2*ping)
+		}
+		if n := silent.pings.Load(); n < 1 {
+			t.Errorf("silent connection got %d pings before the drop", n)
+		}
+
+		time.Sleep(10*ping + ping/2)
+		select {
+		case <-alive.done:
+			t.Fatal("the connection that answers pings was dropped")
+		default:
+		}
+		if got, want := alive.pings.Load(), int64(time.Since(start)/ping); got != want {
+			t.Errorf("%d pings in %v; want one every %v, %d", got, time.Since(start), ping, want)
+		}
+		if bots := h.a.Bots(); len(bots) != 1 || bots[0].SelfID != 2 {
+			t.Fatalf("Bots = %+v; want only bot 2", bots)
+		}
+	})
 }
 
 func TestReadLimit(t *testing.T) {
