@@ -96,7 +96,7 @@ func (a *Adapter) Name() string { return Name }
 // One Run at a time: a call of Run while another is active, including one
 // whose context has ended but which is still closing its connections,
 // returns [ErrRunning] at once and changes nothing. Once Run has returned,
-// Run may be called again; a [Adapter.StopReceiving] made before or during
+// Run may be called again; a call of [Adapter.StopReceiving] made before or during
 // a Run applies to that Run only.
 func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	if handle == nil {
@@ -274,8 +274,9 @@ func (e *notConnectedError) Error() string {
 
 func (e *notConnectedError) Unwrap() error { return ErrNotConnected }
 
-// Bot describes one connected bot account, as [Adapter.Bots] saw it; it is
-// a plain value.
+// Bot describes one connected bot account, as [Adapter.Bots] saw it. It is
+// a plain value, a snapshot that does not change, safe to copy and to share
+// between goroutines; the zero value describes no bot.
 type Bot struct {
 	SelfID            int64         // the bot's QQ ID; 0 while not yet known (forward mode)
 	Remote            string        // the implementation's network address

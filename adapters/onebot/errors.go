@@ -50,7 +50,8 @@ var (
 	// cannot help.
 	ErrUnauthorized = errors.New("onebot: access token refused")
 
-	// ErrRunning: Run was called while an earlier call had not returned.
+	// ErrRunning: Run was called while an earlier call had not returned
+	// (including one still closing its connections after its context ended).
 	ErrRunning = errors.New("onebot: adapter already running")
 )
 

@@ -23,8 +23,9 @@ const (
 //
 // Fields that do not apply to the event's post type are zero. Numeric IDs
 // are decoded from JSON numbers or from strings of digits, since some
-// implementations send either. One *Event may be seen by several handlers:
-// treat it as read-only.
+// implementations send either. The zero value is no event: DecodeEvent
+// never returns it. One *Event may be seen by several handlers, from
+// several goroutines: treat it as read-only.
 type Event struct {
 	Time     int64  // Unix time in seconds at which the event happened
 	SelfID   int64  // the QQ ID of the bot that received it
@@ -52,8 +53,11 @@ type Event struct {
 	JSON json.RawMessage // the whole event as received
 }
 
-// MessageSender is the profile OneBot attaches to a message event. Every field is
-// best effort: implementations leave out what they do not know.
+// MessageSender is the profile OneBot attaches to a message event
+// ([Event.Sender]). Every field is best effort: implementations leave out
+// what they do not know, and what is missing stays zero, so the zero value
+// means that nothing is known (DisplayName then returns ""). It is a plain
+// value, safe to copy and to read from several goroutines at once.
 type MessageSender struct {
 	UserID   int64
 	Nickname string
