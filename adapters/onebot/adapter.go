@@ -96,8 +96,8 @@ func (a *Adapter) Name() string { return Name }
 // One Run at a time: a call of Run while another is active, including one
 // whose context has ended but which is still closing its connections,
 // returns [ErrRunning] at once and changes nothing. Once Run has returned,
-// Run may be called again; a call of [Adapter.StopReceiving] made before or during
-// a Run applies to that Run only.
+// Run may be called again; a call of [Adapter.StopReceiving] made before or
+// during a Run applies to that Run only.
 func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	if handle == nil {
 		handle = func(platform.Event) {}
