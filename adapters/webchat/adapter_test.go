@@ -1,6 +1,7 @@
 package webchat_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -165,7 +166,9 @@ func TestHistoryBounded(t *testing.T) {
 
 // TestHistoryBytesOnTheWire fills a chat with the longest texts a tab may
 // send, all '<': frames carry them unescaped (not as 6-byte \u003c), and
-// the chat keeps only the newest messages that fit in HistoryBytes.
+// the chat keeps only the newest messages that fit in HistoryBytes. A photo
+// larger than HistoryBytes reaches the tab but is not kept, and leaves the
+// rest of the history alone.
 func TestHistoryBytesOnTheWire(t *testing.T) {
 	const budget = 64 << 10
 	a, _ := start(t, webchat.Config{HistoryBytes: budget})
@@ -189,6 +192,15 @@ func TestHistoryBytesOnTheWire(t *testing.T) {
 			t.Fatalf("echo frame: %v", err)
 		}
 		ids = append(ids, f.Message.ID)
+	}
+	photo := bytes.Repeat([]byte{0x89}, budget)
+	res, err := a.Sender().Send(context.Background(), platform.SendRequest{Target: platform.Chat{ID: c.hist.Chat.ID},
+		Message: platform.OutboundMessage{Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, Data: photo}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := c.readMessages(t, 1)[0]; m.ID != res.MessageID || len(m.Attachments) != 1 || !bytes.Equal(m.Attachments[0].Data, photo) {
+		t.Fatalf("the tab got %q; want the photo", m.ID)
 	}
 
 	ws, _, err := dial(a, nil)

@@ -80,9 +80,10 @@ type Config struct {
 	// HistoryBytes bounds the bytes of each chat's history: messages are
 	// kept as the page receives them (JSON, attachments' bytes included,
 	// as base64), and the oldest are dropped while a chat's messages
-	// together are larger. A message larger than HistoryBytes on its own
-	// reaches the open tabs but is not kept (its buttons then no longer
-	// work). Zero means DefaultHistoryBytes, 4 MiB.
+	// together are larger. A message larger than HistoryBytes (or
+	// MaxHistoryBytes) on its own reaches the open tabs but is not kept,
+	// so its buttons do not work and a reload does not show it. Zero means
+	// DefaultHistoryBytes, 4 MiB.
 	HistoryBytes int
 
 	// MaxHistoryBytes bounds the bytes of all chats' histories together.

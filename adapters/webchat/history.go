@@ -146,24 +146,28 @@ func (cs *chats) touchLocked(ch *chatState) { cs.lru.MoveToFront(ch.elem) }
 
 // pushLocked keeps e as ch's newest message, marks ch used, and enforces
 // the budgets: ch keeps at most HistorySize entries and HistoryBytes bytes,
-// dropping its oldest entries (e itself, when it alone is larger than
-// HistoryBytes); then, while all chats together hold more than
-// MaxHistoryBytes, the least recently used chats without an open tab are
-// forgotten, and after them the oldest entries of any chat are dropped.
+// dropping its oldest entries; then, while all chats together hold more
+// than MaxHistoryBytes, the least recently used chats without an open tab
+// are forgotten, and after them the oldest entries of any chat are
+// dropped. An entry larger than HistoryBytes or MaxHistoryBytes on its own
+// is not kept, and drops nothing.
 func (cs *chats) pushLocked(ch *chatState, e entry) {
+	cs.touchLocked(ch)
+	n := e.size()
+	if n > cs.limits.HistoryBytes || n > cs.limits.MaxHistoryBytes {
+		return
+	}
 	cs.seq++
 	e.seq = cs.seq
 	if ch.history.len() >= cs.limits.HistorySize {
 		cs.dropOldestLocked(ch)
 	}
 	ch.history.push(e, cs.limits.HistorySize)
-	n := e.size()
 	ch.bytes += n
 	cs.bytes += n
 	for ch.bytes > cs.limits.HistoryBytes {
 		cs.dropOldestLocked(ch)
 	}
-	cs.touchLocked(ch)
 	cs.trimLocked()
 }
 
