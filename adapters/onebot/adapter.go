@@ -194,7 +194,7 @@ func (a *Adapter) adopt(c *conn) bool {
 func (a *Adapter) register(c *conn) (old *conn, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.accepting() {
+	if !a.acceptingLocked() {
 		return nil, false
 	}
 	a.conns[c] = struct{}{}
@@ -205,9 +205,9 @@ func (a *Adapter) register(c *conn) (old *conn, ok bool) {
 	return old, true
 }
 
-// accepting reports whether Run takes new connections: it is running and
+// acceptingLocked reports whether Run takes new connections: it is running and
 // not stopping. The caller holds mu.
-func (a *Adapter) accepting() bool { return a.running && !a.stopping }
+func (a *Adapter) acceptingLocked() bool { return a.running && !a.stopping }
 
 // identify records that c is bot id's connection, returning the connection
 // it replaces, if any.

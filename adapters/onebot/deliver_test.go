@@ -58,7 +58,7 @@ func TestHandleSerialisedAndOrdered(t *testing.T) {
 		}
 	}()
 	h := &harness{t: t, a: a}
-	waitFor(t, "Run", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.accepting() })
+	waitFor(t, "Run", func() bool { a.mu.Lock(); defer a.mu.Unlock(); return a.acceptingLocked() })
 	u := h.reverseServer()
 	peers := make([]*peer, bots)
 	for i := range bots {

@@ -77,7 +77,7 @@ func startObEngine(t *testing.T, opts ...engine.Option) *obEngine {
 	waitFor(t, "the adapter to run", func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return a.accepting()
+		return a.acceptingLocked()
 	})
 	b.url = b.h.reverseServer()
 	return b

@@ -191,7 +191,7 @@ func runAdapter(t *testing.T, a *Adapter) *harness {
 	waitFor(t, "Run to start", func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return a.accepting()
+		return a.acceptingLocked()
 	})
 	return h
 }

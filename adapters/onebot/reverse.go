@@ -71,7 +71,7 @@ func (a *Adapter) serveReverse(w http.ResponseWriter, r *http.Request) {
 	}
 
 	a.mu.Lock()
-	if !a.accepting() {
+	if !a.acceptingLocked() {
 		a.mu.Unlock()
 		http.Error(w, "onebot: adapter not running", http.StatusServiceUnavailable)
 		return

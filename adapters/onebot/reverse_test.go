@@ -351,7 +351,7 @@ func TestRunTwiceAndRerun(t *testing.T) {
 	h2.cancel = cancel
 	go func() { h2.runErr <- h.a.Run(ctx, func(ev platform.Event) { h2.events <- ev }) }()
 	t.Cleanup(func() { h2.stop() })
-	waitFor(t, "rerun", func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.accepting() })
+	waitFor(t, "rerun", func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.acceptingLocked() })
 	p := h2.connect(u, 1)
 	p.sendJSON(privateMsg(1, 2, 3, "again"))
 	if ev := h2.event(); ev.Text != "again" {
@@ -388,7 +388,7 @@ func TestRunWhileStopping(t *testing.T) {
 	waitFor(t, "Run to start", func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return a.accepting()
+		return a.acceptingLocked()
 	})
 	url := h.reverseServer()
 	p := h.connect(url, 1)
