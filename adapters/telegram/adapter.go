@@ -17,6 +17,8 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
+var _ platform.ConfirmingAdapter = (*Adapter)(nil)
+
 // Name is the adapter's [platform.Adapter] name and every event's Platform.
 const Name = "telegram"
 
@@ -36,9 +38,11 @@ type Adapter struct {
 	running atomic.Bool
 	run     atomic.Pointer[runState] // the active Run's delivery, for WebhookHandler
 
+	taken *ledger // updates handed on, kept between runs
+
 	// Owned by Run (which runs once at a time), kept between runs.
 	offset    int // next update ID to ask for
-	confirmed int // highest offset a getUpdates call that succeeded sent
+	confirmed int // the offset the last getUpdates call that succeeded sent
 
 	addrMu sync.Mutex
 	addr   net.Addr // the webhook listener's address while Run serves it
@@ -53,7 +57,7 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Adapter{cfg: cfg, log: cfg.Logger}, nil
+	return &Adapter{cfg: cfg, log: cfg.Logger, taken: newLedger()}, nil
 }
 
 // Name returns "telegram".
@@ -63,40 +67,74 @@ func (a *Adapter) Name() string { return Name }
 // what it does. It works without Run.
 func (a *Adapter) Sender() platform.Sender { return platform.SenderFunc(a.Send) }
 
-// Run receives updates until ctx ends and calls handle once for each event
+// Run is [Adapter.RunConfirmed] with a handle that takes every event:
+// it receives updates until ctx ends and calls handle once for each event
 // they map to, in the order Telegram delivered them, from one goroutine at
-// a time; handle is not called after Run returns.
-//
-// Run first calls getMe to learn the bot's username (for commands),
-// retrying transient failures. Then, in [Polling] mode, it calls
-// deleteWebhook (keeping pending updates; getUpdates fails while a webhook
-// is set, and choosing Polling mode means the webhook is unwanted) and
-// polls getUpdates in its own loop: a failed poll is retried after an
-// exponential backoff (0.5 s doubling to 30 s, with jitter), or after
-// exactly the retry_after of a 429. Updates are confirmed to Telegram only
-// past those handed to handle, so none is skipped or handled twice; when
-// ctx ends Run confirms the last batch with one short call (not after
-// ErrConflict or ErrUnauthorized: that call would end the long poll of the
-// process that won, and those updates go to it again). In [Webhook]
-// mode Run listens on Webhook.Listen (if set), registers Webhook.URL with
-// setWebhook (if set) and serves [Adapter.WebhookHandler] at Webhook.Path
-// until ctx ends, then shuts its server down.
-//
-// Updates that do not decode are skipped with a log line. Callback queries
-// are answered (answerCallbackQuery with no text, so the user's spinner
-// stops) by a goroutine of Run's, so the answer never holds up the updates
-// behind it; answers still queued when Run returns are dropped.
-//
-// Run returns nil when ctx ended, within a second even in the middle of a
-// long poll. It returns an error wrapping [ErrUnauthorized] when Telegram
-// refuses the token, [ErrConflict] when another poller or a webhook is
-// active, [ErrAlreadyRunning] when called during another Run, and other
-// errors for a permanent failure (a Listen address in use, a webhook URL
-// Telegram refuses). Run may be called again after it returned; polling
-// then continues after the last update handled.
+// a time; handle is not called after Run returns. Its errors are
+// RunConfirmed's.
 func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	if handle == nil {
 		return errors.New("telegram: Run: nil handle func")
+	}
+	return a.RunConfirmed(ctx, func(ev platform.Event) error {
+		handle(ev)
+		return nil
+	})
+}
+
+// RunConfirmed receives updates until ctx ends and calls handle once for
+// each event they map to, in the order Telegram delivered them, from one
+// goroutine at a time; handle is not called after RunConfirmed returns. It
+// implements [platform.ConfirmingAdapter]: an update is confirmed to
+// Telegram only once handle took every event of it (returned nil), so an
+// update handle refuses (returns an error, as the engine does when a
+// chat's inbound queue is full or it is stopping) is delivered again
+// later, and no update is lost or handed on twice, within a run or across
+// runs of one Adapter.
+//
+// RunConfirmed first calls getMe to learn the bot's username (for
+// commands), retrying transient failures.
+//
+// In [Polling] mode it then calls deleteWebhook (keeping pending updates;
+// getUpdates fails while a webhook is set, and choosing Polling mode means
+// the webhook is unwanted) and polls getUpdates in its own loop: a failed
+// poll is retried after an exponential backoff (0.5 s doubling to 30 s,
+// with jitter), or after exactly the retry_after of a 429. The offset sent
+// with each poll confirms the updates handed on before it. When handle
+// refuses an event, the rest of the batch waits: the offset stays at that
+// update, RunConfirmed waits (1 s, doubling to 16 s while the same update
+// is refused) and polls again, and Telegram returns that update and those
+// after it. When ctx ends, RunConfirmed confirms the updates taken since
+// the last poll with one short call (not after ErrConflict or
+// ErrUnauthorized: that call would end the long poll of the process that
+// won, and those updates go to it again).
+//
+// In [Webhook] mode it listens on Webhook.Listen (if set), registers
+// Webhook.URL with setWebhook (if set, with Webhook.MaxConnections) and
+// serves [Adapter.WebhookHandler] at Webhook.Path until ctx ends, then
+// shuts its server down. A refused update is answered 503, so Telegram
+// sends it again.
+//
+// Either way, the events of an update taken before handle refused a later
+// one of it (an update with several new members) are not handed on again,
+// and an update delivered again after it was taken (a webhook request
+// Telegram repeated after a timeout) is dropped: RunConfirmed remembers the
+// last 1024 update IDs taken. Updates that do not decode are skipped with
+// a log line. Callback queries are answered (answerCallbackQuery with no
+// text, so the user's spinner stops) once handle took them, by a goroutine
+// of RunConfirmed's, so the answer never holds up the updates behind it;
+// answers still queued when RunConfirmed returns are dropped.
+//
+// RunConfirmed returns nil when ctx ended, within a second even in the
+// middle of a long poll. It returns an error wrapping [ErrUnauthorized]
+// when Telegram refuses the token, [ErrConflict] when another poller or a
+// webhook is active, [ErrAlreadyRunning] when called during another Run or
+// RunConfirmed, and other errors for a permanent failure (a Listen address
+// in use, a webhook URL Telegram refuses). It may be called again after it
+// returned; polling then continues after the last update taken.
+func (a *Adapter) RunConfirmed(ctx context.Context, handle func(platform.Event) error) error {
+	if handle == nil {
+		return errors.New("telegram: RunConfirmed: nil handle func")
 	}
 	if !a.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
@@ -109,7 +147,7 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	return scrub(err, a.cfg.Token)
 }
 
-func (a *Adapter) runOnce(ctx context.Context, handle func(platform.Event)) error {
+func (a *Adapter) runOnce(ctx context.Context, handle func(platform.Event) error) error {
 	var me tgbotapi.User
 	err := a.retrying(ctx, func(ctx context.Context) error {
 		raw, err := a.makeRequest(ctx, "getMe", nil)
@@ -129,7 +167,7 @@ func (a *Adapter) runOnce(ctx context.Context, handle func(platform.Event)) erro
 		defer close(answered)
 		a.answerCallbacks(answerCtx, answers)
 	}()
-	rs := &runState{handle: handle, username: me.UserName, answers: answers, log: a.log, seen: make(map[int]struct{})}
+	rs := &runState{handle: handle, username: me.UserName, answers: answers, log: a.log, taken: a.taken}
 	a.run.Store(rs)
 	defer func() {
 		a.run.Store(nil)
@@ -168,62 +206,7 @@ func (a *Adapter) retrying(ctx context.Context, fn func(context.Context) error) 
 const (
 	answerQueue   = 64              // callbacks waiting to be answered
 	answerTimeout = 5 * time.Second // bound on one answerCallbackQuery
-	seenWindow    = 1024            // update IDs remembered against redelivery
 )
-
-// runState is one Run's delivery of updates to handle.
-type runState struct {
-	handle   func(platform.Event)
-	username string
-	answers  chan<- string
-	log      *zap.Logger
-
-	mu     sync.Mutex // serialises deliveries; guards the fields below
-	closed bool
-	seen   map[int]struct{} // the last seenWindow update IDs delivered
-	ring   [seenWindow]int  // the same IDs; ring[next] is the oldest once full
-	next   int
-	filled bool
-}
-
-// deliver hands u's events to handle unless Run has ended; it reports
-// whether u was taken (delivered, or a duplicate of one that was). A
-// callback query is queued for answering first.
-func (rs *runState) deliver(u *tgbotapi.Update) bool {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.closed {
-		return false
-	}
-	if _, dup := rs.seen[u.UpdateID]; dup {
-		rs.log.Debug("telegram: dropping a duplicate update", zap.Int("update_id", u.UpdateID))
-		return true
-	}
-	if rs.filled {
-		delete(rs.seen, rs.ring[rs.next])
-	}
-	rs.seen[u.UpdateID] = struct{}{}
-	rs.ring[rs.next] = u.UpdateID
-	rs.next = (rs.next + 1) % seenWindow
-	rs.filled = rs.filled || rs.next == 0
-	if cq := u.CallbackQuery; cq != nil && cq.ID != "" {
-		select {
-		case rs.answers <- cq.ID:
-		default:
-			rs.log.Warn("telegram: too many callback queries waiting; not answering one", zap.Int("update_id", u.UpdateID))
-		}
-	}
-	for _, ev := range updateToEvents(u, rs.username, time.Now().UTC()) {
-		rs.handle(ev)
-	}
-	return true
-}
-
-func (rs *runState) close() {
-	rs.mu.Lock()
-	rs.closed = true
-	rs.mu.Unlock()
-}
 
 // answerCallbacks answers the callback queries sent on ids until ctx ends.
 func (a *Adapter) answerCallbacks(ctx context.Context, ids <-chan string) {

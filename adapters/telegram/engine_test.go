@@ -484,6 +484,55 @@ func TestEngineTelegramShutdownDuringLongPoll(t *testing.T) {
 	}
 }
 
+// TestEngineTelegramBacklogOverQueue starts the engine with a group's
+// backlog larger than its inbound queue: the engine refuses the overflow,
+// the adapter leaves it unconfirmed and asks for it again, and every
+// message is handled exactly once, in order.
+func TestEngineTelegramBacklogOverQueue(t *testing.T) {
+	const group, n = -77, 30
+	var (
+		mu      sync.Mutex
+		handled []string
+	)
+	all := make(chan struct{})
+	b := startTgEngine(t, func(e *engine.Engine) {
+		tgMust(t, e.OnEvent(platform.EventMessage, func(c *engine.Context) error {
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			if handled = append(handled, c.Event().Text); len(handled) == n {
+				close(all)
+			}
+			return nil
+		}))
+	}, engine.WithInboundQueueSize(8))
+	for i := 1; i <= n; i++ {
+		b.say(group, strconv.Itoa(i))
+	}
+	select {
+	case <-all:
+	case <-time.After(30 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("handled %d of %d: %q", len(handled), n, handled)
+	}
+	ctx := waitCtx(t)
+	if err := b.srv.WaitUntil(ctx, func() bool { return b.srv.Pending() == 0 }); err != nil {
+		t.Fatalf("%d updates left unconfirmed: %v", b.srv.Pending(), err)
+	}
+	if err := b.stop(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := tgNumbered(n); !slices.Equal(handled, want) {
+		t.Fatalf("handled %q; want %q", handled, want)
+	}
+	if st := b.e.Stats(); st.Dropped == 0 || st.Received != n {
+		t.Errorf("stats = %+v; want some refusals and %d events received", st, n)
+	}
+}
+
 func tgMust(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

@@ -29,13 +29,11 @@ func FuzzWebhookBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var got []platform.Event
-		rs := &runState{
-			handle:   func(ev platform.Event) { got = append(got, ev) },
-			username: "herald_bot",
-			answers:  make(chan string, 1),
-			log:      a.log,
-			seen:     make(map[int]struct{}),
-		}
+		rs := testRunState(func(ev platform.Event) error {
+			got = append(got, ev)
+			return nil
+		})
+		rs.log = a.log
 		a.run.Store(rs)
 		defer a.run.Store(nil)
 		w := httptest.NewRecorder()
@@ -50,26 +48,4 @@ func FuzzWebhookBody(f *testing.F) {
 			}
 		}
 	})
-}
-
-func TestSeenWindow(t *testing.T) {
-	var n int
-	rs := &runState{handle: func(platform.Event) { n++ }, answers: make(chan string, 1), log: testLogger(), seen: make(map[int]struct{})}
-	deliver := func(id int) { rs.deliver(updateFor(id)) }
-	for id := 1; id <= seenWindow+10; id++ {
-		deliver(id)
-	}
-	deliver(seenWindow + 10) // a duplicate within the window
-	deliver(11)              // still remembered
-	if n != seenWindow+10 {
-		t.Fatalf("handled %d; want %d (duplicates dropped)", n, seenWindow+10)
-	}
-	deliver(10) // forgotten: the window is bounded
-	if n != seenWindow+11 || len(rs.seen) != seenWindow {
-		t.Fatalf("handled %d, remembering %d; want %d, %d", n, len(rs.seen), seenWindow+11, seenWindow)
-	}
-	rs.close()
-	if rs.deliver(updateFor(99999)) {
-		t.Fatal("delivered after close")
-	}
 }

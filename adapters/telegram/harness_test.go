@@ -192,10 +192,19 @@ func updateFor(id int) *tgbotapi.Update {
 	return &tgbotapi.Update{UpdateID: id, Message: &tgbotapi.Message{MessageID: id, Chat: &tgbotapi.Chat{ID: 1, Type: "private"}, Text: "x"}}
 }
 
+// testRunState returns a runState delivering to handle, with its own
+// ledger, as a Run of the bot "herald_bot" would make it.
+func testRunState(handle func(platform.Event) error) *runState {
+	return &runState{handle: handle, username: "herald_bot", answers: make(chan string, 1), log: testLogger(), taken: newLedger()}
+}
+
 // activate makes a Run of a seem active, delivering to handle, without
 // polling or serving: for tests of WebhookHandler alone. It is undone at
 // the end of the test.
-func activate(t *testing.T, a *Adapter, handle func(platform.Event)) {
-	a.run.Store(&runState{handle: handle, answers: make(chan string, 1), log: a.log, seen: make(map[int]struct{})})
+func activate(t *testing.T, a *Adapter, handle func(platform.Event) error) *runState {
+	rs := testRunState(handle)
+	rs.log, rs.taken = a.log, a.taken
+	a.run.Store(rs)
 	t.Cleanup(func() { a.run.Store(nil) })
+	return rs
 }

@@ -49,7 +49,10 @@ func (a *Adapter) runPolling(ctx context.Context, rs *runState) error {
 // poll runs the getUpdates loop until ctx ends (nil) or a call fails for
 // good (the error).
 func (a *Adapter) poll(ctx context.Context, rs *runState) error {
-	for attempt := 0; ; {
+	attempt := 0      // getUpdates failures in a row
+	refusals := 0     // refusals of lastRefused in a row
+	lastRefused := -1 // the update handle refused last
+	for {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -57,7 +60,24 @@ func (a *Adapter) poll(ctx context.Context, rs *runState) error {
 		raws, err := a.getUpdates(ctx, sent, pollLimit, a.cfg.PollTimeout)
 		if err == nil {
 			a.confirmed = sent
-			if progressed := a.deliverBatch(ctx, rs, raws); progressed || len(raws) == 0 {
+			progressed, refused := a.deliverBatch(ctx, rs, raws)
+			if refused != nil {
+				attempt = 0
+				// a.offset is the refused update's ID: the next poll
+				// gets it again, with those after it.
+				if a.offset != lastRefused {
+					lastRefused, refusals = a.offset, 0
+				}
+				wait := refusedDelay(refusals)
+				refusals++
+				a.log.Warn("telegram: an update was refused; asking for it again",
+					zap.Int("update_id", a.offset), zap.Error(refused), zap.Duration("retry_in", wait))
+				if !backoff.Sleep(ctx, wait) {
+					return nil
+				}
+				continue
+			}
+			if progressed || len(raws) == 0 {
 				attempt = 0
 				continue
 			}
@@ -76,6 +96,20 @@ func (a *Adapter) poll(ctx context.Context, rs *runState) error {
 			return nil
 		}
 	}
+}
+
+// Waits before asking again for an update handle refused.
+const (
+	minRefusedBackoff = time.Second
+	maxRefusedBackoff = 16 * time.Second
+)
+
+// refusedDelay returns the wait before asking again for an update handle
+// refused n times in a row before (0 for the first refusal):
+// minRefusedBackoff·2^n capped at maxRefusedBackoff. There is no jitter:
+// one process polls a bot, so there is no herd to spread.
+func refusedDelay(n int) time.Duration {
+	return backoff.Exponential(n, minRefusedBackoff, maxRefusedBackoff)
 }
 
 // getUpdates calls getUpdates and returns the updates undecoded, so that
@@ -104,8 +138,9 @@ func (a *Adapter) getUpdates(ctx context.Context, offset, limit int, timeout tim
 }
 
 // deliverBatch decodes and delivers the updates of one getUpdates answer in
-// order, setting a.offset past each update handed to rs, each duplicate of
-// one that was, and each malformed update (skipped with a log line).
+// order, setting a.offset past each update taken by rs (a duplicate of
+// one taken before included) and past each malformed update (skipped
+// with a log line).
 //
 // It trusts getUpdates: the answer holds the updates not yet confirmed,
 // so the offset becomes the last one's ID plus one even when that is lower
@@ -113,15 +148,18 @@ func (a *Adapter) getUpdates(ctx context.Context, offset, limit int, timeout tim
 // possibly lower value, after a bot received no update for about a week
 // (go-telegram-bot-api issue #156); an adapter that skipped IDs below its
 // offset as "already handled" would never hand on another update. True
-// repeats are caught by rs's window of recent IDs instead.
+// repeats are caught by rs's ledger of recent IDs instead.
 //
-// It stops early when ctx ends or Run is closing. It reports whether the
-// offset moved, that is, whether the next poll gets something new.
-func (a *Adapter) deliverBatch(ctx context.Context, rs *runState, raws []json.RawMessage) bool {
+// When handle refuses an event, deliverBatch stops there and returns the
+// refusal, with a.offset set to that update's ID, so that it is neither
+// confirmed nor skipped. It stops early, too, when ctx ends or Run is
+// closing. It reports whether the offset moved, that is, whether the next
+// poll gets something new.
+func (a *Adapter) deliverBatch(ctx context.Context, rs *runState, raws []json.RawMessage) (progressed bool, refused error) {
 	start := a.offset
 	for _, raw := range raws {
 		if ctx.Err() != nil {
-			return true
+			return true, nil
 		}
 		var u tgbotapi.Update
 		err := json.Unmarshal(raw, &u)
@@ -141,12 +179,16 @@ func (a *Adapter) deliverBatch(ctx context.Context, rs *runState, raws []json.Ra
 			a.log.Info("telegram: update IDs went back; Telegram starts them afresh after a week without updates",
 				zap.Int("update_id", u.UpdateID), zap.Int("offset", a.offset))
 		}
-		if !rs.deliver(&u) {
-			return true
+		switch err := rs.deliver(&u); {
+		case errors.Is(err, errRunEnded):
+			return true, nil
+		case err != nil:
+			a.offset = u.UpdateID
+			return a.offset != start, err
 		}
 		a.offset = u.UpdateID + 1
 	}
-	return a.offset != start
+	return a.offset != start, nil
 }
 
 // updateIDOf reads the update_id of an update that did not decode, or
@@ -165,8 +207,8 @@ func updateIDOf(raw json.RawMessage) int {
 	return id
 }
 
-// confirm tells Telegram that the updates handed over since the last poll
-// were handled, with one short getUpdates call, so that the next Run (of
+// confirm tells Telegram that the updates taken since the last poll were
+// handled, with one short getUpdates call, so that the next Run (of
 // this or another process) does not get them again. It is best effort and
 // takes at most confirmTimeout.
 func (a *Adapter) confirm(ctx context.Context) {

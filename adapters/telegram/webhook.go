@@ -27,19 +27,25 @@ const (
 // WebhookHandler returns the http.Handler that receives Telegram's webhook
 // requests, for mounting in a server of your own (leave Webhook.Listen
 // empty); Run's own server uses it too. It delivers updates through the
-// active Run and answers:
+// active Run or RunConfirmed and answers:
 //
 //   - 405 to methods other than POST;
 //   - 403 when Webhook.SecretToken is set and the
 //     X-Telegram-Bot-Api-Secret-Token header differs (nothing is handled);
-//   - 503 while no Run is active, so Telegram delivers the update later;
+//   - 503 while no Run is active, and 503 with Retry-After: 1 to an update
+//     whose handle refused an event (RunConfirmed), so Telegram sends the
+//     update again later;
 //   - 400 to a body that is not JSON or could not be read, 413 to one over
 //     4 MiB;
 //   - 200 to an update that was handled, and to one that is JSON but not
 //     an update (it is skipped with a log line: Telegram would only send it
 //     again).
 //
-// Updates Telegram sends again (after a timeout) are handled once.
+// An update is recorded as handled only once handle took it, so a refused
+// update sent again is handed on, while one Telegram sends again after it
+// was taken (after a timeout) is dropped; the last 1024 update IDs are
+// remembered. The handler may be called concurrently; deliveries to handle
+// are one at a time.
 func (a *Adapter) WebhookHandler() http.Handler { return http.HandlerFunc(a.serveWebhook) }
 
 func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
@@ -89,8 +95,17 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if !rs.deliver(&u) {
+	switch err := rs.deliver(&u); {
+	case errors.Is(err, errRunEnded):
 		http.Error(w, "not running", http.StatusServiceUnavailable)
+		return
+	case err != nil:
+		// Not taken: Telegram sends it again. Retry-After is advice;
+		// Telegram chooses its own pace.
+		a.log.Warn("telegram: a webhook update was refused; Telegram will send it again",
+			zap.Int("update_id", u.UpdateID), zap.Error(err))
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "refused, send it again", http.StatusServiceUnavailable)
 		return
 	}
 	w.WriteHeader(http.StatusOK)

@@ -210,7 +210,7 @@ func (brokenBody) Read([]byte) (int, error) { return 0, errors.New("connection r
 func TestWebhookBodyReadError(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Mode = Webhook })
 	var handled int
-	activate(t, h.a, func(platform.Event) { handled++ })
+	activate(t, h.a, func(platform.Event) error { handled++; return nil })
 	w := httptest.NewRecorder()
 	h.a.WebhookHandler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", brokenBody{}))
 	if w.Code != http.StatusBadRequest || handled != 0 {
