@@ -105,7 +105,21 @@ type WebhookConfig struct {
 	// it with setWebhook before waiting for updates. Empty means Run does
 	// not call setWebhook: the webhook is registered some other way.
 	URL string
+
+	// MaxConnections is sent to setWebhook as max_connections: how many
+	// requests Telegram makes to the webhook at once, 1 to 100. Zero means
+	// 1 (Telegram's own default is 40): Telegram then sends one update at
+	// a time and the next only after the previous was answered, so the
+	// adapter hands updates on in the order Telegram has them, each chat's
+	// in order. A larger value lets a busy bot receive faster, but updates
+	// then arrive in parallel and Telegram does not document that a
+	// chat's updates are kept in order, so a chat's messages may reach
+	// handlers out of order. Unused when URL is empty.
+	MaxConnections int
 }
+
+// maxWebhookConnections is the most max_connections setWebhook accepts.
+const maxWebhookConnections = 100
 
 // tokenPattern is the form of a bot token.
 var tokenPattern = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
@@ -159,6 +173,12 @@ func (cfg Config) normalize() (Config, error) {
 	}
 	if s := cfg.Webhook.SecretToken; s != "" && !validSecret(s) {
 		return bad("webhook secret token must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
+	}
+	switch n := cfg.Webhook.MaxConnections; {
+	case n == 0:
+		cfg.Webhook.MaxConnections = 1
+	case n < 0 || n > maxWebhookConnections:
+		return bad("webhook MaxConnections %d is not between 1 and %d", n, maxWebhookConnections)
 	}
 	if cfg.Webhook.URL != "" {
 		u, err := url.Parse(cfg.Webhook.URL)

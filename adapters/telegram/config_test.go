@@ -19,7 +19,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	c := a.cfg
 	if c.APIEndpoint != tgbotapi.APIEndpoint || c.Mode != Polling || c.PollTimeout != DefaultPollTimeout ||
-		c.Webhook.Path != "/" || c.HTTPClient == nil || c.HTTPClient == http.DefaultClient || c.Logger == nil || a.Name() != "telegram" {
+		c.Webhook.Path != "/" || c.Webhook.MaxConnections != 1 || c.HTTPClient == nil || c.HTTPClient == http.DefaultClient || c.Logger == nil || a.Name() != "telegram" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	for in, want := range map[time.Duration]time.Duration{1500 * time.Millisecond: time.Second, time.Millisecond: time.Second, 45 * time.Second: 45 * time.Second} {
@@ -55,6 +55,8 @@ func TestConfigErrors(t *testing.T) {
 		{"secret characters", Config{Token: token, Webhook: WebhookConfig{SecretToken: "has space"}}},
 		{"secret length", Config{Token: token, Webhook: WebhookConfig{SecretToken: strings.Repeat("a", 257)}}},
 		{"webhook URL", Config{Token: token, Webhook: WebhookConfig{URL: "not a url"}}},
+		{"negative max connections", Config{Token: token, Webhook: WebhookConfig{MaxConnections: -1}}},
+		{"too many max connections", Config{Token: token, Webhook: WebhookConfig{MaxConnections: 101}}},
 		{"client timeout under the poll timeout", Config{Token: token, HTTPClient: &http.Client{Timeout: 10 * time.Second}}},
 	}
 	for _, tt := range tests {

@@ -146,6 +146,7 @@ func (a *Adapter) runWebhook(ctx context.Context) error {
 	if wc.URL != "" {
 		params := tgbotapi.Params{"url": wc.URL}
 		params.AddNonEmpty("secret_token", wc.SecretToken)
+		params.AddNonZero("max_connections", wc.MaxConnections)
 		if a.cfg.AllowedUpdates != nil { // AddInterface would send a nil slice as "null"
 			if err := params.AddInterface("allowed_updates", a.cfg.AllowedUpdates); err != nil {
 				return fmt.Errorf("telegram: setWebhook: %w", err)

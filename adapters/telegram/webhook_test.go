@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -48,7 +49,7 @@ func TestWebhookRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w := h.srv.Webhook(); w.URL != "https://bot.example/tg/hook" || w.SecretToken != webhookSecret ||
-		!slices.Equal(w.AllowedUpdates, []string{"message", "callback_query"}) {
+		!slices.Equal(w.AllowedUpdates, []string{"message", "callback_query"}) || w.MaxConnections != 1 {
 		t.Fatalf("registered webhook %+v", w)
 	}
 	addr := h.a.WebhookAddr()
@@ -218,5 +219,28 @@ func TestWebhookBodyReadError(t *testing.T) {
 	}
 	if logged(h.logs, "could not read a webhook request") != 1 {
 		t.Fatal("read error not logged")
+	}
+}
+
+// setWebhook gets max_connections: 1 unless configured, so that Telegram
+// sends updates one at a time, in order.
+func TestWebhookMaxConnections(t *testing.T) {
+	for _, tc := range []struct{ set, want int }{{0, 1}, {1, 1}, {40, 40}, {100, 100}} {
+		t.Run(strconv.Itoa(tc.set), func(t *testing.T) {
+			h := newHarness(t, func(c *Config) {
+				c.Mode = Webhook
+				c.Webhook = WebhookConfig{URL: "https://bot.example/hook", MaxConnections: tc.set}
+			})
+			r := h.run(t)
+			if err := h.srv.WaitRequests(waitCtx(t), "setWebhook", 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.srv.Webhook(); got.URL == "" || got.MaxConnections != tc.want {
+				t.Fatalf("webhook %+v; want max_connections %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -216,6 +216,14 @@ func (s *Server) answerCallback(w http.ResponseWriter, p url.Values) {
 
 func (s *Server) setWebhook(w http.ResponseWriter, p url.Values) {
 	info := WebhookInfo{URL: p.Get("url"), SecretToken: p.Get("secret_token")}
+	if v := p.Get("max_connections"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			badRequest(w, "bad webhook: max_connections must be between 1 and 100")
+			return
+		}
+		info.MaxConnections = n
+	}
 	if v := p.Get("allowed_updates"); v != "" {
 		if json.Unmarshal([]byte(v), &info.AllowedUpdates) != nil {
 			badRequest(w, "can't parse allowed_updates JSON array")

@@ -178,11 +178,19 @@ func (s *Server) WaitRequests(ctx context.Context, method string, n int) error {
 	return s.WaitUntil(ctx, func() bool { return s.Requests(method) >= n })
 }
 
-// WebhookInfo is the webhook a bot registered with setWebhook.
+// WebhookInfo is the webhook a bot registered with setWebhook. Its zero
+// value means no webhook is set. It is a plain value: a copy from
+// [Server.Webhook] is the caller's own.
 type WebhookInfo struct {
-	URL            string
-	SecretToken    string
+	// URL is the url sent; empty when no webhook is set.
+	URL string
+	// SecretToken is the secret_token sent, or empty.
+	SecretToken string
+	// AllowedUpdates is the allowed_updates list sent, or nil.
 	AllowedUpdates []string
+	// MaxConnections is the max_connections sent, or 0 when it was not
+	// (Telegram then uses 40).
+	MaxConnections int
 }
 
 // Webhook returns the webhook registered with setWebhook; its URL is empty

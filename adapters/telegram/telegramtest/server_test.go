@@ -174,10 +174,13 @@ func TestGetUpdatesTimeoutAndConflict(t *testing.T) {
 	}
 
 	// While a webhook is set, getUpdates is refused.
-	if status, _ := call(t, srv, token, "setWebhook", url.Values{"url": {"https://bot.example/hook"}, "secret_token": {"s3"}, "allowed_updates": {`["message"]`}}); status != 200 {
+	if status, _ := call(t, srv, token, "setWebhook", url.Values{"url": {"https://bot.example/hook"}, "max_connections": {"101"}}); status != 400 {
+		t.Fatalf("setWebhook with max_connections 101: %d; want 400", status)
+	}
+	if status, _ := call(t, srv, token, "setWebhook", url.Values{"url": {"https://bot.example/hook"}, "secret_token": {"s3"}, "allowed_updates": {`["message"]`}, "max_connections": {"1"}}); status != 200 {
 		t.Fatalf("setWebhook: %d", status)
 	}
-	if w := srv.Webhook(); w.URL != "https://bot.example/hook" || w.SecretToken != "s3" || len(w.AllowedUpdates) != 1 {
+	if w := srv.Webhook(); w.URL != "https://bot.example/hook" || w.SecretToken != "s3" || len(w.AllowedUpdates) != 1 || w.MaxConnections != 1 {
 		t.Fatalf("Webhook = %+v", w)
 	}
 	if status, ar := call(t, srv, token, "getUpdates", nil); status != 409 || !strings.Contains(ar.Description, "webhook is active") {
