@@ -31,7 +31,17 @@ func BenchmarkSplitText(b *testing.B) {
 	text := strings.Repeat("строка с текстом 😀 and some words\n", 400) // ~14k units
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
-		if parts := splitText(text, maxTextUnits); len(parts) < 3 {
+		if parts := splitText(text, maxTextUnits, platform.ParsePlain); len(parts) < 3 {
+			b.Fatal(len(parts))
+		}
+	}
+}
+
+func BenchmarkSplitTextHTML(b *testing.B) {
+	text := strings.Repeat("<b>строка</b> с <i>текстом</i> 😀 &amp; <a href=\"https://e.x/\">words</a>\n", 250) // ~14k units
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if parts := splitText(text, maxTextUnits, platform.ParseHTML); len(parts) < 3 {
 			b.Fatal(len(parts))
 		}
 	}

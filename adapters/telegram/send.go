@@ -150,7 +150,7 @@ func planMessage(m platform.OutboundMessage) ([]part, error) {
 		replyTo = n
 	}
 	var parts []part
-	for _, t := range splitText(m.Text, maxTextUnits) {
+	for _, t := range splitText(m.Text, maxTextUnits, m.ParseMode) {
 		if strings.TrimSpace(t) != "" {
 			parts = append(parts, part{text: t, parseMode: mode})
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/heraldbot/herald/platform"
 )
 
 func TestUTF16Len(t *testing.T) {
@@ -48,7 +50,7 @@ func TestSplitText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := splitText(tt.s, tt.limit)
+			got := splitText(tt.s, tt.limit, platform.ParsePlain)
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("splitText(%q, %d) = %q; want %q", tt.s, tt.limit, got, tt.want)
 			}
@@ -60,29 +62,37 @@ func TestSplitTextTelegramSizes(t *testing.T) {
 	// 3 lines of 2000 characters: parts end at line breaks.
 	line := strings.Repeat("x", 1999) + "\n"
 	text := strings.Repeat(line, 3)
-	parts := splitText(text, maxTextUnits)
+	parts := splitText(text, maxTextUnits, platform.ParsePlain)
 	if len(parts) != 2 || parts[0] != line+line || parts[1] != line {
 		t.Fatalf("lines: %d parts of %d, %d units", len(parts), utf16Len(parts[0]), utf16Len(parts[len(parts)-1]))
 	}
 	// 4096 emoji units exactly fit; one more character does not.
 	exact := strings.Repeat("😀", 2048)
-	if parts := splitText(exact, maxTextUnits); len(parts) != 1 {
+	if parts := splitText(exact, maxTextUnits, platform.ParsePlain); len(parts) != 1 {
 		t.Fatalf("4096 units split into %d parts", len(parts))
 	}
-	if parts := splitText(exact+"a", maxTextUnits); len(parts) != 2 || parts[0] != exact || parts[1] != "a" {
+	if parts := splitText(exact+"a", maxTextUnits, platform.ParsePlain); len(parts) != 2 || parts[0] != exact || parts[1] != "a" {
 		t.Fatalf("4097 units: %d parts", len(parts))
 	}
 }
 
+// FuzzSplitText splits any text, in every parse mode, markup well-formed
+// or not: the parts add up to the text, none is empty or over the limit
+// (but a single character), and none splits a UTF-8 sequence. In plain
+// text a part cut in the middle of a word is as long as it can be.
 func FuzzSplitText(f *testing.F) {
-	f.Add("hello world\nsecond line", 7)
-	f.Add("😀😀😀 日本語 текст", 3)
-	f.Add("\n\n\n\n", 2)
-	f.Add("\xff\xfe\xfd", 1)
-	f.Add(strings.Repeat("word ", 30), 11)
-	f.Fuzz(func(t *testing.T, s string, limit int) {
+	f.Add("hello world\nsecond line", 7, uint8(0))
+	f.Add("😀😀😀 日本語 текст", 3, uint8(0))
+	f.Add("\n\n\n\n", 2, uint8(0))
+	f.Add("\xff\xfe\xfd", 1, uint8(0))
+	f.Add(strings.Repeat("word ", 30), 11, uint8(0))
+	f.Add("<b>bold <i>and</i></b> &amp; <a href=\"x>y\">l</a> <unclosed", 9, uint8(1))
+	f.Add("</b></i>&&;<<>>\"'", 3, uint8(1))
+	f.Add("*bold* _it_ `code` ```pre``` [l](u) \\_ *open _x", 7, uint8(2))
+	f.Fuzz(func(t *testing.T, s string, limit int, mode uint8) {
+		pm := []platform.ParseMode{platform.ParsePlain, platform.ParseHTML, platform.ParseMarkdown}[mode%3]
 		limit = 1 + (limit%64+64)%64
-		parts := splitText(s, limit)
+		parts := splitText(s, limit, pm)
 		if strings.Join(parts, "") != s {
 			t.Fatalf("parts %q do not add up to %q", parts, s)
 		}
@@ -96,6 +106,9 @@ func FuzzSplitText(f *testing.F) {
 			if utf8.ValidString(s) && !utf8.ValidString(p) {
 				t.Fatalf("part %d %q split a UTF-8 sequence", i, p)
 			}
+		}
+		if pm != platform.ParsePlain {
+			return
 		}
 		// Greedy: a part cut in the middle of a word was as long as it
 		// could be.
