@@ -17,7 +17,9 @@ import (
 
 // Send delivers req.Message to the chat req.Target.ID (a decimal chat ID,
 // or "@channelusername") and implements [platform.Sender]; [Adapter.Sender]
-// returns it as one.
+// returns it as one. It is safe for concurrent use; sends to one chat
+// should come one at a time (Herald's dispatcher sees to that), or their
+// messages may interleave.
 //
 // The message is checked first; an invalid one ([platform.OutboundMessage]
 // Validate, a chat or reply ID that is not a number, a caption over 1024
@@ -28,12 +30,20 @@ import (
 // Telegram's legacy "Markdown", which leaves ordinary punctuation alone;
 // MarkdownV2 would reject an unescaped "." or "!"; [platform.ParseHTML] is
 // "HTML"). A text over Telegram's 4096 characters is split into several
-// messages, cut at line breaks, else at spaces (see the package doc),
-// sent one after another. Then each attachment follows as a photo or
-// document, by URL or uploaded from bytes, with its caption in the same
-// parse mode. The first message replies to ReplyToID (sent with
-// allow_sending_without_reply, so a deleted original does not fail the
-// send), and the inline keyboard of Buttons goes under the last one.
+// messages: at line breaks, else at spaces, and, in HTML and Markdown,
+// where no element or entity is open (see the package doc). Then each
+// attachment follows as a photo or document, by URL or uploaded from
+// bytes, with its caption in the same parse mode. The first message
+// replies to ReplyToID (sent with allow_sending_without_reply, so a
+// deleted original does not fail the send), and the inline keyboard of
+// Buttons goes under the last one.
+//
+// A message of several parts is sent part by part, in order. Before each
+// part after the first Send pauses, to stay within Telegram's limits
+// (which Herald's RateLimit, counting one token per Send, cannot see): 1 s
+// in a private chat, 3 s in a group or channel (Target.Type, or a
+// negative ID or @username), or, when ctx's deadline leaves less room, an
+// equal share of it, keeping 0.5 s for each part still to send.
 //
 // The result's MessageID is the last message's ID, ChatID the chat it went
 // to and SentAt the local time Telegram accepted it. When Telegram answers
@@ -41,14 +51,22 @@ import (
 // message is sent once more to the new chat, which the result's ChatID
 // then names, and a warning is logged.
 //
-// Errors: a 429 is a [platform.NewRetryAfter] error with Telegram's
+// Errors, while nothing was delivered (a single message, or the first
+// part): a 429 is a [platform.NewRetryAfter] error with Telegram's
 // retry_after; other 4xx answers are permanent; 5xx answers, network
 // errors and answers that are not JSON are plain (retryable) errors; the
 // end of ctx aborts the request in flight and returns an error wrapping
-// ctx's error. Errors wrap [*APIError] for Telegram's answers and never
-// contain the token. When a message made of several parts fails after the
-// first part, the error says which part failed: trying the whole request
-// again sends the earlier parts again.
+// ctx's error. Once the first part was delivered, trying the whole message
+// again would deliver it twice, so Send never returns a retryable error:
+// it retries a later part itself (a 429 waited out exactly, unless the wait
+// is over a minute or would outlast ctx's deadline, which gives up at
+// once; a 5xx or network failure after a backoff of 0.5 s doubling, up to
+// 4 attempts in all), and if the part still fails, or ctx ends, it returns
+// a [platform.Permanent] error saying "part k of n failed; parts 1 to k-1
+// were delivered", which the sender chain dead-letters instead of
+// retrying. It wraps the last error, so [platform.RetryAfterOf] and
+// errors.As still see it. Errors wrap [*APIError] for Telegram's answers
+// and never contain the token.
 func (a *Adapter) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
 	res, err := a.send(ctx, req)
 	return res, scrub(err, a.cfg.Token)
@@ -71,33 +89,57 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))
 	}
 
-	chatID := req.Target.ID
-	migrated := false
+	dest := &destination{chat: chat, chatID: req.Target.ID}
+	pause := partPause(req.Target)
 	var last tgbotapi.Message
 	for i, p := range parts {
-		msg, err := a.sendPart(ctx, chat, p)
-		var ae *APIError
-		if err != nil && !migrated && errors.As(err, &ae) && ae.MigrateToChatID != 0 {
-			migrated = true
-			a.log.Warn("telegram: the group became a supergroup; sending to the new chat",
-				zap.String("chat_id", chatID), zap.Int64("new_chat_id", ae.MigrateToChatID))
-			chat = chatRef{id: ae.MigrateToChatID}
-			chatID = strconv.FormatInt(ae.MigrateToChatID, 10)
-			msg, err = a.sendPart(ctx, chat, p)
-		}
-		if err != nil {
-			if len(parts) > 1 {
-				err = fmt.Errorf("telegram: part %d of %d: %w", i+1, len(parts), err)
+		if i == 0 {
+			// Nothing delivered yet: the error is the caller's to retry
+			// (all of it).
+			last, err = a.sendPartTo(ctx, dest, p)
+			if err != nil {
+				if len(parts) > 1 {
+					err = fmt.Errorf("telegram: part 1 of %d: %w", len(parts), err)
+				}
+				return platform.SendResult{}, err
 			}
+			continue
+		}
+		last, err = a.sendLaterPart(ctx, dest, p, i, len(parts), pause)
+		if err != nil {
 			return platform.SendResult{}, err
 		}
-		last = msg
 	}
 	return platform.SendResult{
 		MessageID: strconv.Itoa(last.MessageID),
-		ChatID:    chatID,
+		ChatID:    dest.chatID,
 		SentAt:    time.Now(),
 	}, nil
+}
+
+// destination is the chat a message goes to; a group that became a
+// supergroup changes it, once.
+type destination struct {
+	chat     chatRef
+	chatID   string
+	migrated bool
+}
+
+// sendPartTo sends p to dest; when Telegram answers that dest's group
+// became a supergroup, it follows it there, once per message, and sends p
+// again.
+func (a *Adapter) sendPartTo(ctx context.Context, dest *destination, p part) (tgbotapi.Message, error) {
+	msg, err := a.sendPart(ctx, dest.chat, p)
+	var ae *APIError
+	if err != nil && !dest.migrated && errors.As(err, &ae) && ae.MigrateToChatID != 0 {
+		dest.migrated = true
+		a.log.Warn("telegram: the group became a supergroup; sending to the new chat",
+			zap.String("chat_id", dest.chatID), zap.Int64("new_chat_id", ae.MigrateToChatID))
+		dest.chat = chatRef{id: ae.MigrateToChatID}
+		dest.chatID = strconv.FormatInt(ae.MigrateToChatID, 10)
+		msg, err = a.sendPart(ctx, dest.chat, p)
+	}
+	return msg, err
 }
 
 // chatRef is a chat to send to: a numeric ID or a channel's @username.

@@ -64,6 +64,7 @@ func TestSendReplyAndKeyboard(t *testing.T) {
 }
 
 func TestSendAttachments(t *testing.T) {
+	t.Parallel() // parts after the first are paced, in real time
 	h := newHarness(t, nil)
 	res, err := h.a.Send(t.Context(), sendTo("5", platform.OutboundMessage{
 		Text: "here you go", ParseMode: platform.ParseHTML, ReplyToID: "3",
@@ -106,6 +107,7 @@ func TestSendAttachments(t *testing.T) {
 }
 
 func TestSendLongTextInOrder(t *testing.T) {
+	t.Parallel() // parts after the first are paced, in real time
 	h := newHarness(t, nil)
 	var b strings.Builder
 	for i := range 300 {
@@ -131,6 +133,9 @@ func TestSendLongTextInOrder(t *testing.T) {
 		}
 		if (m.ReplyToMessageID == 1) != (i == 0) || (m.Keyboard != nil) != (i == len(sent)-1) {
 			t.Errorf("part %d: reply %d, keyboard %v", i, m.ReplyToMessageID, m.Keyboard != nil)
+		}
+		if i > 0 && m.At.Sub(sent[i-1].At) < privatePause {
+			t.Errorf("part %d accepted %v after the one before; want at least %v", i, m.At.Sub(sent[i-1].At), privatePause)
 		}
 	}
 	if joined.String() != text {
@@ -256,6 +261,7 @@ func TestSendChannelUsername(t *testing.T) {
 }
 
 func TestSendMigrated(t *testing.T) {
+	t.Parallel() // parts after the first are paced, in real time
 	h := newHarness(t, nil)
 	h.srv.Migrate(-5, -1005)
 	text := strings.Repeat("word ", 1000) // two parts
@@ -284,13 +290,26 @@ func TestSendMigrated(t *testing.T) {
 }
 
 func TestSendPartialFailureNamesThePart(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
-	h.srv.Inject(telegramtest.Fault{Method: "sendPhoto", Status: 500, Times: 1})
-	_, err := h.a.Send(t.Context(), sendTo("1", platform.OutboundMessage{
-		Text: "caption follows", Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, URL: "u"}},
-	}))
-	if err == nil || !strings.Contains(err.Error(), "part 2 of 2") || platform.IsPermanent(err) {
-		t.Fatalf("Send = %v", err)
+	msg := platform.OutboundMessage{Text: "caption follows", Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, URL: "u"}}}
+
+	// Part 1 fails: nothing was delivered, so the error stays retryable.
+	h.srv.Inject(telegramtest.Fault{Method: "sendMessage", Status: 500, Times: 1})
+	_, err := h.a.Send(t.Context(), sendTo("1", msg))
+	if err == nil || !strings.Contains(err.Error(), "part 1 of 2") || platform.IsPermanent(err) {
+		t.Fatalf("Send = %v; want a retryable error naming part 1 of 2", err)
+	}
+
+	// Part 2 fails after part 1 was delivered: permanent, so that no retry
+	// sends part 1 again.
+	h.srv.Inject(telegramtest.Fault{Method: "sendPhoto", Status: 400, Description: "Bad Request: wrong file identifier", Times: 1})
+	_, err = h.a.Send(t.Context(), sendTo("1", msg))
+	if err == nil || !strings.Contains(err.Error(), "part 2 of 2 failed; part 1 was delivered") || !platform.IsPermanent(err) {
+		t.Fatalf("Send = %v; want a permanent error naming part 2 of 2", err)
+	}
+	if sent := h.srv.Sent(1); len(sent) != 1 || sent[0].Text != "caption follows" {
+		t.Fatalf("sent %+v; want part 1 once", sent)
 	}
 }
 
