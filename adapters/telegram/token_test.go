@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
@@ -48,15 +49,32 @@ func TestNoTokenInErrorsOrLogs(t *testing.T) {
 		t.Fatalf("upload network error %q", err)
 	}
 
-	// Run: getMe fails over and over, logging each failure.
-	ctx, cancel := context.WithTimeout(t.Context(), 1200*time.Millisecond)
-	defer cancel()
-	if err := a.Run(ctx, func(platform.Event) {}); err != nil {
-		t.Fatalf("Run = %v; want nil after ctx ended", err)
-	}
+	// Run: getMe fails over and over, logging each failure; in fake time,
+	// with a transport that fails like a refused connection (http.Client
+	// wraps its error in a *url.Error holding the URL, token and all).
+	synctest.Test(t, func(t *testing.T) {
+		refused := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			return nil, errors.New("connect: connection refused")
+		})
+		c, err := New(Config{Token: testToken, APIEndpoint: deadEndpoint, HTTPClient: &http.Client{Transport: refused}, Logger: zap.New(core)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		if err := c.Run(ctx, func(platform.Event) {}); err != nil {
+			t.Fatalf("Run = %v; want nil after ctx ended", err)
+		}
+	})
+	// Failures at 0 s, within 0.5 s and within 1.5 s at least.
 	warned := logs.FilterMessageSnippet("request failed").All()
-	if len(warned) < 2 || !strings.Contains(fmt.Sprint(warned[0].ContextMap()["error"]), redactedToken) {
-		t.Fatalf("want at least 2 logged getMe failures with the redacted URL, got %+v", warned)
+	if len(warned) < 3 {
+		t.Fatalf("%d logged getMe failures in 2 s; want at least 3", len(warned))
+	}
+	for _, w := range warned {
+		if msg := fmt.Sprint(w.ContextMap()["error"]); !strings.Contains(msg, redactedToken) || !strings.Contains(msg, "connection refused") {
+			t.Fatalf("logged error %q: want the redacted URL and the cause", msg)
+		}
 	}
 
 	// Failures from a live server: API errors, HTML, a conflict, slow
@@ -71,10 +89,14 @@ func TestNoTokenInErrorsOrLogs(t *testing.T) {
 		{Method: "sendMessage", Status: 403, Times: 1},
 		{Method: "sendMessage", HTML: true, Times: 1},
 		{Method: "sendMessage", Status: 429, RetryAfter: 1, Times: 1},
-		{Method: "sendMessage", Delay: time.Hour, Times: 1},
+		{Method: "sendMessage", Delay: time.Hour, Times: 1}, // cut by the deadline
 	} {
 		srv.Inject(f)
-		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		bound := waitPeriod
+		if f.Delay > 0 {
+			bound = 50 * time.Millisecond
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), bound)
 		_, err := b.Send(ctx, sendTo("1", platform.TextMessage("x")))
 		cancel()
 		if err == nil {
@@ -93,3 +115,8 @@ func TestNoTokenInErrorsOrLogs(t *testing.T) {
 		t.Fatal("nothing logged: the check above proved nothing")
 	}
 }
+
+// roundTripFunc makes a function an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -164,8 +164,14 @@ func (s *Server) FloodWait(chatID int64, d time.Duration) (remove func()) {
 		if left <= 0 {
 			return nil
 		}
-		return &Fault{Status: http.StatusTooManyRequests, RetryAfter: int(math.Ceil(left.Seconds()))}
+		return &Fault{Status: http.StatusTooManyRequests, RetryAfter: retryAfterSeconds(left)}
 	})
+}
+
+// retryAfterSeconds returns left in whole seconds, rounded up, as
+// Telegram's retry_after never asks for less than the wait left.
+func retryAfterSeconds(left time.Duration) int {
+	return int(math.Ceil(left.Seconds()))
 }
 
 // Block makes every send to chatID fail with 403 "Forbidden: bot was blocked
