@@ -24,13 +24,18 @@ const Name = "telegram"
 
 // Adapter connects Herald to Telegram's Bot API through
 // github.com/go-telegram-bot-api/telegram-bot-api/v5. It implements
-// [platform.Adapter]: Run receives updates by long polling or through a
-// webhook and hands them on as [platform.Event]s, and Sender sends
-// messages.
+// [platform.Adapter] and [platform.ConfirmingAdapter]: RunConfirmed (or
+// its shorthand Run) receives updates by long polling or through a webhook
+// and hands them on as [platform.Event]s, confirming to Telegram only the
+// updates taken, and Sender sends messages. The engine calls RunConfirmed;
+// use Run where nothing can refuse an event.
 //
 // Create one with [New]; the zero value is not usable. An Adapter is safe
-// for concurrent use: Sender may be used from any number of goroutines,
-// before, during and after Run. Run itself runs once at a time.
+// for concurrent use: Sender and WebhookHandler may be used from any
+// number of goroutines, before, during and after a run. Run and
+// RunConfirmed run one at a time (a second call returns
+// [ErrAlreadyRunning]); the next run continues where the last one
+// stopped.
 type Adapter struct {
 	cfg Config
 	log *zap.Logger

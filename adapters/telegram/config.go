@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,7 +32,11 @@ const (
 const DefaultPollTimeout = 30 * time.Second
 
 // Config configures an [Adapter]. Only Token is required: the zero value of
-// every other field means the documented default.
+// every other field means the documented default, so the zero Config is
+// invalid only for lack of a token. New copies it, AllowedUpdates
+// included, so changing a Config afterwards does not affect the adapter;
+// the HTTPClient and Logger it points to are shared and must be safe for
+// concurrent use, as http.Client and zap.Logger are.
 type Config struct {
 	// Token is the bot's token from @BotFather, such as
 	// "123456:AAE-x_yz": digits, a colon, then letters, digits, "_" and
@@ -78,19 +83,21 @@ type Config struct {
 	Logger *zap.Logger
 }
 
-// WebhookConfig configures Webhook mode. Its zero value serves nothing,
-// registers nothing and checks no secret: the handler from
+// WebhookConfig configures Webhook mode, as part of a [Config], which New
+// copies. Its zero value serves nothing, registers nothing, checks no
+// secret and means one connection: the handler from
 // [Adapter.WebhookHandler] must then be mounted elsewhere and the webhook
 // registered some other way.
 type WebhookConfig struct {
-	// Listen is the TCP address Run serves the webhook on with its own
-	// http.Server, such as ":8443" or "127.0.0.1:8080". Empty means Run
-	// serves nothing: mount [Adapter.WebhookHandler] in a server of your
-	// own. Run serves plain HTTP; Telegram needs HTTPS, so put a TLS
-	// terminating proxy in front.
+	// Listen is the TCP address a run ([Adapter.RunConfirmed], [Adapter.Run])
+	// serves the webhook on with its own http.Server, such as ":8443" or
+	// "127.0.0.1:8080". Empty means the run serves nothing: mount
+	// [Adapter.WebhookHandler] in a server of your own. The run serves
+	// plain HTTP; Telegram needs HTTPS, so put a TLS terminating proxy in
+	// front.
 	Listen string
 
-	// Path is the URL path Run's server answers updates on. Empty means
+	// Path is the URL path the run's server answers updates on. Empty means
 	// "/". It must start with "/".
 	Path string
 
@@ -101,9 +108,10 @@ type WebhookConfig struct {
 	// (not recommended: anyone who finds the URL can inject updates).
 	SecretToken string
 
-	// URL is the public HTTPS URL Telegram posts updates to; Run registers
-	// it with setWebhook before waiting for updates. Empty means Run does
-	// not call setWebhook: the webhook is registered some other way.
+	// URL is the public HTTPS URL Telegram posts updates to; a run
+	// registers it with setWebhook before waiting for updates. Empty means
+	// the run does not call setWebhook: the webhook is registered some
+	// other way.
 	URL string
 
 	// MaxConnections is sent to setWebhook as max_connections: how many
@@ -165,6 +173,7 @@ func (cfg Config) normalize() (Config, error) {
 		cfg.PollTimeout = time.Second
 	}
 	cfg.PollTimeout = cfg.PollTimeout.Truncate(time.Second)
+	cfg.AllowedUpdates = slices.Clone(cfg.AllowedUpdates) // nil stays nil
 	if cfg.Webhook.Path == "" {
 		cfg.Webhook.Path = "/"
 	}

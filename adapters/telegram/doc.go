@@ -3,68 +3,120 @@
 // around that library's traps.
 //
 // [New] makes an [Adapter] from a [Config]; it does no network I/O. The
-// adapter implements platform.Adapter: [Adapter.Run] receives updates and
-// hands them to the engine as platform.Events, and [Adapter.Sender] sends
-// replies. Tests point [Config.APIEndpoint] at the fake server of package
-// telegramtest.
+// adapter implements platform.Adapter and platform.ConfirmingAdapter:
+// [Adapter.RunConfirmed] (which the engine calls) and [Adapter.Run] receive
+// updates and hand them to the engine as platform.Events, and
+// [Adapter.Sender] sends replies. Tests point [Config.APIEndpoint] at the
+// fake server of package telegramtest.
 //
 // # Receiving: long polling
 //
-// Polling (the default) needs no public address. Run calls getUpdates in its
-// own loop, not the library's GetUpdatesChan, which ignores retry_after,
-// sleeps a fixed 3 s after errors, confirms updates before they are handled
-// and leaks its goroutine. Each call waits up to [Config.PollTimeout] (30 s)
-// on Telegram's side and is bound to Run's context through the HTTP
-// client (the library takes no context), so Run returns within a second of
-// its context ending, even mid-poll. A failed call is retried after an
-// exponential backoff (0.5 s doubling to 30 s, jittered), or after exactly
-// the retry_after of a 429; 401 ([ErrUnauthorized]) and 409
-// ([ErrConflict]: another process polls with the same token) end Run. The
-// offset moves only past updates handed to the engine, so none is lost or
-// handled twice; an update that does not decode is skipped with a log line.
-// Only one process may poll a bot at a time.
+// Polling (the default) needs no public address. RunConfirmed calls
+// getUpdates in its own loop, not the library's GetUpdatesChan, which
+// ignores retry_after, sleeps a fixed 3 s after errors, confirms updates
+// before they are handled and leaks its goroutine. Each call waits up to
+// [Config.PollTimeout] (30 s) on Telegram's side and is bound to the run's
+// context through the HTTP client (the library takes no context), so
+// RunConfirmed returns within a second of its context ending, even
+// mid-poll. A failed call is retried after an exponential backoff (0.5 s
+// doubling to 30 s, jittered), or after exactly the retry_after of a 429;
+// 401 ([ErrUnauthorized]) and 409 ([ErrConflict]: another process polls
+// with the same token) end the run. Only one process may poll a bot at a
+// time.
+//
+// The getUpdates offset confirms updates to Telegram, and it moves only
+// past updates the engine took. When the engine refuses an event (the
+// chat's inbound queue is full, or it is stopping), the rest of the batch
+// waits: the offset stays at that update, and after a pause (1 s, doubling
+// to 16 s while the same update is refused) the next poll gets it again
+// with those after it. When the run's context ends, the updates taken
+// since the last poll are confirmed with one short call; not after
+// ErrConflict or ErrUnauthorized, as that call would end the long poll of
+// the process that won. getUpdates is trusted: the offset becomes the last
+// returned update's ID plus one even when that is lower than before, as
+// after Telegram starts update IDs afresh following a week without updates
+// (go-telegram-bot-api issue #156); true repeats are dropped by a window of
+// the last 1024 update IDs taken. An update that does not decode is skipped
+// with a log line.
 //
 // # Receiving: webhook
 //
-// In [Webhook] mode Telegram POSTs each update to [WebhookConfig.URL]. Run
-// listens on [WebhookConfig.Listen] with its own http.Server (never
-// http.DefaultServeMux), registers the URL with setWebhook including the
-// secret_token (v5.5.1's WebhookConfig has no field for it), and serves
-// [Adapter.WebhookHandler], which refuses requests whose
-// X-Telegram-Bot-Api-Secret-Token header is wrong with 403. To mount the
-// handler in an existing server instead, leave Listen empty. Telegram
-// requires HTTPS on ports 443, 80, 88 or 8443: put a TLS-terminating proxy in
-// front of Listen.
+// In [Webhook] mode Telegram POSTs each update to [WebhookConfig.URL].
+// RunConfirmed listens on [WebhookConfig.Listen] with its own http.Server
+// (never http.DefaultServeMux), registers the URL with setWebhook including
+// the secret_token (v5.5.1's WebhookConfig has no field for it) and
+// max_connections, and serves [Adapter.WebhookHandler], which refuses
+// requests whose X-Telegram-Bot-Api-Secret-Token header is wrong with 403.
+// An update is answered 200 once the engine took it, and 503 when the
+// engine refused it, so Telegram sends it again; an update Telegram sends
+// again after it was taken (after a timeout) is dropped. With
+// [WebhookConfig.MaxConnections] 1, the default, Telegram sends one update
+// at a time, so they arrive in order; more connections are faster but may
+// reorder a chat's updates. To mount the handler in an existing server
+// instead, leave Listen empty. Telegram requires HTTPS on ports 443, 80, 88
+// or 8443: put a TLS-terminating proxy in front of Listen.
+//
+// # Guarantees
+//
+// Every update is handed to the engine once, whole, in Telegram's order,
+// however often the engine refuses it: within a run, and across runs of
+// one Adapter, whose offset and window of taken update IDs outlive a run.
+// An update of several events (several new members) that the engine took
+// in part is resumed after the events taken. Two cases fall outside, where
+// an update may be handed on again, never lost: after a crash, a run ended
+// by ErrConflict or ErrUnauthorized, or a failed confirming call, the
+// updates taken since the last poll (at most 100) were not confirmed and
+// go to the next process that polls; and in webhook mode Telegram may
+// repeat an update after more than 1024 others, when it is forgotten.
+// Order holds per chat in polling mode and, with MaxConnections 1, in
+// webhook mode.
 //
 // # Events
 //
 // Messages and channel posts become EventMessage, edits EventEditedMessage,
-// inline button presses EventCallback (answered at once so the user's
-// spinner stops), new and departing members EventMemberJoined and
-// EventMemberLeft, one event per member; everything else is EventOther, with
-// the *tgbotapi.Update in Raw. Chat and user IDs are Telegram's int64 IDs in
-// decimal. "/cmd@ThisBot args" arrives as "/cmd args"; a command addressed to
-// another bot is dropped.
+// inline button presses EventCallback (answered once the engine took them,
+// so the user's spinner stops), new and departing members EventMemberJoined
+// and EventMemberLeft, one event per member; everything else is EventOther,
+// with the *tgbotapi.Update in Raw. Chat and user IDs are Telegram's int64
+// IDs in decimal. "/cmd@ThisBot args" arrives as "/cmd args"; a command
+// addressed to another bot is dropped.
 //
 // # Sending and limits
 //
 // Telegram allows a text of 4096 characters, counted in UTF-16 code units
 // after markup is parsed. The adapter counts UTF-16 code units of the text
-// as sent, markup included, which is never less, so its parts always fit;
-// longer texts are split at line breaks, else spaces, else between
-// characters, and sent in order (markup spanning a cut breaks: keep entities
-// within a line). Captions are limited to 1024 characters and callback data
-// to 64 bytes; longer ones are refused as permanent errors.
+// as sent, markup included, which is never less, so its parts always fit.
+// A longer text is split at line breaks, else spaces, else between
+// characters; in HTML only where no element is open and never inside a
+// tag or character reference, in legacy Markdown only where no entity
+// (*bold*, _italic_, `code`, ```pre```, [text](url)) is open. Only when no
+// such place fits (an element longer than 4096 characters) does a cut fall
+// inside markup, and Telegram then refuses the parts it breaks. Captions
+// are limited to 1024 characters and callback data to 64 bytes; longer
+// ones are refused as permanent errors.
 //
 // Telegram limits a bot to about one message per second in a chat, 20 per
 // minute in a group and 30 per second overall, and answers floods with 429
-// and a retry_after that can reach hours. The adapter does not throttle: it
-// returns a 429 as a platform retry-after error, which Herald's sender chain
-// (Retry and RateLimit with Telegram's limits) honours. Errors are mapped
-// for that chain: 429 is retry-after, other 4xx (a blocked bot, a missing
-// chat, a bad request) are permanent, 5xx and network failures retryable; a
-// group that became a supergroup is followed to its new chat once.
+// and a retry_after that can reach hours. The adapter returns a 429 as a
+// platform retry-after error, which Herald's sender chain (Retry and
+// RateLimit with Telegram's limits) honours. Errors are mapped for that
+// chain: 429 is retry-after, other 4xx (a blocked bot, a missing chat, a
+// bad request) are permanent, 5xx and network failures retryable; a group
+// that became a supergroup is followed to its new chat once.
 //
-// The token is part of every request URL. No error returned and no line
-// logged by this package contains it.
+// The parts of a long message are one send to the chain, which must not
+// retry it once part 1 was delivered. So Send paces the later parts itself
+// (1 s apart in a private chat, 3 s in a group or channel, less when the
+// send's deadline leaves less room), retries a failing later part itself
+// (a 429 waited out exactly if the deadline allows, a 5xx backed off, 4
+// attempts in all), and if it still fails returns a permanent error naming
+// the part and saying the earlier parts were delivered: it is
+// dead-lettered, never sent again whole by Retry. With sender.Default's
+// 10 s per-attempt timeout, a text of more than about 10 parts in a private
+// chat, or 4 in a group, is paced tighter than Telegram's limits; raise
+// DefaultConfig.Timeout if a bot sends such texts often.
+//
+// The token is part of every request URL. New accepts only tokens of the
+// form @BotFather gives; no error returned and no line logged by this
+// package contains the token, in any escaping.
 package telegram

@@ -35,6 +35,11 @@ var (
 // APIError is an error answer of the Bot API. The adapter's errors wrap it
 // (inside [platform.Permanent] or [platform.NewRetryAfter] where that
 // applies), so callers can read it with errors.As.
+//
+// It is a plain value: the zero value is an empty answer (code 0, no
+// description) and only Error reads it; the adapter never changes an
+// APIError after returning it, so it may be read from any number of
+// goroutines.
 type APIError struct {
 	// Method is the Bot API method called, such as "sendMessage".
 	Method string

@@ -2,6 +2,7 @@ package telegram_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -58,6 +59,47 @@ func Example() {
 	// message from Ann in private chat 42: "/ping"
 	// sent message 2: "<b>pong</b>" (HTML) replying to 1
 	// Run: <nil>
+}
+
+// RunConfirmed leaves an update its handle refuses unconfirmed, so
+// Telegram delivers it again: here a handle that refuses the first try,
+// as the engine does when a chat's queue is full. The update is handed on
+// again after a second, taken, and confirmed.
+func ExampleAdapter_RunConfirmed() {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	adapter, err := telegram.New(telegram.Config{Token: "123456:example-token", APIEndpoint: srv.Endpoint()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	srv.SendUserMessage(42, tgbotapi.User{ID: 7, FirstName: "Ann"}, "hello")
+	refused := false // handle is called from one goroutine at a time
+	taken := make(chan platform.Event, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- adapter.RunConfirmed(ctx, func(ev platform.Event) error {
+			if !refused {
+				refused = true
+				fmt.Println("refused:", ev.Text)
+				return errors.New("queue full")
+			}
+			taken <- ev
+			return nil
+		})
+	}()
+	fmt.Println("taken:", (<-taken).Text)
+	cancel()
+	fmt.Println("RunConfirmed:", <-done)
+	fmt.Println("updates left unconfirmed:", srv.Pending())
+	// Output:
+	// refused: hello
+	// taken: hello
+	// RunConfirmed: <nil>
+	// updates left unconfirmed: 0
 }
 
 // Webhook mode with the handler mounted in a server of your own: Run

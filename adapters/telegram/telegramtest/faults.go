@@ -11,7 +11,12 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 )
 
-// Request describes a request the server received, for fault rules.
+// Request describes a request the server received, as a rule function
+// passed to [Server.InjectFunc] sees it. The server makes a new Request for
+// each call of a rule and never changes it afterwards; a rule may keep it,
+// but must not change Params, which the server goes on reading. The zero
+// value is a request with no method, chat or parameters; it matches only
+// faults that name neither a method nor a chat.
 type Request struct {
 	// Method is the Bot API method, such as "sendMessage".
 	Method string

@@ -1,6 +1,7 @@
 package telegramtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -21,7 +22,11 @@ const (
 	maxCallbackLen = 64
 )
 
-// SentMessage is a message the server accepted from the bot.
+// SentMessage is a message the server accepted from the bot, as
+// [Server.Sent], [Server.AllSent] and [Server.WaitSent] return it. It is a
+// deep copy: the caller may keep and change it (FileData and Keyboard
+// included) without affecting the server or other callers. The zero value
+// describes no message.
 type SentMessage struct {
 	// Method is "sendMessage", "sendPhoto" or "sendDocument".
 	Method string
@@ -57,17 +62,37 @@ func (s *Server) Sent(chatID int64) []SentMessage {
 	var out []SentMessage
 	for _, m := range s.sent {
 		if m.ChatID == chatID {
-			out = append(out, m)
+			out = append(out, m.clone())
 		}
 	}
 	return out
+}
+
+// clone returns a copy of m that shares no memory with it.
+func (m SentMessage) clone() SentMessage {
+	if m.FileData != nil {
+		m.FileData = bytes.Clone(m.FileData)
+	}
+	if m.Keyboard != nil {
+		// The buttons hold pointers; a JSON round trip copies what they
+		// point to. The keyboard came from JSON, so it goes back.
+		var kb [][]tgbotapi.InlineKeyboardButton
+		if raw, err := json.Marshal(m.Keyboard); err == nil && json.Unmarshal(raw, &kb) == nil {
+			m.Keyboard = kb
+		}
+	}
+	return m
 }
 
 // AllSent returns every message the server accepted, in order.
 func (s *Server) AllSent() []SentMessage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]SentMessage(nil), s.sent...)
+	out := make([]SentMessage, len(s.sent))
+	for i, m := range s.sent {
+		out[i] = m.clone()
+	}
+	return out
 }
 
 // WaitSent waits until at least n messages were sent to chatID and returns
@@ -83,12 +108,18 @@ func (s *Server) WaitSent(ctx context.Context, chatID int64, n int) ([]SentMessa
 	return got, err
 }
 
-// CallbackAnswer is an answerCallbackQuery call the server received.
+// CallbackAnswer is an answerCallbackQuery call the server received, as
+// [Server.CallbackAnswers] returns it: a copy, the caller's own. The zero
+// value describes no answer.
 type CallbackAnswer struct {
+	// CallbackQueryID is the callback_query_id answered.
 	CallbackQueryID string
-	Text            string
-	ShowAlert       bool
-	At              time.Time
+	// Text is the notification text sent, or empty.
+	Text string
+	// ShowAlert is show_alert: an alert instead of a notification.
+	ShowAlert bool
+	// At is when the server received the answer.
+	At time.Time
 }
 
 // CallbackAnswers returns the answerCallbackQuery calls received, in order.

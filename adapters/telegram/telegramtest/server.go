@@ -178,9 +178,10 @@ func (s *Server) WaitRequests(ctx context.Context, method string, n int) error {
 	return s.WaitUntil(ctx, func() bool { return s.Requests(method) >= n })
 }
 
-// WebhookInfo is the webhook a bot registered with setWebhook. Its zero
-// value means no webhook is set. It is a plain value: a copy from
-// [Server.Webhook] is the caller's own.
+// WebhookInfo is the webhook a bot registered with setWebhook, as
+// [Server.Webhook] returns it. Its zero value means no webhook is set. It
+// is a copy (AllowedUpdates included): the caller may keep and change it
+// without affecting the server.
 type WebhookInfo struct {
 	// URL is the url sent; empty when no webhook is set.
 	URL string

@@ -537,3 +537,20 @@ func TestResetUpdateIDs(t *testing.T) {
 		t.Fatalf("after confirming all: %v, %d pending", got, srv.Pending())
 	}
 }
+
+// What Sent returns is the caller's own: changing it changes nothing for
+// the next caller.
+func TestSentIsACopy(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	call(t, srv, token, "sendMessage", url.Values{"chat_id": {"1"}, "text": {"x"},
+		"reply_markup": {`{"inline_keyboard":[[{"text":"a","callback_data":"b"}]]}`}})
+	first := srv.Sent(1)
+	*first[0].Keyboard[0][0].CallbackData = "changed"
+	first[0].Keyboard[0][0].Text = "changed"
+	all := srv.AllSent()
+	all[0].Keyboard[0] = nil
+	if m := srv.Sent(1)[0]; *m.Keyboard[0][0].CallbackData != "b" || m.Keyboard[0][0].Text != "a" {
+		t.Fatalf("the server's record changed: %+v", m.Keyboard)
+	}
+}
