@@ -90,11 +90,12 @@ func markdownWellFormed(s string) bool {
 // breaks, elements or entities with words inside, character references or
 // escapes. It returns the text and the length, in UTF-16 code units, of
 // its longest atom: an element, entity, reference or escape, which a cut
-// cannot split without breaking the markup (a word can be split).
+// cannot split without breaking the markup, or a character (a word can be
+// split).
 func markupDoc(seed []byte, html bool) (string, int) {
 	words := []string{"word", "привет", "😀", "日本語", "x", "a.b!", "(1)"}
 	var b strings.Builder
-	longest := 1
+	longest := 2 // a character outside the BMP is an atom too
 	i := 0
 	next := func() int {
 		if i >= len(seed) {
