@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/heraldbot/herald/internal/pipehttp"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -132,7 +133,7 @@ func TestForwardSelfIDFromEvent(t *testing.T) {
 // peers; the fake time of every handshake is kept in dialed.
 type pipeImpl struct {
 	t      *testing.T
-	ps     *pipeServer
+	ps     *pipehttp.Server
 	peers  chan *peer
 	refuse atomic.Int64
 	dialed chan time.Time
@@ -161,7 +162,7 @@ func startPipeImpl(t *testing.T) *pipeImpl {
 
 // config returns a forward-mode Config that dials m.
 func (m *pipeImpl) config() Config {
-	return Config{Mode: Forward, URL: "ws://impl.test/", Dialer: m.ps.dialer()}
+	return Config{Mode: Forward, URL: "ws://impl.test/", Dialer: m.ps.Dialer()}
 }
 
 // nextDial returns the fake time of the next handshake.

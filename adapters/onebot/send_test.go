@@ -274,7 +274,7 @@ func TestConnectionLostBeforeWrite(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := startAdapter(t, Config{ActionTimeout: time.Hour, AvoidDuplicates: avoid})
 				ps := newPipeServer(t, h.a.Handler())
-				ws, _, err := ps.dialer().Dial("ws://onebot.test"+DefaultPath, http.Header{"X-Self-ID": {"1"}})
+				ws, _, err := ps.Dialer().Dial("ws://onebot.test"+DefaultPath, http.Header{"X-Self-ID": {"1"}})
 				if err != nil {
 					t.Fatal(err)
 				}

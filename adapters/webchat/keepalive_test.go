@@ -1,11 +1,9 @@
 package webchat_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/heraldbot/herald/adapters/webchat"
+	"github.com/heraldbot/herald/internal/pipehttp"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -25,67 +24,22 @@ import (
 // net.Pipe: an in-memory, unbuffered connection whose deadlines follow the
 // bubble's clock.
 
-// pipeServer serves WebSocket requests from net.Pipe connections with an
-// http.Handler, as an http.Server would, and waits for them on Close.
-type pipeServer struct {
-	h  http.Handler
-	wg sync.WaitGroup
-}
+// pipeServer serves the adapter's Handler over pipes.
+type pipeServer struct{ *pipehttp.Server }
 
 // dial opens a WebSocket to the handler over a new pipe.
-func (s *pipeServer) dial(t *testing.T) *websocket.Conn {
+func (s pipeServer) dial(t *testing.T) *websocket.Conn {
 	t.Helper()
-	cli, srv := net.Pipe()
-	s.wg.Go(func() {
-		defer srv.Close()
-		br := bufio.NewReader(srv)
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		req.RemoteAddr = "pipe"
-		s.h.ServeHTTP(&hijackWriter{conn: srv, brw: bufio.NewReadWriter(br, bufio.NewWriter(srv)), header: http.Header{}}, req)
-	})
-	d := websocket.Dialer{NetDialContext: func(context.Context, string, string) (net.Conn, error) { return cli, nil }}
-	ws, _, err := d.Dial("ws://webchat.test/ws", http.Header{"Origin": {"http://webchat.test"}})
+	ws, _, err := s.Dialer().Dial("ws://webchat.test/ws", http.Header{"Origin": {"http://webchat.test"}})
 	if err != nil {
 		t.Fatalf("dial over pipe: %v", err)
 	}
 	return ws
 }
 
-// hijackWriter is the ResponseWriter of one piped request. It supports
-// what the WebSocket upgrade needs (Hijack) and writes plain responses
-// otherwise.
-type hijackWriter struct {
-	conn   net.Conn
-	brw    *bufio.ReadWriter
-	header http.Header
-	wrote  bool
-}
-
-func (w *hijackWriter) Header() http.Header { return w.header }
-
-func (w *hijackWriter) WriteHeader(status int) {
-	if w.wrote {
-		return
-	}
-	w.wrote = true
-	fmt.Fprintf(w.conn, "HTTP/1.1 %d %s\r\nConnection: close\r\n", status, http.StatusText(status))
-	w.header.Write(w.conn)
-	fmt.Fprint(w.conn, "\r\n")
-}
-
-func (w *hijackWriter) Write(b []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return w.conn.Write(b)
-}
-
-func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) { return w.conn, w.brw, nil }
-
 // runInBubble starts a NoServer adapter for cfg and returns it with its
 // pipe server and a stop func that ends Run and waits for everything.
-func runInBubble(t *testing.T, cfg webchat.Config, handle func(platform.Event)) (*webchat.Adapter, *pipeServer, func()) {
+func runInBubble(t *testing.T, cfg webchat.Config, handle func(platform.Event)) (*webchat.Adapter, pipeServer, func()) {
 	t.Helper()
 	cfg.NoServer = true
 	a, err := webchat.New(cfg)
@@ -96,13 +50,13 @@ func runInBubble(t *testing.T, cfg webchat.Config, handle func(platform.Event)) 
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, handle) }()
 	<-a.Ready()
-	ps := &pipeServer{h: a.Handler()}
+	ps := pipeServer{pipehttp.NewServer(a.Handler())}
 	return a, ps, func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run = %v", err)
 		}
-		ps.wg.Wait()
+		ps.Wait()
 	}
 }
 
