@@ -26,9 +26,9 @@ type fake struct {
 	handle    func(platform.Event) // Run's; nil when Run is not running
 	pending   []platform.Event     // said before Run started
 	seq       int
-	inbox     map[string][]platform.OutboundMessage
+	held      map[string]*platform.OutboundMessage // "swap pairs": the first of a pair, not yet shown
 	faults    map[string][]adaptertest.Fault
-	changed   chan struct{} // closed and replaced when an inbox grows
+	inbox     adaptertest.Inbox
 }
 
 var _ platform.Drainer = (*fake)(nil)
@@ -37,10 +37,9 @@ var _ platform.Drainer = (*fake)(nil)
 func fakeHarness(defect string) adaptertest.Harness {
 	return func(t *testing.T) adaptertest.Peer {
 		return &fake{
-			defect:  defect,
-			inbox:   map[string][]platform.OutboundMessage{},
-			faults:  map[string][]adaptertest.Fault{},
-			changed: make(chan struct{}),
+			defect: defect,
+			held:   map[string]*platform.OutboundMessage{},
+			faults: map[string][]adaptertest.Fault{},
 		}
 	}
 }
@@ -118,13 +117,16 @@ func (f *fake) send(ctx context.Context, req platform.SendRequest) (platform.Sen
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.seq++
-	box := append(f.inbox[chatID], req.Message)
-	if n := len(box); f.defect == "swap pairs" && n%2 == 0 {
-		box[n-2], box[n-1] = box[n-1], box[n-2]
+	switch first := f.held[chatID]; {
+	case f.defect != "swap pairs":
+		f.inbox.Add(chatID, req.Message)
+	case first == nil:
+		msg := req.Message
+		f.held[chatID] = &msg
+	default:
+		f.inbox.Add(chatID, req.Message, *first)
+		delete(f.held, chatID)
 	}
-	f.inbox[chatID] = box
-	close(f.changed)
-	f.changed = make(chan struct{})
 	res := platform.SendResult{MessageID: strconv.Itoa(f.seq), ChatID: chatID, SentAt: time.Now()}
 	if f.defect == "no chat ID" {
 		res.ChatID = ""
@@ -184,20 +186,7 @@ func (f *fake) deliver(handle func(platform.Event), ev platform.Event) {
 }
 
 func (f *fake) Received(ctx context.Context, chat platform.Chat, n int) ([]platform.OutboundMessage, error) {
-	for {
-		f.mu.Lock()
-		msgs := append([]platform.OutboundMessage(nil), f.inbox[chat.ID]...)
-		ch := f.changed
-		f.mu.Unlock()
-		if len(msgs) >= n {
-			return msgs, nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return msgs, ctx.Err()
-		}
-	}
+	return f.inbox.Wait(ctx, chat.ID, n)
 }
 
 func (f *fake) Inject(chat platform.Chat, fault adaptertest.Fault) error {

@@ -69,10 +69,9 @@ type obPeer struct {
 	mu     sync.Mutex
 	ws     *websocket.Conn // the current connection; nil before the first
 	conns  []obConn        // every connection, for cleanup
-	inbox  map[string][]platform.OutboundMessage
+	inbox  adaptertest.Inbox
 	faults map[string][]adaptertest.FaultKind
 	errs   []string // frames the fake could not understand
-	change chan struct{}
 
 	wmu sync.Mutex // one writer of ws at a time
 }
@@ -93,9 +92,7 @@ func newOBPeer(t *testing.T, cfg Config) *obPeer {
 	}
 	p := &obPeer{
 		a:      a,
-		inbox:  map[string][]platform.OutboundMessage{},
 		faults: map[string][]adaptertest.FaultKind{},
-		change: make(chan struct{}),
 	}
 	p.msgID.Store(700)
 	t.Cleanup(func() {
@@ -246,20 +243,7 @@ func (p *obPeer) Say(ctx context.Context, chat platform.Chat, from platform.User
 }
 
 func (p *obPeer) Received(ctx context.Context, chat platform.Chat, n int) ([]platform.OutboundMessage, error) {
-	for {
-		p.mu.Lock()
-		msgs := append([]platform.OutboundMessage(nil), p.inbox[chat.ID]...)
-		ch := p.change
-		p.mu.Unlock()
-		if len(msgs) >= n {
-			return msgs, nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return msgs, ctx.Err()
-		}
-	}
+	return p.inbox.Wait(ctx, chat.ID, n)
 }
 
 func (p *obPeer) Inject(chat platform.Chat, f adaptertest.Fault) error {
@@ -350,9 +334,7 @@ func (p *obPeer) serve(ws *websocket.Conn, done chan struct{}) {
 			fault, p.faults[chatID] = fs[0], fs[1:]
 		}
 		if fault == 0 {
-			p.inbox[chatID] = append(p.inbox[chatID], outboundOfSegments(params.Message))
-			close(p.change)
-			p.change = make(chan struct{})
+			p.inbox.Add(chatID, outboundOfSegments(params.Message))
 		}
 		p.mu.Unlock()
 

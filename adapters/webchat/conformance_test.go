@@ -73,18 +73,18 @@ type webPeer struct {
 	tabs   map[tabKey]*tab
 	owners map[string]platform.User // by chat ID: whose tab records the chat
 	inbox  map[string]*inbox        // by chat ID: the bot messages its owner's tabs read
+	recv   adaptertest.Inbox        // the messages of inbox, for Received
 	closed map[string]bool          // chats whose tabs Inject closed, until a send fails
 	errs   []string                 // error frames and other surprises
 }
 
 type tabKey struct{ chatID, userID string }
 
-// inbox is the bot messages one chat received, with a channel closed and
-// replaced at each new one.
+// inbox is the bot messages one chat received; the messages themselves
+// are in webPeer.recv.
 type inbox struct {
-	msgs    []platform.OutboundMessage
-	ids     map[string]bool // the IDs of msgs
-	changed chan struct{}
+	chatID string
+	ids    map[string]bool // the IDs of the messages
 }
 
 // tab is one WebSocket client joined to a chat; a reader goroutine reads
@@ -170,25 +170,13 @@ func (p *webPeer) Say(ctx context.Context, chat platform.Chat, from platform.Use
 }
 
 func (p *webPeer) Received(ctx context.Context, chat platform.Chat, n int) ([]platform.OutboundMessage, error) {
-	for {
-		p.mu.Lock()
-		box := p.inbox[chat.ID]
-		if box == nil {
-			p.mu.Unlock()
-			return nil, fmt.Errorf("webchat peer: chat %s has no tab (Peer.Chat opens one)", chat.ID)
-		}
-		msgs := append([]platform.OutboundMessage(nil), box.msgs...)
-		ch := box.changed
-		p.mu.Unlock()
-		if len(msgs) >= n {
-			return msgs, nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return msgs, ctx.Err()
-		}
+	p.mu.Lock()
+	box := p.inbox[chat.ID]
+	p.mu.Unlock()
+	if box == nil {
+		return nil, fmt.Errorf("webchat peer: chat %s has no tab (Peer.Chat opens one)", chat.ID)
 	}
+	return p.recv.Wait(ctx, chat.ID, n)
 }
 
 // Inject closes every tab of chat, the way a user closes or reloads the
@@ -281,7 +269,7 @@ func (p *webPeer) tab(ctx context.Context, chat platform.Chat, user platform.Use
 	if owner, ok := p.owners[chat.ID]; ok && owner.ID == user.ID {
 		box = p.inbox[chat.ID]
 		if box == nil {
-			box = &inbox{ids: map[string]bool{}, changed: make(chan struct{})}
+			box = &inbox{chatID: chat.ID, ids: map[string]bool{}}
 			p.inbox[chat.ID] = box
 		}
 		for _, m := range hist.Messages {
@@ -316,10 +304,8 @@ func (p *webPeer) read(tb *tab, box *inbox) {
 			p.fail(f.Code + ": " + f.Text)
 		case f.Type == "message" && f.Message != nil && box != nil:
 			p.mu.Lock()
-			box.msgs = append(box.msgs, outbound(*f.Message))
 			box.ids[f.Message.ID] = true
-			close(box.changed)
-			box.changed = make(chan struct{})
+			p.recv.Add(box.chatID, outbound(*f.Message))
 			p.mu.Unlock()
 		}
 	}
