@@ -147,7 +147,18 @@ func (r *running) next(t *testing.T, n int) []platform.Event {
 			evs = append(evs, ev)
 		case err := <-r.done:
 			r.done <- err
-			t.Fatalf("Run returned %v after %d of %d events", err, len(evs), n)
+			// Run may have returned after handing over the events still
+			// buffered: select picks among ready cases at random, so take
+			// them before calling it a failure.
+			for len(evs) < n {
+				select {
+				case ev := <-r.events:
+					evs = append(evs, ev)
+					continue
+				default:
+				}
+				t.Fatalf("Run returned %v after %d of %d events", err, len(evs), n)
+			}
 		case <-timeout:
 			t.Fatalf("got %d of %d events", len(evs), n)
 		}
