@@ -109,7 +109,7 @@ func (e *PanicError) Unwrap() error {
 }
 
 // DispatcherStats is a snapshot of an [OutboundDispatcher]'s counters and
-// gauges. At any moment Submitted == Completed + Queued + Running.
+// gauges. At any moment Submitted == Completed + Queued + Running + Waiting.
 type DispatcherStats struct {
 	// Submitted counts tasks Submit accepted.
 	Submitted uint64
@@ -126,6 +126,10 @@ type DispatcherStats struct {
 	Queued int
 	// Running is the number of tasks running now.
 	Running int
+	// Waiting is the number of resumable tasks between two runs now (see
+	// [OutboundDispatcher.SubmitResumable]): started, not finished, and
+	// holding no worker.
+	Waiting int
 	// Chats is the number of chats with a task waiting or running now.
 	Chats int
 }
@@ -261,30 +265,48 @@ func shardCount(maxInflight, procs int) int {
 // deadline; it is cancelled if the dispatcher is force-closed before or
 // while the task runs.
 func (d *OutboundDispatcher) Submit(chatID string, task func(context.Context) error) error {
+	return d.submit(chatID, task, false)
+}
+
+// SubmitResumable is [OutboundDispatcher.Submit] for a task that can give
+// its worker back while it waits (see package [resume]). The task's context
+// carries a [resume.Task]; when a run returns a [*resume.WaitError], the
+// task is not finished: the dispatcher frees the worker for other chats,
+// keeps the chat's later tasks waiting behind it, and runs the task again
+// after the error's delay, before any of them. The runs share the first
+// run's SendTimeout deadline (a delay past it is cut short, and the next
+// run sees its context expired), and ForceClose or the end of the
+// dispatcher's context ends the wait at once. OnStart is called before the
+// first run and OnDone after the last; Stats counts the task as Waiting
+// between runs. A run that returns any other error, or panics, finishes
+// the task as a Submit task's would.
+//
+// The engine submits every reply this way, so a send waiting out a retry
+// backoff or a platform's retry-after holds no worker.
+func (d *OutboundDispatcher) SubmitResumable(chatID string, task func(context.Context) error) error {
+	return d.submit(chatID, task, true)
+}
+
+func (d *OutboundDispatcher) submit(chatID string, run func(context.Context) error, resumable bool) error {
 	if chatID == "" {
 		return d.reject(chatID, ErrEmptyKey)
 	}
-	if task == nil {
+	if run == nil {
 		return d.reject(chatID, ErrNilTask)
 	}
 	s := &d.shards[d.shardIndex(chatID)]
-	var enq int64
+	t := task{run: run}
 	if d.cfg.Hooks.OnDone != nil {
-		enq = d.now()
+		t.enq = d.now()
 	}
-	queueLen, spawn, hungry, err := s.submit(chatID, task, enq)
+	if resumable {
+		t.rs = new(resumeState)
+	}
+	queueLen, spawn, hungry, err := s.submit(chatID, t)
 	if err != nil {
 		return d.reject(chatID, err)
 	}
-	if spawn {
-		go d.work(s) // counted in d.wg by submit
-	} else if hungry {
-		if d.testHookHungry != nil {
-			d.testHookHungry()
-		}
-		d.addHungry(s)
-		d.wg.Done() // the count submit took for this call
-	}
+	d.startWorker(s, spawn, hungry)
 	if h := d.cfg.Hooks.OnQueued; h != nil {
 		d.protect(func() { h(chatID, queueLen) })
 	}
@@ -315,8 +337,8 @@ func (d *OutboundDispatcher) Close() {
 	}
 }
 
-// Drain waits until the dispatcher is idle — nothing queued, nothing
-// running — or until ctx ends. It returns nil in the first case, and then
+// Drain waits until the dispatcher is idle — nothing queued, running or
+// waiting to be resumed — or until ctx ends. It returns nil in the first case, and then
 // every task accepted before the call has finished; it returns ctx.Err() in
 // the second, and the tasks keep running. Each shard is waited for in turn
 // until it is idle once. Drain does not stop Submit, so under a steady
@@ -356,7 +378,8 @@ func (d *OutboundDispatcher) Shutdown(ctx context.Context) error {
 
 // ForceClose closes the dispatcher and cancels the context of every running
 // and queued task. It does not wait: queued tasks still run, each once, with
-// an already cancelled context, so that they can report the cancellation
+// an already cancelled context (a resumable task waiting between runs is
+// run again at once), so that they can report the cancellation
 // (the engine resolves their Futures with it). A Drain or Shutdown in
 // progress keeps waiting for them, which is quick if the tasks honour their
 // contexts. ForceClose may be called more than once.
@@ -379,6 +402,7 @@ func (d *OutboundDispatcher) Stats() DispatcherStats {
 		st.Panicked += s.panicked
 		st.Queued += s.queued
 		st.Running += s.running
+		st.Waiting += s.waiting
 		st.Chats += len(s.chats)
 		s.mu.Unlock()
 	}

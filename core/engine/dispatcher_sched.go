@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/heraldbot/herald/infra/resume"
 )
 
 // The dispatcher's scheduler follows CockroachDB's raft scheduler: a bounded
@@ -25,8 +27,9 @@ import (
 
 // Chat states.
 const (
-	chatReady   uint8 = iota + 1 // in the shard's ready FIFO, not running
-	chatRunning                  // a worker is running its head task
+	chatReady    uint8 = iota + 1 // in the shard's ready FIFO, not running
+	chatRunning                   // a worker is running its head task
+	chatSleeping                  // its held task waits for a timer, with no worker
 )
 
 // Limits on memory kept for reuse.
@@ -38,7 +41,15 @@ const (
 
 type task struct {
 	run func(context.Context) error
-	enq int64 // OutboundDispatcher.now() at Submit; 0 unless OnDone is set
+	enq int64        // OutboundDispatcher.now() at Submit; 0 unless OnDone is set
+	rs  *resumeState // nil unless submitted with SubmitResumable
+}
+
+// resumeState is what a resumable task keeps between its runs.
+type resumeState struct {
+	task     resume.Task
+	start    time.Time // the first run's start: the deadline counts from it
+	queueLen int       // the chat's queue length at the first start
 }
 
 // chat is one chat's queue: a ring of waiting tasks that grows on demand up
@@ -52,6 +63,27 @@ type chat struct {
 	state  uint8
 	next   *chat   // ready FIFO or free list link
 	inline [1]task // first buffer, so a chat with one task allocates once
+
+	// A resumable task between two runs is held here, ahead of buf, while
+	// the chat sleeps; a timer and the dispatcher's context wake it.
+	held      task
+	sleepSeq  uint32 // counts sleeps, so a stale wake-up is ignored
+	timer     *time.Timer
+	stopAfter func() bool
+}
+
+// hasWork reports whether the chat has a task to run: a held one or a
+// waiting one.
+func (c *chat) hasWork() bool { return c.n > 0 || c.held.run != nil }
+
+// take removes and returns the task to run next: the held one first.
+func (c *chat) take() task {
+	if c.held.run != nil {
+		t := c.held
+		c.held = task{}
+		return t
+	}
+	return c.pop()
 }
 
 func (c *chat) push(t task, limit int) bool {
@@ -115,13 +147,13 @@ type shard struct {
 
 	// Counters, guarded by mu.
 	submitted, completed, failed, panicked uint64
-	queued, running                        int
+	queued, running, waiting               int
 }
 
 // submit queues a task. It reports the chat's queue length, whether the
 // caller must start a worker for the shard (a slot was taken for it), and
 // whether the shard must join the hungry FIFO.
-func (s *shard) submit(key string, run func(context.Context) error, enq int64) (queueLen int, spawn, hungry bool, err error) {
+func (s *shard) submit(key string, t task) (queueLen int, spawn, hungry bool, err error) {
 	d := s.d
 	s.mu.Lock()
 	if d.closed.Load() {
@@ -132,7 +164,7 @@ func (s *shard) submit(key string, run func(context.Context) error, enq int64) (
 	if c == nil {
 		c = s.newChatLocked(key)
 	}
-	if !c.push(task{run: run, enq: enq}, d.cfg.QueueSize) {
+	if !c.push(t, d.cfg.QueueSize) {
 		s.mu.Unlock()
 		return 0, false, false, ErrQueueFull
 	}
@@ -140,24 +172,88 @@ func (s *shard) submit(key string, run func(context.Context) error, enq int64) (
 	s.queued++
 	queueLen = c.n
 	if c.state == 0 {
-		c.state = chatReady
-		s.pushReadyLocked(c)
-		if d.tryAcquireSlot() {
-			s.workers++
-			spawn = true
-		} else if s.workers < s.quota && !s.inHungry.Load() {
-			hungry = true
-		}
-		if spawn || hungry {
-			// Counted under the lock, while the shard is busy: a Drain
-			// that sees it idle later also sees this count, so no worker
-			// can start after Shutdown returned. For hungry, the count
-			// covers the caller's addHungry, which may start a worker.
-			d.wg.Add(1)
-		}
+		spawn, hungry = s.readyLocked(c)
 	}
 	s.mu.Unlock()
 	return queueLen, spawn, hungry, nil
+}
+
+// readyLocked puts an idle or sleeping chat in the ready FIFO. It reports
+// whether the caller must start a worker for the shard (a slot was taken
+// for it), or whether the shard must join the hungry FIFO; either way it
+// counts the worker the caller may start in d.wg.
+func (s *shard) readyLocked(c *chat) (spawn, hungry bool) {
+	d := s.d
+	c.state = chatReady
+	s.pushReadyLocked(c)
+	if d.tryAcquireSlot() {
+		s.workers++
+		spawn = true
+	} else if s.workers < s.quota && !s.inHungry.Load() {
+		hungry = true
+	}
+	if spawn || hungry {
+		// Counted under the lock, while the shard is busy: a Drain that
+		// sees it idle later also sees this count, so no worker can start
+		// after Shutdown returned. For hungry, the count covers the
+		// caller's addHungry, which may start a worker.
+		d.wg.Add(1)
+	}
+	return spawn, hungry
+}
+
+// startWorker starts the worker readyLocked asked for, with no lock held.
+func (d *OutboundDispatcher) startWorker(s *shard, spawn, hungry bool) {
+	if spawn {
+		go d.work(s) // counted in d.wg by readyLocked
+	} else if hungry {
+		if d.testHookHungry != nil {
+			d.testHookHungry()
+		}
+		d.addHungry(s)
+		d.wg.Done() // the count readyLocked took for this call
+	}
+}
+
+// sleepLocked holds the resumable task t, which asked to run again after
+// delay, ahead of the chat's queue and frees the chat's worker: the chat
+// stays out of the ready FIFO until a timer or the end of the dispatcher's
+// context wakes it. The delay is cut to the task's deadline, after which
+// the next run only sees its context expired.
+func (s *shard) sleepLocked(c *chat, t task, delay time.Duration) {
+	d := s.d
+	s.running--
+	s.waiting++
+	c.held = t
+	if left := time.Until(t.rs.start.Add(d.cfg.SendTimeout)); delay > left {
+		delay = left
+	}
+	if delay <= 0 || d.base.Err() != nil {
+		c.state = chatReady
+		s.pushReadyLocked(c) // the worker that ran it carries on
+		return
+	}
+	c.state = chatSleeping
+	c.sleepSeq++
+	seq := c.sleepSeq
+	c.timer = time.AfterFunc(delay, func() { s.wake(c, seq) })
+	c.stopAfter = context.AfterFunc(d.base, func() { s.wake(c, seq) })
+}
+
+// wake ends the sleep number seq of c, if it is still going on, and puts c
+// in the ready FIFO.
+func (s *shard) wake(c *chat, seq uint32) {
+	s.mu.Lock()
+	if c.state != chatSleeping || c.sleepSeq != seq {
+		s.mu.Unlock()
+		return
+	}
+	c.timer.Stop()
+	c.stopAfter()
+	c.timer, c.stopAfter = nil, nil
+	spawn, hungry := s.readyLocked(c)
+	s.mu.Unlock()
+	s.d.startWorker(s, spawn, hungry)
 }
 
 func (s *shard) newChatLocked(key string) *chat {
@@ -211,7 +307,7 @@ func (s *shard) retireLocked(c *chat) {
 func (s *shard) pushReadyLocked(c *chat) {
 	// INVARIANT: a chat is in its shard's ready FIFO at most once, and only
 	// with a task waiting.
-	invariant(c.state == chatReady && c.n > 0, "ready chat pushed twice or empty")
+	invariant(c.state == chatReady && c.hasWork(), "ready chat pushed twice or empty")
 	c.next = nil
 	if s.readyTail == nil {
 		s.readyHead = c
@@ -224,7 +320,7 @@ func (s *shard) pushReadyLocked(c *chat) {
 func (s *shard) popReadyLocked() *chat {
 	c := s.readyHead
 	if c != nil {
-		invariant(c.state == chatReady && c.n > 0, "popped a chat that is not ready")
+		invariant(c.state == chatReady && c.hasWork(), "popped a chat that is not ready")
 		s.readyHead = c.next
 		if s.readyHead == nil {
 			s.readyTail = nil
@@ -239,8 +335,8 @@ func (s *shard) popReadyLocked() *chat {
 func (s *shard) leaveLocked() {
 	s.workers--
 	// INVARIANT: worker, queued and running counts never go negative.
-	invariant(s.workers >= 0 && s.queued >= 0 && s.running >= 0, "negative shard count")
-	if s.workers == 0 && s.queued == 0 && s.running == 0 && s.idleCh != nil {
+	invariant(s.workers >= 0 && s.queued >= 0 && s.running >= 0 && s.waiting >= 0, "negative shard count")
+	if s.idleLocked() && s.idleCh != nil {
 		close(s.idleCh)
 		s.idleCh = nil
 	}
@@ -251,13 +347,18 @@ func (s *shard) leaveLocked() {
 func (s *shard) idleWait() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.workers == 0 && s.queued == 0 && s.running == 0 {
+	if s.idleLocked() {
 		return nil
 	}
 	if s.idleCh == nil {
 		s.idleCh = make(chan struct{})
 	}
 	return s.idleCh
+}
+
+// idleLocked reports whether the shard has no worker and no task.
+func (s *shard) idleLocked() bool {
+	return s.workers == 0 && s.queued == 0 && s.running == 0 && s.waiting == 0
 }
 
 func (d *OutboundDispatcher) tryAcquireSlot() bool {
@@ -360,19 +461,27 @@ func (d *OutboundDispatcher) workShard(s *shard) (next *shard) {
 		if c == nil {
 			break
 		}
-		t := c.pop()
+		t := c.take()
 		c.state = chatRunning
-		s.queued--
+		if t.rs != nil && t.rs.task.Runs() > 0 {
+			s.waiting--
+		} else {
+			s.queued--
+		}
 		s.running++
 		queueLen := c.n
 		s.mu.Unlock()
 
 		cur = c
-		err, panicked := d.runTask(c.key, t, queueLen)
+		err, panicked, delay, wait := d.runTask(c.key, t, queueLen)
 		cur = nil
 
 		s.mu.Lock()
-		s.finishLocked(c, err, panicked)
+		if wait {
+			s.sleepLocked(c, t, delay)
+		} else {
+			s.finishLocked(c, err, panicked)
+		}
 		if s.workers > s.quota && d.hungryN.Load() > 0 {
 			break
 		}
@@ -402,7 +511,7 @@ func (s *shard) finishLocked(c *chat, err error, panicked bool) {
 	if panicked {
 		s.panicked++
 	}
-	if c.n > 0 {
+	if c.hasWork() {
 		c.state = chatReady
 		s.pushReadyLocked(c)
 	} else {
@@ -413,12 +522,25 @@ func (s *shard) finishLocked(c *chat, err error, panicked bool) {
 // runTask runs one task with hooks, a fresh task context, and panic
 // recovery. If the task calls runtime.Goexit, the deferred part still
 // releases its context and reports it to OnDone before the goroutine ends.
-func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err error, panicked bool) {
+//
+// A resumable task's run that returned a *resume.WaitError reports wait
+// and the delay: the task is not finished, so OnDone is not called. Its
+// next run keeps the first run's start, deadline and queue length, and
+// does not call OnStart again.
+func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err error, panicked bool, delay time.Duration, wait bool) {
 	h := &d.cfg.Hooks
-	if h.OnStart != nil {
+	first := t.rs == nil || t.rs.task.Runs() == 0
+	if first && h.OnStart != nil {
 		d.protect(func() { h.OnStart(key) })
 	}
 	start := time.Now()
+	if t.rs != nil {
+		if first {
+			t.rs.start, t.rs.queueLen = start, queueLen
+		}
+		start, queueLen = t.rs.start, t.rs.queueLen
+		t.rs.task.Start()
+	}
 	ctx := newTaskContext(d.base, start, d.cfg.SendTimeout)
 	returned := false
 	defer func() {
@@ -426,6 +548,9 @@ func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err erro
 			err = errGoexit
 		}
 		ctx.release()
+		if wait {
+			return
+		}
 		if h.OnDone != nil {
 			info := DispatchInfo{
 				ChatID:       key,
@@ -437,9 +562,16 @@ func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err erro
 			d.protect(func() { h.OnDone(info) })
 		}
 	}()
-	err, panicked = d.call(ctx, t.run)
+	var run context.Context = ctx
+	if t.rs != nil {
+		run = resume.NewContext(ctx, &t.rs.task)
+	}
+	err, panicked = d.call(run, t.run)
 	returned = true
-	return err, panicked
+	if t.rs != nil && !panicked {
+		delay, wait = resume.DelayOf(err)
+	}
+	return err, panicked, delay, wait
 }
 
 func (d *OutboundDispatcher) call(ctx context.Context, run func(context.Context) error) (err error, panicked bool) {

@@ -1,0 +1,346 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heraldbot/herald/infra/resume"
+)
+
+// waitOnce returns a resumable task that asks to run again after d on its
+// first run and finishes on its second, reporting both runs to log.
+func waitOnce(log func(string), name string, d time.Duration) func(context.Context) error {
+	return func(ctx context.Context) error {
+		t := resume.FromContext(ctx)
+		if t == nil {
+			return errors.New("no resume.Task in a resumable task's context")
+		}
+		log(fmt.Sprintf("%s run %d", name, t.Runs()))
+		if t.Runs() == 1 {
+			return resume.Later(ctx, d)
+		}
+		return nil
+	}
+}
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+	at     []time.Duration
+	start  time.Time
+}
+
+func newEventLog() *eventLog { return &eventLog{start: time.Now()} }
+
+func (l *eventLog) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, s)
+	l.at = append(l.at, time.Since(l.start))
+}
+
+func (l *eventLog) snapshot() ([]string, []time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events), slices.Clone(l.at)
+}
+
+// A task waiting between runs holds no worker: with one worker, another
+// chat's task runs meanwhile; the waiting chat's later task stays behind it;
+// the second run comes after exactly the delay; hooks see one task.
+func TestResumableFreesWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu      sync.Mutex
+			starts  int
+			done    []DispatchInfo
+			hookErr error
+		)
+		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: 1, Hooks: DispatcherHooks{
+			OnStart: func(chat string) {
+				mu.Lock()
+				defer mu.Unlock()
+				if chat == "a" {
+					starts++
+				}
+			},
+			OnDone: func(info DispatchInfo) {
+				mu.Lock()
+				defer mu.Unlock()
+				if info.ChatID == "a" {
+					done = append(done, info)
+					hookErr = errors.Join(hookErr, info.Err)
+				}
+			},
+		}})
+		log := newEventLog()
+		if err := d.SubmitResumable("a", waitOnce(log.add, "a1", 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		mustSubmit(t, d, "a", func(context.Context) error { log.add("a2"); return nil })
+		mustSubmit(t, d, "b", func(context.Context) error { log.add("b"); return nil })
+		synctest.Wait()
+		if st := d.Stats(); st.Waiting != 1 || st.Running != 0 || st.Queued != 1 || st.Chats != 1 {
+			t.Fatalf("while a1 waits: %+v; want Waiting 1, Running 0, Queued 1, Chats 1", st)
+		}
+		if err := d.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		events, at := log.snapshot()
+		want := []string{"a1 run 1", "b", "a1 run 2", "a2"}
+		if !slices.Equal(events, want) {
+			t.Fatalf("ran %q; want %q", events, want)
+		}
+		if at[1] != 0 || at[2] != 10*time.Second {
+			t.Fatalf("b ran at %v and a1 again at %v; want 0 and 10s", at[1], at[2])
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if starts != 2 || len(done) != 2 || hookErr != nil {
+			t.Fatalf("chat a: %d OnStart, %d OnDone, errors %v; want 2, 2, none (one per task)", starts, len(done), hookErr)
+		}
+		if done[0].RunLatency != 10*time.Second {
+			t.Fatalf("a1's RunLatency = %v; want 10s, both runs and the wait", done[0].RunLatency)
+		}
+		if st := d.Stats(); st.Submitted != 3 || st.Completed != 3 || st.Failed != 0 || st.Waiting != 0 {
+			t.Fatalf("after Shutdown: %+v", st)
+		}
+	})
+}
+
+// The runs of a resumable task share one deadline; a wait past it is cut
+// to it, and the next run sees its context expired.
+func TestResumableSharesDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{SendTimeout: 5 * time.Second})
+		start := time.Now()
+		type run struct {
+			at       time.Duration
+			deadline time.Duration
+			err      error
+		}
+		var runs []run
+		err := d.SubmitResumable("c", func(ctx context.Context) error {
+			dl, _ := ctx.Deadline()
+			runs = append(runs, run{time.Since(start), dl.Sub(start), ctx.Err()})
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if len(runs) == 1 {
+				time.Sleep(time.Second)
+				return resume.Later(ctx, time.Hour)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := []run{{0, 5 * time.Second, nil}, {5 * time.Second, 5 * time.Second, context.DeadlineExceeded}}
+		if !slices.Equal(runs, want) {
+			t.Fatalf("runs %+v; want %+v", runs, want)
+		}
+	})
+}
+
+// ForceClose, or the end of the dispatcher's context, ends a wait at once:
+// the task runs again with its context cancelled and can report it.
+func TestResumableWaitEndsWithContext(t *testing.T) {
+	for _, how := range []string{"ForceClose", "parent"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				parent, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				d := NewOutboundDispatcher(parent, DispatcherConfig{SendTimeout: 2 * time.Hour})
+				start := time.Now()
+				result := make(chan error, 1)
+				err := d.SubmitResumable("c", func(ctx context.Context) error {
+					if resume.FromContext(ctx).Runs() == 1 {
+						return resume.Later(ctx, time.Hour)
+					}
+					result <- ctx.Err()
+					return ctx.Err()
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				time.Sleep(time.Minute)
+				if how == "ForceClose" {
+					d.ForceClose()
+				} else {
+					cancel()
+				}
+				if err := <-result; !errors.Is(err, context.Canceled) {
+					t.Fatalf("second run's context: %v; want Canceled", err)
+				}
+				if took := time.Since(start); took != time.Minute {
+					t.Fatalf("second run after %v; want 1m, when the wait was ended", took)
+				}
+				if err := d.Shutdown(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
+
+// Shutdown waits for a task waiting between runs, and Drain does not see
+// the dispatcher idle while one waits.
+func TestResumableDrainWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{})
+		log := newEventLog()
+		if err := d.SubmitResumable("c", waitOnce(log.add, "t", 3*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := d.Drain(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Drain during the wait = %v; want DeadlineExceeded", err)
+		}
+		if err := d.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if events, at := log.snapshot(); len(events) != 2 || at[1] != 3*time.Second {
+			t.Fatalf("runs %q at %v; want two, the second at 3s", events, at)
+		}
+	})
+}
+
+// Waiting chats hold timers, not goroutines.
+func TestResumableWaitsHoldNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const max, chats = 4, 2000
+		before := runtime.NumGoroutine()
+		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: max})
+		var mu sync.Mutex
+		finished := 0
+		for c := range chats {
+			err := d.SubmitResumable(fmt.Sprint(c), func(ctx context.Context) error {
+				if resume.FromContext(ctx).Runs() == 1 {
+					return resume.Later(ctx, time.Second)
+				}
+				mu.Lock()
+				finished++
+				mu.Unlock()
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if st := d.Stats(); st.Waiting != chats {
+			t.Fatalf("Stats %+v; want %d waiting", st, chats)
+		}
+		if n := runtime.NumGoroutine() - before; n > 0 {
+			t.Fatalf("%d goroutines while %d chats wait; want none", n, chats)
+		}
+		if err := d.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if finished != chats {
+			t.Fatalf("%d of %d tasks finished", finished, chats)
+		}
+	})
+}
+
+// A plain Submit task has no resume.Task, and a *resume.WaitError it
+// returns anyway is an ordinary failure. A resumable task's run that panics
+// or fails finishes it.
+func TestResumableOnlyWhenAsked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var errs []error
+		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{Hooks: DispatcherHooks{
+			OnDone: func(info DispatchInfo) {
+				mu.Lock()
+				defer mu.Unlock()
+				errs = append(errs, info.Err)
+			},
+		}})
+		runs := 0
+		mustSubmit(t, d, "plain", func(ctx context.Context) error {
+			runs++
+			if resume.FromContext(ctx) != nil {
+				t.Error("a Submit task's context carries a resume.Task")
+			}
+			return &resume.WaitError{Delay: time.Second}
+		})
+		err := d.SubmitResumable("panics", func(ctx context.Context) error {
+			if resume.FromContext(ctx).Runs() == 1 {
+				return resume.Later(ctx, time.Second)
+			}
+			panic("second run")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if runs != 1 {
+			t.Fatalf("plain task ran %d times; want 1", runs)
+		}
+		st := d.Stats()
+		if st.Completed != 2 || st.Failed != 2 || st.Panicked != 1 {
+			t.Fatalf("Stats %+v; want 2 completed, 2 failed, 1 panicked", st)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(errs) != 2 {
+			t.Fatalf("OnDone called %d times; want 2", len(errs))
+		}
+	})
+}
+
+// Order holds with waits of random lengths in many chats: each chat's tasks
+// finish in submission order, and every task finishes once.
+func TestResumablePerChatFIFO(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const chats, perChat = 50, 20
+		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: 3, QueueSize: perChat})
+		var mu sync.Mutex
+		got := make(map[int][]int)
+		for i := range perChat {
+			for c := range chats {
+				wait := time.Duration((c*7+i*13)%5) * time.Second
+				err := d.SubmitResumable(fmt.Sprint(c), func(ctx context.Context) error {
+					if r := resume.FromContext(ctx).Runs(); r <= i%3 {
+						return resume.Later(ctx, wait)
+					}
+					mu.Lock()
+					got[c] = append(got[c], i)
+					mu.Unlock()
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := d.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]int, perChat)
+		for i := range want {
+			want[i] = i
+		}
+		for c := range chats {
+			if !slices.Equal(got[c], want) {
+				t.Fatalf("chat %d finished %v; want %v", c, got[c], want)
+			}
+		}
+	})
+}
