@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -17,6 +18,16 @@ import (
 // declares it so that it need not import core/engine.
 type Submitter interface {
 	Submit(chatKey string, task func(stdctx.Context) error) error
+}
+
+// ResumableSubmitter is a [Submitter] that can also queue a task that gives
+// its worker back while it waits (see package resume): the engine's
+// OutboundDispatcher. Sends go through SubmitResumable when the Submitter
+// has it, so a send waiting out a retry backoff, a retry-after or a rate
+// limit holds no worker.
+type ResumableSubmitter interface {
+	Submitter
+	SubmitResumable(chatKey string, task func(stdctx.Context) error) error
 }
 
 // Errors with which a send's Future can be resolved besides the sender's own
@@ -278,7 +289,7 @@ func (c *Context) send(key string, chat platform.Chat, msg platform.OutboundMess
 	f := future.New[platform.SendResult]()
 	s := ev.sender
 	req := platform.SendRequest{Platform: ev.event.Platform, Target: chat, Message: msg}
-	err := ev.submitter.Submit(key, func(ctx stdctx.Context) error {
+	task := func(ctx stdctx.Context) error {
 		returned := false
 		defer func() {
 			if returned {
@@ -299,13 +310,32 @@ func (c *Context) send(key string, chat platform.Chat, msg platform.OutboundMess
 		}()
 		res, err := s.Send(ctx, req)
 		returned = true
+		if paused(ctx, err) {
+			return err // not finished: the dispatcher runs it again
+		}
 		f.Resolve(res, err)
 		return err
-	})
+	}
+	var err error
+	if rs, ok := ev.submitter.(ResumableSubmitter); ok {
+		err = rs.SubmitResumable(key, task)
+	} else {
+		err = ev.submitter.Submit(key, task)
+	}
 	if err != nil {
 		f.Resolve(platform.SendResult{}, fmt.Errorf("context: send not queued: %w", err))
 	}
 	return f
+}
+
+// paused reports whether err pauses a resumable send (see package resume)
+// instead of ending it.
+func paused(ctx stdctx.Context, err error) bool {
+	if err == nil || resume.FromContext(ctx) == nil {
+		return false
+	}
+	_, ok := resume.DelayOf(err)
+	return ok
 }
 
 // UserError is an error whose Text may be shown to the user, for

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	hctx "github.com/heraldbot/herald/core/context"
+	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -278,5 +279,77 @@ func TestSenderPanicWithError(t *testing.T) {
 	q.run(0, stdctx.Background())
 	if _, err := f.Result(); !errors.Is(err, hctx.ErrSendPanicked) || !errors.Is(err, cause) {
 		t.Fatalf("err = %v; want ErrSendPanicked wrapping the panic's error", err)
+	}
+}
+
+// resumableQueue is a queue that also takes resumable tasks, as the
+// engine's dispatcher does.
+type resumableQueue struct {
+	queue
+	resumable []bool
+}
+
+func (q *resumableQueue) Submit(key string, task func(stdctx.Context) error) error {
+	q.resumable = append(q.resumable, false)
+	return q.queue.Submit(key, task)
+}
+
+func (q *resumableQueue) SubmitResumable(key string, task func(stdctx.Context) error) error {
+	q.resumable = append(q.resumable, true)
+	return q.queue.Submit(key, task)
+}
+
+// A send goes through SubmitResumable when the Submitter has it. A run that
+// pauses leaves the Future unresolved and hands the pause to the
+// dispatcher; the run that finishes resolves it. Without a resume.Task in
+// the context, a *resume.WaitError is an ordinary error.
+func TestReplyPausedRunLeavesFutureOpen(t *testing.T) {
+	q := &resumableQueue{}
+	runs := 0
+	s := platform.SenderFunc(func(ctx stdctx.Context, req platform.SendRequest) (platform.SendResult, error) {
+		runs++
+		if runs == 1 {
+			if err := resume.Later(ctx, time.Second); err != nil {
+				return platform.SendResult{}, err
+			}
+		}
+		return platform.SendResult{MessageID: "m1"}, nil
+	})
+	c := hctx.New(hctx.Config{Event: testEvent, Sender: s, Submitter: q})
+	f := c.ReplyText("hi")
+	if len(q.resumable) != 1 || !q.resumable[0] {
+		t.Fatalf("submitted resumable = %v; want [true]", q.resumable)
+	}
+	task := resume.NewTask()
+	ctx := resume.NewContext(stdctx.Background(), task)
+	task.Start()
+	err, _ := q.run(0, ctx)
+	if d, ok := resume.DelayOf(err); !ok || d != time.Second {
+		t.Fatalf("first run = %v; want a 1s pause", err)
+	}
+	if f.IsDone() {
+		t.Fatal("Future resolved by a paused run")
+	}
+	task.Start()
+	if err, _ := q.run(0, ctx); err != nil {
+		t.Fatalf("second run = %v", err)
+	}
+	if res, err := f.Result(); err != nil || res.MessageID != "m1" {
+		t.Fatalf("Future = %+v, %v; want m1", res, err)
+	}
+
+	// A plain Submitter: the pause error is the send's result.
+	plain := &queue{}
+	wait := &resume.WaitError{Delay: time.Second}
+	f = hctx.New(hctx.Config{Event: testEvent, Submitter: plain, Sender: platform.SenderFunc(
+		func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
+			return platform.SendResult{}, wait
+		},
+	)}).ReplyText("hi")
+	if err, _ := plain.run(0, stdctx.Background()); err != wait {
+		t.Fatalf("run = %v", err)
+	}
+	if _, err := f.Result(); err != wait {
+		t.Fatalf("Future = %v; want the error itself", err)
 	}
 }

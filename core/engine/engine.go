@@ -600,7 +600,7 @@ func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
 			errs = append(errs, fmt.Errorf("engine: replay: no adapter %q", req.Platform))
 			continue
 		}
-		err := e.out.Submit(hctx.ChatKey(req.Platform, req.Target.ID), func(ctx context.Context) error {
+		err := e.out.SubmitResumable(hctx.ChatKey(req.Platform, req.Target.ID), func(ctx context.Context) error {
 			_, err := s.Send(ctx, req)
 			return err
 		})

@@ -66,9 +66,14 @@ type countingSender struct {
 }
 
 func (s *countingSender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	s.c.received.Add(1)
-	ctx, rec := withRecord(ctx)
+	ctx, rec := withRecord(ctx, s)
+	if !rec.resumed {
+		s.c.received.Add(1)
+	}
 	res, err := s.next.Send(ctx, req)
+	if rec.paused(s, err) {
+		return res, err
+	}
 	n := uint64(max(rec.attemptsOf(), 0))
 	s.c.attempts.Add(n)
 	if n > 1 {

@@ -149,9 +149,9 @@ type deadLetterSender struct {
 }
 
 func (s *deadLetterSender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	ctx, rec := withRecord(ctx)
+	ctx, rec := withRecord(ctx, s)
 	res, err := s.next.Send(ctx, req)
-	if err != nil {
+	if err != nil && !rec.paused(s, err) {
 		s.store.Add(DeadLetter{Request: req, Attempts: rec.attemptsOf(), Err: err, At: time.Now()})
 		rec.deadLettered.Store(true)
 	}

@@ -7,7 +7,11 @@ import "github.com/heraldbot/herald/platform"
 // wrapped one, as net/http middleware wraps a Handler.
 //
 // A decorator is called once, when a chain is built; the Sender it returns
-// is then called for every send and must be safe for concurrent use.
+// is then called for every send and must be safe for concurrent use. A
+// decorator outside Retry or RateLimit may see a send pause (an error for
+// which resume.DelayOf reports true): the send is not over, and the
+// decorator should return that error unchanged (see the package
+// documentation).
 type SenderDecorator func(platform.Sender) platform.Sender
 
 // Chain returns a decorator that applies ds so that the first one listed is

@@ -58,6 +58,12 @@ func TestDefaultNegativeTimeout(t *testing.T) {
 // outer ones see one final outcome and the whole duration, dead letters see
 // only final failures, and every retry waits for a rate token.
 func TestDefaultOrder(t *testing.T) {
+	for _, mode := range sendModes {
+		t.Run(mode.name, func(t *testing.T) { testDefaultOrder(t, mode.resumed) })
+	}
+}
+
+func testDefaultOrder(t *testing.T, resumed bool) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		m, err := sender.NewMetrics(reg)
@@ -73,6 +79,7 @@ func TestDefaultOrder(t *testing.T) {
 			RateLimit: sender.RateLimitConfig{PerChat: 1},
 			Timeout:   time.Second,
 		})(&recorder{reply: chatReplies()})
+		s, r := inMode(resumed, s)
 
 		start := time.Now()
 		if _, err := s.Send(context.Background(), req("flaky2")); err != nil {
@@ -105,6 +112,8 @@ func TestDefaultOrder(t *testing.T) {
 		if !errors.Is(err, errFlaky) {
 			t.Fatalf("err = %v; want the cause", err)
 		}
+		// Each of the two sends waited for two rate tokens and two backoffs.
+		checkResumed(t, r, 8)
 	})
 }
 
@@ -138,6 +147,12 @@ func sendsTotal(t *testing.T, reg *prometheus.Registry, outcome string) float64 
 // chain against a platform that floods, fails and refuses, and checks every
 // send ends delivered or dead-lettered, and per-chat order holds on delivery.
 func TestDefaultConcurrentNothingLost(t *testing.T) {
+	for _, mode := range sendModes {
+		t.Run(mode.name, func(t *testing.T) { testDefaultConcurrentNothingLost(t, mode.resumed) })
+	}
+}
+
+func testDefaultConcurrentNothingLost(t *testing.T, resumed bool) {
 	synctest.Test(t, func(t *testing.T) {
 		c := new(sender.Counters)
 		store := sender.NewDeadLetterStore(1000)
@@ -165,6 +180,7 @@ func TestDefaultConcurrentNothingLost(t *testing.T) {
 			RateLimit: sender.RateLimitConfig{Global: 200, GlobalBurst: 10, PerChat: 20, PerChatBurst: 3, PerGroup: 10},
 			Timeout:   time.Second,
 		})(platformSender)
+		s, r := inMode(resumed, s)
 		const chats, each = 40, 25
 		var wg sync.WaitGroup
 		for ch := range chats {
@@ -194,5 +210,6 @@ func TestDefaultConcurrentNothingLost(t *testing.T) {
 				t.Fatalf("chat %s delivered out of order: %v", chat, seqs)
 			}
 		}
+		checkResumed(t, r, 1)
 	})
 }

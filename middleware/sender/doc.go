@@ -47,6 +47,23 @@
 // the count is also in the error, read with [AttemptsOf]. Without a Retry in
 // the chain a send counts as one attempt.
 //
+// # Waiting without a worker
+//
+// Called directly, Retry and RateLimit wait in place: the caller's goroutine
+// sleeps. Under the engine's OutboundDispatcher a send's context carries a
+// resume.Task (see package resume), and they pause the send instead: each
+// saves where it stopped (Retry its attempt count, RateLimit the tokens it
+// reserved) and returns a *resume.WaitError, which the decorators outside
+// them pass up unchanged, recording nothing. The dispatcher frees the
+// chat's worker for other chats and runs the send again when the wait is
+// over; every decorator then carries on where it stopped. Waits, attempts,
+// outcomes, logs and metrics are the same either way — a send waiting out a
+// 30-second retry-after just no longer holds one of MaxInflight workers.
+//
+// A decorator of your own that sits outside Retry or RateLimit and acts on
+// errors should do the same: when resume.DelayOf(err) reports true the send
+// has not ended, so return the error unchanged.
+//
 // # Outcomes
 //
 // Logging and Metrics classify a send's final error with [OutcomeOf] into

@@ -52,9 +52,11 @@ func (s *loggingSender) Send(ctx context.Context, req platform.SendRequest) (pla
 		// logger, say): skip the clock and the record.
 		return s.next.Send(ctx, req)
 	}
-	start := time.Now()
-	ctx, rec := withRecord(ctx)
+	ctx, rec := withRecord(ctx, s)
 	res, err := s.next.Send(ctx, req)
+	if rec.paused(s, err) {
+		return res, err
+	}
 	level := zapcore.DebugLevel
 	if err != nil {
 		level = zapcore.WarnLevel
@@ -67,7 +69,7 @@ func (s *loggingSender) Send(ctx context.Context, req platform.SendRequest) (pla
 	fields = append(fields,
 		zap.String("platform", req.Platform),
 		zap.String("chat", req.Target.ID),
-		zap.Duration("duration", time.Since(start)),
+		zap.Duration("duration", time.Since(rec.start)),
 		zap.Int("attempts", rec.attemptsOf()),
 		zap.String("outcome", OutcomeOf(err)),
 	)

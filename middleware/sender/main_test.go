@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -87,4 +88,79 @@ func groupReq(chat string) platform.SendRequest {
 // noJitter is a RetryConfig base for exact waits.
 func noJitter(attempts int, base, maxBackoff time.Duration) sender.RetryConfig {
 	return sender.RetryConfig{MaxAttempts: attempts, BaseBackoff: base, MaxBackoff: maxBackoff, Jitter: -1}
+}
+
+// resumer runs the sender below it as the engine's dispatcher runs a
+// resumable send (see package resume): with a resume.Task in the context,
+// and again after each pause's delay — or at once when the context ends,
+// as ForceClose wakes a paused task. It checks no run waits in place.
+type resumer struct {
+	next platform.Sender
+
+	mu      sync.Mutex
+	pauses  int
+	longest time.Duration // longest single run
+}
+
+func (r *resumer) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	task := resume.NewTask()
+	rctx := resume.NewContext(ctx, task)
+	for {
+		task.Start()
+		start := time.Now()
+		res, err := r.next.Send(rctx, req)
+		took := time.Since(start)
+		d, paused := resume.DelayOf(err)
+		r.mu.Lock()
+		r.longest = max(r.longest, took)
+		if paused {
+			r.pauses++
+		}
+		r.mu.Unlock()
+		if !paused {
+			return res, err
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+}
+
+func (r *resumer) stats() (pauses int, longest time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pauses, r.longest
+}
+
+// sendModes are the two ways a chain runs: called directly it waits in
+// place; under the dispatcher it pauses. Tests of the whole chain run in
+// both and expect the same behaviour.
+var sendModes = []struct {
+	name    string
+	resumed bool
+}{{"in place", false}, {"resumed", true}}
+
+// inMode returns s run in place, or under a resumer (also returned).
+func inMode(resumed bool, s platform.Sender) (platform.Sender, *resumer) {
+	if !resumed {
+		return s, nil
+	}
+	r := &resumer{next: s}
+	return r, r
+}
+
+// checkResumed checks a resumed run paused at least minPauses times and
+// never waited inside a run; it does nothing in place.
+func checkResumed(t *testing.T, r *resumer, minPauses int) {
+	t.Helper()
+	if r == nil {
+		return
+	}
+	pauses, longest := r.stats()
+	if pauses < minPauses || longest != 0 {
+		t.Fatalf("resumed: %d pauses, longest run %v; want at least %d pauses and no wait inside a run", pauses, longest, minPauses)
+	}
 }

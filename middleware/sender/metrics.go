@@ -128,12 +128,14 @@ type metricsSender struct {
 }
 
 func (s *metricsSender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	start := time.Now()
-	ctx, rec := withRecord(ctx)
+	ctx, rec := withRecord(ctx, s)
 	res, err := s.next.Send(ctx, req)
+	if rec.paused(s, err) {
+		return res, err
+	}
 	ps := s.m.seriesFor(req.Platform)
 	ps.sends[outcomeIndex(err)].Inc()
-	ps.duration.Observe(time.Since(start).Seconds())
+	ps.duration.Observe(time.Since(rec.start).Seconds())
 	s.m.attempts.Observe(float64(rec.attemptsOf()))
 	return res, err
 }

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -92,6 +93,10 @@ func TelegramLimits() RateLimitConfig {
 // [ErrWouldExceedDeadline] and carries the wait as a retry-after
 // ([platform.RetryAfterOf]). In both cases the tokens the send reserved and
 // was still waiting for are given back.
+//
+// Under the engine's dispatcher (a context carrying a resume.Task) a wait
+// pauses the send instead of sleeping, and the resumed send keeps the tokens
+// it reserved: see "Waiting without a worker" in the package documentation.
 //
 // When the sender below returns an error carrying a retry-after, RateLimit
 // pauses the chat for that long, so the sends queued behind it wait instead
@@ -179,17 +184,28 @@ type lease struct {
 }
 
 func (l *rateLimiter) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	w := waiter{task: resume.FromContext(ctx), key: l}
+	if w.task != nil {
+		if saved, ok := w.task.Value(l).(*heldTokens); ok {
+			// A later run of a send paused for tokens: they are ours.
+			w.task.SetValue(l, nil)
+			w.held = *saved
+		}
+	}
 	if err := ctx.Err(); err != nil {
+		w.held.cancel()
 		return platform.SendResult{}, fmt.Errorf("sender: rate limit: %w", err)
 	}
 	key := chatKey{req.Platform, req.Target.ID}
 	ls := l.acquire(key, req.Target.Type == platform.ChatGroup)
 	defer l.release(ls.c)
 
-	if err := l.waitPause(ctx, ls); err != nil {
-		return platform.SendResult{}, err
+	if !w.held.chatTaken {
+		if err := l.waitPause(ctx, ls, &w); err != nil {
+			return platform.SendResult{}, err
+		}
 	}
-	if err := waitTokens(ctx, ls); err != nil {
+	if err := w.waitTokens(ctx, ls); err != nil {
 		return platform.SendResult{}, err
 	}
 	res, err := l.next.Send(ctx, req)
@@ -281,7 +297,7 @@ func (l *rateLimiter) pause(key chatKey, ls lease, d time.Duration) {
 }
 
 // waitPause waits until neither the chat nor its platform is paused.
-func (l *rateLimiter) waitPause(ctx context.Context, ls lease) error {
+func (l *rateLimiter) waitPause(ctx context.Context, ls lease, w *waiter) error {
 	for {
 		l.mu.Lock()
 		until := ls.c.pausedUntil
@@ -293,45 +309,91 @@ func (l *rateLimiter) waitPause(ctx context.Context, ls lease) error {
 		if d <= 0 {
 			return nil
 		}
-		if err := sleep(ctx, d); err != nil {
-			return waitError("paused", d, err)
+		if err := w.wait(ctx, d, "paused"); err != nil {
+			return err
 		}
 		// A pause may have been extended while we waited: look again.
 	}
 }
 
+// waiter waits for one send: in place, or, when the send can be resumed
+// (see package resume), by pausing it with the tokens it reserved saved in
+// task under key.
+type waiter struct {
+	task *resume.Task
+	key  any
+	held heldTokens
+}
+
+// heldTokens are the reservations a send has made so far.
+type heldTokens struct {
+	chatTaken  bool // the chat and group tokens are reserved
+	rc, rg, rp *rate.Reservation
+}
+
+// cancel gives back the reserved tokens not yet used.
+func (h *heldTokens) cancel() { cancelReservations(h.rc, h.rg, h.rp) }
+
 // waitTokens takes a chat token (and a group token) and then a global token,
 // waiting for each as the limiters say, and gives back reserved tokens it
-// was still waiting for when it stops early.
-func waitTokens(ctx context.Context, ls lease) error {
-	var rc, rg *rate.Reservation
-	var d time.Duration
+// was still waiting for when it stops early. A resumed send takes the
+// tokens it reserved before it paused.
+func (w *waiter) waitTokens(ctx context.Context, ls lease) error {
+	h := &w.held
 	now := time.Now()
-	if ls.chat != nil {
-		rc = ls.chat.ReserveN(now, 1)
-		d = rc.DelayFrom(now)
+	if !h.chatTaken {
+		if ls.chat != nil {
+			h.rc = ls.chat.ReserveN(now, 1)
+		}
+		if ls.group != nil {
+			h.rg = ls.group.ReserveN(now, 1)
+		}
+		h.chatTaken = true
 	}
-	if ls.group != nil {
-		rg = ls.group.ReserveN(now, 1)
-		d = max(d, rg.DelayFrom(now))
+	var d time.Duration
+	if h.rc != nil {
+		d = h.rc.DelayFrom(now)
+	}
+	if h.rg != nil {
+		d = max(d, h.rg.DelayFrom(now))
 	}
 	if d > 0 {
-		if err := sleep(ctx, d); err != nil {
-			cancelReservations(rc, rg)
-			return waitError("chat limit", d, err)
+		if err := w.wait(ctx, d, "chat limit"); err != nil {
+			return err
 		}
 	}
 	if ls.global == nil {
 		return nil
 	}
 	now = time.Now()
-	rp := ls.global.ReserveN(now, 1)
-	if d = rp.DelayFrom(now); d == 0 {
-		return nil
+	if h.rp == nil {
+		h.rp = ls.global.ReserveN(now, 1)
+	}
+	if d = h.rp.DelayFrom(now); d > 0 {
+		return w.wait(ctx, d, "global limit")
+	}
+	return nil
+}
+
+// wait waits d for what (a pause, or tokens). It returns a context's error
+// or ErrWouldExceedDeadline, through waitError, having given back the held
+// tokens; or, for a send that can be resumed, the *resume.WaitError that
+// pauses it, having saved the held tokens for its next run.
+func (w *waiter) wait(ctx context.Context, d time.Duration, what string) error {
+	if w.task != nil {
+		if err := canWait(ctx, d); err != nil {
+			w.held.cancel()
+			return waitError(what, d, err)
+		}
+		if w.held.chatTaken {
+			saved := w.held
+			w.task.SetValue(w.key, &saved)
+		}
+		return resume.Later(ctx, d)
 	}
 	if err := sleep(ctx, d); err != nil {
-		cancelReservations(rp, rc, rg)
-		return waitError("global limit", d, err)
+		w.held.cancel()
+		return waitError(what, d, err)
 	}
 	return nil
 }

@@ -239,35 +239,44 @@ func TestRateLimitGivesTokensBack(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, cfg := range []sender.RateLimitConfig{{PerChat: 1}, {Global: 1}} {
-			t.Run(fmt.Sprintf("%s/%+v", tt.name, cfg), func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					r := &recorder{}
-					s := sender.RateLimit(cfg)(r)
-					start := time.Now()
-					if _, err := s.Send(context.Background(), req("a")); err != nil {
-						t.Fatal(err) // takes the only token
-					}
-					ctx, cancel := tt.ctx()
-					defer cancel()
-					_, err := s.Send(ctx, req("a"))
-					if !errors.Is(err, tt.want) {
-						t.Fatalf("Send = %v; want %v", err, tt.want)
-					}
-					if got := time.Since(start); got != tt.waited {
-						t.Fatalf("gave up after %v; want %v", got, tt.waited)
-					}
-					// The token reserved for the failed send was given back: the
-					// next send goes when the first token is replaced, at 1s.
-					if _, err := s.Send(context.Background(), req("a")); err != nil {
-						t.Fatal(err)
-					}
-					if got := time.Since(start); got != time.Second {
-						t.Fatalf("next send at %v; want 1s", got)
-					}
-				})
-			})
+			for _, mode := range sendModes {
+				testRateLimitGivesTokensBack(t, tt.name, tt.ctx, tt.want, tt.waited, cfg, mode.name, mode.resumed)
+			}
 		}
 	}
+}
+
+func testRateLimitGivesTokensBack(t *testing.T, name string, mkCtx func() (context.Context, context.CancelFunc), want error, waited time.Duration, cfg sender.RateLimitConfig, modeName string, resumed bool) {
+	t.Run(fmt.Sprintf("%s/%+v/%s", name, cfg, modeName), func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := &recorder{}
+			s, res := inMode(resumed, sender.RateLimit(cfg)(r))
+			start := time.Now()
+			if _, err := s.Send(context.Background(), req("a")); err != nil {
+				t.Fatal(err) // takes the only token
+			}
+			ctx, cancel := mkCtx()
+			defer cancel()
+			_, err := s.Send(ctx, req("a"))
+			if !errors.Is(err, want) {
+				t.Fatalf("Send = %v; want %v", err, want)
+			}
+			if got := time.Since(start); got != waited {
+				t.Fatalf("gave up after %v; want %v", got, waited)
+			}
+			// The token reserved for the failed send was given back: the
+			// next send goes when the first token is replaced, at 1s.
+			if _, err := s.Send(context.Background(), req("a")); err != nil {
+				t.Fatal(err)
+			}
+			if got := time.Since(start); got != time.Second {
+				t.Fatalf("next send at %v; want 1s", got)
+			}
+			if waited > 0 {
+				checkResumed(t, res, 2)
+			}
+		})
+	})
 }
 
 func TestRateLimitCancelledBeforeSend(t *testing.T) {
@@ -281,6 +290,12 @@ func TestRateLimitCancelledBeforeSend(t *testing.T) {
 }
 
 func TestRateLimitUnderRetry(t *testing.T) {
+	for _, mode := range sendModes {
+		t.Run(mode.name, func(t *testing.T) { testRateLimitUnderRetry(t, mode.resumed) })
+	}
+}
+
+func testRateLimitUnderRetry(t *testing.T, resumed bool) {
 	synctest.Test(t, func(t *testing.T) {
 		// Retry re-enters RateLimit: a retry spends a token and so waits for
 		// the chat's next one, and a retry-after pause is waited out once.
@@ -289,6 +304,7 @@ func TestRateLimitUnderRetry(t *testing.T) {
 			sender.Retry(noJitter(3, time.Millisecond, time.Millisecond)),
 			sender.RateLimit(sender.RateLimitConfig{PerChat: 1}),
 		)(r)
+		s, res := inMode(resumed, s)
 		start := time.Now()
 		if _, err := s.Send(context.Background(), req("a")); err != nil {
 			t.Fatal(err)
@@ -299,7 +315,7 @@ func TestRateLimitUnderRetry(t *testing.T) {
 		}
 
 		r2 := &recorder{reply: failFirst(1, platform.NewRetryAfter(3*time.Second, nil))}
-		s2 := sender.Chain(sender.Retry(sender.RetryConfig{}), sender.RateLimit(sender.RateLimitConfig{PerChat: 10}))(r2)
+		s2, res2 := inMode(resumed, sender.Chain(sender.Retry(sender.RetryConfig{}), sender.RateLimit(sender.RateLimitConfig{PerChat: 10}))(r2))
 		start = time.Now()
 		if _, err := s2.Send(context.Background(), req("a")); err != nil {
 			t.Fatal(err)
@@ -307,6 +323,8 @@ func TestRateLimitUnderRetry(t *testing.T) {
 		if got := time.Since(start); got != 3*time.Second {
 			t.Fatalf("retry-after 3s under Retry and RateLimit took %v; want 3s", got)
 		}
+		checkResumed(t, res, 2)  // a backoff, then the token
+		checkResumed(t, res2, 1) // the retry-after, which the chat pause it set ends with
 	})
 }
 
@@ -327,4 +345,37 @@ func TestTelegramLimits(t *testing.T) {
 	if got.GlobalBurst < 1 || got.GlobalBurst > 5 {
 		t.Fatalf("GlobalBurst = %d; want small", got.GlobalBurst)
 	}
+}
+
+// A paused send keeps the tokens it reserved: resumed, it goes at the time
+// its reservation gave it, ahead of sends that reserved after it.
+func TestRateLimitResumedKeepsItsTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{}
+		limited := sender.RateLimit(sender.RateLimitConfig{Global: 1})(r)
+		start := time.Now()
+		if _, err := limited.Send(context.Background(), req("a")); err != nil {
+			t.Fatal(err) // takes the only token
+		}
+		resumed, res := inMode(true, limited)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if _, err := resumed.Send(context.Background(), req("b")); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Go(func() {
+			time.Sleep(500 * time.Millisecond) // after b reserved its token
+			if _, err := limited.Send(context.Background(), req("c")); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Wait()
+		for chat, want := range map[string]time.Duration{"b": time.Second, "c": 2 * time.Second} {
+			if at := timesOf(r.snapshot(), chat); len(at) != 1 || at[0].Sub(start) != want {
+				t.Errorf("chat %s sent at %v; want once, at %v", chat, at, want)
+			}
+		}
+		checkResumed(t, res, 1)
+	})
 }

@@ -14,11 +14,11 @@ type otherKey struct{}
 
 func TestRecordIsAContext(t *testing.T) {
 	parent, cancel := context.WithCancel(context.WithValue(context.Background(), otherKey{}, "v"))
-	ctx, rec := withRecord(parent)
+	ctx, rec := withRecord(parent, "owner")
 	if recordFrom(ctx) != rec || ctx.Value(otherKey{}) != "v" {
 		t.Fatal("record does not find itself or hides the parent's values")
 	}
-	if again, rec2 := withRecord(ctx); again != ctx || rec2 != rec {
+	if again, rec2 := withRecord(ctx, "other"); again != ctx || rec2 != rec {
 		t.Fatal("withRecord did not reuse the record")
 	}
 	if rec.attemptsOf() != 1 {

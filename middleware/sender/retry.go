@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heraldbot/herald/infra/backoff"
+	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -115,7 +116,10 @@ func (c RetryConfig) normalized() RetryConfig {
 // any other error waits an exponential backoff with jitter (see
 // [RetryConfig]). A [context.DeadlineExceeded] from below while the send's
 // context is still live is a per-attempt timeout (see [Timeout]) and is
-// retried. If the context ends during a wait, Retry returns at once.
+// retried. If the context ends during a wait, Retry returns at once. Under
+// the engine's dispatcher (a context carrying a resume.Task) a wait pauses
+// the send instead of sleeping, and the next run carries on with the next
+// attempt: see "Waiting without a worker" in the package documentation.
 //
 // On failure Retry returns a [*RetryError] holding the attempt count and the
 // last attempt's error, which it wraps, so errors.Is, errors.As,
@@ -158,11 +162,31 @@ func (s *retrySender) Send(ctx context.Context, req platform.SendRequest) (platf
 		}
 	}
 	var lastErr error
-	for attempt := 1; ; attempt++ {
+	attempt := 1
+	task := resume.FromContext(ctx)
+	if task != nil {
+		if p, ok := task.Value(s).(*retryProgress); ok {
+			// A later run of a paused send: carry on where it stopped.
+			task.SetValue(s, nil)
+			attempt, lastErr = p.attempt, p.lastErr
+		}
+	}
+	for ; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return s.giveUp(rec, attempt-1, lastErr, err)
 		}
 		res, err := s.next.Send(ctx, req)
+		if task != nil && err != nil {
+			if _, ok := resume.DelayOf(err); ok {
+				// Paused below (a rate-limit wait): this attempt runs
+				// again, from its start, in the next run.
+				task.SetValue(s, &retryProgress{attempt: attempt, lastErr: lastErr})
+				if rec != nil {
+					rec.attempts.Store(int32(attempt - 1))
+				}
+				return res, err
+			}
+		}
 		if rec != nil {
 			rec.attempts.Store(int32(attempt))
 		}
@@ -187,10 +211,26 @@ func (s *retrySender) Send(ctx context.Context, req platform.SendRequest) (platf
 		} else {
 			d = s.backoff(attempt)
 		}
+		if task != nil && d > 0 {
+			// Wait with no worker held: pause the send, and carry on with
+			// the next attempt in the run after the wait.
+			if werr := canWait(ctx, d); werr != nil {
+				return s.giveUp(rec, attempt, err, werr)
+			}
+			task.SetValue(s, &retryProgress{attempt: attempt + 1, lastErr: err})
+			return platform.SendResult{}, resume.Later(ctx, d)
+		}
 		if werr := sleep(ctx, d); werr != nil {
 			return s.giveUp(rec, attempt, err, werr)
 		}
 	}
+}
+
+// retryProgress is where a paused send stopped in Retry: the attempt to
+// make in the next run, and the error of the one before it.
+type retryProgress struct {
+	attempt int
+	lastErr error
 }
 
 func (s *retrySender) giveUp(rec *sendRecord, attempts int, last, reason error) (platform.SendResult, error) {

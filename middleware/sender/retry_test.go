@@ -153,33 +153,41 @@ func TestRetryGivesUpAtOnce(t *testing.T) {
 
 func TestRetryCancelDuringWait(t *testing.T) {
 	for _, cause := range []error{platform.NewRetryAfter(10*time.Second, errFlaky), errFlaky} {
-		t.Run(cause.Error(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				ctx, cancel := context.WithCancel(context.Background())
-				r := &recorder{reply: always(cause)}
-				go func() {
-					time.Sleep(time.Second)
-					cancel()
-				}()
-				start := time.Now()
-				_, err := sender.Retry(noJitter(5, 10*time.Second, 10*time.Second))(r).Send(ctx, req("1"))
-				if d := time.Since(start); d != time.Second {
-					t.Fatalf("returned after %v; want 1s, when ctx was cancelled", d)
-				}
-				if !errors.Is(err, context.Canceled) || !errors.Is(err, errFlaky) {
-					t.Fatalf("Send = %v; want context.Canceled and the cause", err)
-				}
-				_, ok := platform.RetryAfterOf(err)
-				_, wantOK := platform.RetryAfterOf(cause)
-				if ok != wantOK {
-					t.Fatalf("RetryAfterOf ok = %v; want %v", ok, wantOK)
-				}
-				if n, _ := sender.AttemptsOf(err); n != 1 || r.count() != 1 {
-					t.Fatalf("AttemptsOf = %d, calls %d; want 1, 1", n, r.count())
-				}
-			})
-		})
+		for _, mode := range sendModes {
+			testRetryCancelDuringWait(t, cause, mode.name, mode.resumed)
+		}
 	}
+}
+
+func testRetryCancelDuringWait(t *testing.T, cause error, modeName string, resumed bool) {
+	t.Run(cause.Error()+"/"+modeName, func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			r := &recorder{reply: always(cause)}
+			go func() {
+				time.Sleep(time.Second)
+				cancel()
+			}()
+			start := time.Now()
+			s, res := inMode(resumed, sender.Retry(noJitter(5, 10*time.Second, 10*time.Second))(r))
+			_, err := s.Send(ctx, req("1"))
+			if d := time.Since(start); d != time.Second {
+				t.Fatalf("returned after %v; want 1s, when ctx was cancelled", d)
+			}
+			if !errors.Is(err, context.Canceled) || !errors.Is(err, errFlaky) {
+				t.Fatalf("Send = %v; want context.Canceled and the cause", err)
+			}
+			_, ok := platform.RetryAfterOf(err)
+			_, wantOK := platform.RetryAfterOf(cause)
+			if ok != wantOK {
+				t.Fatalf("RetryAfterOf ok = %v; want %v", ok, wantOK)
+			}
+			if n, _ := sender.AttemptsOf(err); n != 1 || r.count() != 1 {
+				t.Fatalf("AttemptsOf = %d, calls %d; want 1, 1", n, r.count())
+			}
+			checkResumed(t, res, 1)
+		})
+	})
 }
 
 func TestRetryDeadlineEndsAttempt(t *testing.T) {

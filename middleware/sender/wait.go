@@ -18,14 +18,8 @@ var ErrWouldExceedDeadline = errors.New("sender: wait would exceed context deadl
 // without waiting if ctx's deadline is no later than now+d, and nil after
 // waiting d. A d of zero or less returns at once.
 func sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
+	if err := canWait(ctx, d); err != nil || d <= 0 {
 		return err
-	}
-	if d <= 0 {
-		return nil
-	}
-	if deadline, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(deadline) {
-		return ErrWouldExceedDeadline
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -35,4 +29,20 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// canWait returns what sleep would return at once: ctx.Err() if ctx has
+// ended, ErrWouldExceedDeadline if a wait of d cannot finish before ctx's
+// deadline, and nil otherwise.
+func canWait(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d <= 0 {
+		return nil
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(deadline) {
+		return ErrWouldExceedDeadline
+	}
+	return nil
 }

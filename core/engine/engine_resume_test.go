@@ -1,0 +1,85 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/platform"
+)
+
+// A reply waiting out a platform's retry-after holds no send worker: with
+// one worker, another chat's reply goes out meanwhile; the waiting reply
+// goes after exactly the time asked, before its own chat's next reply, and
+// its Future reports the delivery.
+func TestEngineReplyWaitHoldsNoWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New()
+		store := sender.NewDeadLetterStore(10)
+		e, err := engine.New(
+			engine.WithAdapter(mem),
+			engine.WithDispatcherConfig(engine.DispatcherConfig{MaxInflight: 1}),
+			engine.WithDeadLetterStore(store),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		results := make(chan error, 2)
+		e.OnMessage(func(c *engine.Context) error {
+			f := c.ReplyText("re: " + c.Text())
+			if c.Chat().ID == "slow" && c.Text() == "1" {
+				go func() {
+					_, err := f.Wait(context.Background())
+					results <- err
+				}()
+			}
+			return nil
+		})
+		slow, quick := memory.Private("slow"), memory.Private("quick")
+		mem.FailNext("slow", platform.NewRetryAfter(10*time.Second, errors.New("429 Too Many Requests")))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- e.Run(ctx) }()
+		mem.Say(slow, ann, "1")
+		mem.Say(slow, ann, "2")
+		synctest.Wait()
+		mem.Say(quick, ann, "hi")
+		synctest.Wait()
+
+		if got := mem.Texts("quick"); len(got) != 1 || time.Since(start) != 0 {
+			t.Fatalf("quick chat got %q at %v; want its reply at once while slow waits", got, time.Since(start))
+		}
+		if st := e.Stats().Outbound; st.Waiting != 1 || st.Running != 0 {
+			t.Fatalf("dispatcher %+v; want the slow reply waiting, nothing running", st)
+		}
+		sent, err := mem.WaitSent(context.Background(), "slow", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sent[0].Message.Text != "re: 1" || sent[1].Message.Text != "re: 2" {
+			t.Fatalf("slow chat got %+v; want re: 1, re: 2 in order", sent)
+		}
+		if at := sent[0].At.Sub(start); at != 10*time.Second {
+			t.Fatalf("retried after %v; want exactly the 10s asked", at)
+		}
+		if err := <-results; err != nil {
+			t.Fatalf("Future of the waiting reply: %v", err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if store.Len() != 0 {
+			t.Fatalf("%d dead letters; want none", store.Len())
+		}
+	})
+}
