@@ -48,6 +48,11 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 	return 0, false
 }
 
+// ErrUnsupported is wrapped by the [Permanent] error an adapter returns for a
+// request its platform cannot carry out, such as an edit
+// ([OutboundMessage] EditID) on a platform without message editing.
+var ErrUnsupported = errors.New("platform: not supported")
+
 // permanentError marks an error that no retry can cure.
 type permanentError struct{ err error }
 

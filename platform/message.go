@@ -49,13 +49,25 @@ type Button struct {
 // as a reply to a message, with attachments and rows of inline buttons.
 // The zero value is an empty message, which [OutboundMessage.Validate]
 // refuses.
+//
+// With EditID set, the message is an edit instead: it replaces the text and
+// the buttons of the bot's earlier message EditID in the target chat (a nil
+// Buttons removes the old ones), and the send's result names that message.
+// An edit has text, and no attachments and no ReplyToID. Adapters of
+// platforms that cannot edit messages refuse it with a [Permanent] error
+// wrapping [ErrUnsupported].
 type OutboundMessage struct {
 	Text        string       `json:"text,omitempty"`
 	ParseMode   ParseMode    `json:"parse_mode,omitempty"`
 	ReplyToID   string       `json:"reply_to_id,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty"`
 	Buttons     [][]Button   `json:"buttons,omitempty"`
+	EditID      string       `json:"edit_id,omitempty"`
 }
+
+// EditMessage returns a plain-text edit of the bot's message id: sent, it
+// replaces that message's text, and removes its buttons.
+func EditMessage(id, text string) OutboundMessage { return OutboundMessage{Text: text, EditID: id} }
 
 // TextMessage returns a plain-text message.
 func TextMessage(text string) OutboundMessage { return OutboundMessage{Text: text} }
@@ -64,13 +76,24 @@ func TextMessage(text string) OutboundMessage { return OutboundMessage{Text: tex
 var ErrInvalidMessage = errors.New("platform: invalid message")
 
 // Validate reports whether m can be sent: it has text or an attachment, each
-// attachment has a known kind and exactly one of URL and Data, and each
-// button has text and exactly one of Data and URL. The error wraps
+// attachment has a known kind and exactly one of URL and Data, each button
+// has text and exactly one of Data and URL, and an edit (EditID set) has
+// text and no attachment or ReplyToID. The error wraps
 // [ErrInvalidMessage]. Adapters return it as a [Permanent] error: sending the
 // same message again cannot succeed.
 func (m OutboundMessage) Validate() error {
 	if m.Text == "" && len(m.Attachments) == 0 {
 		return fmt.Errorf("%w: no text and no attachment", ErrInvalidMessage)
+	}
+	if m.EditID != "" {
+		switch {
+		case m.Text == "":
+			return fmt.Errorf("%w: an edit without text", ErrInvalidMessage)
+		case len(m.Attachments) > 0:
+			return fmt.Errorf("%w: an edit cannot change attachments", ErrInvalidMessage)
+		case m.ReplyToID != "":
+			return fmt.Errorf("%w: an edit cannot reply", ErrInvalidMessage)
+		}
 	}
 	switch m.ParseMode {
 	case ParsePlain, ParseMarkdown, ParseHTML:

@@ -28,6 +28,11 @@ func TestValidate(t *testing.T) {
 		{"button no text", platform.OutboundMessage{Text: "x", Buttons: [][]platform.Button{{{Data: "1"}}}}, false},
 		{"button both", platform.OutboundMessage{Text: "x", Buttons: [][]platform.Button{{{Text: "a", Data: "1", URL: "u"}}}}, false},
 		{"button neither", platform.OutboundMessage{Text: "x", Buttons: [][]platform.Button{{{Text: "a"}}}}, false},
+		{"edit", platform.EditMessage("7", "new text"), true},
+		{"edit with buttons", platform.OutboundMessage{Text: "x", EditID: "7", Buttons: [][]platform.Button{{{Text: "a", Data: "1"}}}}, true},
+		{"edit without text", platform.OutboundMessage{EditID: "7", Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, URL: "u"}}}, false},
+		{"edit with attachment", platform.OutboundMessage{Text: "x", EditID: "7", Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, URL: "u"}}}, false},
+		{"edit with reply", platform.OutboundMessage{Text: "x", EditID: "7", ReplyToID: "6"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,7 +17,8 @@ const DefaultName = "memory"
 // ErrAlreadyRunning is returned by a second concurrent call to Run.
 var ErrAlreadyRunning = errors.New("memory: adapter already running")
 
-// Sent is a message the bot sent through the adapter.
+// Sent is a message the bot sent through the adapter, or an edit of one
+// (Message.EditID set, and MessageID the edited message's).
 type Sent struct {
 	Chat      platform.Chat
 	Message   platform.OutboundMessage
@@ -126,6 +127,13 @@ func (a *Adapter) Press(chat platform.Chat, user platform.User, data string) pla
 	return a.Emit(platform.Event{Kind: platform.EventCallback, Chat: chat, From: user, Text: data})
 }
 
+// PressOn injects a press of an inline button under the bot's message
+// messageID: the event's MessageID names that message, as real platforms'
+// callbacks do, so a handler can edit it.
+func (a *Adapter) PressOn(chat platform.Chat, user platform.User, messageID, data string) platform.Event {
+	return a.Emit(platform.Event{Kind: platform.EventCallback, Chat: chat, From: user, MessageID: messageID, Text: data})
+}
+
 // Emit injects ev. It fills Platform with the adapter's name, and ID,
 // MessageID (for messages) and Time when they are empty, and returns the
 // event as delivered.
@@ -198,12 +206,33 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.msgSeq++
-	s := Sent{Chat: req.Target, Message: req.Message, MessageID: strconv.Itoa(a.msgSeq), At: time.Now()}
+	s := Sent{Chat: req.Target, Message: req.Message, At: time.Now()}
+	if id := req.Message.EditID; id != "" {
+		if !a.hasMessageLocked(chatID, id) {
+			return platform.SendResult{}, platform.Permanent(fmt.Errorf("memory: edit: %w: no message %s in chat %s", ErrNoMessage, id, chatID))
+		}
+		s.MessageID = id
+	} else {
+		a.msgSeq++
+		s.MessageID = strconv.Itoa(a.msgSeq)
+	}
 	a.sent[chatID] = append(a.sent[chatID], s)
 	close(a.changed)
 	a.changed = make(chan struct{})
 	return platform.SendResult{MessageID: s.MessageID, ChatID: chatID, SentAt: s.At}, nil
+}
+
+// ErrNoMessage is wrapped by the permanent error of an edit of a message
+// the adapter did not send to that chat.
+var ErrNoMessage = errors.New("memory: no such message")
+
+func (a *Adapter) hasMessageLocked(chatID, id string) bool {
+	for _, s := range a.sent[chatID] {
+		if s.MessageID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *Adapter) takeFaultLocked(chatID string) (fault, bool) {
@@ -258,7 +287,27 @@ func (a *Adapter) Sent(chatID string) []Sent {
 	return append([]Sent(nil), a.sent[chatID]...)
 }
 
-// Texts returns the texts of the messages sent to chatID so far.
+// Shown returns the messages of chatID as its users see them now: in the
+// order sent, each with its latest edit applied (Message is the edit's and
+// At its time; Message.EditID is set on edited ones).
+func (a *Adapter) Shown(chatID string) []Sent {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var shown []Sent
+	index := map[string]int{}
+	for _, s := range a.sent[chatID] {
+		if i, ok := index[s.MessageID]; ok {
+			shown[i] = s
+			continue
+		}
+		index[s.MessageID] = len(shown)
+		shown = append(shown, s)
+	}
+	return shown
+}
+
+// Texts returns the texts of the messages sent to chatID so far, edits
+// included, in the order sent.
 func (a *Adapter) Texts(chatID string) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()

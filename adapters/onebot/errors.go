@@ -4,7 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/heraldbot/herald/platform"
 )
+
+// unsupportedError is ErrUnsupported: this adapter's kind of
+// platform.ErrUnsupported.
+type unsupportedError struct{}
+
+func (unsupportedError) Error() string { return "onebot: not supported by OneBot v11" }
+
+// Is reports that ErrUnsupported is a platform.ErrUnsupported.
+func (unsupportedError) Is(target error) bool { return target == platform.ErrUnsupported }
 
 // Errors of the adapter. Send's errors wrap one of these (or are an
 // [*ActionError]); whether the retry middleware may try again is marked with
@@ -42,8 +53,9 @@ var (
 	ErrAmbiguousChat = errors.New("onebot: chat ID has no self ID and several bots are connected")
 
 	// ErrUnsupported: the message has something OneBot v11 cannot send (a
-	// document given as bytes). Permanent.
-	ErrUnsupported = errors.New("onebot: not supported by OneBot v11")
+	// document given as bytes, an edit). Permanent. It also matches
+	// platform.ErrUnsupported with errors.Is.
+	ErrUnsupported error = unsupportedError{}
 
 	// ErrUnauthorized: forward mode's handshake was refused with 401 or 403
 	// (a missing or wrong access token); Run returns it, since retrying

@@ -32,7 +32,9 @@ import (
 //     URL; given as bytes → a permanent [ErrUnsupported] error (OneBot v11
 //     has no file segment);
 //   - Buttons are left out: OneBot has no inline buttons, and the text is
-//     sent without them.
+//     sent without them;
+//   - an edit (EditID) → a permanent [ErrUnsupported] error: OneBot v11
+//     cannot change a sent message.
 //
 // Errors: a message that fails Validate, a bad target or an unsupported
 // attachment is permanent; no connection, a connection lost before the
@@ -54,6 +56,10 @@ func (a *Adapter) Sender() platform.Sender { return platform.SenderFunc(a.send) 
 func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
 	if err := req.Message.Validate(); err != nil {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("onebot: %w", err))
+	}
+	if req.Message.EditID != "" {
+		// OneBot v11 has no action that changes a sent message.
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("%w: editing a message", ErrUnsupported))
 	}
 	selfID, id, err := ParseChatID(req.Target.ID)
 	if err != nil {

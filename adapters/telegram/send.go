@@ -80,6 +80,9 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 	if err := m.Validate(); err != nil {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))
 	}
+	if m.EditID != "" {
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: editing a message: %w", platform.ErrUnsupported))
+	}
 	chat, err := parseChat(req.Target.ID)
 	if err != nil {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))

@@ -47,6 +47,9 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 	if !validChatID(chatID) {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("webchat: send to %q: %w", chatID, ErrInvalidChatID))
 	}
+	if req.Message.EditID != "" {
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("webchat: editing a message: %w", platform.ErrUnsupported))
+	}
 	id := a.nextMessageID()
 	t := time.Now()
 	msg, err := marshal(a.wireBotMessage(id, req.Message, t))

@@ -271,6 +271,24 @@ func (c *Context) ReplyError(err error) *future.Future[platform.SendResult] {
 	return c.Reply(platform.TextMessage(text))
 }
 
+// Edit queues an edit of the bot's message messageID in the event's chat:
+// the message's text and buttons become msg's (a nil Buttons removes them;
+// see [platform.OutboundMessage] EditID). It has Reply's guarantees: it is
+// made after every send queued before it for the chat, and the Future is
+// always resolved — with a result naming the edited message, or an error:
+// a permanent one wrapping platform.ErrUnsupported on a platform that
+// cannot edit messages, or wrapping platform.ErrInvalidMessage for an empty
+// messageID or an edit with attachments. For a button press
+// (EventCallback), c.Event().MessageID is the message the button is under,
+// so Edit(c.Event().MessageID, …) updates a menu in place.
+func (c *Context) Edit(messageID string, msg platform.OutboundMessage) *future.Future[platform.SendResult] {
+	if messageID == "" {
+		return future.Resolved(platform.SendResult{}, platform.Permanent(fmt.Errorf("%w: Edit without a message ID", platform.ErrInvalidMessage)))
+	}
+	msg.EditID = messageID
+	return c.Reply(msg)
+}
+
 // Send queues msg for another chat of the event's platform, with the same
 // guarantees as Reply: per-chat order among sends to that chat, and a Future
 // that is always resolved.
