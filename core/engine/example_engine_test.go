@@ -74,3 +74,34 @@ func ExampleContext_Reply() {
 	fmt.Println(mem.Texts("7"))
 	// Output: [1 2 3]
 }
+
+// A menu updated in place: the button press names the message it is under,
+// and Edit replaces that message's text and buttons.
+func ExampleContext_Edit() {
+	mem := memory.New()
+	e, _ := engine.New(engine.WithAdapter(mem))
+	_ = e.OnCommand("drink", func(c *engine.Context) error {
+		c.Reply(platform.OutboundMessage{Text: "Tea or coffee?", Buttons: [][]platform.Button{{
+			{Text: "Tea", Data: "tea"}, {Text: "Coffee", Data: "coffee"},
+		}}})
+		return nil
+	})
+	_ = e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
+		c.Edit(c.Event().MessageID, platform.TextMessage("One "+c.Text()+", coming up."))
+		return nil
+	})
+	chat, ann := memory.Private("7"), memory.User("7", "Ann")
+	_ = e.HandleEvent(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: ann, Text: "/drink"})
+	wait, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	menu, _ := mem.WaitSent(wait, "7", 1)
+	_ = e.HandleEvent(platform.Event{
+		Platform: mem.Name(), Kind: platform.EventCallback, Chat: chat, From: ann,
+		MessageID: menu[0].MessageID, Text: "tea",
+	})
+	_ = e.Shutdown(context.Background())
+	for _, m := range mem.Shown("7") {
+		fmt.Printf("%s (%d button rows)\n", m.Message.Text, len(m.Message.Buttons))
+	}
+	// Output: One tea, coming up. (0 button rows)
+}
