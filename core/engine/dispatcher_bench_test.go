@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/heraldbot/herald/infra/resume"
 )
 
 // The benchmarks compare the dispatcher with a baseline: a bare pool that
@@ -207,4 +209,66 @@ func BenchmarkDispatcherFairness(b *testing.B) {
 	b.ReportMetric(q(0.5), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(q(1), "max-ms")
+}
+
+// BenchmarkDispatcherRetryWaits: MaxInflight 8; 64 flooded chats whose
+// sends must wait 20 ms (a platform's retry-after) before they succeed,
+// then 1,000 other chats with one send each. Reports how long the other
+// chats' sends waited from Submit to start (p50, p99), and when the last of
+// all finished, with the waits slept in place (Submit, a worker held) and
+// as resumable pauses (SubmitResumable and resume.Later, no worker held).
+func BenchmarkDispatcherRetryWaits(b *testing.B) {
+	const max, flooded, others, wait = 8, 64, 1000, 20 * time.Millisecond
+	keys := chatKeys(flooded + others)
+	run := func(b *testing.B, resumable bool) {
+		var waits []time.Duration
+		var total time.Duration
+		for b.Loop() {
+			d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: max})
+			start := time.Now()
+			for _, k := range keys[:flooded] {
+				var err error
+				if resumable {
+					err = d.SubmitResumable(k, func(ctx context.Context) error {
+						if resume.FromContext(ctx).Runs() == 1 {
+							return resume.Later(ctx, wait)
+						}
+						return nil
+					})
+				} else {
+					err = d.Submit(k, func(context.Context) error { time.Sleep(wait); return nil })
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			var mu sync.Mutex
+			for _, k := range keys[flooded:] {
+				submitted := time.Now()
+				err := d.Submit(k, func(context.Context) error {
+					w := time.Since(submitted)
+					mu.Lock()
+					waits = append(waits, w)
+					mu.Unlock()
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := d.Shutdown(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			total += time.Since(start)
+		}
+		slices.Sort(waits)
+		q := func(p float64) float64 {
+			return float64(waits[int(p*float64(len(waits)-1))].Microseconds()) / 1000
+		}
+		b.ReportMetric(q(0.5), "others-p50-ms")
+		b.ReportMetric(q(0.99), "others-p99-ms")
+		b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "all-done-ms")
+	}
+	b.Run("in-place", func(b *testing.B) { run(b, false) })
+	b.Run("resumable", func(b *testing.B) { run(b, true) })
 }
