@@ -190,6 +190,10 @@ type OutboundDispatcher struct {
 
 	wg sync.WaitGroup // worker goroutines
 
+	// stopWake unregisters the wake-up of sleeping chats that runs when
+	// base ends (see wakeAll).
+	stopWake func() bool
+
 	testHookHungry func() // tests only: runs before Submit's addHungry
 }
 
@@ -222,6 +226,9 @@ func NewOutboundDispatcher(ctx context.Context, cfg DispatcherConfig) *OutboundD
 		shards: make([]shard, n),
 		mask:   uint64(n - 1),
 	}
+	// When the parent context ends, sleeping chats wake at once (ForceClose
+	// wakes them itself). Nothing runs until then.
+	d.stopWake = context.AfterFunc(base, d.wakeAll)
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.d = d
@@ -385,7 +392,9 @@ func (d *OutboundDispatcher) Shutdown(ctx context.Context) error {
 // contexts. ForceClose may be called more than once.
 func (d *OutboundDispatcher) ForceClose() {
 	d.Close()
+	d.stopWake() // woken below, on this goroutine rather than a new one
 	d.cancel()
+	d.wakeAll()
 }
 
 // Stats returns a snapshot of the dispatcher's counters and gauges. Each

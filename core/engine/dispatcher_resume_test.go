@@ -344,3 +344,90 @@ func TestResumablePerChatFIFO(t *testing.T) {
 		}
 	})
 }
+
+// A task that asks to wait after its context ended is finished with the
+// context's error instead of being run again: it cannot spin.
+func TestResumableWaitAfterContextEndedFinishes(t *testing.T) {
+	for _, name := range []string{"Later", "WaitError"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var errs []error
+				d := NewOutboundDispatcher(context.Background(), DispatcherConfig{
+					SendTimeout: 100 * time.Millisecond,
+					Hooks:       DispatcherHooks{OnDone: func(info DispatchInfo) { errs = append(errs, info.Err) }},
+				})
+				runs := 0
+				err := d.SubmitResumable("c", func(ctx context.Context) error {
+					runs++
+					if name == "Later" {
+						return resume.Later(ctx, 50*time.Millisecond)
+					}
+					return &resume.WaitError{Delay: 50 * time.Millisecond} // ignores ctx
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := d.Shutdown(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if runs != 3 || len(errs) != 1 || !errors.Is(errs[0], context.DeadlineExceeded) {
+					t.Fatalf("%d runs, OnDone errors %v; want 3 runs (0, 50ms, 100ms) and DeadlineExceeded", runs, errs)
+				}
+			})
+		})
+	}
+}
+
+// Sleeping chats wake at their own times, whatever order they went to
+// sleep in, and many waking at once all run.
+func TestResumableWakeTimes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const each = 500
+		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: 4})
+		start := time.Now()
+		var mu sync.Mutex
+		woke := map[time.Duration]int{}
+		delays := []time.Duration{10 * time.Second, time.Second, 5 * time.Second, time.Second}
+		for i := range each * len(delays) {
+			delay := delays[i%len(delays)]
+			err := d.SubmitResumable(fmt.Sprint(i), func(ctx context.Context) error {
+				if resume.FromContext(ctx).Runs() == 1 {
+					return resume.Later(ctx, delay)
+				}
+				mu.Lock()
+				woke[time.Since(start)]++
+				mu.Unlock()
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := map[time.Duration]int{time.Second: 2 * each, 5 * time.Second: each, 10 * time.Second: each}
+		if fmt.Sprint(woke) != fmt.Sprint(want) {
+			t.Fatalf("second runs at %v; want %v", woke, want)
+		}
+	})
+}
+
+func TestSleepHeap(t *testing.T) {
+	var h sleepHeap
+	base := time.Now()
+	order := []int{5, 3, 9, 1, 1, 7, 0, 8, 2, 6, 4}
+	for _, n := range order {
+		h.push(sleeper{at: base.Add(time.Duration(n))})
+	}
+	var got []time.Duration
+	for len(h) > 0 {
+		got = append(got, h.pop().at.Sub(base))
+	}
+	if !slices.IsSorted(got) || len(got) != len(order) {
+		t.Fatalf("popped %v; want %d values in order", got, len(order))
+	}
+	if h != nil {
+		t.Fatal("empty heap keeps its array")
+	}
+}

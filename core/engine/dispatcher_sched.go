@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -65,11 +66,9 @@ type chat struct {
 	inline [1]task // first buffer, so a chat with one task allocates once
 
 	// A resumable task between two runs is held here, ahead of buf, while
-	// the chat sleeps; a timer and the dispatcher's context wake it.
-	held      task
-	sleepSeq  uint32 // counts sleeps, so a stale wake-up is ignored
-	timer     *time.Timer
-	stopAfter func() bool
+	// the chat sleeps in its shard's wake-up heap.
+	held     task
+	sleepSeq uint32 // counts sleeps, so a stale wake-up is ignored
 }
 
 // hasWork reports whether the chat has a task to run: a held one or a
@@ -145,6 +144,12 @@ type shard struct {
 	workers   int           // worker goroutines working for this shard
 	idleCh    chan struct{} // closed when the shard becomes idle; nil if nobody waits
 
+	// Sleeping chats, by wake-up time, and the one timer that wakes them;
+	// timerAt is when it is set to fire, zero when it is not set.
+	sleepers sleepHeap
+	timer    *time.Timer
+	timerAt  time.Time
+
 	// Counters, guarded by mu.
 	submitted, completed, failed, panicked uint64
 	queued, running, waiting               int
@@ -213,47 +218,6 @@ func (d *OutboundDispatcher) startWorker(s *shard, spawn, hungry bool) {
 		d.addHungry(s)
 		d.wg.Done() // the count readyLocked took for this call
 	}
-}
-
-// sleepLocked holds the resumable task t, which asked to run again after
-// delay, ahead of the chat's queue and frees the chat's worker: the chat
-// stays out of the ready FIFO until a timer or the end of the dispatcher's
-// context wakes it. The delay is cut to the task's deadline, after which
-// the next run only sees its context expired.
-func (s *shard) sleepLocked(c *chat, t task, delay time.Duration) {
-	d := s.d
-	s.running--
-	s.waiting++
-	c.held = t
-	if left := time.Until(t.rs.start.Add(d.cfg.SendTimeout)); delay > left {
-		delay = left
-	}
-	if delay <= 0 || d.base.Err() != nil {
-		c.state = chatReady
-		s.pushReadyLocked(c) // the worker that ran it carries on
-		return
-	}
-	c.state = chatSleeping
-	c.sleepSeq++
-	seq := c.sleepSeq
-	c.timer = time.AfterFunc(delay, func() { s.wake(c, seq) })
-	c.stopAfter = context.AfterFunc(d.base, func() { s.wake(c, seq) })
-}
-
-// wake ends the sleep number seq of c, if it is still going on, and puts c
-// in the ready FIFO.
-func (s *shard) wake(c *chat, seq uint32) {
-	s.mu.Lock()
-	if c.state != chatSleeping || c.sleepSeq != seq {
-		s.mu.Unlock()
-		return
-	}
-	c.timer.Stop()
-	c.stopAfter()
-	c.timer, c.stopAfter = nil, nil
-	spawn, hungry := s.readyLocked(c)
-	s.mu.Unlock()
-	s.d.startWorker(s, spawn, hungry)
 }
 
 func (s *shard) newChatLocked(key string) *chat {
@@ -570,6 +534,12 @@ func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err erro
 	returned = true
 	if t.rs != nil && !panicked {
 		delay, wait = resume.DelayOf(err)
+		if cerr := ctx.Err(); wait && cerr != nil {
+			// Waiting cannot help a task whose context has ended, and
+			// running it again would spin: it is finished.
+			wait = false
+			err = fmt.Errorf("dispatcher: task asked to wait after its context ended: %w", cerr)
+		}
 	}
 	return err, panicked, delay, wait
 }

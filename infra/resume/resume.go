@@ -94,10 +94,15 @@ func FromContext(ctx context.Context) *Task {
 // Later asks for the task to be run again after d, without holding a worker
 // meanwhile. If ctx carries a [Task] it returns a *WaitError for d: the
 // caller saves where it stopped in the Task and returns that error. If not,
-// it returns nil, and the caller waits in place.
+// it returns nil, and the caller waits in place. If ctx has ended, waiting
+// cannot help: Later returns ctx.Err(), which the caller returns as its
+// failure.
 func Later(ctx context.Context, d time.Duration) error {
 	if FromContext(ctx) == nil {
 		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	return &WaitError{Delay: max(d, 0)}
 }
