@@ -84,7 +84,8 @@ type DispatchInfo struct {
 	QueueLen int
 	// QueueLatency is the time from Submit to the task's start.
 	QueueLatency time.Duration
-	// RunLatency is how long the task ran.
+	// RunLatency is how long the task ran; for a resumable task, from its
+	// first run's start to its last run's end, waits between runs included.
 	RunLatency time.Duration
 	// Err is the task's error; a *PanicError if it panicked.
 	Err error
@@ -156,7 +157,9 @@ type DispatcherStats struct {
 //     when it has the work.
 //   - Nothing lost: every task Submit accepted runs exactly once — after
 //     ForceClose, with an already cancelled context, so it can report that.
-//     Every refused task is refused through Submit's error.
+//     (A task of SubmitResumable is run once, then again after each wait it
+//     asks for, until it finishes.) Every refused task is refused through
+//     Submit's error.
 //   - Panics stay local: a panicking task is recovered and reported to
 //     Recover and OnDone, and the chat's later tasks still run.
 //

@@ -230,7 +230,7 @@ func queueStats(s DispatcherStats) sender.QueueStats {
 		Completed: s.Completed - s.Failed,
 		Failed:    s.Failed - s.Panicked,
 		Panicked:  s.Panicked,
-		Queued:    s.Queued, Running: s.Running, Chats: s.Chats,
+		Queued:    s.Queued, Running: s.Running, Waiting: s.Waiting, Chats: s.Chats,
 	}
 }
 
@@ -530,7 +530,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	hs, st := e.in.Stats(), e.out.Stats()
 	e.log.Warn("shutdown timed out; cancelling pending work",
 		zap.Int("events_pending", hs.Queued+hs.Running),
-		zap.Int("sends_pending", st.Queued+st.Running), zap.Error(err))
+		zap.Int("sends_pending", st.Queued+st.Running+st.Waiting), zap.Error(err))
 	e.in.ForceClose()
 	e.out.ForceClose()
 	for _, stage := range []struct {

@@ -195,7 +195,7 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 	st := e.Stats()
 	if runErr != nil {
 		log.Error("shutdown was not clean",
-			zap.Int("replies_pending", st.Outbound.Queued+st.Outbound.Running),
+			zap.Int("replies_pending", st.Outbound.Queued+st.Outbound.Running+st.Outbound.Waiting),
 			zap.Int("dead_letters", st.DeadLetters))
 		return runErr
 	}

@@ -56,9 +56,14 @@
 // reserved) and returns a *resume.WaitError, which the decorators outside
 // them pass up unchanged, recording nothing. The dispatcher frees the
 // chat's worker for other chats and runs the send again when the wait is
-// over; every decorator then carries on where it stopped. Waits, attempts,
+// over; every decorator then carries on where it stopped. In Default's
+// order, and in any chain where Timeout sits below Retry, waits, attempts,
 // outcomes, logs and metrics are the same either way — a send waiting out a
-// 30-second retry-after just no longer holds one of MaxInflight workers.
+// 30-second retry-after just no longer holds one of MaxInflight workers. A
+// Timeout placed above Retry bounds each run rather than the whole send;
+// the dispatcher's SendTimeout still bounds the whole. Waits inside a
+// platform's own sender (Telegram's pacing between the parts of a long
+// message) still happen in place.
 //
 // A decorator of your own that sits outside Retry or RateLimit and acts on
 // errors should do the same: when resume.DelayOf(err) reports true the send

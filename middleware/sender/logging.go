@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -47,9 +48,11 @@ type loggingSender struct {
 }
 
 func (s *loggingSender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	if !s.log.Core().Enabled(zapcore.WarnLevel) {
+	if !s.log.Core().Enabled(zapcore.WarnLevel) && resume.FromContext(ctx) == nil {
 		// Nothing this send could produce would be logged (a zap.NewNop()
-		// logger, say): skip the clock and the record.
+		// logger, say): skip the clock and the record. A send that can be
+		// paused takes the record anyway, so that the decorator owning it
+		// stays the same in every run even if the level changes.
 		return s.next.Send(ctx, req)
 	}
 	ctx, rec := withRecord(ctx, s)

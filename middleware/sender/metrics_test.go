@@ -164,7 +164,7 @@ func TestWatchQueue(t *testing.T) {
 	var running atomic.Int64
 	running.Store(3)
 	stats := func() sender.QueueStats {
-		return sender.QueueStats{Submitted: 10, Rejected: 1, Completed: 6, Failed: 2, Panicked: 1, Queued: 4, Running: int(running.Load()), Chats: 2}
+		return sender.QueueStats{Submitted: 10, Rejected: 1, Completed: 6, Failed: 2, Panicked: 1, Queued: 4, Running: int(running.Load()), Waiting: 5, Chats: 2}
 	}
 	if err := m.WatchQueue("outbound", stats); err != nil {
 		t.Fatal(err)
@@ -191,12 +191,15 @@ herald_dispatcher_queued{dispatcher="outbound"} 4
 # HELP herald_dispatcher_running Tasks running.
 # TYPE herald_dispatcher_running gauge
 herald_dispatcher_running{dispatcher="outbound"} %d
-# HELP herald_dispatcher_chats Chats with a task queued or running.
+# HELP herald_dispatcher_waiting Tasks paused between runs, holding no worker.
+# TYPE herald_dispatcher_waiting gauge
+herald_dispatcher_waiting{dispatcher="outbound"} 5
+# HELP herald_dispatcher_chats Chats with a task queued, running or waiting.
 # TYPE herald_dispatcher_chats gauge
 herald_dispatcher_chats{dispatcher="outbound"} 2
 `
 	names := []string{"herald_dispatcher_submitted_total", "herald_dispatcher_rejected_total", "herald_dispatcher_completed_total",
-		"herald_dispatcher_failed_total", "herald_dispatcher_panicked_total", "herald_dispatcher_queued", "herald_dispatcher_running", "herald_dispatcher_chats"}
+		"herald_dispatcher_failed_total", "herald_dispatcher_panicked_total", "herald_dispatcher_queued", "herald_dispatcher_running", "herald_dispatcher_waiting", "herald_dispatcher_chats"}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(strings.Replace(want, "%d", "3", 1)), names...); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,8 @@ type QueueStats struct {
 
 	Queued  int // tasks waiting in chat queues
 	Running int // tasks running now
-	Chats   int // chats with a task queued or running
+	Waiting int // tasks paused between runs, holding no worker (a send waiting out a backoff or a rate limit)
+	Chats   int // chats with a task queued, running or waiting
 }
 
 // WatchQueue registers, with the registry m was created with, a collector
@@ -31,6 +32,7 @@ type QueueStats struct {
 //	herald_dispatcher_panicked_total{dispatcher}   counter
 //	herald_dispatcher_queued{dispatcher}           gauge
 //	herald_dispatcher_running{dispatcher}          gauge
+//	herald_dispatcher_waiting{dispatcher}          gauge
 //	herald_dispatcher_chats{dispatcher}            gauge
 //
 // where the dispatcher label is name. stats must be safe to call from the
@@ -85,7 +87,9 @@ func newQueueCollector(name string, stats func() QueueStats) *queueCollector {
 			func(s QueueStats) float64 { return float64(s.Queued) }),
 		m("herald_dispatcher_running", "Tasks running.", prometheus.GaugeValue,
 			func(s QueueStats) float64 { return float64(s.Running) }),
-		m("herald_dispatcher_chats", "Chats with a task queued or running.", prometheus.GaugeValue,
+		m("herald_dispatcher_waiting", "Tasks paused between runs, holding no worker.", prometheus.GaugeValue,
+			func(s QueueStats) float64 { return float64(s.Waiting) }),
+		m("herald_dispatcher_chats", "Chats with a task queued, running or waiting.", prometheus.GaugeValue,
 			func(s QueueStats) float64 { return float64(s.Chats) }),
 	}}
 }

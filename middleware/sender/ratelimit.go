@@ -187,7 +187,9 @@ func (l *rateLimiter) Send(ctx context.Context, req platform.SendRequest) (platf
 	w := waiter{task: resume.FromContext(ctx), key: l}
 	if w.task != nil {
 		if saved, ok := w.task.Value(l).(*heldTokens); ok {
-			// A later run of a send paused for tokens: they are ours.
+			// A later run of a paused send: the tokens it reserved are
+			// ours, or it had spent them already when the sender below
+			// paused it.
 			w.task.SetValue(l, nil)
 			w.held = *saved
 		}
@@ -200,15 +202,25 @@ func (l *rateLimiter) Send(ctx context.Context, req platform.SendRequest) (platf
 	ls := l.acquire(key, req.Target.Type == platform.ChatGroup)
 	defer l.release(ls.c)
 
-	if !w.held.chatTaken {
-		if err := l.waitPause(ctx, ls, &w); err != nil {
+	if !w.held.spent {
+		if !w.held.chatTaken {
+			if err := l.waitPause(ctx, ls, &w); err != nil {
+				return platform.SendResult{}, err
+			}
+		}
+		if err := w.waitTokens(ctx, ls); err != nil {
 			return platform.SendResult{}, err
 		}
 	}
-	if err := w.waitTokens(ctx, ls); err != nil {
-		return platform.SendResult{}, err
-	}
 	res, err := l.next.Send(ctx, req)
+	if w.task != nil && err != nil {
+		if _, ok := resume.DelayOf(err); ok {
+			// Paused below, with this send's tokens spent: the next run
+			// goes straight on.
+			w.task.SetValue(l, &heldTokens{spent: true})
+			return res, err
+		}
+	}
 	if err != nil {
 		if d, ok := platform.RetryAfterOf(err); ok && d > 0 {
 			l.pause(key, ls, d)
@@ -329,6 +341,7 @@ type waiter struct {
 type heldTokens struct {
 	chatTaken  bool // the chat and group tokens are reserved
 	rc, rg, rp *rate.Reservation
+	spent      bool // the tokens were used by a call to the sender below
 }
 
 // cancel gives back the reserved tokens not yet used.

@@ -163,24 +163,30 @@ func (s *retrySender) Send(ctx context.Context, req platform.SendRequest) (platf
 	}
 	var lastErr error
 	attempt := 1
+	below := false // carrying on an attempt that something below paused
 	task := resume.FromContext(ctx)
 	if task != nil {
 		if p, ok := task.Value(s).(*retryProgress); ok {
 			// A later run of a paused send: carry on where it stopped.
 			task.SetValue(s, nil)
-			attempt, lastErr = p.attempt, p.lastErr
+			attempt, lastErr, below = p.attempt, p.lastErr, p.below
 		}
 	}
 	for ; ; attempt++ {
-		if err := ctx.Err(); err != nil {
+		// An attempt paused below is carried on even if ctx has ended:
+		// the decorators below then give back what they hold (reserved
+		// rate tokens) and report the end of ctx, as they would have
+		// had it ended while they waited in place.
+		if err := ctx.Err(); err != nil && !below {
 			return s.giveUp(rec, attempt-1, lastErr, err)
 		}
+		below = false
 		res, err := s.next.Send(ctx, req)
 		if task != nil && err != nil {
 			if _, ok := resume.DelayOf(err); ok {
 				// Paused below (a rate-limit wait): this attempt runs
 				// again, from its start, in the next run.
-				task.SetValue(s, &retryProgress{attempt: attempt, lastErr: lastErr})
+				task.SetValue(s, &retryProgress{attempt: attempt, lastErr: lastErr, below: true})
 				if rec != nil {
 					rec.attempts.Store(int32(attempt - 1))
 				}
@@ -227,10 +233,12 @@ func (s *retrySender) Send(ctx context.Context, req platform.SendRequest) (platf
 }
 
 // retryProgress is where a paused send stopped in Retry: the attempt to
-// make in the next run, and the error of the one before it.
+// make in the next run, the error of the one before it, and whether the
+// attempt was already under way when the sender below paused it.
 type retryProgress struct {
 	attempt int
 	lastErr error
+	below   bool
 }
 
 func (s *retrySender) giveUp(rec *sendRecord, attempts int, last, reason error) (platform.SendResult, error) {
