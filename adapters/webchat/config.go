@@ -82,8 +82,10 @@ type Config struct {
 	// as base64), and the oldest are dropped while a chat's messages
 	// together are larger. A message larger than HistoryBytes (or
 	// MaxHistoryBytes) on its own reaches the open tabs but is not kept,
-	// so its buttons do not work and a reload does not show it. Zero means
-	// DefaultHistoryBytes, 4 MiB.
+	// so its buttons do not work and a reload does not show it; so does
+	// an edit that makes a kept message that large, which takes the
+	// message out of the history. An edited message counts with its new
+	// size. Zero means DefaultHistoryBytes, 4 MiB.
 	HistoryBytes int
 
 	// MaxHistoryBytes bounds the bytes of all chats' histories together.

@@ -45,6 +45,14 @@
 // rather than slowing the sender or holding memory; it reconnects and gets
 // the missed messages from the history.
 //
+// A send with [platform.OutboundMessage] EditID set edits a bot message
+// still kept in the chat's history: the history keeps the new text and
+// buttons in the message's place, marked edited, only the new buttons
+// produce callbacks, and every open tab gets an edit frame in order with
+// the chat's other messages. An edit needs no open tab, since the tab shows
+// the edited message when it connects; an edit of any other message fails
+// for good with [ErrNoMessage]. [Sender.Send] has the details.
+//
 // # Wire protocol
 //
 // The page talks to the adapter over one WebSocket at the path "ws" relative
@@ -73,7 +81,8 @@
 // removed; empty means "Guest"). message sends text (not blank, at most
 // 16 KiB) as the tab's user; callback presses the button with the given data
 // under the bot message message_id, which must still be in the chat's
-// history; name changes the user's display name for later messages.
+// history with that button among its current ones (an edit may have
+// replaced them); name changes the user's display name for later messages.
 //
 // Server to client:
 //
@@ -82,6 +91,8 @@
 //	 "max_text":16384,"messages":[message, …]}
 //	{"type":"message","message":message}
 //	{"type":"echo","message":message}
+//	{"type":"edit","message":{"id":"17","text":"…","parse_mode":"HTML",
+//	 "buttons":[[{"text":"Back","data":"back"}]],"edited":"2026-11-30T09:05:00Z"}}
 //	{"type":"error","code":"busy","text":"…","ref":"…"}
 //
 // history answers hello: it confirms the chat and user IDs (the page stores
@@ -95,10 +106,23 @@
 //	 "attachments":[{"kind":"photo","url":"…","data":"base64…",
 //	                 "mime":"image/png","file_name":"…","caption":"…"}],
 //	 "buttons":[[{"text":"Yes","data":"yes"},{"text":"Docs","url":"https://…"}]],
-//	 "time":"2026-11-30T09:00:00Z"}
+//	 "time":"2026-11-30T09:00:00Z","edited":"2026-11-30T09:05:00Z"}
 //
 // with empty fields left out. Message IDs are decimal strings, unique within
-// the process. error reports a frame the server refused, with the frame's
+// the process. edited, the time of the message's last edit, is present on
+// edited messages only; time stays the time it was first sent.
+//
+// edit changes a bot message the tab has been sent (in the history or a
+// message frame): its text, parse_mode and buttons become the edit's,
+// where a missing parse_mode means plain text and missing buttons mean
+// none, and its other fields (from, time, reply_to, attachments) stay;
+// edited is the time of the edit. It comes in order with the chat's other
+// frames, after the message it edits; a history sent later has the
+// message already edited. The page ignores an edit of a message it does not
+// show, as it ignores server frames of types it does not know, so frame
+// types, like fields, can be added without breaking older pages.
+//
+// error reports a frame the server refused, with the frame's
 // ref if it had one; the connection stays open. Its codes are bad_json (not
 // a JSON object), bad_frame (a field missing or invalid, or a binary
 // message), unknown_type, not_joined (a frame before hello),

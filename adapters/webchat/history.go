@@ -10,6 +10,7 @@ import (
 // entry is one kept message of a chat.
 type entry struct {
 	id      string   // message ID
+	bot     bool     // the bot's message (which an edit may change), not a user's
 	seq     uint64   // when it was kept, across all chats (larger is newer)
 	msg     []byte   // the encoded message object, as in history frames
 	buttons []string // the Data of its callback buttons
@@ -71,6 +72,23 @@ func (r *ring[T]) pop() T {
 	return v
 }
 
+// set replaces the i-th oldest value.
+func (r *ring[T]) set(i int, v T) { r.buf[(r.start+i)%len(r.buf)] = v }
+
+// remove removes the i-th oldest value, moving the newer ones down.
+func (r *ring[T]) remove(i int) {
+	if i == 0 {
+		r.pop()
+		return
+	}
+	for j := i; j < r.n-1; j++ {
+		r.set(j, r.at(j+1))
+	}
+	var zero T
+	r.set(r.n-1, zero)
+	r.n--
+}
+
 // len returns the number of values held.
 func (r *ring[T]) len() int { return r.n }
 
@@ -87,14 +105,24 @@ type chatState struct {
 	elem    *list.Element // in chats.lru
 }
 
-// find returns the kept message with the given ID, or nil.
+// find returns a copy of the kept message with the given ID, or nil.
 func (c *chatState) find(id string) *entry {
-	for i := c.history.len() - 1; i >= 0; i-- {
-		if e := c.history.at(i); e.id == id {
-			return &e
-		}
+	if i := c.index(id); i >= 0 {
+		e := c.history.at(i)
+		return &e
 	}
 	return nil
+}
+
+// index returns the position in the history of the kept message with the
+// given ID (0 is the oldest), or -1.
+func (c *chatState) index(id string) int {
+	for i := c.history.len() - 1; i >= 0; i-- {
+		if c.history.at(i).id == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // historyLimits bounds what chats keeps; see the Config fields of the same
@@ -153,10 +181,10 @@ func (cs *chats) touchLocked(ch *chatState) { cs.lru.MoveToFront(ch.elem) }
 // is not kept, and drops nothing.
 func (cs *chats) pushLocked(ch *chatState, e entry) {
 	cs.touchLocked(ch)
-	n := e.size()
-	if n > cs.limits.HistoryBytes || n > cs.limits.MaxHistoryBytes {
+	if !cs.fitsLocked(e) {
 		return
 	}
+	n := e.size()
 	cs.seq++
 	e.seq = cs.seq
 	if ch.history.len() >= cs.limits.HistorySize {
@@ -169,6 +197,43 @@ func (cs *chats) pushLocked(ch *chatState, e entry) {
 		cs.dropOldestLocked(ch)
 	}
 	cs.trimLocked()
+}
+
+// fitsLocked reports whether e may be kept: it is no larger on its own
+// than HistoryBytes and MaxHistoryBytes.
+func (cs *chats) fitsLocked(e entry) bool {
+	n := e.size()
+	return n <= cs.limits.HistoryBytes && n <= cs.limits.MaxHistoryBytes
+}
+
+// replaceLocked replaces ch's i-th oldest entry with e, an edit of it that
+// fitsLocked: e keeps the old entry's place (and seq), and the bytes it
+// adds or frees count against the budgets. It marks ch used and then
+// enforces the budgets as pushLocked does, so a larger entry may push out
+// ch's oldest entries (e itself, if it is the oldest) or, past
+// MaxHistoryBytes, other chats' histories, or ch's own when ch has no
+// open tab.
+func (cs *chats) replaceLocked(ch *chatState, i int, e entry) {
+	cs.touchLocked(ch)
+	old := ch.history.at(i)
+	e.seq = old.seq
+	delta := e.size() - old.size()
+	ch.history.set(i, e)
+	ch.bytes += delta
+	cs.bytes += delta
+	for ch.bytes > cs.limits.HistoryBytes {
+		cs.dropOldestLocked(ch)
+	}
+	cs.trimLocked()
+}
+
+// removeAtLocked forgets ch's i-th oldest entry.
+func (cs *chats) removeAtLocked(ch *chatState, i int) {
+	e := ch.history.at(i)
+	n := e.size()
+	ch.history.remove(i)
+	ch.bytes -= n
+	cs.bytes -= n
 }
 
 // dropOldestLocked drops ch's oldest entry; ch's history must not be empty.

@@ -24,6 +24,7 @@ const (
 const (
 	frameHistory = "history"
 	frameEcho    = "echo"
+	frameEdit    = "edit"
 	frameErr     = "error"
 )
 
@@ -288,6 +289,27 @@ type wireMessage struct {
 	Attachments []wireAttachment `json:"attachments,omitempty"`
 	Buttons     [][]wireButton   `json:"buttons,omitempty"`
 	Time        time.Time        `json:"time"`
+	Edited      time.Time        `json:"edited,omitzero"` // the last edit, if any
+}
+
+// keptMessage is a kept bot message decoded to be edited: the fields an
+// edit changes are wireMessage's, while its attachments, which an edit
+// never changes, stay encoded (this field hides wireMessage's), so an edit
+// of a photo does not decode and re-encode its bytes.
+type keptMessage struct {
+	wireMessage
+	Attachments json.RawMessage `json:"attachments,omitempty"`
+}
+
+// wireEdit is the message object of an edit frame: the message's ID and
+// what the edit replaced. Empty fields are left out and mean empty: no
+// parse_mode is plain text, no buttons removes the message's buttons.
+type wireEdit struct {
+	ID        string         `json:"id"`
+	Text      string         `json:"text"`
+	ParseMode string         `json:"parse_mode,omitempty"`
+	Buttons   [][]wireButton `json:"buttons,omitempty"`
+	Edited    time.Time      `json:"edited"`
 }
 
 // historyHead is a history frame without its messages, which are spliced
@@ -330,7 +352,7 @@ func encodeError(code, text, ref string) []byte {
 }
 
 // encodeMessageFrame wraps an encoded message object in a frame of type typ
-// ("message" or "echo").
+// ("message", "echo" or, with a wireEdit, "edit").
 func encodeMessageFrame(typ string, msg []byte) []byte {
 	b := make([]byte, 0, len(msg)+len(typ)+24)
 	b = append(b, `{"type":"`...)

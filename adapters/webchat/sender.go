@@ -15,26 +15,66 @@ import (
 type Sender struct{ a *Adapter }
 
 // Send delivers req.Message to every open tab of the chat req.Target.ID
-// and adds it to the chat's history. It does not wait for the browser: it
-// returns as soon as the message is queued for each tab, and the tabs
-// receive the messages of a chat in the order of the Send calls that
-// returned (one writer per tab writes its queue in order). A tab whose
-// queue is full is disconnected instead; it reloads the history when it
-// reconnects.
+// and adds it to the chat's history, or, when req.Message.EditID is set,
+// edits a message the bot sent there (see Edits below). It does not wait
+// for the browser: it returns as soon as the frame is queued for each tab,
+// and the tabs receive the messages and edits of a chat in the order of
+// the Send calls that returned (one writer per tab writes its queue in
+// order). A tab whose queue ([Config.QueueSize] frames,
+// [Config.QueueBytes] bytes) is full is disconnected instead; it reloads
+// the history when it reconnects.
 //
 // The result's MessageID is the adapter's ID for the message (the page
-// sends it back with a button press); IDs increase with each call.
+// sends it back with a button press); IDs increase with each new message.
+//
+// # Edits
+//
+// An edit replaces the text, the parse mode and the buttons (none, when
+// Buttons is nil) of the bot's message EditID, which must be kept in the
+// history of the chat req.Target.ID. The message keeps its place in the
+// conversation, its time, its reply_to and its attachments, and is marked
+// edited at the time of the edit. Its old buttons stop working at once (a
+// press of a button it no longer has is refused with an unknown_button
+// error frame) and its new ones work. Every open tab of the chat gets an
+// edit frame, and the history keeps the edited message, so a tab that
+// connects later shows it as edited. The result names the edited message:
+// MessageID is EditID, ChatID the chat, and SentAt the time of the edit.
+//
+// An edit succeeds with no tab open, unlike a new message: it changes a
+// message the history keeps, and a tab shows the history when it
+// connects, so the edit reaches the user on their next visit. Failing it
+// with the retryable ErrNoConnection would instead leave the old text,
+// and the old buttons working, until a retry got through, and for good
+// once the retries ended in the dead letters; and retrying an edit is
+// pointless when the state it sets is already kept.
+//
+// The edited message counts against the history's budgets with its new
+// size, as a new message does: a larger message may push the chat's
+// oldest messages, itself included if it is the oldest, out of the
+// history (see [Config.HistoryBytes] and [Config.MaxHistoryBytes]). An
+// edited message larger on its own than either budget leaves the history,
+// and, like a new message of that size, only the open tabs get the edit;
+// with no tab open, that edit fails with ErrNoConnection and changes
+// nothing. Edit frames count against each tab's queue as message frames
+// do.
 //
 // Send fails at once, without blocking:
 //   - with ctx's error if ctx has ended;
 //   - with an error wrapping [platform.ErrInvalidMessage], marked
-//     [platform.Permanent], when the message does not validate;
+//     [platform.Permanent], when the message does not validate (an edit
+//     with attachments, a ReplyToID or no text included);
 //   - with an error wrapping [ErrInvalidChatID], marked permanent, when
 //     the target ID cannot name a web chat;
+//   - with an error wrapping [ErrNoMessage], marked permanent, for an edit
+//     of a message that is not a bot message kept in the chat's history:
+//     one never sent to that chat, a user's message, or one the history
+//     has dropped;
 //   - with an error wrapping [ErrNoConnection], which is not permanent,
-//     when the chat has no open tab (none connected, or all too slow): the
-//     message is then not kept in the history, and retry middleware may
-//     try again once the tab is back, or record a dead letter.
+//     when the chat has no open tab (none connected, or all too slow) for
+//     a new message, or for an edit too large to be kept: the message is
+//     then not kept in the history (the edit not applied), and retry
+//     middleware may try again once the tab is back, or record a dead
+//     letter.
 func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
 	a := s.a
 	if err := ctx.Err(); err != nil {
@@ -48,7 +88,7 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("webchat: send to %q: %w", chatID, ErrInvalidChatID))
 	}
 	if req.Message.EditID != "" {
-		return platform.SendResult{}, platform.Permanent(fmt.Errorf("webchat: editing a message: %w", platform.ErrUnsupported))
+		return a.edit(chatID, req.Message)
 	}
 	id := a.nextMessageID()
 	t := time.Now()
@@ -57,14 +97,7 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: encoding: %w", chatID, err)
 	}
 	frame := encodeMessageFrame(frameMessage, msg)
-	var buttons []string
-	for _, row := range req.Message.Buttons {
-		for _, b := range row {
-			if b.Data != "" {
-				buttons = append(buttons, b.Data)
-			}
-		}
-	}
+	buttons := callbackData(req.Message.Buttons)
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -72,7 +105,7 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 	if ch == nil || a.fanoutLocked(ch, frame) == 0 {
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: %w", chatID, ErrNoConnection)
 	}
-	a.chats.pushLocked(ch, entry{id: id, msg: msg, buttons: buttons})
+	a.chats.pushLocked(ch, entry{id: id, bot: true, msg: msg, buttons: buttons})
 	return platform.SendResult{MessageID: id, ChatID: chatID, SentAt: t}, nil
 }
 
@@ -94,12 +127,33 @@ func (a *Adapter) wireBotMessage(id string, m platform.OutboundMessage, t time.T
 		}
 		w.Attachments = append(w.Attachments, wa)
 	}
-	for _, row := range m.Buttons {
+	w.Buttons = wireButtons(m.Buttons)
+	return w
+}
+
+// wireButtons converts rows of buttons for the page; no rows give nil.
+func wireButtons(rows [][]platform.Button) [][]wireButton {
+	var out [][]wireButton
+	for _, row := range rows {
 		wr := make([]wireButton, 0, len(row))
 		for _, b := range row {
 			wr = append(wr, wireButton(b))
 		}
-		w.Buttons = append(w.Buttons, wr)
+		out = append(out, wr)
 	}
-	return w
+	return out
+}
+
+// callbackData returns the Data of the callback buttons among rows: what
+// a tab may press under the message.
+func callbackData(rows [][]platform.Button) []string {
+	var data []string
+	for _, row := range rows {
+		for _, b := range row {
+			if b.Data != "" {
+				data = append(data, b.Data)
+			}
+		}
+	}
+	return data
 }

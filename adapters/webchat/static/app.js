@@ -231,6 +231,7 @@
       case 'history': onHistory(f); break;
       case 'message':
       case 'echo': if (f.message) { appendMessage(f.message); } break;
+      case 'edit': if (f.message) { applyEdit(f.message); } break;
       case 'error': onError(f); break;
     }
   }
@@ -354,6 +355,7 @@
       t.dateTime = m.time;
       meta.appendChild(t);
     }
+    if (m.edited) { markEdited(meta, m.edited); }
     box.appendChild(meta);
     if (m.reply_to) {
       var target = state.byId.get(m.reply_to);
@@ -375,9 +377,8 @@
   }
 
   function renderReplyTo(target) {
-    var quoted = target.querySelector('.text');
-    var excerpt = quoted ? quoted.textContent : '(attachment)';
-    var b = el('button', 'reply-to', '↩ ' + (excerpt.length > 80 ? excerpt.slice(0, 80) + '…' : excerpt));
+    var b = el('button', 'reply-to', replyExcerpt(target));
+    b.dataset.replyTo = target.dataset.id;
     b.type = 'button';
     b.title = 'Show the message this answers';
     b.addEventListener('click', function () {
@@ -386,6 +387,66 @@
       setTimeout(function () { target.classList.remove('flash'); }, 1200);
     });
     return b;
+  }
+
+  // replyExcerpt returns the quote of the message target shows in a reply
+  // to it.
+  function replyExcerpt(target) {
+    var quoted = target.querySelector(':scope > .text');
+    var excerpt = quoted ? quoted.textContent : '(attachment)';
+    return '↩ ' + (excerpt.length > 80 ? excerpt.slice(0, 80) + '…' : excerpt);
+  }
+
+  // markEdited adds to a message's meta line, or updates, the mark of its
+  // last edit at the time edited.
+  function markEdited(meta, edited) {
+    var mark = meta.querySelector('.edited');
+    if (!mark) {
+      mark = el('span', 'edited', 'edited');
+      meta.appendChild(mark);
+    }
+    var when = new Date(edited);
+    mark.title = isNaN(when) ? 'Edited' : 'Edited at ' + when.toLocaleString();
+  }
+
+  // applyEdit shows an edit of a bot message in place: its text (rendered
+  // as a new message's is), parse mode and buttons become the edit's (no
+  // buttons removes them), while its author, time, reply and attachments
+  // stay, and it is marked edited. The new parts are built before the old
+  // ones are touched, so an edit that cannot be rendered leaves the
+  // message as it was. An edit of a message the page does not show is
+  // ignored.
+  function applyEdit(e) {
+    if (!e || typeof e !== 'object' || typeof e.id !== 'string') { return; }
+    var box = state.byId.get(e.id);
+    if (!box) { return; }
+    var text = typeof e.text === 'string' ? e.text : '';
+    var body = null;
+    if (text) {
+      body = el('div', 'text');
+      renderText(body, text, e.parse_mode);
+    }
+    var rows = Array.isArray(e.buttons) ? e.buttons.filter(Array.isArray) : [];
+    var kb = rows.length ? renderKeyboard({ id: e.id, buttons: rows }) : null;
+    var stick = nearBottom();
+
+    var oldBody = box.querySelector(':scope > .text');
+    var oldKb = box.querySelector(':scope > .keyboard');
+    if (oldKb) { oldKb.remove(); }
+    if (oldBody) {
+      if (body) { oldBody.replaceWith(body); } else { oldBody.remove(); }
+    } else if (body) {
+      // The text goes where a new message has it: before its attachments.
+      box.insertBefore(body, box.querySelector(':scope > .attachments'));
+    }
+    if (kb) { box.appendChild(kb); }
+    var meta = box.querySelector(':scope > .meta');
+    if (meta) { markEdited(meta, e.edited); }
+    // Replies that quote the message quote its new text.
+    els.log.querySelectorAll('.reply-to').forEach(function (q) {
+      if (q.dataset.replyTo === e.id) { q.textContent = replyExcerpt(box); }
+    });
+    if (stick) { scrollToBottom(); }
   }
 
   // safeURL returns an absolute http(s) or mailto URL, or '' for anything
