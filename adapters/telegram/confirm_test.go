@@ -247,6 +247,66 @@ func TestPollRefusedBackoffAndFinalConfirm(t *testing.T) {
 	})
 }
 
+// When RunConfirmed stops between polls, it confirms on its way out
+// exactly the updates taken since the last poll: all of a batch, or those
+// before an update handle refused. The fake Bot API answers at once, so
+// the confirming call, which has half a second, cannot run out of time
+// (the tests against the fake server on real sockets do not count on it).
+func TestPollConfirmsOnTheWayOut(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refuse  int   // the update handle refuses, stopping RunConfirmed; 0: none
+		want    []int // the updates taken
+		offsets []int // the offsets getUpdates was called with
+		left    int   // updates pending after the stop
+	}{
+		{"after a batch", 0, []int{1, 2, 3, 4, 5}, []int{0, 6}, 0},
+		{"waiting after a refusal", 4, []int{1, 2, 3}, []int{0, 4}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				api := newBacklogAPI(5, 1)
+				var (
+					mu      sync.Mutex
+					offsets []int
+					taken   []int
+				)
+				api.onPoll = func(offset int) {
+					mu.Lock()
+					offsets = append(offsets, offset)
+					mu.Unlock()
+				}
+				a := newBacklogAdapter(t, api)
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				err := a.RunConfirmed(ctx, func(ev platform.Event) error {
+					id, _ := strconv.Atoi(ev.ID)
+					if id == tc.refuse {
+						cancel() // RunConfirmed stops in the wait after the refusal
+						return errRefused
+					}
+					mu.Lock()
+					taken = append(taken, id)
+					mu.Unlock()
+					if id == 5 {
+						cancel() // RunConfirmed stops before its next poll
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("RunConfirmed = %v", err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if !slices.Equal(taken, tc.want) || !slices.Equal(offsets, tc.offsets) || api.left() != tc.left {
+					t.Fatalf("taken %v, getUpdates offsets %v, %d pending; want %v, %v and %d",
+						taken, offsets, api.left(), tc.want, tc.offsets, tc.left)
+				}
+			})
+		})
+	}
+}
+
 // runConfirmed is RunConfirmed in a goroutine, stopped at cleanup.
 func runConfirmed(t *testing.T, a *Adapter, handle func(platform.Event) error) (stop func() error) {
 	t.Helper()
@@ -302,7 +362,15 @@ func TestPollRefusedUpdatesSurviveARestart(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("nothing refused")
 	}
-	if err := stop(); err != nil { // during the wait after the refusal
+	// Stopped once a poll has asked for the refused update again, which
+	// confirms exactly the updates taken. (Stopped earlier, in the wait
+	// after the refusal, Run confirms them on its way out, with a call
+	// that has half a second of real time: TestPollConfirmsOnTheWayOut
+	// checks that in fake time.)
+	if err := h.srv.WaitUntil(ctx, func() bool { return h.srv.Offset() == takeFirst+1 }); err != nil {
+		t.Fatalf("no poll asked for the refused update again: server offset %d: %v", h.srv.Offset(), err)
+	}
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -310,7 +378,7 @@ func TestPollRefusedUpdatesSurviveARestart(t *testing.T) {
 		t.Fatalf("refused %q first; want %d", refused[0], takeFirst+1)
 	}
 	mu.Unlock()
-	// Confirmed on the way out: exactly the updates taken.
+	// Exactly the updates taken are confirmed.
 	if off, left := h.srv.Offset(), h.srv.Pending(); off != takeFirst+1 || left != n-takeFirst {
 		t.Fatalf("server offset %d, %d pending; want %d and %d", off, left, takeFirst+1, n-takeFirst)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,7 +28,8 @@ import (
 // the length of a text, 4096 characters (longer texts are split into
 // several messages, which split_test.go covers). The fake server injects
 // every fault: 403 "bot was blocked" (permanent), 429 with retry_after,
-// 500 (transient) and a response delayed by an hour (a stall).
+// 500 (transient) and a response delayed by an hour (a stall, keyed to
+// the send it holds up: see tgPeer.sending).
 func TestConformance(t *testing.T) {
 	adaptertest.TestAdapter(t, func(t *testing.T) adaptertest.Peer {
 		return &tgPeer{h: newHarness(t, nil)}
@@ -113,9 +115,63 @@ func (p *tgWebhookPeer) Say(ctx context.Context, chat platform.Chat, from platfo
 // tgPeer drives a telegramtest server for the suite. User n has the ID
 // 1000+n and talks to the bot in the private chat of the same ID; group n
 // has the ID -(2000+n).
-type tgPeer struct{ h *harness }
+type tgPeer struct {
+	h *harness
 
-func (p *tgPeer) Adapter() platform.Adapter { return p.h.a }
+	mu     sync.Mutex
+	stalls map[string]int // by chat ID: stalls injected, not yet taken by a send
+}
+
+// Adapter returns the adapter with its Sender watched for stalls; see
+// Inject.
+func (p *tgPeer) Adapter() platform.Adapter { return stallingAdapter{p.h.a, p} }
+
+// stallingAdapter is the adapter under test as the suite sees it: the
+// real one, whose Sender tells the peer of each send before passing it
+// on unchanged, so that an injected stall holds up the send the suite
+// made next (see tgPeer.Inject).
+type stallingAdapter struct {
+	*Adapter
+	p *tgPeer
+}
+
+func (s stallingAdapter) Sender() platform.Sender {
+	next := s.Adapter.Sender()
+	return platform.SenderFunc(func(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+		s.p.sending(req)
+		return next.Send(ctx, req)
+	})
+}
+
+// sending makes the server hold up req if a stall waits for its chat:
+// every request for the chat that carries req's text, whenever it comes,
+// is held until its client gives up.
+//
+// The stall is taken here, when Send is called, and not by the first
+// request to reach the server: the suite ends a held-up send's context
+// after a tenth of a second, and on a loaded machine the request may not
+// have reached the server by then, nor at all; the stall would then hold
+// up the next send, which the suite expects to go through, and a request
+// arriving late would be delivered.
+func (p *tgPeer) sending(req platform.SendRequest) {
+	p.mu.Lock()
+	stall := p.stalls[req.Target.ID] > 0
+	if stall {
+		p.stalls[req.Target.ID]--
+	}
+	p.mu.Unlock()
+	chatID, err := strconv.ParseInt(req.Target.ID, 10, 64)
+	if !stall || err != nil {
+		return
+	}
+	text := req.Message.Text
+	p.h.srv.InjectFunc(func(r telegramtest.Request) *telegramtest.Fault {
+		if r.ChatID == chatID && (r.Params.Get("text") == text || r.Params.Get("caption") == text) {
+			return &telegramtest.Fault{Delay: time.Hour}
+		}
+		return nil
+	})
+}
 
 // Ready waits for the first getUpdates: Run has learnt the bot's name and
 // polls.
@@ -181,7 +237,13 @@ func (p *tgPeer) Inject(chat platform.Chat, f adaptertest.Fault) error {
 	case adaptertest.FaultTransient:
 		fault.Status = http.StatusInternalServerError
 	case adaptertest.FaultStall:
-		fault.Delay = time.Hour
+		p.mu.Lock()
+		if p.stalls == nil {
+			p.stalls = map[string]int{}
+		}
+		p.stalls[chat.ID]++
+		p.mu.Unlock()
+		return nil // the next send takes it: see sending
 	default:
 		return fmt.Errorf("telegram peer: fault %v: %w", f.Kind, adaptertest.ErrUnsupported)
 	}

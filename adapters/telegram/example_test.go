@@ -92,6 +92,11 @@ func ExampleAdapter_RunConfirmed() {
 		})
 	}()
 	fmt.Println("taken:", (<-taken).Text)
+	// The next poll confirms it (had ctx ended first, RunConfirmed would
+	// confirm it on its way out).
+	if err := srv.WaitUntil(ctx, func() bool { return srv.Pending() == 0 }); err != nil {
+		fmt.Println(err)
+	}
 	cancel()
 	fmt.Println("RunConfirmed:", <-done)
 	fmt.Println("updates left unconfirmed:", srv.Pending())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -22,6 +23,14 @@ const (
 	testToken  = "123456:TEST-token_s3cr3t"
 	tokenPart  = "token_s3cr3t"
 	waitPeriod = 10 * time.Second // bound on waits that should end at once
+	// stopBound bounds, in real time, how long Run may take to return
+	// once its context ends. Run promises a second, which
+	// TestRunStopsWithinASecond checks exactly, in fake time; on a loaded
+	// machine a real second can pass before Run's goroutine even runs, so
+	// the tests on real sockets allow more, still far less than the 30 s
+	// long poll (or the 7 s one of TestPollAllowedUpdatesParam) that Run
+	// must not wait out.
+	stopBound = 5 * time.Second
 )
 
 var ann = tgbotapi.User{ID: 7, FirstName: "Ann", UserName: "ann"}
@@ -116,11 +125,12 @@ func runAdapter(t *testing.T, a *Adapter) *running {
 	return r
 }
 
-// stop cancels Run and returns its error; Run must return within a second.
+// stop cancels Run and returns its error; Run must return within
+// stopBound.
 func (r *running) stop(t *testing.T) error {
 	t.Helper()
 	r.cancel()
-	return r.wait(t, time.Second)
+	return r.wait(t, stopBound)
 }
 
 // wait returns Run's error, failing if it takes longer than d.
@@ -194,6 +204,28 @@ func succeedsSoon(t *testing.T, fn func() error) {
 			t.Fatalf("still failing after %v: %v", waitPeriod, err)
 		}
 		time.Sleep(pause)
+	}
+}
+
+// verifyNoLeaks fails the test if goroutines other than those opts
+// ignore are still running once goroutines that are ending have had
+// waitPeriod to end: after a server closes, the HTTP client's connection
+// readers see it only when they next run, and goleak's own retries give
+// them well under a second, too little on a loaded machine. A goroutine
+// that leaked is still there after waitPeriod.
+func verifyNoLeaks(t *testing.T, opts ...goleak.Option) {
+	t.Helper()
+	deadline := time.Now().Add(waitPeriod)
+	for {
+		err := goleak.Find(opts...)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("goroutines left after %v: %v", waitPeriod, err)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -278,6 +279,39 @@ func TestPollUpdateIDsReset(t *testing.T) {
 		// 10 s hold at most 8 polls.
 		if n := len(s.times("getUpdates")); n > 8 {
 			t.Fatalf("%d getUpdates calls in 10 s: the loop does not back off", n)
+		}
+	})
+}
+
+// Run returns within a second of its context ending, even in the middle
+// of a 30 s long poll and with handled updates left to confirm, whose
+// confirming call is the one thing Run waits for: here the server never
+// answers it, the worst case.
+func TestRunStopsWithinASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &scripted{replies: map[string][]reply{"getUpdates": {ok(oneUpdate)}}}
+		a, err := New(Config{Token: testToken, APIEndpoint: "http://api.invalid/bot%s/%s", HTTPClient: &http.Client{Transport: s}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		var handled atomic.Int32
+		go func() { done <- a.Run(ctx, func(platform.Event) { handled.Add(1) }) }()
+		synctest.Wait() // the update is handled, and the next long poll waits
+		if polls, n := len(s.times("getUpdates")), handled.Load(); polls != 2 || n != 1 {
+			t.Fatalf("%d polls, %d events before the stop; want 2 and 1", polls, n)
+		}
+		start := time.Now()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("Run returned %v after its context ended; want within a second", took)
+		}
+		if polls := len(s.times("getUpdates")); polls != 3 {
+			t.Errorf("%d getUpdates calls; want 3 (the last confirming the update on the way out)", polls)
 		}
 	})
 }

@@ -324,7 +324,9 @@ func TestSendCancel(t *testing.T) {
 		t.Fatal("a request was made with a cancelled context")
 	}
 
-	// A slow answer is abandoned when ctx ends.
+	// A slow answer is abandoned when ctx ends: Send returns long before
+	// the hour the server would take (how long, in real time, depends on
+	// the machine's load; waitPeriod bounds it).
 	h.srv.Inject(telegramtest.Fault{Method: "sendMessage", Delay: time.Hour})
 	ctx, cancel = context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -339,7 +341,7 @@ func TestSendCancel(t *testing.T) {
 	cancel()
 	select {
 	case err := <-done:
-		if !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
+		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Send = %v after %v", err, time.Since(start))
 		}
 		assertNoToken(t, err)
