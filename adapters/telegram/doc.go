@@ -116,6 +116,18 @@
 // chat, or 4 in a group, is paced tighter than Telegram's limits; raise
 // DefaultConfig.Timeout if a bot sends such texts often.
 //
+// # Editing messages
+//
+// A message with EditID set edits the bot's earlier message in the chat
+// (editMessageText; a nil Buttons removes its keyboard), and Context.Edit
+// of Herald's engine sends one, so a button's handler can update the menu
+// it sits under. An edit that changes nothing counts as done; a photo's or
+// document's caption is edited instead of a text it does not have; a text
+// over 4096 characters is refused before any request, since an edit cannot
+// be split; a message not found or no longer editable is a permanent
+// error, a 429 a retry-after error; a group that became a supergroup is not
+// followed, as its messages are numbered afresh. See [Adapter.Send].
+//
 // The token is part of every request URL. New accepts only tokens of the
 // form @BotFather gives; no error returned and no line logged by this
 // package contains the token, in any escaping.

@@ -16,10 +16,11 @@ import (
 )
 
 // Send delivers req.Message to the chat req.Target.ID (a decimal chat ID,
-// or "@channelusername") and implements [platform.Sender]; [Adapter.Sender]
-// returns it as one. It is safe for concurrent use; sends to one chat
-// should come one at a time (Herald's dispatcher sees to that), or their
-// messages may interleave.
+// or "@channelusername"), or, for an edit, changes the bot's earlier
+// message there (see Edits below), and implements [platform.Sender];
+// [Adapter.Sender] returns it as one. It is safe for concurrent use; sends
+// to one chat should come one at a time (Herald's dispatcher sees to
+// that), or their messages may interleave.
 //
 // The message is checked first; an invalid one ([platform.OutboundMessage]
 // Validate, a chat or reply ID that is not a number, a caption over 1024
@@ -67,6 +68,34 @@ import (
 // retrying. It wraps the last error, so [platform.RetryAfterOf] and
 // errors.As still see it. Errors wrap [*APIError] for Telegram's answers
 // and never contain the token.
+//
+// Edits. A message with EditID set (see [platform.OutboundMessage]) is an
+// edit: Send calls editMessageText for the message EditID in the target
+// chat, with the text in its parse mode (as for sends) and the inline
+// keyboard of Buttons; with nil Buttons it sends none, which removes the
+// old keyboard. Its requests (one, or two for a caption, below) go the
+// same path as sends: bound to ctx, with the same error mapping and token
+// hygiene. Refused
+// before any request, with a [platform.Permanent] error wrapping
+// [platform.ErrInvalidMessage]: an EditID that is not a message ID as
+// Send's results give them (a positive decimal integer), a text over 4096
+// characters (counted as for splitting, in UTF-16 code units with the
+// markup; one message cannot be split into several), a text of white
+// space only, and callback data over 64 bytes. Telegram's answers:
+//   - "message is not modified" (the message already shows this text and
+//     keyboard) is success;
+//   - "there is no text in the message to edit" (a photo or document)
+//     makes Send edit the message's caption instead, with
+//     editMessageCaption; a text over the caption limit of 1024 characters
+//     is then refused for good;
+//   - a 429 is a [platform.NewRetryAfter] error, a 5xx or network failure
+//     retryable, and other 4xx answers ("message to edit not found",
+//     "message can't be edited") permanent;
+//   - a group that became a supergroup is not followed: the supergroup
+//     numbers its messages afresh, so the error is permanent.
+//
+// The result of an edit names the edited message: MessageID is EditID,
+// ChatID the target's ID, SentAt the local time Telegram accepted the edit.
 func (a *Adapter) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
 	res, err := a.send(ctx, req)
 	return res, scrub(err, a.cfg.Token)
@@ -81,7 +110,7 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))
 	}
 	if m.EditID != "" {
-		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: editing a message: %w", platform.ErrUnsupported))
+		return a.edit(ctx, req)
 	}
 	chat, err := parseChat(req.Target.ID)
 	if err != nil {

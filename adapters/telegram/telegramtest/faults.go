@@ -20,8 +20,9 @@ import (
 type Request struct {
 	// Method is the Bot API method, such as "sendMessage".
 	Method string
-	// ChatID is the request's chat_id, or 0 when it has none or it is not a
-	// number.
+	// ChatID is the request's chat_id, or the ID of the channel its
+	// chat_id names by username ([WithChannel]); 0 when it has none, or one
+	// that is neither a number nor a known username.
 	ChatID int64
 	// Params holds the request's parameters (uploaded files excluded).
 	Params url.Values
@@ -148,17 +149,23 @@ func (s *Server) matchFault(req Request) *Fault {
 	return nil
 }
 
-// isSend reports whether method delivers a message to a chat.
+// isSend reports whether method delivers a message to a chat or changes
+// one there.
 func isSend(method string) bool {
-	return method == "sendMessage" || method == "sendPhoto" || method == "sendDocument"
+	switch method {
+	case "sendMessage", "sendPhoto", "sendDocument", "editMessageText", "editMessageCaption":
+		return true
+	}
+	return false
 }
 
 // FloodWait puts a chat under flood control for d, as Telegram does after a
-// burst: until d has passed, every sendMessage, sendPhoto and sendDocument
-// to chatID is answered with 429 and a retry_after of the seconds left,
-// rounded up. chatID 0 means every chat. Accepted messages carry their
-// time ([SentMessage.At]), so a test can check that nothing reached the
-// chat before the time was up. The returned function lifts the limit early.
+// burst: until d has passed, every sendMessage, sendPhoto, sendDocument,
+// editMessageText and editMessageCaption for chatID is answered with 429
+// and a retry_after of the seconds left, rounded up. chatID 0 means every
+// chat. Accepted messages and edits carry their time ([SentMessage.At],
+// [Edit.At]), so a test can check that nothing reached the chat before the
+// time was up. The returned function lifts the limit early.
 func (s *Server) FloodWait(chatID int64, d time.Duration) (remove func()) {
 	until := time.Now().Add(d)
 	return s.InjectFunc(func(r Request) *Fault {
@@ -179,8 +186,9 @@ func retryAfterSeconds(left time.Duration) int {
 	return int(math.Ceil(left.Seconds()))
 }
 
-// Block makes every send to chatID fail with 403 "Forbidden: bot was blocked
-// by the user", until the returned function is called.
+// Block makes every send to chatID, and every edit there, fail with 403
+// "Forbidden: bot was blocked by the user", until the returned function is
+// called.
 func (s *Server) Block(chatID int64) (remove func()) {
 	return s.InjectFunc(func(r Request) *Fault {
 		if !isSend(r.Method) || r.ChatID != chatID {
@@ -190,9 +198,12 @@ func (s *Server) Block(chatID int64) (remove func()) {
 	})
 }
 
-// Migrate makes every send to the group oldID fail with 400 and
-// migrate_to_chat_id newID, as Telegram answers after a group became a
-// supergroup, until the returned function is called. Sends to newID succeed.
+// Migrate makes every send to the group oldID, and every edit there, fail
+// with 400 and migrate_to_chat_id newID, as Telegram answers after a group
+// became a supergroup, until the returned function is called. Sends to
+// newID succeed; the group's messages are not carried over, so edits there
+// find none of them, as on Telegram, where the supergroup numbers its
+// messages afresh.
 func (s *Server) Migrate(oldID, newID int64) (remove func()) {
 	return s.InjectFunc(func(r Request) *Fault {
 		if !isSend(r.Method) || r.ChatID != oldID {

@@ -22,11 +22,12 @@ const (
 	maxCallbackLen = 64
 )
 
-// SentMessage is a message the server accepted from the bot, as
-// [Server.Sent], [Server.AllSent] and [Server.WaitSent] return it. It is a
-// deep copy: the caller may keep and change it (FileData and Keyboard
-// included) without affecting the server or other callers. The zero value
-// describes no message.
+// SentMessage is a message the server accepted from the bot: as it was
+// sent, as [Server.Sent], [Server.AllSent] and [Server.WaitSent] return it,
+// or as it is now, after the edits the server accepted ([Server.Message]).
+// It is a deep copy: the caller may keep and change it (FileData and
+// Keyboard included) without affecting the server or other callers. The
+// zero value describes no message.
 type SentMessage struct {
 	// Method is "sendMessage", "sendPhoto" or "sendDocument".
 	Method string
@@ -52,6 +53,10 @@ type SentMessage struct {
 	FileData []byte
 	// At is when the server accepted the message.
 	At time.Time
+	// EditedAt is when the server accepted the last edit of the message
+	// (from [Server.Message]), or zero: never edited, or a record of the
+	// message as sent.
+	EditedAt time.Time
 }
 
 // Sent returns, in the order they were accepted, the messages sent to
@@ -73,15 +78,22 @@ func (m SentMessage) clone() SentMessage {
 	if m.FileData != nil {
 		m.FileData = bytes.Clone(m.FileData)
 	}
-	if m.Keyboard != nil {
-		// The buttons hold pointers; a JSON round trip copies what they
-		// point to. The keyboard came from JSON, so it goes back.
-		var kb [][]tgbotapi.InlineKeyboardButton
-		if raw, err := json.Marshal(m.Keyboard); err == nil && json.Unmarshal(raw, &kb) == nil {
-			m.Keyboard = kb
-		}
-	}
+	m.Keyboard = cloneKeyboard(m.Keyboard)
 	return m
+}
+
+// cloneKeyboard returns a copy of kb that shares no memory with it.
+func cloneKeyboard(kb [][]tgbotapi.InlineKeyboardButton) [][]tgbotapi.InlineKeyboardButton {
+	if kb == nil {
+		return nil
+	}
+	// The buttons hold pointers; a JSON round trip copies what they point
+	// to. The keyboard came from JSON, so it goes back.
+	var out [][]tgbotapi.InlineKeyboardButton
+	if raw, err := json.Marshal(kb); err == nil && json.Unmarshal(raw, &out) == nil {
+		return out
+	}
+	return kb
 }
 
 // AllSent returns every message the server accepted, in order.
@@ -137,42 +149,30 @@ func badRequest(w http.ResponseWriter, desc string) {
 
 // send handles sendMessage, sendPhoto and sendDocument.
 func (s *Server) send(w http.ResponseWriter, method string, p url.Values, files map[string]upload) {
-	chatID, err := strconv.ParseInt(p.Get("chat_id"), 10, 64)
-	if err != nil || chatID == 0 {
+	chatID, ok := s.chatID(p.Get("chat_id"))
+	if !ok {
 		badRequest(w, "chat not found")
 		return
 	}
 	m := SentMessage{Method: method, ChatID: chatID, ParseMode: p.Get("parse_mode")}
-	switch m.ParseMode {
-	case "", tgbotapi.ModeMarkdown, tgbotapi.ModeMarkdownV2, tgbotapi.ModeHTML:
-	default:
+	if !validParseMode(m.ParseMode) {
 		badRequest(w, "unsupported parse_mode")
 		return
 	}
 	if v := p.Get("reply_to_message_id"); v != "" {
+		var err error
 		if m.ReplyToMessageID, err = strconv.Atoi(v); err != nil {
 			badRequest(w, "invalid reply_to_message_id")
 			return
 		}
 	}
-	if v := p.Get("reply_markup"); v != "" {
-		var kb tgbotapi.InlineKeyboardMarkup
-		if json.Unmarshal([]byte(v), &kb) != nil {
-			badRequest(w, "can't parse reply keyboard markup JSON object")
-			return
-		}
-		for _, row := range kb.InlineKeyboard {
-			for _, b := range row {
-				if b.CallbackData != nil && len(*b.CallbackData) > maxCallbackLen {
-					badRequest(w, "BUTTON_DATA_INVALID")
-					return
-				}
-			}
-		}
-		m.Keyboard = kb.InlineKeyboard
+	kb, desc := readKeyboard(p)
+	if desc != "" {
+		badRequest(w, desc)
+		return
 	}
+	m.Keyboard = kb
 
-	result := tgbotapi.Message{Chat: s.chat(chatID)}
 	switch method {
 	case "sendMessage":
 		m.Kind, m.Text = "text", p.Get("text")
@@ -184,7 +184,6 @@ func (s *Server) send(w http.ResponseWriter, method string, p url.Values, files 
 			badRequest(w, "message is too long")
 			return
 		}
-		result.Text = m.Text
 	default:
 		field := "photo"
 		if method == "sendDocument" {
@@ -201,33 +200,81 @@ func (s *Server) send(w http.ResponseWriter, method string, p url.Values, files 
 			badRequest(w, "there is no "+field+" in the request")
 			return
 		}
-		result.Caption = m.Text
-		fileID := "file-" + field
-		if field == "photo" {
-			result.Photo = []tgbotapi.PhotoSize{{FileID: fileID, FileUniqueID: fileID}}
-		} else {
-			result.Document = &tgbotapi.Document{FileID: fileID, FileUniqueID: fileID, FileName: m.FileName}
-		}
 	}
 
 	s.mu.Lock()
 	m.MessageID = s.nextMessageIDLocked(chatID)
 	m.At = time.Now()
 	s.sent = append(s.sent, m)
+	s.current[msgKey{chatID, m.MessageID}] = m
 	s.notifyLocked()
-	bot := s.bot
 	s.mu.Unlock()
+	writeResult(w, s.messageResult(m))
+}
 
-	result.MessageID = m.MessageID
-	result.From = &bot
-	result.Date = int(m.At.Unix())
+// validParseMode reports whether Telegram knows the parse_mode mode.
+func validParseMode(mode string) bool {
+	switch mode {
+	case "", tgbotapi.ModeMarkdown, tgbotapi.ModeMarkdownV2, tgbotapi.ModeHTML:
+		return true
+	}
+	return false
+}
+
+// readKeyboard reads the inline keyboard of a request's reply_markup: nil
+// when there is none, or an empty one. It returns the description of a
+// Bad Request for a reply_markup that is not an inline keyboard or has
+// callback data over Telegram's limit.
+func readKeyboard(p url.Values) ([][]tgbotapi.InlineKeyboardButton, string) {
+	v := p.Get("reply_markup")
+	if v == "" {
+		return nil, ""
+	}
+	var kb tgbotapi.InlineKeyboardMarkup
+	if json.Unmarshal([]byte(v), &kb) != nil {
+		return nil, "can't parse reply keyboard markup JSON object"
+	}
+	for _, row := range kb.InlineKeyboard {
+		for _, b := range row {
+			if b.CallbackData != nil && len(*b.CallbackData) > maxCallbackLen {
+				return nil, "BUTTON_DATA_INVALID"
+			}
+		}
+	}
+	return kb.InlineKeyboard, ""
+}
+
+// messageResult returns m as the result of the call that sent or edited
+// it: a Message as Telegram describes it.
+func (s *Server) messageResult(m SentMessage) tgbotapi.Message {
+	bot := s.bot
+	result := tgbotapi.Message{
+		MessageID: m.MessageID,
+		From:      &bot,
+		Date:      int(m.At.Unix()),
+		Chat:      s.chat(m.ChatID),
+	}
+	if !m.EditedAt.IsZero() {
+		result.EditDate = int(m.EditedAt.Unix())
+	}
 	if m.ReplyToMessageID != 0 {
 		result.ReplyToMessage = &tgbotapi.Message{MessageID: m.ReplyToMessageID, Chat: result.Chat}
 	}
 	if m.Keyboard != nil {
 		result.ReplyMarkup = &tgbotapi.InlineKeyboardMarkup{InlineKeyboard: m.Keyboard}
 	}
-	writeResult(w, result)
+	fileID := "file-" + m.Kind
+	switch m.Kind {
+	case "text":
+		result.Text = m.Text
+	case "photo":
+		result.Caption = m.Text
+		result.Photo = []tgbotapi.PhotoSize{{FileID: fileID, FileUniqueID: fileID}}
+	case "document":
+		result.Caption = m.Text
+		result.Document = &tgbotapi.Document{FileID: fileID, FileUniqueID: fileID, FileName: m.FileName}
+	}
+	return result
 }
 
 func (s *Server) answerCallback(w http.ResponseWriter, p url.Values) {

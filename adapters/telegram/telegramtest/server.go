@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -58,13 +57,18 @@ var defaultBot = tgbotapi.User{ID: 1, IsBot: true, FirstName: "Herald Test Bot",
 //
 // The server keeps the updates pushed to it until a getUpdates call confirms
 // them (by asking for a higher offset), as Telegram does, and records every
-// message a bot sent successfully with the time it was accepted.
+// message a bot sent successfully, and every edit of one, with the time it
+// was accepted.
 type Server struct {
-	ts     *httptest.Server
-	token  string
-	bot    tgbotapi.User
-	closed chan struct{}
-	once   sync.Once
+	ts       *httptest.Server // nil in memory
+	inMemory bool
+	inflight sync.WaitGroup // requests served in memory
+	token    string
+	bot      tgbotapi.User
+	channels map[string]int64 // lower-cased "@username" → chat ID; fixed by NewServer
+	chanName map[int64]string // chat ID → "@username" as given
+	closed   chan struct{}
+	once     sync.Once
 
 	mu           sync.Mutex
 	changed      chan struct{} // closed and replaced on every change of state
@@ -77,6 +81,8 @@ type Server struct {
 	messageIDs   map[int64]int
 	callbacks    int
 	sent         []SentMessage
+	current      map[msgKey]SentMessage // every message in sent, edits applied
+	edits        []Edit
 	answers      []CallbackAnswer
 	requests     map[string]int
 	webhook      WebhookInfo
@@ -105,12 +111,17 @@ func NewServer(opts ...Option) *Server {
 		pollKick:     make(chan struct{}),
 		nextUpdateID: 1,
 		messageIDs:   make(map[int64]int),
+		current:      make(map[msgKey]SentMessage),
 		requests:     make(map[string]int),
+		channels:     make(map[string]int64),
+		chanName:     make(map[int64]string),
 	}
 	for _, o := range opts {
 		o.apply(s)
 	}
-	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	if !s.inMemory {
+		s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	}
 	return s
 }
 
@@ -119,18 +130,30 @@ func NewServer(opts ...Option) *Server {
 // return [ErrClosed]. Close may be called more than once.
 func (s *Server) Close() {
 	s.once.Do(func() {
+		s.mu.Lock() // no in-memory request starts after this
 		close(s.closed)
-		s.ts.Close()
+		s.mu.Unlock()
+		if s.ts != nil {
+			s.ts.Close()
+		}
+		s.inflight.Wait()
 	})
 }
 
-// URL returns the server's base URL, such as "http://127.0.0.1:40123".
-func (s *Server) URL() string { return s.ts.URL }
+// URL returns the server's base URL, such as "http://127.0.0.1:40123", or
+// "http://telegramtest.invalid" for a server made [InMemory], which only
+// [Server.Client] reaches.
+func (s *Server) URL() string {
+	if s.ts == nil {
+		return memoryURL
+	}
+	return s.ts.URL
+}
 
 // Endpoint returns the API endpoint format for the server, URL()+"/bot%s/%s":
 // the first %s is the token and the second the method, like
 // tgbotapi.APIEndpoint.
-func (s *Server) Endpoint() string { return s.ts.URL + "/bot%s/%s" }
+func (s *Server) Endpoint() string { return s.URL() + "/bot%s/%s" }
 
 // Bot returns the identity the server reports for getMe.
 func (s *Server) Bot() tgbotapi.User { return s.bot }
@@ -211,7 +234,7 @@ var methods = map[string]string{}
 
 func init() {
 	for _, m := range []string{"getMe", "getUpdates", "sendMessage", "sendPhoto", "sendDocument",
-		"answerCallbackQuery", "setWebhook", "deleteWebhook"} {
+		"editMessageText", "editMessageCaption", "answerCallbackQuery", "setWebhook", "deleteWebhook"} {
 		methods[strings.ToLower(m)] = m
 	}
 }
@@ -241,7 +264,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := Request{Method: method, Params: params}
-	req.ChatID, _ = strconv.ParseInt(params.Get("chat_id"), 10, 64)
+	req.ChatID, _ = s.chatID(params.Get("chat_id"))
 	if f := s.matchFault(req); f != nil {
 		if f.Delay > 0 && !s.sleep(r.Context(), f.Delay) {
 			return
@@ -259,6 +282,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.getUpdates(w, r, params)
 	case "sendMessage", "sendPhoto", "sendDocument":
 		s.send(w, method, params, files)
+	case "editMessageText", "editMessageCaption":
+		s.edit(w, method, params)
 	case "answerCallbackQuery":
 		s.answerCallback(w, params)
 	case "setWebhook":

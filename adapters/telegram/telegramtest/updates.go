@@ -16,7 +16,8 @@ const maxUpdates = 100
 // ChatType returns the Telegram chat type a chat ID stands for in this fake:
 // "private" for positive IDs (a user), "supergroup" for IDs below
 // -1000000000000 (Telegram's -100… prefix), and "group" for other negative
-// IDs.
+// IDs. A channel given with [WithChannel] is a "channel" in the server's
+// answers whatever its ID.
 func ChatType(chatID int64) string {
 	switch {
 	case chatID > 0:
@@ -28,8 +29,13 @@ func ChatType(chatID int64) string {
 	}
 }
 
+// chat describes chatID as Telegram does in a message: by [ChatType], or
+// as a channel for one given with [WithChannel].
 func (s *Server) chat(chatID int64) *tgbotapi.Chat {
 	c := &tgbotapi.Chat{ID: chatID, Type: ChatType(chatID)}
+	if name, ok := s.chanName[chatID]; ok {
+		c.Type, c.UserName = "channel", name[1:]
+	}
 	if c.Type != "private" {
 		c.Title = "Chat " + strconv.FormatInt(chatID, 10)
 	}

@@ -1,0 +1,81 @@
+package telegramtest
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+)
+
+// memoryURL is the URL of a server made [InMemory]; no resolver knows the
+// host, so only [Server.Client] reaches it.
+const memoryURL = "http://telegramtest.invalid"
+
+// InMemory makes [NewServer] open no socket: the server answers only the
+// requests of the *http.Client its [Server.Client] returns, on the
+// goroutine that makes each request, and its URL is
+// "http://telegramtest.invalid". Everything else works as with a listening
+// server. It is for tests in fake time: a socket is never durably blocking
+// in a testing/synctest bubble, so time there would not move while a bot
+// waits on one. Create the server inside the bubble, where its timers
+// (long polls, [Fault] Delay, [Server.FloodWait]) then follow the bubble's
+// clock, and close it there.
+func InMemory() Option {
+	return optionFunc(func(s *Server) { s.inMemory = true })
+}
+
+// Client returns an *http.Client that reaches the server: for a server
+// made [InMemory] the only way to, and for a listening one a client
+// configured for it like httptest.Server.Client. Point a bot at both
+// Client and [Server.Endpoint] (for Herald's adapter, Config.HTTPClient
+// and Config.APIEndpoint).
+func (s *Server) Client() *http.Client {
+	if s.ts != nil {
+		return s.ts.Client()
+	}
+	return &http.Client{Transport: memoryTransport{s}}
+}
+
+// memoryTransport serves each request with the server's handler on the
+// caller's goroutine.
+type memoryTransport struct{ s *Server }
+
+// RoundTrip serves req. It fails with the request context's error once
+// that ended (the handler of a long poll then returns without answering),
+// and with [ErrClosed] after [Server.Close], as a dial of a closed server
+// fails.
+func (t memoryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	s := t.s
+	defer func() {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+	}()
+	s.mu.Lock() // orders Add with Close's Wait: no Add after Close began
+	select {
+	case <-s.closed:
+		s.mu.Unlock()
+		return nil, fmt.Errorf("telegramtest: %s %s: %w", req.Method, req.URL.Path, ErrClosed)
+	default:
+	}
+	s.inflight.Add(1)
+	s.mu.Unlock()
+	defer s.inflight.Done()
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+
+	r := req.Clone(req.Context()) // the handler parses into r, not req
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
+	r.RequestURI = r.URL.RequestURI()
+	r.RemoteAddr = "in-memory"
+	rec := httptest.NewRecorder()
+	s.serveHTTP(rec, r)
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	resp := rec.Result()
+	resp.Request = req
+	return resp, nil
+}
