@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,9 +32,10 @@ import (
 // inline buttons (they are left out and the text is sent), and no
 // flood-control answer with a wait. The fake refuses a send for good with
 // retcode 1403, fails it temporarily with retcode 100, and stalls it by
-// never answering. Retcode 100 leaves it open whether the message went out;
-// with the default Config (AvoidDuplicates false) the adapter keeps such a
-// failure retryable, as OneBot v11 has it, which is what the suite checks
+// never answering (keyed to the send it holds up: see obPeer.sending).
+// Retcode 100 leaves it open whether the message went out; with the
+// default Config (AvoidDuplicates false) the adapter keeps such a failure
+// retryable, as OneBot v11 has it, which is what the suite checks
 // (send_test.go covers AvoidDuplicates).
 func TestConformance(t *testing.T) {
 	adaptertest.TestAdapter(t, newReversePeer, obFeatures)
@@ -66,12 +68,14 @@ type obPeer struct {
 
 	msgID atomic.Int64 // message IDs of events and of accepted sends
 
-	mu     sync.Mutex
-	ws     *websocket.Conn // the current connection; nil before the first
-	conns  []obConn        // every connection, for cleanup
-	inbox  adaptertest.Inbox
-	faults map[string][]adaptertest.FaultKind
-	errs   []string // frames the fake could not understand
+	mu      sync.Mutex
+	ws      *websocket.Conn // the current connection; nil before the first
+	conns   []obConn        // every connection, for cleanup
+	inbox   adaptertest.Inbox
+	faults  map[string][]adaptertest.FaultKind // other than stalls
+	stalls  map[string]int                     // stalls injected, not yet taken by a send
+	stalled map[string][]string                // texts of the sends held up
+	errs    []string                           // frames the fake could not understand
 
 	wmu sync.Mutex // one writer of ws at a time
 }
@@ -91,8 +95,10 @@ func newOBPeer(t *testing.T, cfg Config) *obPeer {
 		t.Fatal(err)
 	}
 	p := &obPeer{
-		a:      a,
-		faults: map[string][]adaptertest.FaultKind{},
+		a:       a,
+		faults:  map[string][]adaptertest.FaultKind{},
+		stalls:  map[string]int{},
+		stalled: map[string][]string{},
 	}
 	p.msgID.Store(700)
 	t.Cleanup(func() {
@@ -168,7 +174,45 @@ func (p *obPeer) attach(ws *websocket.Conn) {
 	go p.serve(ws, c.done)
 }
 
-func (p *obPeer) Adapter() platform.Adapter { return p.a }
+// Adapter returns the adapter with its Sender watched for stalls; see
+// sending.
+func (p *obPeer) Adapter() platform.Adapter { return stallingAdapter{p.a, p} }
+
+// stallingAdapter is the adapter under test as the suite sees it: the
+// real one, whose Sender tells the peer of each send before passing it
+// on unchanged, so that an injected stall holds up the send the suite
+// made next.
+type stallingAdapter struct {
+	*Adapter
+	p *obPeer
+}
+
+func (s stallingAdapter) Sender() platform.Sender {
+	next := s.Adapter.Sender()
+	return platform.SenderFunc(func(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+		s.p.sending(req)
+		return next.Send(ctx, req)
+	})
+}
+
+// sending marks req as a send to hold up if a stall waits for its chat:
+// every action for the chat that carries req's text, whenever it comes,
+// is left unanswered.
+//
+// The stall is taken here, when Send is called, and not by the first
+// action to reach the fake: the suite ends a held-up send's context after
+// a tenth of a second, and on a loaded machine the adapter may not have
+// written the action by then, nor at all; the stall would then hold up
+// the next send, which the suite expects to go through, and an action
+// written late would be answered.
+func (p *obPeer) sending(req platform.SendRequest) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stalls[req.Target.ID] > 0 {
+		p.stalls[req.Target.ID]--
+		p.stalled[req.Target.ID] = append(p.stalled[req.Target.ID], req.Message.Text)
+	}
+}
 
 // Ready connects (in reverse mode, dialling, and retrying while Run has
 // not started accepting) and waits until the adapter has registered bot
@@ -254,6 +298,10 @@ func (p *obPeer) Inject(chat platform.Chat, f adaptertest.Fault) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if f.Kind == adaptertest.FaultStall {
+		p.stalls[chat.ID]++ // the next send takes it: see sending
+		return nil
+	}
 	p.faults[chat.ID] = append(p.faults[chat.ID], f.Kind)
 	return nil
 }
@@ -330,7 +378,9 @@ func (p *obPeer) serve(ws *websocket.Conn, done chan struct{}) {
 
 		p.mu.Lock()
 		var fault adaptertest.FaultKind
-		if fs := p.faults[chatID]; len(fs) > 0 {
+		if slices.Contains(p.stalled[chatID], params.Message.Text()) {
+			fault = adaptertest.FaultStall
+		} else if fs := p.faults[chatID]; len(fs) > 0 {
 			fault, p.faults[chatID] = fs[0], fs[1:]
 		}
 		if fault == 0 {

@@ -253,7 +253,7 @@ func TestForwardUnauthorized(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), obWait) // a bound: Run returns after one dial
 		err = a.Run(ctx, nil)
 		ctxErr := ctx.Err()
 		cancel()

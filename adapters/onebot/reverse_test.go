@@ -325,7 +325,7 @@ func TestRunListenError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), obWait) // a bound: Run fails at once
 	defer cancel()
 	if err := a.Run(ctx, nil); err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "onebot: listen") {
 		t.Fatalf("Run on a busy port = %v", err)
