@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/infra/backoff"
+	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -69,17 +70,68 @@ func paceFor(ctx context.Context, pause time.Duration, left int) time.Duration {
 	return max(0, min(pause, spare/n))
 }
 
-// sendLaterPart sends part number i (counting from 0, i ≥ 1) of n to dest,
-// once parts 0 to i-1 were delivered. Those must not be sent again, so the
+// partsProgress is how far the sending of a message's parts has got. A
+// send that can be resumed (see package resume) keeps it in its
+// resume.Task between runs, under the adapter as key: instead of sleeping
+// through the pause before a part or the wait before a part's retry, Send
+// saves it and returns resume.Later's pause, so the dispatcher's worker
+// serves other chats meanwhile, and the next run carries on.
+type partsProgress struct {
+	parts   []part
+	dest    destination
+	pause   time.Duration    // the pacing pause before each later part
+	last    tgbotapi.Message // the last part delivered
+	next    int              // the part to send next
+	attempt int              // its attempt, counting from 1
+	waited  bool             // the wait before this attempt is over
+}
+
+// resumedParts returns, and takes out of ctx's resume.Task, the progress a
+// paused send saved; nil if there is none.
+func (a *Adapter) resumedParts(ctx context.Context) *partsProgress {
+	t := resume.FromContext(ctx)
+	if t == nil {
+		return nil
+	}
+	pr, _ := t.Value(a).(*partsProgress)
+	if pr != nil {
+		t.SetValue(a, nil)
+	}
+	return pr
+}
+
+// waitBefore waits d before the attempt at carries on from: in place, or,
+// when ctx's send can be resumed, by saving at (with its wait marked over)
+// and returning the pause for the caller to return. A nil error means the
+// wait is over and the attempt goes ahead.
+func (a *Adapter) waitBefore(ctx context.Context, at partsProgress, d time.Duration) error {
+	if t := resume.FromContext(ctx); t != nil && d > 0 {
+		err := resume.Later(ctx, d)
+		if _, ok := resume.DelayOf(err); ok {
+			at.waited = true
+			t.SetValue(a, &at)
+		}
+		return err
+	}
+	if !backoff.Sleep(ctx, d) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// sendLaterPart sends part pr.next (≥ 1) of pr.parts to pr.dest, once the
+// parts before it were delivered. Those must not be sent again, so the
 // caller must never retry the whole message: sendLaterPart paces the part
 // (see [paceFor]) and retries it itself, and its errors are all
 // [platform.Permanent], naming the part and saying that the earlier ones
-// were delivered. It waits out a 429's retry_after exactly (up to
-// maxPartRetryAfter; it gives up at once if the wait would outlast ctx's
-// deadline) and backs off after a 5xx or network failure, for
+// were delivered — except a resume pause (see [partsProgress]), after
+// which the next run carries on. It waits out a 429's retry_after exactly
+// (up to maxPartRetryAfter; it gives up at once if the wait would outlast
+// ctx's deadline) and backs off after a 5xx or network failure, for
 // maxPartAttempts attempts in all; a permanent error, or the end of ctx,
 // ends it at once.
-func (a *Adapter) sendLaterPart(ctx context.Context, dest *destination, p part, i, n int, pause time.Duration) (tgbotapi.Message, error) {
+func (a *Adapter) sendLaterPart(ctx context.Context, pr *partsProgress) (tgbotapi.Message, error) {
+	i, n, p := pr.next, len(pr.parts), pr.parts[pr.next]
 	fail := func(err error) (tgbotapi.Message, error) {
 		delivered := "part 1 was"
 		if i > 1 {
@@ -88,23 +140,34 @@ func (a *Adapter) sendLaterPart(ctx context.Context, dest *destination, p part, 
 		return tgbotapi.Message{}, platform.Permanent(fmt.Errorf(
 			"telegram: part %d of %d failed; %s delivered and must not be sent again: %w", i+1, n, delivered, err))
 	}
-	if !backoff.Sleep(ctx, paceFor(ctx, pause, n-i)) {
-		return fail(ctx.Err())
+	waited := func(err error) (tgbotapi.Message, error) {
+		if _, ok := resume.DelayOf(err); ok {
+			return tgbotapi.Message{}, err
+		}
+		return fail(err)
 	}
-	for attempt := 1; ; attempt++ {
-		msg, err := a.sendPartTo(ctx, dest, p)
+	if !pr.waited {
+		if err := a.waitBefore(ctx, *pr, paceFor(ctx, pr.pause, n-i)); err != nil {
+			return waited(err)
+		}
+	}
+	for ; ; pr.attempt++ {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		msg, err := a.sendPartTo(ctx, &pr.dest, p)
 		if err == nil {
 			return msg, nil
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			return fail(fmt.Errorf("%w (after: %w)", cerr, err))
 		}
-		if platform.IsPermanent(err) || attempt == maxPartAttempts {
+		if platform.IsPermanent(err) || pr.attempt >= maxPartAttempts {
 			return fail(err)
 		}
 		wait, ok := platform.RetryAfterOf(err)
 		if !ok {
-			wait = backoff.EqualJitter(backoff.Exponential(attempt-1, minPartBackoff, maxPartBackoff), rand.Float64())
+			wait = backoff.EqualJitter(backoff.Exponential(pr.attempt-1, minPartBackoff, maxPartBackoff), rand.Float64())
 		} else if wait > maxPartRetryAfter {
 			return fail(fmt.Errorf("retry_after %v is over %v: %w", wait, maxPartRetryAfter, err))
 		}
@@ -112,10 +175,15 @@ func (a *Adapter) sendLaterPart(ctx context.Context, dest *destination, p part, 
 			return fail(fmt.Errorf("waiting %v would outlast the deadline: %w", wait, err))
 		}
 		a.log.Warn("telegram: a part of a long message failed; retrying it",
-			zap.Int("part", i+1), zap.Int("parts", n), zap.String("chat_id", dest.chatID),
+			zap.Int("part", i+1), zap.Int("parts", n), zap.String("chat_id", pr.dest.chatID),
 			zap.Error(scrub(err, a.cfg.Token)), zap.Duration("retry_in", wait))
-		if !backoff.Sleep(ctx, wait) {
-			return fail(fmt.Errorf("%w (after: %w)", ctx.Err(), err))
+		retry := *pr
+		retry.attempt++
+		if werr := a.waitBefore(ctx, retry, wait); werr != nil {
+			if _, ok := resume.DelayOf(werr); ok {
+				return tgbotapi.Message{}, werr
+			}
+			return fail(fmt.Errorf("%w (after: %w)", werr, err))
 		}
 	}
 }

@@ -44,7 +44,12 @@ import (
 // (which Herald's RateLimit, counting one token per Send, cannot see): 1 s
 // in a private chat, 3 s in a group or channel (Target.Type, or a
 // negative ID or @username), or, when ctx's deadline leaves less room, an
-// equal share of it, keeping 0.5 s for each part still to send.
+// equal share of it, keeping 0.5 s for each part still to send. Under
+// Herald's dispatcher (a ctx carrying a resume.Task, see package resume)
+// Send does not sleep through these pauses, nor through the waits before
+// a later part's retries (below): it saves how far it got and returns
+// resume.Later's pause, so the worker serves other chats meanwhile, and
+// the next run sends the next part.
 //
 // The result's MessageID is the last message's ID, ChatID the chat it went
 // to and SentAt the local time Telegram accepted it. When Telegram answers
@@ -102,6 +107,10 @@ func (a *Adapter) Send(ctx context.Context, req platform.SendRequest) (platform.
 }
 
 func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	if pr := a.resumedParts(ctx); pr != nil {
+		// A later run of a long message paused between its parts.
+		return a.sendParts(ctx, pr)
+	}
 	if err := ctx.Err(); err != nil {
 		return platform.SendResult{}, err
 	}
@@ -121,30 +130,39 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))
 	}
 
-	dest := &destination{chat: chat, chatID: req.Target.ID}
-	pause := partPause(req.Target)
-	var last tgbotapi.Message
-	for i, p := range parts {
-		if i == 0 {
+	return a.sendParts(ctx, &partsProgress{
+		parts:   parts,
+		dest:    destination{chat: chat, chatID: req.Target.ID},
+		pause:   partPause(req.Target),
+		attempt: 1,
+	})
+}
+
+// sendParts sends the parts of a message from pr.next on.
+func (a *Adapter) sendParts(ctx context.Context, pr *partsProgress) (platform.SendResult, error) {
+	for ; pr.next < len(pr.parts); pr.next, pr.attempt, pr.waited = pr.next+1, 1, false {
+		if pr.next == 0 {
 			// Nothing delivered yet: the error is the caller's to retry
 			// (all of it).
-			last, err = a.sendPartTo(ctx, dest, p)
+			last, err := a.sendPartTo(ctx, &pr.dest, pr.parts[0])
 			if err != nil {
-				if len(parts) > 1 {
-					err = fmt.Errorf("telegram: part 1 of %d: %w", len(parts), err)
+				if len(pr.parts) > 1 {
+					err = fmt.Errorf("telegram: part 1 of %d: %w", len(pr.parts), err)
 				}
 				return platform.SendResult{}, err
 			}
+			pr.last = last
 			continue
 		}
-		last, err = a.sendLaterPart(ctx, dest, p, i, len(parts), pause)
+		last, err := a.sendLaterPart(ctx, pr)
 		if err != nil {
 			return platform.SendResult{}, err
 		}
+		pr.last = last
 	}
 	return platform.SendResult{
-		MessageID: strconv.Itoa(last.MessageID),
-		ChatID:    dest.chatID,
+		MessageID: strconv.Itoa(pr.last.MessageID),
+		ChatID:    pr.dest.chatID,
 		SentAt:    time.Now(),
 	}, nil
 }

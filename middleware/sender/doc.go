@@ -61,9 +61,10 @@
 // outcomes, logs and metrics are the same either way — a send waiting out a
 // 30-second retry-after just no longer holds one of MaxInflight workers. A
 // Timeout placed above Retry bounds each run rather than the whole send;
-// the dispatcher's SendTimeout still bounds the whole. Waits inside a
-// platform's own sender (Telegram's pacing between the parts of a long
-// message) still happen in place.
+// the dispatcher's SendTimeout still bounds the whole. A platform's own
+// sender may pause the same way (Telegram's between the parts of a long
+// message): RateLimit then lets the resumed send through without new
+// tokens, and Retry carries on the same attempt.
 //
 // A decorator of your own that sits outside Retry or RateLimit and acts on
 // errors should do the same: when resume.DelayOf(err) reports true the send
