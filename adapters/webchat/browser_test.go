@@ -18,8 +18,15 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
-// browserTimeout bounds the whole browser test, browser start included.
-const browserTimeout = 60 * time.Second
+// browserTimeout bounds the whole browser test, browser start included,
+// and pollTimeout each wait for the page: bounds only, far above the
+// second or two a test takes, since Chromium starting on a loaded machine
+// (under go test ./..., beside other test binaries) can take many times
+// longer.
+const (
+	browserTimeout = 2 * time.Minute
+	pollTimeout    = 30 * time.Second
+)
 
 // findBrowser returns the path of a Chromium or Chrome binary, or skips
 // the test; with HERALD_REQUIRE_BROWSER set (CI sets it), a missing
@@ -149,7 +156,7 @@ func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 func (b *browser) waitFor(what, expr string) {
 	b.t.Helper()
 	_, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr,
-		chromedp.WithPollingInterval(25*time.Millisecond), chromedp.WithPollingTimeout(15*time.Second)))
+		chromedp.WithPollingInterval(25*time.Millisecond), chromedp.WithPollingTimeout(pollTimeout)))
 	if err != nil {
 		b.t.Fatalf("waiting for %s: %v (page: %s)", what, err, b.describe())
 	}
