@@ -232,8 +232,12 @@ func TestE2ETelegram(t *testing.T) {
 		id := int64(2000 + c)
 		srv.SendUserMessage(id, tgbotapi.User{ID: id, FirstName: "Late"}, fmt.Sprintf("/count %d", burst))
 	}
-	if _, err := srv.WaitSent(ctx, 2000, 1); err != nil {
-		t.Fatal(err)
+	// Every /count must have reached the bot before the signal (the last
+	// poll may still be on its way): wait for each chat's first reply.
+	for c := range 5 {
+		if _, err := srv.WaitSent(ctx, int64(2000+c), 1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if code := p.stop(t, 80*time.Second); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM; want 0", code)
