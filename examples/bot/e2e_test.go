@@ -117,10 +117,28 @@ func (b *lineBuffer) waitFor(ctx context.Context, re *regexp.Regexp) ([]string, 
 	}
 }
 
+// botEnv returns the test's environment without the bot's own settings,
+// which a developer's shell or a CI machine may hold (a real
+// TELEGRAM_BOT_TOKEN, a METRICS_ADDR in use), followed by env: the bot
+// sees only the settings the test gives it.
+func botEnv(env ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "TELEGRAM_"), strings.HasPrefix(name, "ONEBOT_"), strings.HasPrefix(name, "WEBCHAT_"),
+			name == "METRICS_ADDR", name == "LOG_FORMAT", name == "SHUTDOWN_TIMEOUT":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, env...)
+}
+
 func startBot(t *testing.T, env ...string) *botProcess {
 	t.Helper()
 	cmd := exec.Command(botBinary(t))
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = botEnv(env...)
 	p := &botProcess{cmd: cmd, stdout: newLineBuffer(), stderr: newLineBuffer(), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	if err := cmd.Start(); err != nil {
@@ -375,7 +393,7 @@ func TestE2EBadConfig(t *testing.T) {
 				env = append(env, tc.env[i]+"="+tc.env[i+1])
 			}
 			cmd := exec.Command(botBinary(t), tc.args...)
-			cmd.Env = append(os.Environ(), env...)
+			cmd.Env = botEnv(env...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()
