@@ -3,13 +3,13 @@ package plugins_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/heraldbot/herald/internal/leakcheck"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -23,28 +23,8 @@ import (
 	"github.com/heraldbot/herald/plugins/stats"
 )
 
-// TestMain runs the tests, then fails the run if goroutines are left. It
-// is goleak.VerifyTestMain with more patience: goroutines that are ending
-// when the last test returns (told to stop, but not yet run since) get up
-// to ten seconds, where goleak's own retries give them well under one,
-// too little on a loaded machine. A goroutine that leaked is still there
-// then.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		deadline := time.Now().Add(10 * time.Second)
-		err := goleak.Find()
-		for err != nil && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-			err = goleak.Find()
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// TestMain fails the run if the tests leave goroutines behind.
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // converse sends each text as its own chat's message and returns the
 // replies per text.

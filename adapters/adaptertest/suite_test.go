@@ -1,40 +1,18 @@
 package adaptertest_test
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
-	"go.uber.org/goleak"
+	"github.com/heraldbot/herald/internal/leakcheck"
 
 	"github.com/heraldbot/herald/adapters/adaptertest"
 )
 
-// TestMain runs the tests, then fails the run if goroutines are left. It
-// is goleak.VerifyTestMain with more patience: goroutines that are ending
-// when the last test returns (told to stop, but not yet run since) get up
-// to ten seconds, where goleak's own retries give them well under one,
-// too little on a loaded machine. A goroutine that leaked is still there
-// then.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		deadline := time.Now().Add(10 * time.Second)
-		err := goleak.Find()
-		for err != nil && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-			err = goleak.Find()
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// TestMain fails the run if the tests leave goroutines behind.
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // TestFakeConforms runs the suite against the correct fake: the defects
 // below are then the only reason the suite fails for them.

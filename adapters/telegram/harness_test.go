@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldbot/herald/internal/leakcheck"
+
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
@@ -208,24 +210,13 @@ func succeedsSoon(t *testing.T, fn func() error) {
 }
 
 // verifyNoLeaks fails the test if goroutines other than those opts
-// ignore are still running once goroutines that are ending have had
-// waitPeriod to end: after a server closes, the HTTP client's connection
-// readers see it only when they next run, and goleak's own retries give
-// them well under a second, too little on a loaded machine. A goroutine
-// that leaked is still there after waitPeriod.
+// ignore are still running once goroutines that are ending have had time
+// to end (see package leakcheck): after a server closes, the HTTP client's
+// connection readers see it only when they next run.
 func verifyNoLeaks(t *testing.T, opts ...goleak.Option) {
 	t.Helper()
-	deadline := time.Now().Add(waitPeriod)
-	for {
-		err := goleak.Find(opts...)
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("goroutines left after %v: %v", waitPeriod, err)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := leakcheck.Find(opts...); err != nil {
+		t.Errorf("goroutines left after %v: %v", leakcheck.Patience, err)
 	}
 }
 

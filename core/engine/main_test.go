@@ -3,7 +3,8 @@ package engine
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/heraldbot/herald/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain fails the run if the tests leave goroutines behind.
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }

@@ -9,12 +9,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/heraldbot/herald/internal/leakcheck"
 
 	"github.com/heraldbot/herald/infra/future"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain fails the run if the tests leave goroutines behind.
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 func TestResolveFirstWins(t *testing.T) {
 	f := future.New[int]()

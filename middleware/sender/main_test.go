@@ -7,16 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/heraldbot/herald/internal/leakcheck"
 
 	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// TestMain fails the run if the tests leave goroutines behind.
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // call is one call a recorder received.
 type call struct {
