@@ -114,6 +114,14 @@ const (
 	// FaultStall: the peer holds the send up and never answers it (the
 	// suite's contexts end first); the message is not delivered. Send
 	// must return once its context ends.
+	//
+	// The stall belongs to the next Send call for the chat, not to the
+	// next request that reaches the peer: the suite may end that Send's
+	// context before its request arrives (on a loaded machine, before the
+	// adapter wrote it), and a stall still armed then would hold up the
+	// following send, which the suite expects to go through. A peer can
+	// bind it by wrapping the adapter's Sender, as the repository's
+	// telegram and onebot peers do, and hold every request of that send.
 	FaultStall
 )
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	hctx "github.com/heraldbot/herald/core/context"
@@ -107,6 +108,12 @@ func TestShutdownStopsRun(t *testing.T) {
 
 // After a forced shutdown, events still queued are dropped, not handled.
 func TestForcedShutdownDropsQueuedEvents(t *testing.T) {
+	synctest.Test(t, testForcedShutdownDropsQueuedEvents)
+}
+
+// Fake time: the 20 ms Shutdown deadline passes before the 50 ms release,
+// however slow the machine.
+func testForcedShutdownDropsQueuedEvents(t *testing.T) {
 	e, _ := newEngine(t, engine.WithHandlerConcurrency(1))
 	release := make(chan struct{})
 	started := make(chan struct{})
