@@ -55,6 +55,11 @@
 //     concurrent sends to one chat all arrive, once each;
 //   - parse modes, inline buttons, photos and long texts arrive as sent, as
 //     far as the platform has them;
+//   - an edit (EditID) returns a result naming the edited message, changes
+//     its text and buttons in place as a [ShowingPeer] shows the chat, and
+//     fails for good for a message that does not exist; on a platform
+//     without edits ([Features.NoEdit]) it is refused with a permanent
+//     error wrapping [platform.ErrUnsupported];
 //   - Send refuses an invalid message with a [platform.IsPermanent] error
 //     wrapping [platform.ErrInvalidMessage], and nothing reaches the peer;
 //     the Sender refuses it as permanent before Run too, and after Run it

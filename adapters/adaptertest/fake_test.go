@@ -116,10 +116,16 @@ func (f *fake) send(ctx context.Context, req platform.SendRequest) (platform.Sen
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if id := req.Message.EditID; id != "" && f.defect != "edit as new message" {
+		if !f.inbox.Edit(chatID, id, req.Message) {
+			return platform.SendResult{}, platform.Permanent(fmt.Errorf("fake: no message %s in %s to edit", id, chatID))
+		}
+		return platform.SendResult{MessageID: id, ChatID: chatID, SentAt: time.Now()}, nil
+	}
 	f.seq++
 	switch first := f.held[chatID]; {
 	case f.defect != "swap pairs":
-		f.inbox.Add(chatID, req.Message)
+		f.inbox.AddID(chatID, strconv.Itoa(f.seq), req.Message)
 	case first == nil:
 		msg := req.Message
 		f.held[chatID] = &msg
@@ -187,6 +193,10 @@ func (f *fake) deliver(handle func(platform.Event), ev platform.Event) {
 
 func (f *fake) Received(ctx context.Context, chat platform.Chat, n int) ([]platform.OutboundMessage, error) {
 	return f.inbox.Wait(ctx, chat.ID, n)
+}
+
+func (f *fake) Shown(_ context.Context, chat platform.Chat) ([]platform.OutboundMessage, error) {
+	return f.inbox.Shown(chat.ID), nil
 }
 
 func (f *fake) Inject(chat platform.Chat, fault adaptertest.Fault) error {

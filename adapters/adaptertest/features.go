@@ -62,6 +62,15 @@ type Features struct {
 	// call [Peer.Inject] with [FaultStall] and checks cancellation only
 	// with contexts that have already ended.
 	NoStall bool
+
+	// NoEdit means the platform cannot change a sent message: the suite
+	// checks that an edit ([platform.OutboundMessage] EditID) is refused
+	// with a permanent error wrapping [platform.ErrUnsupported], and that
+	// nothing arrives. False means edits must work: the result names the
+	// edited message, an edit of a message that does not exist fails for
+	// good, and, if the peer is a [ShowingPeer], the chat then shows the
+	// edit in place.
+	NoEdit bool
 }
 
 // Length of the long text when Features.MaxText is zero.

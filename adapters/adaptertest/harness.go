@@ -85,6 +85,19 @@ type Peer interface {
 	Inject(chat platform.Chat, f Fault) error
 }
 
+// ShowingPeer is a [Peer] that can also show a chat as its users see it
+// now, with edits applied: the suite's edit check then verifies that an
+// edit changed the message in place. Peers of platforms that can edit
+// messages should implement it; [Inbox] does most of the work.
+type ShowingPeer interface {
+	Peer
+	// Shown returns the messages the peer has received in chat, in the
+	// order it received them, each as it shows now: with the text, parse
+	// mode and buttons of its latest edit. Edits are not messages of their
+	// own.
+	Shown(ctx context.Context, chat platform.Chat) ([]platform.OutboundMessage, error)
+}
+
 // ErrUnsupported is wrapped by the errors of a [Peer.Inject] that cannot
 // inject the fault asked for.
 var ErrUnsupported = errors.New("adaptertest: fault not supported by this peer")

@@ -9,12 +9,21 @@ import (
 
 // Inbox records the messages a fake peer received, per chat, and lets
 // [Peer.Received] wait for them: a peer calls Add as messages arrive and
-// implements Received with Wait. The zero value is an empty Inbox ready to
-// use; it is safe for concurrent use.
+// implements Received with Wait. A peer of a platform that edits messages
+// records them with AddID instead, applies edits with Edit, and implements
+// [ShowingPeer] with Shown. The zero value is an empty Inbox ready to use;
+// it is safe for concurrent use.
 type Inbox struct {
 	mu      sync.Mutex
 	msgs    map[string][]platform.OutboundMessage
+	shown   map[string][]shownMessage
 	changed chan struct{} // closed and replaced at each Add
+}
+
+// shownMessage is a received message as the chat shows it now.
+type shownMessage struct {
+	id  string
+	msg platform.OutboundMessage
 }
 
 // Add records msgs, in order, as received in the chat with ID chatID.
@@ -25,6 +34,57 @@ func (b *Inbox) Add(chatID string, msgs ...platform.OutboundMessage) {
 		b.msgs = make(map[string][]platform.OutboundMessage)
 	}
 	b.msgs[chatID] = append(b.msgs[chatID], msgs...)
+	if b.shown == nil {
+		b.shown = make(map[string][]shownMessage)
+	}
+	for _, m := range msgs {
+		b.shown[chatID] = append(b.shown[chatID], shownMessage{msg: m})
+	}
+	b.notifyLocked()
+}
+
+// AddID records msg as received in the chat with ID chatID under the
+// platform's message ID id, which Edit refers to.
+func (b *Inbox) AddID(chatID, id string, msg platform.OutboundMessage) {
+	b.Add(chatID, msg)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.shown[chatID]
+	s[len(s)-1].id = id
+}
+
+// Edit applies an edit to the message with ID id in the chat with ID
+// chatID, as the platform showed it: the message now shows msg's text,
+// parse mode and buttons. It reports false, changing nothing, when the
+// chat has no message with that ID.
+func (b *Inbox) Edit(chatID, id string, msg platform.OutboundMessage) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, s := range b.shown[chatID] {
+		if s.id == id && id != "" {
+			m := &b.shown[chatID][i].msg
+			m.Text, m.ParseMode, m.Buttons = msg.Text, msg.ParseMode, msg.Buttons
+			b.notifyLocked()
+			return true
+		}
+	}
+	return false
+}
+
+// Shown returns the messages received in the chat with ID chatID, oldest
+// first, each with its latest edit applied.
+func (b *Inbox) Shown(chatID string) []platform.OutboundMessage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]platform.OutboundMessage, len(b.shown[chatID]))
+	for i, s := range b.shown[chatID] {
+		out[i] = s.msg
+	}
+	return out
+}
+
+// notifyLocked wakes the Waits.
+func (b *Inbox) notifyLocked() {
 	if b.changed != nil {
 		close(b.changed)
 		b.changed = nil

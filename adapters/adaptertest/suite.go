@@ -45,6 +45,7 @@ func TestAdapter(t *testing.T, h Harness, f Features) {
 			{"CancelInFlight", testCancelInFlight},
 			{"DeadlineInFlight", testDeadlineInFlight},
 			{"AfterRun", testSendAfterRun},
+			{"Edit", testEdit},
 		}},
 		{"Fault", []subtest{
 			{"Permanent", testFaultPermanent},

@@ -58,6 +58,7 @@ func TestSuiteCatchesDefects(t *testing.T) {
 		{"wrong sender", "Run/Events", "From.ID \"someone else\""},
 		{"duplicate events", "Run/Events", "want 40, one per message"},
 		{"receives after StopReceiving", "Run/StopReceiving", "want only the one said before StopReceiving"},
+		{"edit as new message", "Send/Edit", "edit result names message"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.ReplaceAll(tt.defect, " ", "_"), func(t *testing.T) {

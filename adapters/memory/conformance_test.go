@@ -60,6 +60,17 @@ func (p memPeer) Received(ctx context.Context, chat platform.Chat, n int) ([]pla
 	return msgs, err
 }
 
+var _ adaptertest.ShowingPeer = memPeer{}
+
+func (p memPeer) Shown(_ context.Context, chat platform.Chat) ([]platform.OutboundMessage, error) {
+	shown := p.a.Shown(chat.ID)
+	msgs := make([]platform.OutboundMessage, len(shown))
+	for i, s := range shown {
+		msgs[i] = s.Message
+	}
+	return msgs, nil
+}
+
 func (p memPeer) Inject(chat platform.Chat, f adaptertest.Fault) error {
 	switch f.Kind {
 	case adaptertest.FaultPermanent:

@@ -54,6 +54,7 @@ var obFeatures = adaptertest.Features{
 	NoParseMode:  true,
 	NoButtons:    true,
 	NoRetryAfter: true,
+	NoEdit:       true,
 }
 
 // obSelfID is the fake implementation's bot account.

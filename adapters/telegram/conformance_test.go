@@ -220,6 +220,26 @@ func (p *tgPeer) Received(ctx context.Context, chat platform.Chat, n int) ([]pla
 	return msgs, err
 }
 
+var _ adaptertest.ShowingPeer = (*tgPeer)(nil)
+
+// Shown reads back the chat's messages as the fake Bot API holds them now,
+// edits applied.
+func (p *tgPeer) Shown(_ context.Context, chat platform.Chat) ([]platform.OutboundMessage, error) {
+	chatID, err := strconv.ParseInt(chat.ID, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("telegram peer: chat ID %q: %w", chat.ID, err)
+	}
+	sent := p.h.srv.Sent(chatID)
+	msgs := make([]platform.OutboundMessage, len(sent))
+	for i, m := range sent {
+		if now, ok := p.h.srv.Message(chatID, m.MessageID); ok {
+			m = now
+		}
+		msgs[i] = outboundOf(m)
+	}
+	return msgs, nil
+}
+
 func (p *tgPeer) Inject(chat platform.Chat, f adaptertest.Fault) error {
 	chatID, err := strconv.ParseInt(chat.ID, 10, 64)
 	if err != nil {

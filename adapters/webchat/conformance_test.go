@@ -184,6 +184,13 @@ func (p *webPeer) Received(ctx context.Context, chat platform.Chat, n int) ([]pl
 // that the next send to it fails with ErrNoConnection. That failure
 // reopens the owner's tab (see webAdapter), and later sends work again.
 // Only FaultTransient can be injected.
+var _ adaptertest.ShowingPeer = (*webPeer)(nil)
+
+// Shown returns the chat's messages as its tab shows them, edits applied.
+func (p *webPeer) Shown(_ context.Context, chat platform.Chat) ([]platform.OutboundMessage, error) {
+	return p.recv.Shown(chat.ID), nil
+}
+
 func (p *webPeer) Inject(chat platform.Chat, f adaptertest.Fault) error {
 	if f.Kind != adaptertest.FaultTransient {
 		return fmt.Errorf("webchat peer: a tab cannot fail a send with a %s fault: %w", f.Kind, adaptertest.ErrUnsupported)
@@ -305,8 +312,12 @@ func (p *webPeer) read(tb *tab, box *inbox) {
 		case f.Type == "message" && f.Message != nil && box != nil:
 			p.mu.Lock()
 			box.ids[f.Message.ID] = true
-			p.recv.Add(box.chatID, outbound(*f.Message))
+			p.recv.AddID(box.chatID, f.Message.ID, outbound(*f.Message))
 			p.mu.Unlock()
+		case f.Type == "edit" && f.Message != nil && box != nil:
+			if !p.recv.Edit(box.chatID, f.Message.ID, outbound(*f.Message)) {
+				p.fail("an edit of message " + f.Message.ID + ", which this tab never got")
+			}
 		}
 	}
 }
