@@ -202,13 +202,16 @@ func BenchmarkDispatcherFairness(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(quantileMs(waits, 0.5), "p50-ms")
+	b.ReportMetric(quantileMs(waits, 0.99), "p99-ms")
+	b.ReportMetric(quantileMs(waits, 1), "max-ms")
+}
+
+// quantileMs sorts waits and returns their p-quantile (0 ≤ p ≤ 1) in
+// milliseconds.
+func quantileMs(waits []time.Duration, p float64) float64 {
 	slices.Sort(waits)
-	q := func(p float64) float64 {
-		return float64(waits[int(p*float64(len(waits)-1))].Microseconds()) / 1000
-	}
-	b.ReportMetric(q(0.5), "p50-ms")
-	b.ReportMetric(q(0.99), "p99-ms")
-	b.ReportMetric(q(1), "max-ms")
+	return float64(waits[int(p*float64(len(waits)-1))].Microseconds()) / 1000
 }
 
 // BenchmarkDispatcherRetryWaits: MaxInflight 8; 64 flooded chats whose
@@ -261,12 +264,8 @@ func BenchmarkDispatcherRetryWaits(b *testing.B) {
 			}
 			total += time.Since(start)
 		}
-		slices.Sort(waits)
-		q := func(p float64) float64 {
-			return float64(waits[int(p*float64(len(waits)-1))].Microseconds()) / 1000
-		}
-		b.ReportMetric(q(0.5), "others-p50-ms")
-		b.ReportMetric(q(0.99), "others-p99-ms")
+		b.ReportMetric(quantileMs(waits, 0.5), "others-p50-ms")
+		b.ReportMetric(quantileMs(waits, 0.99), "others-p99-ms")
 		b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "all-done-ms")
 	}
 	b.Run("in-place", func(b *testing.B) { run(b, false) })
