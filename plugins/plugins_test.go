@@ -19,6 +19,7 @@ import (
 	"github.com/heraldbot/herald/plugins/count"
 	"github.com/heraldbot/herald/plugins/echo"
 	"github.com/heraldbot/herald/plugins/help"
+	"github.com/heraldbot/herald/plugins/menu"
 	"github.com/heraldbot/herald/plugins/ping"
 	"github.com/heraldbot/herald/plugins/stats"
 )
@@ -35,7 +36,7 @@ func converse(t *testing.T, texts ...string) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Use(ping.New(), echo.New(), count.New(), help.New(), stats.New()); err != nil {
+	if err := e.Use(ping.New(), echo.New(), count.New(), menu.New(), help.New(), stats.New()); err != nil {
 		t.Fatal(err)
 	}
 	for i, text := range texts {
@@ -87,7 +88,7 @@ func TestPlugins(t *testing.T) {
 		if len(r) != 1 {
 			t.Fatalf("%s → %q", in, r)
 		}
-		for _, want := range []string{"/ping — check", "/echo — repeat", "/count — send", "/help, /start — list", "/stats — show"} {
+		for _, want := range []string{"/ping — check", "/echo — repeat", "/count — send", "/menu — show", "/help, /start — list", "/stats — show"} {
 			if !strings.Contains(r[0], want) {
 				t.Errorf("%s lacks %q:\n%s", in, want, r[0])
 			}

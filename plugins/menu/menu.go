@@ -1,0 +1,85 @@
+// Package menu provides the /menu command: a message with inline buttons
+// that the bot edits in place when one is pressed, to show buttons,
+// callbacks and message edits working together. On a platform that cannot
+// edit messages it answers with a new message instead.
+package menu
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Prefix starts the callback data of the menu's buttons, so that the
+// plugin handles only its own presses.
+const Prefix = "menu:"
+
+// Question is the menu's text.
+const Question = "What would you like to drink?"
+
+// Choices are the menu's buttons, in order.
+var Choices = []string{"Tea", "Coffee", "Water"}
+
+// Plugin registers /menu and the handler of its buttons. Its zero value is
+// ready to use.
+type Plugin struct{}
+
+// New returns the menu plugin.
+func New() *Plugin { return &Plugin{} }
+
+// Name returns "menu".
+func (*Plugin) Name() string { return "menu" }
+
+// Register adds /menu and the handler of the menu's buttons to e.
+func (*Plugin) Register(e *engine.Engine) error {
+	if err := e.OnCommand("menu", func(c *engine.Context) error {
+		c.Reply(Menu())
+		return nil
+	}, engine.Description("show buttons; pressing one edits the message")); err != nil {
+		return err
+	}
+	return e.On(pressed, handlePress)
+}
+
+// Menu returns the menu message: the question and a button per choice.
+func Menu() platform.OutboundMessage {
+	row := make([]platform.Button, len(Choices))
+	for i, c := range Choices {
+		row[i] = platform.Button{Text: c, Data: Prefix + strings.ToLower(c)}
+	}
+	return platform.OutboundMessage{Text: Question, Buttons: [][]platform.Button{row}}
+}
+
+// Picked returns the message that replaces the menu once choice was
+// picked: the choice, and a button that brings the menu back.
+func Picked(choice string) platform.OutboundMessage {
+	return platform.OutboundMessage{
+		Text:    "You picked " + choice + ".",
+		Buttons: [][]platform.Button{{{Text: "Change", Data: Prefix + "again"}}},
+	}
+}
+
+// pressed accepts presses of the menu's buttons.
+func pressed(c *engine.Context) bool {
+	return c.Event().Kind == platform.EventCallback && strings.HasPrefix(c.Text(), Prefix)
+}
+
+// handlePress edits the menu the pressed button is under: to the choice,
+// or back to the menu for "Change". Where the platform cannot edit, or the
+// press names no message, it replies with the new message instead.
+func handlePress(c *engine.Context) error {
+	msg := Menu()
+	if choice := strings.TrimPrefix(c.Text(), Prefix); choice != "again" {
+		msg = Picked(choice)
+	}
+	if id := c.Event().MessageID; id != "" {
+		_, err := c.Edit(id, msg).Wait(c.Context())
+		if !errors.Is(err, platform.ErrUnsupported) {
+			return err
+		}
+	}
+	c.Reply(msg)
+	return nil
+}
