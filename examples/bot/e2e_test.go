@@ -289,8 +289,13 @@ func TestE2ETelegram(t *testing.T) {
 type webchatFrame struct {
 	Type    string `json:"type"`
 	Message struct {
-		Text string `json:"text"`
-		Bot  bool   `json:"bot"`
+		ID      string `json:"id"`
+		Text    string `json:"text"`
+		Bot     bool   `json:"bot"`
+		Buttons [][]struct {
+			Text string `json:"text"`
+			Data string `json:"data"`
+		} `json:"buttons"`
 	} `json:"message"`
 	Messages []struct {
 		Text string `json:"text"`
@@ -358,6 +363,31 @@ func TestE2EWebchat(t *testing.T) {
 	if !strings.HasPrefix(got[0], "pong") || !slices.Equal(got[1:], []string{"über 世界", "1", "2", "3", "4", "5"}) {
 		t.Fatalf("replies = %q", got)
 	}
+
+	// /menu shows buttons; pressing one edits the menu in place.
+	must(conn.WriteJSON(map[string]string{"type": "message", "text": "/menu"}))
+	var menuFrame webchatFrame
+	for menuFrame.Type != "message" || !menuFrame.Message.Bot {
+		menuFrame = webchatFrame{}
+		must(conn.ReadJSON(&menuFrame))
+	}
+	if len(menuFrame.Message.Buttons) != 1 || len(menuFrame.Message.Buttons[0]) != 3 {
+		t.Fatalf("/menu → %+v; want a row of three buttons", menuFrame.Message)
+	}
+	coffee := menuFrame.Message.Buttons[0][1]
+	must(conn.WriteJSON(map[string]string{"type": "callback", "data": coffee.Data, "message_id": menuFrame.Message.ID}))
+	var edit webchatFrame
+	for edit.Type != "edit" {
+		edit = webchatFrame{}
+		must(conn.ReadJSON(&edit))
+		if edit.Type == "message" && edit.Message.Bot {
+			t.Fatalf("a new message %q instead of an edit of the menu", edit.Message.Text)
+		}
+	}
+	if edit.Message.ID != menuFrame.Message.ID || edit.Message.Text != "You picked coffee." {
+		t.Fatalf("edit frame %+v; want message %s to read %q", edit.Message, menuFrame.Message.ID, "You picked coffee.")
+	}
+	got = append(got, edit.Message.Text)
 
 	// A second connection to the same chat sees the history.
 	conn2, _, err := websocket.DefaultDialer.DialContext(ctx, wsURL, http.Header{"Origin": {strings.TrimSuffix(pageURL, "/")}})
