@@ -30,27 +30,28 @@ type shownMessage struct {
 func (b *Inbox) Add(chatID string, msgs ...platform.OutboundMessage) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.msgs == nil {
-		b.msgs = make(map[string][]platform.OutboundMessage)
-	}
-	b.msgs[chatID] = append(b.msgs[chatID], msgs...)
-	if b.shown == nil {
-		b.shown = make(map[string][]shownMessage)
-	}
 	for _, m := range msgs {
-		b.shown[chatID] = append(b.shown[chatID], shownMessage{msg: m})
+		b.addLocked(chatID, "", m)
 	}
 	b.notifyLocked()
+}
+
+func (b *Inbox) addLocked(chatID, id string, msg platform.OutboundMessage) {
+	if b.msgs == nil {
+		b.msgs = make(map[string][]platform.OutboundMessage)
+		b.shown = make(map[string][]shownMessage)
+	}
+	b.msgs[chatID] = append(b.msgs[chatID], msg)
+	b.shown[chatID] = append(b.shown[chatID], shownMessage{id: id, msg: msg})
 }
 
 // AddID records msg as received in the chat with ID chatID under the
 // platform's message ID id, which Edit refers to.
 func (b *Inbox) AddID(chatID, id string, msg platform.OutboundMessage) {
-	b.Add(chatID, msg)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.shown[chatID]
-	s[len(s)-1].id = id
+	b.addLocked(chatID, id, msg)
+	b.notifyLocked()
 }
 
 // Edit applies an edit to the message with ID id in the chat with ID

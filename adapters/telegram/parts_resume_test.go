@@ -10,6 +10,8 @@ import (
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/infra/resume"
+	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -96,4 +98,70 @@ func TestEngineLongMessagePausesHoldNoWorker(t *testing.T) {
 			t.Fatalf("stats %+v; want both replies delivered", st)
 		}
 	})
+}
+
+// A long message whose send is force-closed in the pause between part 1
+// and part 2 fails for good, saying part 1 was delivered — in place and
+// paused, with and without a RateLimit above the adapter (which lets the
+// resumed send through to say so).
+func TestLongMessageForceClosedBetweenParts(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		resumable, rate bool
+	}{
+		{"in place", false, true},
+		{"resumable", true, false},
+		{"resumable, rate limited", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := telegramtest.NewServer(telegramtest.InMemory())
+				defer srv.Close()
+				a, err := New(Config{Token: testToken, APIEndpoint: srv.Endpoint(), HTTPClient: srv.Client()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ds := []sender.SenderDecorator{sender.Retry(sender.RetryConfig{})}
+				if tc.rate {
+					ds = append(ds, sender.RateLimit(sender.TelegramLimits()))
+				}
+				s := sender.Chain(ds...)(a)
+				d := engine.NewOutboundDispatcher(context.Background(), engine.DispatcherConfig{})
+				text := strings.Repeat("x", 4000) + "\n" + strings.Repeat("y", 4000) + "\n" + strings.Repeat("z", 4000)
+				req := platform.SendRequest{Platform: Name, Target: platform.Chat{ID: "42", Type: platform.ChatPrivate}, Message: platform.TextMessage(text)}
+				errc := make(chan error, 1)
+				task := func(ctx context.Context) error {
+					_, err := s.Send(ctx, req)
+					if _, ok := resume.DelayOf(err); !ok {
+						errc <- err
+					}
+					return err
+				}
+				if tc.resumable {
+					err = d.SubmitResumable("telegram:42", task)
+				} else {
+					err = d.Submit("telegram:42", task)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(500 * time.Millisecond) // part 1 sent; pausing before part 2
+				synctest.Wait()
+				if n := len(srv.Sent(42)); n != 1 {
+					t.Fatalf("%d parts sent before ForceClose; want 1", n)
+				}
+				d.ForceClose()
+				err = <-errc
+				if !platform.IsPermanent(err) || !strings.Contains(err.Error(), "part 1 was delivered") {
+					t.Fatalf("Send = %v; want a permanent error saying part 1 was delivered", err)
+				}
+				if err := d.Shutdown(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if n := len(srv.Sent(42)); n != 1 {
+					t.Fatalf("%d parts sent; want only part 1", n)
+				}
+			})
+		})
+	}
 }

@@ -286,13 +286,16 @@ func (d *OutboundDispatcher) Submit(chatID string, task func(context.Context) er
 // after the error's delay, before any of them. The runs share the first
 // run's SendTimeout deadline (a delay past it is cut short, and the next
 // run sees its context expired), and ForceClose or the end of the
-// dispatcher's context ends the wait at once. OnStart is called before the
-// first run and OnDone after the last; Stats counts the task as Waiting
-// between runs. A run that returns any other error, or panics, finishes
-// the task as a Submit task's would.
+// dispatcher's context ends the wait at once. A run that asks to wait when
+// its context has ended (waiting cannot help then) is followed at once by
+// one more, in which every layer sees the end and reports it; if that one
+// asks to wait too, the task is finished with the context's error, so it
+// cannot spin. OnStart is called before the first run and OnDone after the
+// last; Stats counts the task as Waiting between runs. A run that returns
+// any other error, or panics, finishes the task as a Submit task's would.
 //
 // The engine submits every reply this way, so a send waiting out a retry
-// backoff or a platform's retry-after holds no worker.
+// backoff, a platform's retry-after or a rate limit holds no worker.
 func (d *OutboundDispatcher) SubmitResumable(chatID string, task func(context.Context) error) error {
 	return d.submit(chatID, task, true)
 }

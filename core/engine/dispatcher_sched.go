@@ -51,6 +51,7 @@ type resumeState struct {
 	task     resume.Task
 	start    time.Time // the first run's start: the deadline counts from it
 	queueLen int       // the chat's queue length at the first start
+	ended    bool      // a run asked to wait after the context ended
 }
 
 // chat is one chat's queue: a ring of waiting tasks that grows on demand up
@@ -535,10 +536,17 @@ func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err erro
 	if t.rs != nil && !panicked {
 		delay, wait = resume.DelayOf(err)
 		if cerr := ctx.Err(); wait && cerr != nil {
-			// Waiting cannot help a task whose context has ended, and
-			// running it again would spin: it is finished.
-			wait = false
-			err = fmt.Errorf("dispatcher: task asked to wait after its context ended: %w", cerr)
+			// The context ended, perhaps after the task asked to wait:
+			// waiting cannot help. The task runs once more at once, so
+			// that every layer sees the end and reports it (the engine's
+			// reply resolves its Future then); a task that still asks to
+			// wait is finished, so that it cannot spin.
+			if t.rs.ended {
+				wait = false
+				err = fmt.Errorf("dispatcher: task asked to wait after its context ended: %w", cerr)
+			} else {
+				t.rs.ended, delay = true, 0
+			}
 		}
 	}
 	return err, panicked, delay, wait

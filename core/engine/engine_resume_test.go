@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -80,6 +81,56 @@ func TestEngineReplyWaitHoldsNoWorker(t *testing.T) {
 		}
 		if store.Len() != 0 {
 			t.Fatalf("%d dead letters; want none", store.Len())
+		}
+	})
+}
+
+// A send that asks to wait just as its context ends (here the deadline
+// passes before its run returns) is run once more, and its Future is
+// resolved with the context's end, not left open.
+func TestEngineReplyPausedAsContextEndsIsResolved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New()
+		pauseLate := func(next platform.Sender) platform.Sender {
+			return platform.SenderFunc(func(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+				if err := resume.Later(ctx, time.Second); err != nil {
+					if _, ok := resume.DelayOf(err); ok {
+						<-ctx.Done() // the deadline passes before the run returns
+					}
+					return platform.SendResult{}, err
+				}
+				return next.Send(ctx, req)
+			})
+		}
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithSenderMiddleware(pauseLate),
+			engine.WithDispatcherConfig(engine.DispatcherConfig{SendTimeout: 5 * time.Second}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := make(chan error, 1)
+		if err := e.OnCommand("go", func(c *engine.Context) error {
+			f := c.ReplyText("hi")
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				_, err := f.Wait(ctx)
+				res <- err
+			}()
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.HandleEvent(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage,
+			Chat: memory.Private("1"), From: memory.User("u", "U"), Text: "/go"}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err = <-res
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 5*time.Second {
+			t.Fatalf("Future = %v after %v; want the 5s deadline's DeadlineExceeded", err, time.Since(start))
+		}
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -194,10 +194,13 @@ func (l *rateLimiter) Send(ctx context.Context, req platform.SendRequest) (platf
 			w.held = *saved
 		}
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil && !w.held.spent {
 		w.held.cancel()
 		return platform.SendResult{}, fmt.Errorf("sender: rate limit: %w", err)
 	}
+	// A send whose tokens were spent before it paused below goes on even
+	// after its context ended: the sender below then reports the end as
+	// it would have in place (Telegram, that parts were delivered).
 	key := chatKey{req.Platform, req.Target.ID}
 	ls := l.acquire(key, req.Target.Type == platform.ChatGroup)
 	defer l.release(ls.c)
