@@ -20,6 +20,17 @@ type Submitter interface {
 	Submit(chatKey string, task func(stdctx.Context) error) error
 }
 
+// Awaiter hands later events of a chat to a handler waiting for them, for
+// [Context.Next]. The engine implements it; this package declares it so
+// that it need not import core/engine.
+type Awaiter interface {
+	// Await waits for the next event of the chat of ev (the event being
+	// handled) that accept accepts, and returns it; that event is then
+	// not handled by the matchers. It returns ctx's error if ctx ends
+	// first, or an error if no more events can come.
+	Await(ctx stdctx.Context, ev platform.Event, accept func(platform.Event) bool) (platform.Event, error)
+}
+
 // ResumableSubmitter is a [Submitter] that can also queue a task that gives
 // its worker back while it waits (see package resume): the engine's
 // OutboundDispatcher. Sends go through SubmitResumable when the Submitter
@@ -47,6 +58,12 @@ var (
 	// (a Telegram inline-mode callback, say), or of a Send to a chat with
 	// an empty ID. Nothing is sent.
 	ErrNoChat = errors.New("context: no chat to send to")
+	// ErrNoAwaiter is returned by Next on a Context that has no Awaiter
+	// (one built by hand without it).
+	ErrNoAwaiter = errors.New("context: no awaiter")
+	// ErrPromptNotSent is wrapped by Prompt's error when its question
+	// could not be sent.
+	ErrPromptNotSent = errors.New("context: prompt not sent")
 )
 
 // ChatKey returns the outbound dispatcher key of a chat: the platform name,
@@ -69,6 +86,9 @@ type Config struct {
 	// Logger is the base logger; Context.Logger adds the event's fields.
 	// nil means zap.NewNop().
 	Logger *zap.Logger
+	// Awaiter hands later events to Next; the engine passes itself. With
+	// a nil Awaiter, Next fails with ErrNoAwaiter.
+	Awaiter Awaiter
 }
 
 // Match is what a matcher found in an event, for the handler it runs.
@@ -109,6 +129,7 @@ type eventState struct {
 	event     platform.Event
 	sender    platform.Sender
 	submitter Submitter
+	awaiter   Awaiter
 	base      *zap.Logger
 	chatKey   string // "" when the event has no chat
 
@@ -130,6 +151,7 @@ func New(cfg Config) *Context {
 		event:     cfg.Event,
 		sender:    cfg.Sender,
 		submitter: cfg.Submitter,
+		awaiter:   cfg.Awaiter,
 		base:      cfg.Logger,
 	}}
 	ev := &b.ev
@@ -287,6 +309,60 @@ func (c *Context) Edit(messageID string, msg platform.OutboundMessage) *future.F
 	}
 	msg.EditID = messageID
 	return c.Reply(msg)
+}
+
+// Next waits for the next event of this event's chat that accept accepts
+// and returns it: a conversation step, written as plain Go. A nil accept
+// takes the next message from the same user. The event Next returns is
+// the handler's: it does not go to the matchers.
+//
+// Events of a chat are handled one at a time, so while the handler waits,
+// the chat's other events (those accept refuses, such as other group
+// members' messages) wait in the chat's queue, and are handled, in order,
+// after the handler returns; the event Next takes goes ahead of them.
+// A waiting handler counts against the engine's handler concurrency.
+//
+// Next returns ctx's error when ctx ends first (bound the wait with a
+// timeout: the user may never answer), engine.ErrEngineClosed once the
+// engine shuts down, ErrNoAwaiter without an engine, and ErrNoChat for an
+// event without a chat.
+func (c *Context) Next(ctx stdctx.Context, accept func(platform.Event) bool) (platform.Event, error) {
+	ev := c.ev
+	if ev.awaiter == nil {
+		return platform.Event{}, ErrNoAwaiter
+	}
+	if ev.event.Chat.ID == "" {
+		return platform.Event{}, ErrNoChat
+	}
+	if accept == nil {
+		from := ev.event.From.ID
+		accept = func(e platform.Event) bool { return e.Kind == platform.EventMessage && e.From.ID == from }
+	}
+	return ev.awaiter.Await(ctx, ev.event, accept)
+}
+
+// Prompt replies with msg and waits for the user's answer: the next
+// message from the same user in this chat, as Next(ctx, nil) returns it.
+// If the reply fails, the user cannot answer: Prompt then returns at once
+// with an error wrapping ErrPromptNotSent and the reply's error.
+func (c *Context) Prompt(ctx stdctx.Context, msg platform.OutboundMessage) (platform.Event, error) {
+	f := c.Reply(msg)
+	ctx, cancel := stdctx.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() { // ends when the reply is resolved or Prompt returns
+		select {
+		case <-f.Done():
+			if _, err := f.Result(); err != nil {
+				cancel(fmt.Errorf("%w: %w", ErrPromptNotSent, err))
+			}
+		case <-ctx.Done():
+		}
+	}()
+	ev, err := c.Next(ctx, nil)
+	if err != nil && errors.Is(stdctx.Cause(ctx), ErrPromptNotSent) {
+		return platform.Event{}, stdctx.Cause(ctx)
+	}
+	return ev, err
 }
 
 // Send queues msg for another chat of the event's platform, with the same

@@ -45,6 +45,15 @@ var (
 	ErrNoAdapter = errors.New("engine: no adapter")
 )
 
+// Errors of the handler's Context, here so that a handler file needs only
+// this package; they are core/context's, for errors.Is.
+var (
+	// ErrNoChat: a Reply or Next for an event without a chat.
+	ErrNoChat = hctx.ErrNoChat
+	// ErrPromptNotSent: Prompt's question could not be sent.
+	ErrPromptNotSent = hctx.ErrPromptNotSent
+)
+
 // forceGrace bounds how long Shutdown waits, after it ran out of time and
 // force-closed the dispatchers, for the interrupted tasks to run with their
 // cancelled contexts and resolve their Futures.
@@ -113,6 +122,10 @@ type Engine struct {
 	seq      int
 	matchers atomic.Pointer[[]*matcher]
 
+	// Handlers waiting in Context.Next, by inbound chat key; see await.go.
+	awaitMu  sync.Mutex
+	awaiting map[string][]*awaiter
+
 	closed    atomic.Bool
 	running   atomic.Bool
 	shutSem   chan struct{} // holds a token while a Shutdown runs
@@ -162,6 +175,7 @@ func New(opts ...Option) (*Engine, error) {
 		deadLetters: o.deadLetters,
 		shutSem:     make(chan struct{}, 1),
 		stopping:    make(chan struct{}),
+		awaiting:    make(map[string][]*awaiter),
 	}
 	e.matchers.Store(new([]*matcher))
 
@@ -269,11 +283,11 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 	if e.closed.Load() {
 		return ErrEngineClosed
 	}
-	chatID := ev.Chat.ID
-	if chatID == "" {
-		chatID = "user:" + ev.From.ID
+	if e.handOver(ev) {
+		e.received.Add(1)
+		return nil
 	}
-	err := e.in.Submit(hctx.ChatKey(ev.Platform, chatID), func(ctx context.Context) error {
+	err := e.in.Submit(inboundKey(ev), func(ctx context.Context) error {
 		e.process(ctx, ev)
 		return nil
 	})
@@ -306,6 +320,7 @@ func (e *Engine) process(ctx context.Context, ev platform.Event) {
 		Sender:    e.senders[ev.Platform],
 		Submitter: e.out,
 		Logger:    e.log,
+		Awaiter:   (*engineAwaiter)(e),
 	})
 	in := input{isMessage: ev.Kind == platform.EventMessage}
 	if in.isMessage {

@@ -105,3 +105,39 @@ func ExampleContext_Edit() {
 	}
 	// Output: One tea, coming up. (0 button rows)
 }
+
+// A conversation written as plain Go: Prompt asks, and returns the user's
+// answer, which goes to this handler rather than to the matchers.
+func ExampleContext_Prompt() {
+	mem := memory.New()
+	e, _ := engine.New(engine.WithAdapter(mem))
+	_ = e.OnCommand("greet", func(c *engine.Context) error {
+		ctx, cancel := context.WithTimeout(c.Context(), time.Minute) // users may never answer
+		defer cancel()
+		answer, err := c.Prompt(ctx, platform.TextMessage("What is your name?"))
+		if err != nil {
+			return err
+		}
+		c.ReplyText("Nice to meet you, " + answer.Text + ".")
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.Run(ctx) }()
+
+	chat, ann := memory.Private("7"), memory.User("7", "Ann")
+	wait, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	mem.Say(chat, ann, "/greet")
+	_, _ = mem.WaitSent(wait, "7", 1)
+	mem.Say(chat, ann, "Ann")
+	sent, _ := mem.WaitSent(wait, "7", 2)
+	for _, s := range sent {
+		fmt.Println(s.Message.Text)
+	}
+	cancel()
+	<-done
+	// Output:
+	// What is your name?
+	// Nice to meet you, Ann.
+}

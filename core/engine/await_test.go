@@ -1,0 +1,166 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// A conversation: Prompt asks, the user's next message is the answer, and
+// it goes to the handler, not to the matchers. In a group, other members'
+// messages wait in the chat's queue and are handled after the
+// conversation, in order.
+func TestPromptConversation(t *testing.T) {
+	e, mem := newEngine(t)
+	var seen []string
+	must(t, e.OnCommand("name", func(c *engine.Context) error {
+		ctx, cancel := context.WithTimeout(c.Context(), 10*time.Second)
+		defer cancel()
+		first, err := c.Prompt(ctx, platform.TextMessage("What is your name?"))
+		if err != nil {
+			return err
+		}
+		color, err := c.Prompt(ctx, platform.TextMessage("Your favourite colour?"))
+		if err != nil {
+			return err
+		}
+		c.ReplyText(fmt.Sprintf("%s likes %s", first.Text, color.Text))
+		return nil
+	}, engine.Block()))
+	must(t, e.OnMessage(func(c *engine.Context) error {
+		seen = append(seen, c.From().Name+": "+c.Text()) // one chat: handled one at a time
+		return nil
+	}, engine.Priority(10)))
+	runEngine(t, e)
+
+	mem.Say(group, ann, "/name")
+	waitTexts(t, mem, group.ID, "What is your name?")
+	mem.Say(group, bob, "hi all") // not Ann's: queued
+	mem.Say(group, ann, "Ann")
+	waitTexts(t, mem, group.ID, "What is your name?", "Your favourite colour?")
+	mem.Say(group, ann, "green")
+	waitTexts(t, mem, group.ID, "What is your name?", "Your favourite colour?", "Ann likes green")
+	mem.Say(group, ann, "after")
+	if err := e.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"Bob: hi all", "Ann: after"}; !slices.Equal(seen, want) {
+		t.Fatalf("the message matcher saw %q; want %q (the answers were the handler's)", seen, want)
+	}
+}
+
+// waitTexts waits until chat has received exactly want.
+func waitTexts(t *testing.T, mem *memory.Adapter, chat string, want ...string) {
+	t.Helper()
+	sent, err := mem.WaitSent(testCtx(t), chat, len(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range sent {
+		got = append(got, s.Message.Text)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("chat %s received %q; want %q", chat, got, want)
+	}
+}
+
+// Next with its own accept takes a button press; a wait that times out
+// returns the context's error, and later messages go to the matchers.
+func TestNextAcceptAndTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, mem := newEngine(t)
+		results := make(chan string, 2)
+		must(t, e.OnCommand("confirm", func(c *engine.Context) error {
+			c.Reply(platform.OutboundMessage{Text: "Sure?", Buttons: [][]platform.Button{{{Text: "Yes", Data: "yes"}}}})
+			ctx, cancel := context.WithTimeout(c.Context(), time.Minute)
+			defer cancel()
+			ev, err := c.Next(ctx, func(ev platform.Event) bool { return ev.Kind == platform.EventCallback })
+			if err != nil {
+				results <- err.Error()
+				return nil
+			}
+			results <- "pressed " + ev.Text
+			return nil
+		}, engine.Block()))
+		must(t, e.OnMessage(func(c *engine.Context) error {
+			results <- "message " + c.Text()
+			return nil
+		}, engine.Priority(10)))
+		runEngine(t, e)
+
+		mem.Say(dm, ann, "/confirm")
+		synctest.Wait()
+		mem.Press(dm, ann, "yes")
+		if got := <-results; got != "pressed yes" {
+			t.Fatalf("got %q; want the press", got)
+		}
+		mem.Say(dm, ann, "/confirm")
+		synctest.Wait()
+		start := time.Now()
+		if got := <-results; got != context.DeadlineExceeded.Error() || time.Since(start) != time.Minute {
+			t.Fatalf("got %q after %v; want the deadline after a minute", got, time.Since(start))
+		}
+		mem.Say(dm, ann, "later")
+		if got := <-results; got != "message later" {
+			t.Fatalf("got %q; want the matchers to have the message after the wait", got)
+		}
+	})
+}
+
+// Shutdown ends a wait at once with ErrEngineClosed; Next without a chat,
+// and Prompt whose question fails, return at once.
+func TestNextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, mem := newEngine(t)
+		mem.FailWhen(func(req platform.SendRequest) error {
+			if req.Message.Text == "unsendable" {
+				return platform.Permanent(errors.New("blocked"))
+			}
+			return nil
+		})
+		errs := make(chan error, 3)
+		must(t, e.OnCommand("wait", func(c *engine.Context) error {
+			_, err := c.Next(context.Background(), nil)
+			errs <- err
+			return nil
+		}))
+		must(t, e.OnCommand("ask", func(c *engine.Context) error {
+			_, err := c.Prompt(context.Background(), platform.TextMessage("unsendable"))
+			errs <- err
+			return nil
+		}))
+		must(t, e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
+			_, err := c.Next(context.Background(), nil)
+			errs <- err
+			return nil
+		}))
+		runEngine(t, e)
+
+		mem.Say(dm, ann, "/ask")
+		if err := <-errs; !errors.Is(err, engine.ErrPromptNotSent) || !platform.IsPermanent(err) {
+			t.Fatalf("Prompt whose question failed = %v; want ErrPromptNotSent with the send's error", err)
+		}
+		must(t, e.HandleEvent(platform.Event{Platform: mem.Name(), Kind: platform.EventCallback, From: ann, Text: "x"}))
+		if err := <-errs; !errors.Is(err, engine.ErrNoChat) {
+			t.Fatalf("Next for an event without a chat = %v; want ErrNoChat", err)
+		}
+		mem.Say(dm, ann, "/wait")
+		synctest.Wait()
+		start := time.Now()
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errs; !errors.Is(err, engine.ErrEngineClosed) || time.Since(start) != 0 {
+			t.Fatalf("Next during Shutdown = %v after %v; want ErrEngineClosed at once", err, time.Since(start))
+		}
+	})
+}
