@@ -151,6 +151,9 @@ func New(opts ...Option) (*Engine, error) {
 	if len(o.prefixes) == 0 {
 		o.prefixes = []string{"/"}
 	}
+	if o.fallback != nil {
+		o.fallback = chain(o.fallback, o.handlerMiddleware)
+	}
 	if o.handlerConcurrency <= 0 {
 		o.handlerConcurrency = DefaultHandlerConcurrency
 	}

@@ -141,3 +141,39 @@ func ExampleContext_Prompt() {
 	// What is your name?
 	// Nice to meet you, Ann.
 }
+
+// Middleware wraps handlers as net/http middleware wraps a Handler: here
+// every handler is timed, and one command is kept to its owner.
+func ExampleMiddleware() {
+	timed := func(next engine.Handler) engine.Handler {
+		return func(c *engine.Context) error {
+			start := time.Now()
+			err := next(c)
+			c.Logger().Debug("handled", zap.Duration("took", time.Since(start)))
+			return err
+		}
+	}
+	ownerOnly := func(next engine.Handler) engine.Handler {
+		return func(c *engine.Context) error {
+			if c.From().ID != "1" {
+				c.ReplyText("Sorry, only the owner may do that.")
+				return nil // the handler does not run
+			}
+			return next(c)
+		}
+	}
+	mem := memory.New()
+	e, _ := engine.New(engine.WithAdapter(mem), engine.WithMiddleware(timed))
+	_ = e.OnCommand("restart", func(c *engine.Context) error {
+		c.ReplyText("Restarting…")
+		return nil
+	}, engine.Wrap(ownerOnly))
+
+	chat := memory.Group("g")
+	for _, from := range []platform.User{memory.User("2", "Bob"), memory.User("1", "Ann")} {
+		_ = e.HandleEvent(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: from, Text: "/restart"})
+	}
+	_ = e.Shutdown(context.Background())
+	fmt.Println(mem.Texts("g"))
+	// Output: [Sorry, only the owner may do that. Restarting…]
+}

@@ -186,7 +186,8 @@ type matcher struct {
 	eventKind   platform.EventKind
 	rule        Rule // the On rule
 	rules       []Rule
-	handler     Handler
+	handler     Handler      // wrapped in the engine's and the matcher's middleware
+	middleware  []Middleware // the matcher's own, from Wrap
 }
 
 // input is what the engine learns about an event once, for all matchers.
@@ -338,6 +339,8 @@ func (e *Engine) register(m *matcher, opts []MatcherOption) error {
 			o.applyMatcher(m)
 		}
 	}
+	m.handler = chain(m.handler, e.opts.handlerMiddleware, m.middleware)
+	m.middleware = nil
 	switch m.kind {
 	case kindCommand, kindPrefix, kindKeyword, kindFullMatch:
 		for _, w := range m.words {

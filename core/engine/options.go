@@ -43,6 +43,7 @@ type options struct {
 	shutdownTimeout    time.Duration
 	onError            func(*Context, error)
 	fallback           Handler
+	handlerMiddleware  []Middleware
 	prefixes           []string
 	botUsername        string
 }

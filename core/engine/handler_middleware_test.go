@@ -1,0 +1,78 @@
+package engine_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Middleware runs around handlers: the engine's outside the matcher's, the
+// first listed outermost; one that does not call next stops the event
+// there; its errors and panics are the handler's.
+func TestMiddleware(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		trace []string
+	)
+	note := func(s string) {
+		mu.Lock()
+		trace = append(trace, s)
+		mu.Unlock()
+	}
+	mw := func(name string) engine.Middleware {
+		return func(next engine.Handler) engine.Handler {
+			return func(c *engine.Context) error {
+				note(name + ">" + c.Command())
+				err := next(c)
+				note("<" + name)
+				return err
+			}
+		}
+	}
+	onlyAnn := func(next engine.Handler) engine.Handler {
+		return func(c *engine.Context) error {
+			if c.From().ID != ann.ID {
+				return nil // not for others: the handler does not run
+			}
+			return next(c)
+		}
+	}
+	var onErr []error
+	e, _ := newEngine(t,
+		engine.WithMiddleware(mw("a"), nil, mw("b")),
+		engine.WithMiddleware(mw("c")),
+		engine.WithOnError(func(_ *engine.Context, err error) { onErr = append(onErr, err) }),
+		engine.WithFallback(func(c *engine.Context) error { note("fallback " + c.Text()); return nil }),
+	)
+	must(t, e.OnCommand("hi", func(c *engine.Context) error { note("hi"); return nil }, engine.Wrap(mw("m"), onlyAnn)))
+	must(t, e.OnCommand("fail", func(c *engine.Context) error { return errors.New("boom") }))
+	must(t, e.OnCommand("panic", func(c *engine.Context) error { panic("ouch") }))
+	for _, ev := range []platform.Event{msg(dm, ann, "/hi"), msg(dm, bob, "/hi"), msg(dm, ann, "/fail"), msg(dm, ann, "/panic"), msg(dm, ann, "hello")} {
+		must(t, e.HandleEvent(ev))
+	}
+	if err := e.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(trace, " ")
+	want := strings.Join([]string{
+		"a>hi b>hi c>hi m>hi hi <m <c <b <a", // Ann: all of it, in order
+		"a>hi b>hi c>hi m>hi <m <c <b <a",    // Bob: onlyAnn stops it
+		"a>fail b>fail c>fail <c <b <a",
+		"a>panic b>panic c>panic", // the panic unwinds through them
+		"a> b> c> fallback hello <c <b <a",
+	}, " ")
+	if got != want {
+		t.Fatalf("ran\n%s\nwant\n%s", got, want)
+	}
+	if len(onErr) != 2 || onErr[0].Error() != "boom" || !slices.ContainsFunc(onErr, func(err error) bool {
+		var pe *engine.HandlerPanicError
+		return errors.As(err, &pe)
+	}) {
+		t.Fatalf("OnError got %v; want the error and the panic", onErr)
+	}
+}
