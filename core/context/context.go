@@ -26,9 +26,11 @@ type Submitter interface {
 type Awaiter interface {
 	// Await waits for the next event of the chat of ev (the event being
 	// handled) that accept accepts, and returns it; that event is then
-	// not handled by the matchers. It returns ctx's error if ctx ends
-	// first, or an error if no more events can come.
-	Await(ctx stdctx.Context, ev platform.Event, accept func(platform.Event) bool) (platform.Event, error)
+	// not handled by the matchers. start, if not nil, is called once
+	// events of the chat are being watched for, before the wait. Await
+	// returns ctx's error if ctx ends first, or an error if no more
+	// events can come.
+	Await(ctx stdctx.Context, ev platform.Event, accept func(platform.Event) bool, start func()) (platform.Event, error)
 }
 
 // ResumableSubmitter is a [Submitter] that can also queue a task that gives
@@ -314,19 +316,31 @@ func (c *Context) Edit(messageID string, msg platform.OutboundMessage) *future.F
 // Next waits for the next event of this event's chat that accept accepts
 // and returns it: a conversation step, written as plain Go. A nil accept
 // takes the next message from the same user. The event Next returns is
-// the handler's: it does not go to the matchers.
+// the handler's: the matchers do not see it.
 //
-// Events of a chat are handled one at a time, so while the handler waits,
-// the chat's other events (those accept refuses, such as other group
-// members' messages) wait in the chat's queue, and are handled, in order,
-// after the handler returns; the event Next takes goes ahead of them.
+// The chat is in conversation from the handler's first Next until the
+// handler returns, and Next takes the first accepted event that arrived in
+// that time, even one that arrived while the handler was busy between two
+// Nexts; events that arrived before the first Next are not offered. Events
+// of a chat are handled one at a time, so the chat's other events (those
+// accept refuses, such as other group members' messages) are handled by
+// the matchers after the handler returns, in their order. accept runs on
+// the handler's goroutine and may be called for events it refused before.
 // A waiting handler counts against the engine's handler concurrency.
 //
 // Next returns ctx's error when ctx ends first (bound the wait with a
-// timeout: the user may never answer), engine.ErrEngineClosed once the
-// engine shuts down, ErrNoAwaiter without an engine, and ErrNoChat for an
-// event without a chat.
+// timeout: the user may never answer); the handler's own Context()'s
+// error once it ends (when the handler returns: a goroutine the handler
+// left cannot take the chat's events from the matchers); an error
+// wrapping engine.ErrQueueFull when the chat's queue filled up meanwhile
+// (the answer may be stuck behind a refused event); engine.ErrEngineClosed
+// once the engine shuts down; ErrNoAwaiter without an engine; and ErrNoChat
+// for an event without a chat.
 func (c *Context) Next(ctx stdctx.Context, accept func(platform.Event) bool) (platform.Event, error) {
+	return c.next(ctx, accept, nil)
+}
+
+func (c *Context) next(ctx stdctx.Context, accept func(platform.Event) bool, start func()) (platform.Event, error) {
 	ev := c.ev
 	if ev.awaiter == nil {
 		return platform.Event{}, ErrNoAwaiter
@@ -334,31 +348,49 @@ func (c *Context) Next(ctx stdctx.Context, accept func(platform.Event) bool) (pl
 	if ev.event.Chat.ID == "" {
 		return platform.Event{}, ErrNoChat
 	}
+	if err := ev.ctx.Err(); err != nil {
+		return platform.Event{}, err
+	}
 	if accept == nil {
 		from := ev.event.From.ID
 		accept = func(e platform.Event) bool { return e.Kind == platform.EventMessage && e.From.ID == from }
 	}
-	return ev.awaiter.Await(ctx, ev.event, accept)
+	ctx, cancel := stdctx.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := stdctx.AfterFunc(ev.ctx, func() { cancel(ev.ctx.Err()) })
+	defer stop()
+	got, err := ev.awaiter.Await(ctx, ev.event, accept, start)
+	if err != nil {
+		if cause := stdctx.Cause(ctx); cause != nil && ctx.Err() != nil {
+			err = cause
+		}
+		return platform.Event{}, err
+	}
+	return got, nil
 }
 
 // Prompt replies with msg and waits for the user's answer: the next
 // message from the same user in this chat, as Next(ctx, nil) returns it.
-// If the reply fails, the user cannot answer: Prompt then returns at once
-// with an error wrapping ErrPromptNotSent and the reply's error.
+// The chat is in conversation before the question goes out, so no answer
+// can slip past. If the reply fails, the user cannot answer: Prompt then
+// returns at once with an error wrapping ErrPromptNotSent and the reply's
+// error.
 func (c *Context) Prompt(ctx stdctx.Context, msg platform.OutboundMessage) (platform.Event, error) {
-	f := c.Reply(msg)
 	ctx, cancel := stdctx.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() { // ends when the reply is resolved or Prompt returns
-		select {
-		case <-f.Done():
-			if _, err := f.Result(); err != nil {
-				cancel(fmt.Errorf("%w: %w", ErrPromptNotSent, err))
+	ask := func() {
+		f := c.Reply(msg)
+		go func() { // ends when the reply is resolved or Prompt returns
+			select {
+			case <-f.Done():
+				if _, err := f.Result(); err != nil {
+					cancel(fmt.Errorf("%w: %w", ErrPromptNotSent, err))
+				}
+			case <-ctx.Done():
 			}
-		case <-ctx.Done():
-		}
-	}()
-	ev, err := c.Next(ctx, nil)
+		}()
+	}
+	ev, err := c.next(ctx, nil, ask)
 	if err != nil && errors.Is(stdctx.Cause(ctx), ErrPromptNotSent) {
 		return platform.Event{}, stdctx.Cause(ctx)
 	}

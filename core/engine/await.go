@@ -2,20 +2,36 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/platform"
 )
 
-// The handlers waiting in Context.Next, by inbound chat key, oldest first.
-// HandleEvent offers each event to its chat's waiters before queueing it.
+// Conversations (Context.Next). A chat is in conversation from a handler's
+// first Next until the handling of its event ends. Meanwhile HandleEvent
+// still queues the chat's events, in order, and also lists them in the
+// conversation; a waiting handler looks through the list, on its own
+// goroutine, for the first event its accept function takes, and claims
+// it. A claimed event's queued task then skips it; the others are handled
+// by the matchers after the handler, in their order. No user code runs on
+// the adapter's goroutine or under the engine's lock.
 
-// awaiter is one handler waiting in Context.Next.
-type awaiter struct {
-	accept func(platform.Event) bool
-	got    chan platform.Event // buffered: one event, sent once
+// conversation is the state of one chat in conversation.
+type conversation struct {
+	events  []*pendingEvent // arrived during the conversation, oldest first
+	changed chan struct{}   // closed when events grows or the conversation ends
+	ended   error           // why it ended, once it has
+}
+
+// pendingEvent is an event queued during a conversation; whoever sets
+// claimed first — a waiting handler or the event's queued task — has it.
+type pendingEvent struct {
+	ev      platform.Event
+	claimed atomic.Bool
 }
 
 // inboundKey returns the key under which HandleEvent queues ev: its chat,
@@ -28,85 +44,120 @@ func inboundKey(ev platform.Event) string {
 	return ev.Platform + ":" + chatID
 }
 
+// listen returns the pending event to queue ev with if its chat is in
+// conversation, or nil. The caller queues ev, then calls heard or unheard.
+func (e *Engine) listen(key string, ev platform.Event) *pendingEvent {
+	if e.conversing.Load() == 0 {
+		return nil
+	}
+	e.convMu.Lock()
+	defer e.convMu.Unlock()
+	if e.convs[key] == nil {
+		return nil
+	}
+	return &pendingEvent{ev: ev}
+}
+
+// heard lists pe, queued, in its chat's conversation.
+func (e *Engine) heard(key string, pe *pendingEvent) {
+	e.convMu.Lock()
+	defer e.convMu.Unlock()
+	if c := e.convs[key]; c != nil {
+		c.events = append(c.events, pe)
+		close(c.changed)
+		c.changed = make(chan struct{})
+	}
+}
+
+// overflow ends the conversation of key with err: the chat's queue is
+// full, and the answer a handler waits for may be stuck behind the event
+// that was refused (an adapter such as Telegram offers it again before
+// any later one), so the handler is told at once instead.
+func (e *Engine) overflow(key string, err error) {
+	e.convMu.Lock()
+	defer e.convMu.Unlock()
+	if c := e.convs[key]; c != nil && c.ended == nil {
+		c.ended = fmt.Errorf("engine: the chat's queue filled up during the conversation: %w", err)
+		close(c.changed)
+		c.changed = make(chan struct{})
+	}
+}
+
+// endConversation ends key's conversation, if any, when the handling of
+// the event whose handler started it is over.
+func (e *Engine) endConversation(key string) {
+	if e.conversing.Load() == 0 {
+		return
+	}
+	e.convMu.Lock()
+	defer e.convMu.Unlock()
+	if c := e.convs[key]; c != nil {
+		delete(e.convs, key)
+		e.conversing.Add(-1)
+		if c.ended == nil {
+			c.ended = errHandlerDone
+		}
+		close(c.changed)
+	}
+}
+
+// errHandlerDone ends the waits of a conversation whose handler returned.
+var errHandlerDone = context.Canceled
+
 // engineAwaiter is the engine as core/context's Awaiter, for Context.Next;
 // a type of its own keeps Await out of Engine's methods.
 type engineAwaiter Engine
 
-// Await waits for the next event of ev's chat that accept accepts.
-func (a *engineAwaiter) Await(ctx context.Context, ev platform.Event, accept func(platform.Event) bool) (platform.Event, error) {
+// Await waits for the next event of ev's chat that accept takes, among
+// those that arrived since the chat's conversation began; start, if not
+// nil, runs once the chat is in conversation, before the wait.
+func (a *engineAwaiter) Await(ctx context.Context, ev platform.Event, accept func(platform.Event) bool, start func()) (platform.Event, error) {
 	e := (*Engine)(a)
 	key := inboundKey(ev)
-	w := &awaiter{accept: accept, got: make(chan platform.Event, 1)}
-	e.awaitMu.Lock()
+	e.convMu.Lock()
 	if e.closed.Load() {
-		e.awaitMu.Unlock()
+		e.convMu.Unlock()
 		return platform.Event{}, ErrEngineClosed
 	}
-	e.awaiting[key] = append(e.awaiting[key], w)
-	e.awaitMu.Unlock()
+	c := e.convs[key]
+	if c == nil {
+		c = &conversation{changed: make(chan struct{})}
+		e.convs[key] = c
+		e.conversing.Add(1)
+	}
+	e.convMu.Unlock()
+	if start != nil {
+		start()
+	}
 
-	select {
-	case got := <-w.got:
-		return got, nil
-	case <-ctx.Done():
-	case <-e.stopping:
-	}
-	if !e.forget(key, w) {
-		// An event was handed over as the wait ended: it is the
-		// handler's, not lost.
-		return <-w.got, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return platform.Event{}, err
-	}
-	return platform.Event{}, ErrEngineClosed
-}
-
-// forget removes w from the waiters of key; it reports false if w was no
-// longer there (an event was handed to it).
-func (e *Engine) forget(key string, w *awaiter) bool {
-	e.awaitMu.Lock()
-	defer e.awaitMu.Unlock()
-	ws := e.awaiting[key]
-	for i, x := range ws {
-		if x == w {
-			ws = append(ws[:i], ws[i+1:]...)
-			if len(ws) == 0 {
-				delete(e.awaiting, key)
-			} else {
-				e.awaiting[key] = ws
+	for seen := 0; ; {
+		e.convMu.Lock()
+		events := c.events[seen:len(c.events):len(c.events)]
+		changed, ended := c.changed, c.ended
+		e.convMu.Unlock()
+		for _, pe := range events {
+			seen++
+			if !pe.claimed.Load() && e.accepts(accept, pe.ev) && pe.claimed.CompareAndSwap(false, true) {
+				e.awaited.Add(1)
+				return pe.ev, nil
 			}
-			return true
+		}
+		if ended != nil {
+			return platform.Event{}, ended
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return platform.Event{}, ctx.Err()
+		case <-e.stopping:
+			return platform.Event{}, ErrEngineClosed
 		}
 	}
-	return false
 }
 
-// handOver gives ev to the oldest waiter of its chat that accepts it, and
-// reports whether one did. A panicking accept is logged and counted like a
+// accepts runs accept, recovering a panic: it is logged and counted like a
 // handler's, and does not accept.
-func (e *Engine) handOver(ev platform.Event) bool {
-	key := inboundKey(ev)
-	e.awaitMu.Lock()
-	defer e.awaitMu.Unlock()
-	ws := e.awaiting[key]
-	for i, w := range ws {
-		if !e.accepts(w, ev) {
-			continue
-		}
-		ws = append(ws[:i], ws[i+1:]...)
-		if len(ws) == 0 {
-			delete(e.awaiting, key)
-		} else {
-			e.awaiting[key] = ws
-		}
-		w.got <- ev // never blocks: one event per waiter, buffered
-		return true
-	}
-	return false
-}
-
-func (e *Engine) accepts(w *awaiter, ev platform.Event) (ok bool) {
+func (e *Engine) accepts(accept func(platform.Event) bool, ev platform.Event) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			ok = false
@@ -115,5 +166,5 @@ func (e *Engine) accepts(w *awaiter, ev platform.Event) (ok bool) {
 				zap.ByteString("stack", debug.Stack()), zap.String("platform", ev.Platform), zap.String("chat", ev.Chat.ID))
 		}
 	}()
-	return w.accept(ev)
+	return accept(ev)
 }

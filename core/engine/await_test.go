@@ -164,3 +164,104 @@ func TestNextEnds(t *testing.T) {
 		}
 	})
 }
+
+// Events that arrive while the handler is busy between two Nexts are
+// offered to the second one, in order; what no Next takes goes to the
+// matchers afterwards. Stats count the taken events as Awaited.
+func TestNextTakesEventsThatArrivedMeanwhile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, mem := newEngine(t)
+		var got []string
+		must(t, e.OnCommand("two", func(c *engine.Context) error {
+			for range 2 {
+				ev, err := c.Next(c.Context(), nil)
+				if err != nil {
+					return err
+				}
+				got = append(got, "handler "+ev.Text)
+				time.Sleep(time.Second) // busy: b and c arrive now
+			}
+			return nil
+		}, engine.Block()))
+		must(t, e.OnMessage(func(c *engine.Context) error {
+			got = append(got, "matcher "+c.Text())
+			return nil
+		}, engine.Priority(10)))
+		runEngine(t, e)
+		mem.Say(dm, ann, "/two")
+		synctest.Wait()
+		for _, text := range []string{"a", "b", "c"} {
+			mem.Say(dm, ann, text)
+			synctest.Wait()
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if want := []string{"handler a", "handler b", "matcher c"}; !slices.Equal(got, want) {
+			t.Fatalf("got %q; want %q", got, want)
+		}
+		if st := e.Stats(); st.Awaited != 2 || st.Matched != 2 || st.Received != 4 {
+			t.Fatalf("stats %+v; want 4 received, 2 awaited, 2 matched", st)
+		}
+	})
+}
+
+// A full chat queue ends a wait at once (the answer may be stuck behind
+// the refused event); an accept that blocks holds up only its own handler,
+// not other chats; and a goroutine the handler left cannot wait.
+func TestNextOverflowAcceptAndLifetime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, mem := newEngine(t, engine.WithInboundQueueSize(1))
+		errs := make(chan error, 2)
+		release := make(chan struct{})
+		var leftover *engine.Context
+		must(t, e.OnCommand("wait", func(c *engine.Context) error {
+			_, err := c.Next(context.Background(), nil)
+			errs <- err
+			return nil
+		}, engine.Block()))
+		must(t, e.OnCommand("slow", func(c *engine.Context) error {
+			_, err := c.Next(c.Context(), func(platform.Event) bool { <-release; return false })
+			errs <- err
+			return nil
+		}, engine.Block()))
+		must(t, e.OnCommand("leave", func(c *engine.Context) error {
+			leftover = c
+			return nil
+		}, engine.Block()))
+		handled := make(chan string, 10)
+		must(t, e.OnMessage(func(c *engine.Context) error {
+			handled <- c.Chat().ID + " " + c.Text()
+			return nil
+		}, engine.Priority(10)))
+		runEngine(t, e)
+
+		mem.Say(group, ann, "/wait")
+		synctest.Wait()
+		must(t, e.HandleEvent(msg(group, bob, "one"))) // queued: the queue is full now
+		if err := e.HandleEvent(msg(group, bob, "two")); !errors.Is(err, engine.ErrQueueFull) {
+			t.Fatalf("HandleEvent on a full queue = %v", err)
+		}
+		if err := <-errs; !errors.Is(err, engine.ErrQueueFull) {
+			t.Fatalf("Next when the queue filled up = %v; want ErrQueueFull", err)
+		}
+		if got := <-handled; got != group.ID+" one" {
+			t.Fatalf("handled %q", got)
+		}
+
+		mem.Say(dm, ann, "/slow")
+		synctest.Wait()
+		mem.Say(dm, ann, "x") // accept blocks on it
+		other := memory.Private("other")
+		mem.Say(other, bob, "still here")
+		if got := <-handled; got != "other still here" {
+			t.Fatalf("handled %q; want the other chat's message despite the blocked accept", got)
+		}
+		close(release)
+
+		mem.Say(other, bob, "/leave")
+		synctest.Wait()
+		if _, err := leftover.Next(context.Background(), nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Next after the handler returned = %v; want Canceled", err)
+		}
+	})
+}

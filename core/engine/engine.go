@@ -82,6 +82,9 @@ type Stats struct {
 	// Matched counts events at least one matcher accepted; Unmatched the
 	// others.
 	Matched, Unmatched uint64
+	// Awaited counts events a handler waiting in Context.Next took; they
+	// are neither matched nor unmatched.
+	Awaited uint64
 	// HandlerErrors counts handler errors; HandlerPanics counts panics of
 	// handlers and of matchers' rules.
 	HandlerErrors, HandlerPanics uint64
@@ -122,9 +125,10 @@ type Engine struct {
 	seq      int
 	matchers atomic.Pointer[[]*matcher]
 
-	// Handlers waiting in Context.Next, by inbound chat key; see await.go.
-	awaitMu  sync.Mutex
-	awaiting map[string][]*awaiter
+	// Chats in conversation (Context.Next), by inbound key; see await.go.
+	convMu     sync.Mutex
+	convs      map[string]*conversation
+	conversing atomic.Int32 // len(convs), read without the lock
 
 	closed    atomic.Bool
 	running   atomic.Bool
@@ -133,6 +137,7 @@ type Engine struct {
 	closeOnce sync.Once
 
 	received, dropped, matched, unmatched atomic.Uint64
+	awaited                               atomic.Uint64
 	handlerErrors, handlerPanics          atomic.Uint64
 }
 
@@ -178,7 +183,7 @@ func New(opts ...Option) (*Engine, error) {
 		deadLetters: o.deadLetters,
 		shutSem:     make(chan struct{}, 1),
 		stopping:    make(chan struct{}),
-		awaiting:    make(map[string][]*awaiter),
+		convs:       make(map[string]*conversation),
 	}
 	e.matchers.Store(new([]*matcher))
 
@@ -277,23 +282,35 @@ func (e *Engine) Dispatcher() *OutboundDispatcher { return e.out }
 
 // HandleEvent queues ev for the handlers and returns at once. Adapters call
 // it through Run; tests may call it directly. Events of one chat (by
-// platform and chat ID) are handled in the order HandleEvent accepted them.
+// platform and chat ID) are handled in the order HandleEvent accepted them
+// — except one that a handler of the chat waiting in Context.Next takes:
+// that one is the handler's, and the matchers do not see it.
 //
 // It returns ErrEngineClosed once Shutdown has begun, and an error wrapping
 // ErrQueueFull when the chat already has WithInboundQueueSize events
-// waiting; the event is then not handled (and counted as dropped).
+// waiting; the event is then not handled (and counted as dropped), and a
+// handler of the chat waiting in Next is told so at once.
 func (e *Engine) HandleEvent(ev platform.Event) error {
 	if e.closed.Load() {
 		return ErrEngineClosed
 	}
-	if e.handOver(ev) {
-		e.received.Add(1)
-		return nil
-	}
-	err := e.in.Submit(inboundKey(ev), func(ctx context.Context) error {
+	key := inboundKey(ev)
+	pe := e.listen(key, ev)
+	err := e.in.Submit(key, func(ctx context.Context) error {
+		if pe != nil && !pe.claimed.CompareAndSwap(false, true) {
+			return nil // taken by a handler waiting in Next
+		}
 		e.process(ctx, ev)
+		e.endConversation(key)
 		return nil
 	})
+	if pe != nil {
+		if err == nil {
+			e.heard(key, pe)
+		} else if errors.Is(err, ErrQueueFull) {
+			e.overflow(key, err)
+		}
+	}
 	switch {
 	case err == nil:
 		e.received.Add(1)
@@ -572,6 +589,7 @@ func (e *Engine) Stats() Stats {
 		Dropped:       e.dropped.Load(),
 		Matched:       e.matched.Load(),
 		Unmatched:     e.unmatched.Load(),
+		Awaited:       e.awaited.Load(),
 		HandlerErrors: e.handlerErrors.Load(),
 		HandlerPanics: e.handlerPanics.Load(),
 		Handlers:      e.in.Stats(),
