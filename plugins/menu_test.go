@@ -14,7 +14,8 @@ import (
 
 // /menu shows the buttons; a press edits the menu in place to the choice,
 // and "Change" edits it back. Where the platform refuses edits, each press
-// answers with a new message instead. Other callbacks are not the menu's.
+// answers with a new message instead. Other callbacks, and made-up choices,
+// are not the menu's.
 func TestMenu(t *testing.T) {
 	for _, edits := range []bool{true, false} {
 		t.Run(fmt.Sprint("edits=", edits), func(t *testing.T) {
@@ -52,6 +53,7 @@ func TestMenu(t *testing.T) {
 			id := sent[0].MessageID
 			handle(platform.Event{Kind: platform.EventCallback, MessageID: id, Text: menu.Prefix + "coffee"})
 			handle(platform.Event{Kind: platform.EventCallback, MessageID: id, Text: "someone else's button"})
+			handle(platform.Event{Kind: platform.EventCallback, MessageID: id, Text: menu.Prefix + "whisky"}) // not on the menu
 			handle(platform.Event{Kind: platform.EventCallback, MessageID: id, Text: menu.Prefix + "again"})
 			if err := e.Shutdown(ctx); err != nil {
 				t.Fatal(err)

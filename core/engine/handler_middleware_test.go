@@ -76,3 +76,23 @@ func TestMiddleware(t *testing.T) {
 		t.Fatalf("OnError got %v; want the error and the panic", onErr)
 	}
 }
+
+// Middleware runs only for registrations that succeed, and one that
+// returns no handler is refused.
+func TestMiddlewareRegistration(t *testing.T) {
+	calls := 0
+	counting := func(next engine.Handler) engine.Handler { calls++; return next }
+	e, _ := newEngine(t, engine.WithMiddleware(counting))
+	h := func(c *engine.Context) error { return nil }
+	must(t, e.OnCommand("a", h))
+	if err := e.OnCommand("a", h); !errors.Is(err, engine.ErrDuplicateCommand) {
+		t.Fatalf("duplicate = %v", err)
+	}
+	if calls != 1 {
+		t.Fatalf("middleware called %d times; want once, for the registration that succeeded", calls)
+	}
+	nilHandler := func(engine.Handler) engine.Handler { return nil }
+	if err := e.OnCommand("b", h, engine.Wrap(nilHandler)); !errors.Is(err, engine.ErrInvalidMatcher) {
+		t.Fatalf("a middleware returning nil = %v; want ErrInvalidMatcher", err)
+	}
+}

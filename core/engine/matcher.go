@@ -339,8 +339,6 @@ func (e *Engine) register(m *matcher, opts []MatcherOption) error {
 			o.applyMatcher(m)
 		}
 	}
-	m.handler = chain(m.handler, e.opts.handlerMiddleware, m.middleware)
-	m.middleware = nil
 	switch m.kind {
 	case kindCommand, kindPrefix, kindKeyword, kindFullMatch:
 		for _, w := range m.words {
@@ -355,17 +353,15 @@ func (e *Engine) register(m *matcher, opts []MatcherOption) error {
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
 	old := *e.matchers.Load()
-	if m.kind == kindCommand {
-		for _, o := range old {
-			if o.kind != kindCommand || o.priority != m.priority {
-				continue
-			}
-			for _, w := range m.words {
-				if slices.ContainsFunc(o.words, func(x string) bool { return strings.EqualFold(x, w) }) {
-					return fmt.Errorf("%w: %q at priority %d", ErrDuplicateCommand, w, m.priority)
-				}
-			}
-		}
+	if err := e.checkDuplicate(m, old); err != nil {
+		return err
+	}
+	// Wrapped once the matcher is known to be valid, so middleware runs
+	// only for handlers that are registered.
+	m.handler = chain(m.handler, e.opts.handlerMiddleware, m.middleware)
+	m.middleware = nil
+	if m.handler == nil {
+		return fmt.Errorf("%w: a middleware returned a nil handler", ErrInvalidMatcher)
 	}
 	e.seq++
 	m.seq = e.seq
@@ -374,6 +370,25 @@ func (e *Engine) register(m *matcher, opts []MatcherOption) error {
 	list = append(list, m)
 	slices.SortStableFunc(list, func(a, b *matcher) int { return cmp.Compare(a.priority, b.priority) })
 	e.matchers.Store(&list)
+	return nil
+}
+
+// checkDuplicate refuses a command m whose name or alias is registered at
+// m's priority in list.
+func (e *Engine) checkDuplicate(m *matcher, list []*matcher) error {
+	if m.kind != kindCommand {
+		return nil
+	}
+	for _, o := range list {
+		if o.kind != kindCommand || o.priority != m.priority {
+			continue
+		}
+		for _, w := range m.words {
+			if slices.ContainsFunc(o.words, func(x string) bool { return strings.EqualFold(x, w) }) {
+				return fmt.Errorf("%w: %q at priority %d", ErrDuplicateCommand, w, m.priority)
+			}
+		}
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ package menu
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/heraldbot/herald/core/engine"
@@ -23,7 +24,8 @@ const Question = "What would you like to drink?"
 var Choices = []string{"Tea", "Coffee", "Water"}
 
 // Plugin registers /menu and the handler of its buttons. Its zero value is
-// ready to use.
+// ready to use; it holds no state, so one Plugin may serve any number of
+// engines at once.
 type Plugin struct{}
 
 // New returns the menu plugin.
@@ -34,13 +36,13 @@ func (*Plugin) Name() string { return "menu" }
 
 // Register adds /menu and the handler of the menu's buttons to e.
 func (*Plugin) Register(e *engine.Engine) error {
-	if err := e.OnCommand("menu", func(c *engine.Context) error {
-		c.Reply(Menu())
-		return nil
-	}, engine.Description("show buttons; pressing one edits the message")); err != nil {
+	if err := e.On(pressed, handlePress); err != nil {
 		return err
 	}
-	return e.On(pressed, handlePress)
+	return e.OnCommand("menu", func(c *engine.Context) error {
+		c.Reply(Menu())
+		return nil
+	}, engine.Description("show buttons; pressing one edits the message"))
 }
 
 // Menu returns the menu message: the question and a button per choice.
@@ -71,8 +73,12 @@ func pressed(c *engine.Context) bool {
 // press names no message, it replies with the new message instead.
 func handlePress(c *engine.Context) error {
 	msg := Menu()
-	if choice := strings.TrimPrefix(c.Text(), Prefix); choice != "again" {
-		msg = Picked(choice)
+	if data := strings.TrimPrefix(c.Text(), Prefix); data != "again" {
+		i := slices.IndexFunc(Choices, func(choice string) bool { return strings.ToLower(choice) == data })
+		if i < 0 {
+			return nil // not a button the menu shows: someone made it up
+		}
+		msg = Picked(strings.ToLower(Choices[i]))
 	}
 	if id := c.Event().MessageID; id != "" {
 		_, err := c.Edit(id, msg).Wait(c.Context())
