@@ -105,7 +105,9 @@ type Stats struct {
 // different chats concurrently, at most WithHandlerConcurrency at once, on a
 // keyed fair executor of the same design as the OutboundDispatcher. For one
 // event, the matchers are tried in priority order; each one that accepts
-// runs its handler, until a Block matcher stops lower priorities.
+// runs its handler, until a Block matcher stops lower priorities. An
+// event that a handler of its chat, waiting in Context.Next, takes goes to
+// that handler instead of the matchers.
 //
 // Handlers may be registered at any time, also while the engine runs; an
 // event sees the matchers registered when its handling started. All methods
