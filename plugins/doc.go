@@ -1,6 +1,6 @@
 // Package plugins is the home of Herald's ready-made plugins, one package
-// each: ping, echo, count, menu, help and stats. Register them with
+// each: ping, echo, count, menu, greet, help and stats. Register them with
 // engine.Engine.Use:
 //
-//	e.Use(ping.New(), echo.New(), count.New(), menu.New(), help.New(), stats.New())
+//	e.Use(ping.New(), echo.New(), count.New(), menu.New(), greet.New(), help.New(), stats.New())
 package plugins

@@ -1,0 +1,52 @@
+package plugins_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/plugins/echo"
+	"github.com/heraldbot/herald/plugins/greet"
+)
+
+// /greet asks, and the answer is the conversation's, not a command's or
+// another handler's; a user who does not answer is told so after
+// greet.Patience, and the chat is back to normal.
+func TestGreet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New()
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithHandlerTimeout(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Use(greet.New(), echo.New()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- e.Run(ctx) }()
+		chat, ann := memory.Private("1"), memory.User("1", "Ann")
+		for _, text := range []string{"/greet", "Ann"} {
+			mem.Say(chat, ann, text)
+			synctest.Wait()
+		}
+		mem.Say(chat, ann, "/greet")
+		synctest.Wait()
+		time.Sleep(greet.Patience)
+		synctest.Wait()
+		mem.Say(chat, ann, "/echo back")
+		synctest.Wait()
+		want := []string{greet.Question, "Nice to meet you, Ann!", greet.Question, "No answer; ask me again with /greet.", "back"}
+		if got := mem.Texts("1"); !slices.Equal(got, want) {
+			t.Fatalf("chat got %q; want %q", got, want)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
