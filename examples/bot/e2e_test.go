@@ -389,6 +389,27 @@ func TestE2EWebchat(t *testing.T) {
 	}
 	got = append(got, edit.Message.Text)
 
+	// /greet asks, and the next message is the answer, not a command.
+	readBot := func() string {
+		t.Helper()
+		for {
+			var f webchatFrame
+			must(conn.ReadJSON(&f))
+			if f.Type == "message" && f.Message.Bot {
+				return f.Message.Text
+			}
+		}
+	}
+	must(conn.WriteJSON(map[string]string{"type": "message", "text": "/greet"}))
+	if q := readBot(); q != "What is your name?" {
+		t.Fatalf("/greet asked %q", q)
+	}
+	must(conn.WriteJSON(map[string]string{"type": "message", "text": "/ping"}))
+	if a := readBot(); a != "That does not look like a name; try /greet again." {
+		t.Fatalf("/greet answered %q to a command given as the name", a)
+	}
+	got = append(got, "What is your name?", "That does not look like a name; try /greet again.")
+
 	// A second connection to the same chat sees the history.
 	conn2, _, err := websocket.DefaultDialer.DialContext(ctx, wsURL, http.Header{"Origin": {strings.TrimSuffix(pageURL, "/")}})
 	if err != nil {
