@@ -19,7 +19,7 @@ import (
 func TestGreet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New()
-		e, err := engine.New(engine.WithAdapter(mem), engine.WithHandlerTimeout(time.Hour))
+		e, err := engine.New(engine.WithAdapter(mem)) // the default handler timeout
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -116,7 +116,8 @@ type Match struct {
 // values of Set and Get, so handlers that run later see what earlier ones
 // stored. The Futures a Context returns stay valid forever, and its methods
 // are safe for concurrent use, also from goroutines the handler starts —
-// but the handler's Context() is cancelled when the handler returns.
+// but the handler's Context() is cancelled when the handling of the event
+// ends (after all its handlers returned).
 //
 // A Context must be created with [New] (the engine does); the zero value
 // is not usable.
@@ -319,7 +320,7 @@ func (c *Context) Edit(messageID string, msg platform.OutboundMessage) *future.F
 // the handler's: the matchers do not see it.
 //
 // The chat is in conversation from the handler's first Next until the
-// handler returns, and Next takes the first accepted event that arrived in
+// event's handling ends, and Next takes the first accepted event that arrived in
 // that time, even one that arrived while the handler was busy between two
 // Nexts; events that arrived before the first Next are not offered. Events
 // of a chat are handled one at a time, so the chat's other events (those
@@ -329,9 +330,10 @@ func (c *Context) Edit(messageID string, msg platform.OutboundMessage) *future.F
 // A waiting handler counts against the engine's handler concurrency.
 //
 // Next returns ctx's error when ctx ends first (bound the wait with a
-// timeout: the user may never answer); the handler's own Context()'s
-// error once it ends (when the handler returns: a goroutine the handler
-// left cannot take the chat's events from the matchers); an error
+// timeout: the user may never answer; the engine's handler timeout bounds
+// it too); the handler's own Context()'s error once that ends (when the
+// event's handling ends: a goroutine the handler left cannot take the
+// chat's events from the matchers); an error
 // wrapping engine.ErrQueueFull when the chat's queue filled up meanwhile
 // (the answer may be stuck behind a refused event); engine.ErrEngineClosed
 // once the engine shuts down; ErrNoAwaiter without an engine; and ErrNoChat

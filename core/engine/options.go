@@ -78,8 +78,9 @@ func WithAdapter(a platform.Adapter) Option {
 // [WithSenderConfig]) with the given decorators, wrapped around every
 // adapter's Sender; the first listed is the outermost, as in sender.Chain.
 // Repeated use appends, inside the ones given before. Nil decorators are
-// skipped. To keep the engine's dead letters and send counters, include
-// sender.DeadLetters with the store given to [WithDeadLetterStore].
+// skipped. To keep the engine's dead letters, include sender.DeadLetters
+// with the store given to [WithDeadLetterStore]; Stats().Sends counts only
+// sends through the default chain.
 func WithSenderMiddleware(ds ...sender.SenderDecorator) Option {
 	return optionFunc(func(o *options) {
 		o.customChain = true
@@ -89,7 +90,8 @@ func WithSenderMiddleware(ds ...sender.SenderDecorator) Option {
 
 // WithSenderConfig configures the default sender chain wrapped around every
 // adapter's Sender: sender.Default(cfg), that is
-// Metrics → Logging → Counters → DeadLetters → Retry → RateLimit → Timeout.
+// Metrics → Logging → Counters → DeadLetters → Retry → RateLimit → Timeout →
+// Recover.
 // Fields left nil are filled by the engine: Logger with the engine's
 // logger, Counters and DeadLetters with the engine's own (read through
 // Stats and DeadLetters), Metrics with the one given to [WithMetrics].

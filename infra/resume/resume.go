@@ -8,7 +8,7 @@
 // layer passes up unchanged after saving in the Task where it stopped; the
 // scheduler frees the worker and runs the task again, from the start, when
 // the delay is over. Each layer then reads its saved state back and carries
-// on where it stopped. Without a Task, Later reports false and the caller
+// on where it stopped. Without a Task, Later returns nil and the caller
 // waits in place as usual.
 //
 // A layer that wraps code which may return a *WaitError, and that does

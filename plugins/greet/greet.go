@@ -16,8 +16,10 @@ import (
 // Question is what /greet asks.
 const Question = "What is your name?"
 
-// Patience is how long /greet waits for the answer.
-const Patience = 2 * time.Minute
+// Patience is how long /greet waits for the answer. The engine's handler
+// timeout (WithHandlerTimeout, 1 minute by default) bounds the wait too, so
+// Patience stays below it.
+const Patience = 45 * time.Second
 
 // Plugin registers /greet. Its zero value is ready to use; it holds no
 // state, so one Plugin may serve any number of engines at once.
