@@ -3,7 +3,10 @@
 // [OutboundMessage] a handler sends, the [Sender] and [Adapter] interfaces an
 // integration implements, and the error kinds ([NewRetryAfter], [Permanent])
 // through which a platform tells the sender middleware whether and when a
-// failed send may be tried again.
+// failed send may be tried again. Optional interfaces let an adapter do
+// more: [Drainer] (stop receiving, keep sending), [ConfirmingAdapter]
+// (learn which events the engine refused) and [LimitedAdapter] (publish the
+// platform's send budget).
 //
 // Event and OutboundMessage are plain values that serialise to JSON (an
 // Event's Raw field aside), so events can cross process boundaries unchanged.

@@ -68,6 +68,19 @@ func New(cfg Config) (*Adapter, error) {
 // Name returns "telegram".
 func (a *Adapter) Name() string { return Name }
 
+// Limits returns the budget Telegram publishes for bots: about 30 messages
+// a second overall, one a second to a chat and 20 a minute to a group, in
+// bursts of 3. The engine rate-limits the adapter's sends by it unless
+// configured otherwise (engine.WithRateLimit); it equals
+// sender.TelegramLimits().
+func (a *Adapter) Limits() platform.Limits {
+	return platform.Limits{
+		PerSecond: 30, Burst: 3,
+		PerChatPerSecond: 1, PerChatBurst: 3,
+		PerGroupPerSecond: 1.0 / 3, PerGroupBurst: 3,
+	}
+}
+
 // Sender returns the adapter's [platform.Sender]; see [Adapter.Send] for
 // what it does. It works without Run.
 func (a *Adapter) Sender() platform.Sender { return platform.SenderFunc(a.Send) }

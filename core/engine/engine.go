@@ -194,7 +194,7 @@ func New(opts ...Option) (*Engine, error) {
 		if _, dup := e.senders[name]; dup {
 			return nil, fmt.Errorf("engine: two adapters named %q", name)
 		}
-		e.senders[name] = e.chain(name)(a.Sender())
+		e.senders[name] = e.chain(a)(a.Sender())
 	}
 
 	outCfg := o.dispatcher
@@ -222,7 +222,7 @@ func New(opts ...Option) (*Engine, error) {
 }
 
 // chain returns the sender decorators for the named adapter.
-func (e *Engine) chain(name string) sender.SenderDecorator {
+func (e *Engine) chain(a platform.Adapter) sender.SenderDecorator {
 	if e.opts.customChain {
 		return sender.Chain(e.opts.middleware...)
 	}
@@ -239,8 +239,10 @@ func (e *Engine) chain(name string) sender.SenderDecorator {
 	if cfg.Metrics == nil {
 		cfg.Metrics = e.opts.metrics
 	}
-	if rl, ok := e.opts.rateLimits[name]; ok {
+	if rl, ok := e.opts.rateLimits[a.Name()]; ok {
 		cfg.RateLimit = rl
+	} else if la, ok := a.(platform.LimitedAdapter); ok && cfg.RateLimit == (sender.RateLimitConfig{}) {
+		cfg.RateLimit = sender.LimitsOf(la.Limits())
 	}
 	return sender.Default(cfg)
 }

@@ -101,10 +101,12 @@ func WithSenderConfig(cfg sender.DefaultConfig) Option {
 }
 
 // WithRateLimit sets the rate limits of the sends to one adapter, by its
-// name, in the default sender chain; for Telegram, use
-// sender.TelegramLimits(). Adapters without one use the RateLimit of
-// [WithSenderConfig] (none by default). Repeated use for one adapter keeps
-// the last.
+// name, in the default sender chain. Adapters without one use the
+// RateLimit of [WithSenderConfig] if it sets any limit, and otherwise the
+// budget their platform publishes ([platform.LimitedAdapter]: Telegram's
+// is sender.TelegramLimits()), or none. A zero RateLimitConfig here turns
+// limiting off for the adapter. Repeated use for one adapter keeps the
+// last.
 func WithRateLimit(adapterName string, cfg sender.RateLimitConfig) Option {
 	return optionFunc(func(o *options) {
 		if o.rateLimits == nil {

@@ -92,7 +92,8 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 	opts := []engine.Option{
 		engine.WithLogger(log),
 		engine.WithShutdownTimeout(cfg.shutdownTimeout),
-		engine.WithRateLimit(telegram.Name, sender.TelegramLimits()),
+		// Telegram's adapter publishes its budget, which the engine
+		// applies by default; the other platforms publish none.
 	}
 
 	var web *webchat.Adapter

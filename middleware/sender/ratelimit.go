@@ -81,6 +81,22 @@ func TelegramLimits() RateLimitConfig {
 	}
 }
 
+// LimitsOf returns the RateLimitConfig of a platform's published budget
+// (see [platform.LimitedAdapter]); zero rates stay unlimited.
+func LimitsOf(l platform.Limits) RateLimitConfig {
+	lim := func(perSecond float64) rate.Limit {
+		if perSecond <= 0 {
+			return 0
+		}
+		return rate.Limit(perSecond)
+	}
+	return RateLimitConfig{
+		Global: lim(l.PerSecond), GlobalBurst: l.Burst,
+		PerChat: lim(l.PerChatPerSecond), PerChatBurst: l.PerChatBurst,
+		PerGroup: lim(l.PerGroupPerSecond), PerGroupBurst: l.PerGroupBurst,
+	}
+}
+
 // RateLimit returns a decorator that delays sends to stay within cfg's limits.
 //
 // A send waits, in this order, for: its chat (and its platform) to stop
