@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -27,6 +29,7 @@ type config struct {
 	metricsAddr           string // "" when off
 	logFormat             string
 	shutdownTimeout       time.Duration
+	deadLettersFile       string // "" when off
 }
 
 // setting is one configuration value: an environment variable and the flag
@@ -60,6 +63,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		telegramToken, telegramEndpoint, webhookURL, webhookListen, webhookSecret string
 		onebotListen, onebotURL, onebotToken                                      string
 		webchatAddr, metricsAddr, logFormat, shutdownTimeout                      string
+		deadLettersFile                                                           string
 	}
 	settings := []setting{
 		{"TELEGRAM_BOT_TOKEN", "telegram-token", "", "Telegram bot token from @BotFather; enables the Telegram adapter", &raw.telegramToken},
@@ -74,6 +78,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		{"METRICS_ADDR", "metrics-addr", "", "address to serve Prometheus /metrics on (host:port); off when empty", &raw.metricsAddr},
 		{"LOG_FORMAT", "log-format", "console", `log format: "console" or "json"`, &raw.logFormat},
 		{"SHUTDOWN_TIMEOUT", "shutdown-timeout", "30s", "how long to let pending replies finish on SIGINT/SIGTERM", &raw.shutdownTimeout},
+		{"DEAD_LETTERS_FILE", "dead-letters-file", "", "file that keeps undelivered replies across restarts: saved at exit, replayed at start; off when empty", &raw.deadLettersFile},
 	}
 	bySetting := map[*string]setting{}
 	fs := flag.NewFlagSet("bot", flag.ContinueOnError)
@@ -113,6 +118,12 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		webchatAddr:           strings.TrimSpace(raw.webchatAddr),
 		metricsAddr:           strings.TrimSpace(raw.metricsAddr),
 		logFormat:             strings.TrimSpace(raw.logFormat),
+		deadLettersFile:       strings.TrimSpace(raw.deadLettersFile),
+	}
+	if f := cfg.deadLettersFile; f != "" {
+		if st, err := os.Stat(filepath.Dir(f)); err != nil || !st.IsDir() {
+			return config{}, bad(&raw.deadLettersFile, "want a file in an existing directory, got %q", raw.deadLettersFile)
+		}
 	}
 
 	d, err := time.ParseDuration(strings.TrimSpace(raw.shutdownTimeout))

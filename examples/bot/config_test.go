@@ -59,6 +59,7 @@ var badConfigs = []struct {
 	{"unparseable duration", nil, []string{"SHUTDOWN_TIMEOUT", "soon"}, "SHUTDOWN_TIMEOUT"},
 	{"negative duration", []string{"-shutdown-timeout=-1s"}, nil, "SHUTDOWN_TIMEOUT"},
 	{"log format", nil, []string{"LOG_FORMAT", "xml"}, "LOG_FORMAT"},
+	{"dead letters in no directory", nil, []string{"DEAD_LETTERS_FILE", "/no/such/dir/dl.jsonl"}, "DEAD_LETTERS_FILE"},
 	{"endpoint without token", nil, []string{"TELEGRAM_API_ENDPOINT", "http://127.0.0.1:1/bot%s/%s"}, "TELEGRAM_BOT_TOKEN"},
 	{"endpoint format", nil, []string{"TELEGRAM_BOT_TOKEN", "1:x", "TELEGRAM_API_ENDPOINT", "http://127.0.0.1:1/bot"}, "TELEGRAM_API_ENDPOINT"},
 	{"malformed endpoint", nil, []string{"TELEGRAM_BOT_TOKEN", "1:x", "TELEGRAM_API_ENDPOINT", "::%s/%s"}, "TELEGRAM_API_ENDPOINT"},

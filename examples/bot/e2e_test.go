@@ -127,7 +127,7 @@ func botEnv(env ...string) []string {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		case strings.HasPrefix(name, "TELEGRAM_"), strings.HasPrefix(name, "ONEBOT_"), strings.HasPrefix(name, "WEBCHAT_"),
-			name == "METRICS_ADDR", name == "LOG_FORMAT", name == "SHUTDOWN_TIMEOUT":
+			name == "METRICS_ADDR", name == "LOG_FORMAT", name == "SHUTDOWN_TIMEOUT", name == "DEAD_LETTERS_FILE":
 			continue
 		}
 		out = append(out, kv)
@@ -461,5 +461,62 @@ func TestE2EBadConfig(t *testing.T) {
 				t.Fatalf("stderr = %q; want one line naming %s", lines, tc.setting)
 			}
 		})
+	}
+}
+
+// TestE2EDeadLettersSurviveRestart: a reply Telegram refuses (the user
+// blocked the bot) is a dead letter, saved to DEAD_LETTERS_FILE at exit;
+// the next start replays it, and once delivered the file is empty.
+func TestE2EDeadLettersSurviveRestart(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "dead-letters.jsonl")
+	env := []string{
+		"TELEGRAM_BOT_TOKEN=123456:e2e-secret-token",
+		"TELEGRAM_API_ENDPOINT=" + srv.Endpoint(),
+		"WEBCHAT_ADDR=off",
+		"LOG_FORMAT=json",
+		"DEAD_LETTERS_FILE=" + file,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const chat = 3001
+	unblock := srv.Block(chat)
+	p := startBot(t, env...)
+	srv.SendUserMessage(chat, tgbotapi.User{ID: chat, FirstName: "Ann"}, "/echo kept for later")
+	if err := srv.WaitUntil(ctx, func() bool { return srv.Requests("sendMessage") >= 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.stop(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d; want 0", code)
+	}
+	saved, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(saved, []byte("\n")); n != 1 || !bytes.Contains(saved, []byte("kept for later")) {
+		t.Fatalf("dead-letter file holds %d lines: %s; want the refused reply", n, saved)
+	}
+	if bytes.Contains(saved, []byte("e2e-secret-token")) {
+		t.Fatal("the dead-letter file holds the token")
+	}
+
+	unblock()
+	p = startBot(t, env...)
+	sent, err := srv.WaitSent(ctx, chat, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[0].Text != "kept for later" {
+		t.Fatalf("replayed %q", sent[0].Text)
+	}
+	if code := p.stop(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d; want 0", code)
+	}
+	if saved, err := os.ReadFile(file); err != nil || len(saved) != 0 {
+		t.Fatalf("dead-letter file after the replay: %q, %v; want it empty", saved, err)
+	}
+	if n := len(srv.Sent(chat)); n != 1 {
+		t.Fatalf("%d messages reached the chat; want the reply once", n)
 	}
 }

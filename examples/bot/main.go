@@ -174,6 +174,12 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 		return err
 	}
 
+	if cfg.deadLettersFile != "" {
+		if err := replayDeadLetters(ctx, e, cfg.deadLettersFile, log); err != nil {
+			return err
+		}
+	}
+
 	announced := make(chan struct{})
 	if web != nil {
 		go func() {
@@ -194,6 +200,11 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = metricsSrv.Shutdown(sctx)
 		cancel()
+	}
+	if cfg.deadLettersFile != "" {
+		if err := saveDeadLetters(e, cfg.deadLettersFile, log); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
 	}
 	st := e.Stats()
 	if runErr != nil {

@@ -1,0 +1,81 @@
+package sender
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// deadLetterJSON is one dead letter as Save writes it: the error becomes
+// its text, and whether it was permanent.
+type deadLetterJSON struct {
+	Request   platform.SendRequest `json:"request"`
+	Attempts  int                  `json:"attempts"`
+	Err       string               `json:"error,omitempty"`
+	Permanent bool                 `json:"permanent,omitempty"`
+	At        time.Time            `json:"at"`
+}
+
+// Save writes the dead letters of s to w, oldest first, one JSON object a
+// line, and leaves them in s; a process that stops can keep them for the
+// next to Load and replay. Each letter's error is kept as its text, and
+// whether it was permanent ([platform.IsPermanent]).
+func (s *DeadLetterStore) Save(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	for _, dl := range s.List() {
+		j := deadLetterJSON{Request: dl.Request, Attempts: dl.Attempts, At: dl.At}
+		if dl.Err != nil {
+			j.Err, j.Permanent = dl.Err.Error(), platform.IsPermanent(dl.Err)
+		}
+		if err := enc.Encode(j); err != nil {
+			return fmt.Errorf("sender: saving dead letters: %w", err)
+		}
+	}
+	return nil
+}
+
+// ErrBadDeadLetters is wrapped by Load's error for input that is not what
+// Save writes.
+var ErrBadDeadLetters = errors.New("sender: not a dead-letter file")
+
+// Load reads dead letters written by Save from r and adds them to s in
+// their order (so the store's capacity holds: the oldest may be dropped),
+// and returns how many it added. Each letter's error comes back as an
+// error with the saved text, permanent if it was. On input that is not
+// Save's, Load stops at the first bad line and returns an error wrapping
+// ErrBadDeadLetters with the letters before it added.
+func (s *DeadLetterStore) Load(r io.Reader) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20) // a letter may carry an uploaded file
+	n := 0
+	for line := 1; sc.Scan(); line++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var j deadLetterJSON
+		if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
+			return n, fmt.Errorf("%w: line %d: %w", ErrBadDeadLetters, line, err)
+		}
+		if j.Request.Target.ID == "" {
+			return n, fmt.Errorf("%w: line %d: no target chat", ErrBadDeadLetters, line)
+		}
+		dl := DeadLetter{Request: j.Request, Attempts: j.Attempts, At: j.At}
+		if j.Err != "" {
+			dl.Err = errors.New(j.Err)
+			if j.Permanent {
+				dl.Err = platform.Permanent(dl.Err)
+			}
+		}
+		s.Add(dl)
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		return n, fmt.Errorf("sender: loading dead letters: %w", err)
+	}
+	return n, nil
+}
