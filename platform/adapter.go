@@ -1,6 +1,9 @@
 package platform
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Adapter connects Herald to one platform: it receives events and provides a
 // [Sender] for replies.
@@ -58,4 +61,28 @@ type Drainer interface {
 type ConfirmingAdapter interface {
 	Adapter
 	RunConfirmed(ctx context.Context, handle func(Event) error) error
+}
+
+type stopKey struct{}
+
+// WithStopContext returns a copy of ctx that carries stop: the context that
+// bounds what an adapter still does once ctx, its Run context, has ended
+// (see [StopContext]). The engine gives every adapter's Run such a context;
+// stop ends when the engine's shutdown timeout runs out.
+func WithStopContext(ctx, stop context.Context) context.Context {
+	return context.WithValue(ctx, stopKey{}, stop)
+}
+
+// StopContext returns the context that bounds the work an adapter does
+// after its Run context ctx ended: telling the platform which events the
+// engine took, closing connections. It is the one ctx carries from
+// [WithStopContext], so that work may take what is left of the engine's
+// shutdown timeout; without one (an adapter run on its own), it is a
+// context that ends fallback from now. Neither ends when ctx does. Call
+// cancel when the work is done.
+func StopContext(ctx context.Context, fallback time.Duration) (context.Context, context.CancelFunc) {
+	if stop, ok := ctx.Value(stopKey{}).(context.Context); ok && stop != nil {
+		return context.WithCancel(stop)
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), fallback)
 }

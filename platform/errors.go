@@ -80,3 +80,36 @@ func IsPermanent(err error) bool {
 	var pe *permanentError
 	return errors.As(err, &pe)
 }
+
+// ErrMaybeDelivered is matched, with errors.Is, by a send error after which
+// the message may have reached the platform although the send failed: the
+// request was written and then no answer came (the connection broke, the
+// attempt timed out), or the platform answered in a way that leaves the
+// outcome open. Sending again may deliver the message twice.
+//
+// An error that does not match it means the platform surely did not take
+// the message (the connection was refused, the name did not resolve, the
+// request was never written, or the platform refused it): sending again
+// is safe. Adapters mark their ambiguous errors with [MaybeDelivered];
+// with their AvoidDuplicates setting they also mark them [Permanent], so
+// the retry middleware sends them to the dead letters instead of trying
+// again (at most once instead of at least once).
+var ErrMaybeDelivered = errors.New("platform: the message may have been delivered")
+
+// maybeDeliveredError marks an error with ErrMaybeDelivered.
+type maybeDeliveredError struct{ err error }
+
+func (e *maybeDeliveredError) Error() string        { return e.err.Error() }
+func (e *maybeDeliveredError) Unwrap() error        { return e.err }
+func (e *maybeDeliveredError) Is(target error) bool { return target == ErrMaybeDelivered }
+
+// MaybeDelivered marks err as ambiguous: the message may have been
+// delivered (see [ErrMaybeDelivered]). The returned error's message is
+// err's and it wraps err. MaybeDelivered(nil) returns nil, and an error
+// already matching ErrMaybeDelivered is returned as it is.
+func MaybeDelivered(err error) error {
+	if err == nil || errors.Is(err, ErrMaybeDelivered) {
+		return err
+	}
+	return &maybeDeliveredError{err: err}
+}

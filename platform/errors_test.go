@@ -69,3 +69,51 @@ func TestSenderFunc(t *testing.T) {
 		t.Fatalf("Send = %+v, %v (req %+v)", res, err, got)
 	}
 }
+
+func TestMaybeDelivered(t *testing.T) {
+	cause := errors.New("read: connection reset by peer")
+	err := fmt.Errorf("send: %w", platform.MaybeDelivered(cause))
+	if !errors.Is(err, platform.ErrMaybeDelivered) || !errors.Is(err, cause) {
+		t.Fatalf("MaybeDelivered lost a match: %v", err)
+	}
+	if got := platform.MaybeDelivered(cause).Error(); got != cause.Error() {
+		t.Fatalf("MaybeDelivered changed the message: %q", got)
+	}
+	if platform.IsPermanent(err) {
+		t.Fatal("ambiguous error reported permanent")
+	}
+	if p := platform.Permanent(platform.MaybeDelivered(cause)); !platform.IsPermanent(p) || !errors.Is(p, platform.ErrMaybeDelivered) {
+		t.Fatal("permanent ambiguous error lost a kind")
+	}
+	if platform.MaybeDelivered(nil) != nil || errors.Is(cause, platform.ErrMaybeDelivered) {
+		t.Fatal("MaybeDelivered(nil) or an unmarked error")
+	}
+	m := platform.MaybeDelivered(cause)
+	if platform.MaybeDelivered(m) != m {
+		t.Fatal("marked twice")
+	}
+}
+
+func TestStopContext(t *testing.T) {
+	run, cancelRun := context.WithCancel(context.Background())
+	stop, endStop := context.WithCancel(context.Background())
+	ctx := platform.WithStopContext(run, stop)
+	cancelRun()
+	sc, cancel := platform.StopContext(ctx, time.Nanosecond)
+	defer cancel()
+	time.Sleep(time.Millisecond)
+	if sc.Err() != nil {
+		t.Fatal("the stop context ended with the run context or the fallback")
+	}
+	endStop()
+	<-sc.Done()
+
+	fc, cancel := platform.StopContext(run, time.Hour)
+	defer cancel()
+	if fc.Err() != nil {
+		t.Fatal("the fallback stop context ended with the run context")
+	}
+	if d, ok := fc.Deadline(); !ok || time.Until(d) < 59*time.Minute {
+		t.Fatalf("fallback deadline %v, %v", d, ok)
+	}
+}

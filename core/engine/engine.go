@@ -434,7 +434,10 @@ func (e *Engine) callOnError(c *Context, err error) {
 //
 //  1. Adapters stop receiving: Run ends the Run of each adapter, except
 //     those that implement platform.Drainer, which are told to
-//     StopReceiving and keep their connections open for sends.
+//     StopReceiving and keep their connections open for sends. What an
+//     adapter does on its way out (confirming the events it handed on)
+//     is bounded by the shutdown timeout: the context
+//     platform.StopContext finds in its Run context ends with it.
 //  2. Shutdown: queued events are handled, then every pending reply is
 //     sent.
 //  3. The remaining adapters' Run is ended.
@@ -456,8 +459,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	errc := make(chan error, len(e.adapters))
 	var receivers, drainers sync.WaitGroup // adapters ended first, and Drainers
 	var stopReceivers, stopDrainers []context.CancelFunc
+	// What adapters still do after their Run context ended (confirming
+	// what the engine took) is bounded by the shutdown timeout.
+	stopCtx, endStop := context.WithCancel(context.Background())
+	defer endStop()
 	for _, a := range e.adapters {
-		actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		actx, cancel := context.WithCancel(platform.WithStopContext(context.WithoutCancel(ctx), stopCtx))
 		wg := &receivers
 		if _, ok := a.(platform.Drainer); ok {
 			wg = &drainers
@@ -497,6 +504,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	case <-allStopped:
 	}
 
+	// The shutdown timeout counts from here: stopping the receivers is
+	// part of it.
+	sctx, scancel := context.WithTimeout(context.Background(), e.opts.shutdownTimeout)
+	defer scancel()
+	context.AfterFunc(sctx, endStop)
+
 	// 1. Stop receiving.
 	for _, a := range e.adapters {
 		if d, ok := a.(platform.Drainer); ok {
@@ -509,8 +522,6 @@ func (e *Engine) Run(ctx context.Context) error {
 	receivers.Wait()
 
 	// 2. Handle what was received and send every pending reply.
-	sctx, scancel := context.WithTimeout(context.Background(), e.opts.shutdownTimeout)
-	defer scancel()
 	if err := e.Shutdown(sctx); err != nil {
 		runErr = errors.Join(runErr, err)
 	}

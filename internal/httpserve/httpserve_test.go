@@ -1,0 +1,184 @@
+package httpserve
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldbot/herald/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
+
+// start serves h with lim on a loopback port and returns its address.
+func start(t *testing.T, lim Limits, h http.Handler) (*Server, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(h, lim, nil)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if s.HTTP.Shutdown(ctx) != nil {
+			s.HTTP.Close()
+		}
+		<-done
+	})
+	return s, ln.Addr().String()
+}
+
+var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	_, _ = io.WriteString(w, "ok")
+})
+
+// get makes one request on a fresh connection and returns the body.
+func get(t *testing.T, addr string) (string, error) {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + addr + "/")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// TestIdleFloodDoesNotShutOut holds the server's whole cap of connections
+// open, idle after a request or never sending one, and checks that real
+// requests still get answered, the cap is never exceeded, and the idle
+// connections are the ones closed.
+func TestIdleFloodDoesNotShutOut(t *testing.T) {
+	const max = 20
+	s, addr := start(t, Limits{MaxConns: max, IdleTimeout: time.Hour, ReadHeaderTimeout: time.Hour}, okHandler)
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for i := range 3 * max {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+		if i%2 == 0 {
+			// A keep-alive request, then silence.
+			if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	}
+	for range 10 {
+		body, err := get(t, addr)
+		if err != nil || body != "ok" {
+			t.Fatalf("request during an idle flood: %q, %v", body, err)
+		}
+		if n := s.Open(); n > max {
+			t.Fatalf("%d connections open; cap %d", n, max)
+		}
+	}
+	if s.Evicted() == 0 {
+		t.Fatal("no idle connection was evicted")
+	}
+}
+
+// TestBusyConnectionsAreNotEvicted: at the cap with every connection in a
+// request, a newcomer is refused rather than a request cut.
+func TestBusyConnectionsAreNotEvicted(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 4)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-release
+		_, _ = io.WriteString(w, "done")
+	})
+	_, addr := start(t, Limits{MaxConns: 2}, h)
+	results := make(chan string, 2)
+	for range 2 {
+		go func() {
+			body, err := get(t, addr)
+			if err != nil {
+				body = err.Error()
+			}
+			results <- body
+		}()
+	}
+	<-started
+	<-started
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a connection over the cap was served")
+	}
+	close(release)
+	for range 2 {
+		if got := <-results; got != "done" {
+			t.Fatalf("busy request: %q", got)
+		}
+	}
+}
+
+// TestSlowHeaderIsCut: a client that never finishes its header is closed
+// after ReadHeaderTimeout.
+func TestSlowHeaderIsCut(t *testing.T) {
+	_, addr := start(t, Limits{ReadHeaderTimeout: 200 * time.Millisecond}, okHandler)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, _ := io.ReadAll(c)
+	if strings.Contains(string(b), "200 OK") {
+		t.Fatalf("half a header was answered: %q", b)
+	}
+	var ne net.Error
+	if _, err := c.Read(make([]byte, 1)); err != nil && asNetTimeout(err, &ne) {
+		t.Fatal("the server kept the connection open past ReadHeaderTimeout")
+	}
+}
+
+func asNetTimeout(err error, ne *net.Error) bool {
+	e, ok := err.(net.Error)
+	if ok {
+		*ne = e
+	}
+	return ok && e.Timeout()
+}
+
+func TestLimitsDefaults(t *testing.T) {
+	got := Limits{}.normalized()
+	want := Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: DefaultReadTimeout,
+		IdleTimeout: DefaultIdleTimeout, MaxConns: DefaultMaxConns}
+	if got != want {
+		t.Fatalf("defaults = %+v; want %+v", got, want)
+	}
+	off := Limits{ReadHeaderTimeout: -1, ReadTimeout: -1, IdleTimeout: -1, MaxConns: -1, WriteTimeout: -1}.normalized()
+	if off != (Limits{}) {
+		t.Fatalf("negative = %+v; want all off", off)
+	}
+}
