@@ -33,6 +33,7 @@ const (
 	DefaultMaxInflight = 512
 	DefaultQueueSize   = 64
 	DefaultSendTimeout = 30 * time.Second
+	DefaultMaxLifetime = 15 * time.Minute
 )
 
 // DispatcherConfig configures an [OutboundDispatcher]. The zero value is a
@@ -45,9 +46,20 @@ type DispatcherConfig struct {
 	// counting the one running); Submit refuses more with ErrQueueFull.
 	// 0 means 64.
 	QueueSize int
-	// SendTimeout is the deadline of each task's context, counted from the
-	// moment the task starts. 0 means 30s.
+	// SendTimeout is the deadline of each run of a task, counted from the
+	// moment the run starts: a task submitted with Submit runs once, a
+	// resumable one once per wait it asks for (see SubmitResumable). 0
+	// means 30s.
 	SendTimeout time.Duration
+	// MaxLifetime bounds a task's whole life, counted from Submit: its
+	// time queued, its runs, and a resumable task's waits between runs.
+	// No run's context lasts beyond it, so a task still queued then runs
+	// with an expired context, and a resumable task may not wait past it
+	// (a platform's retry-after it cannot wait out fails at once). 0 means
+	// 15 minutes: a chat's full queue of sends paced at Telegram's 20 a
+	// minute for a group, and a flood wait of a few minutes, fit in it. A
+	// negative value means no bound.
+	MaxLifetime time.Duration
 	// Recover, if not nil, is called with the value of every panic recovered
 	// from a task (or a hook), on the goroutine that recovered it. The
 	// panic is also reported to Hooks.OnDone as a *PanicError.
@@ -163,9 +175,10 @@ type DispatcherStats struct {
 //   - Panics stay local: a panicking task is recovered and reported to
 //     Recover and OnDone, and the chat's later tasks still run.
 //
-// Each task's context carries the SendTimeout deadline and is cancelled by
-// ForceClose or when the dispatcher's parent context ends; it is also
-// cancelled when the task returns.
+// Each run of a task has a context with a deadline, SendTimeout from the
+// run's start but no later than MaxLifetime from Submit, cancelled by
+// ForceClose or when the dispatcher's parent context ends, and when the
+// run returns.
 //
 // An OutboundDispatcher must be created with [NewOutboundDispatcher]. All
 // methods are safe for concurrent use, and Close, Drain, Shutdown and
@@ -217,6 +230,12 @@ func NewOutboundDispatcher(ctx context.Context, cfg DispatcherConfig) *OutboundD
 	}
 	if cfg.SendTimeout <= 0 {
 		cfg.SendTimeout = DefaultSendTimeout
+	}
+	switch {
+	case cfg.MaxLifetime == 0:
+		cfg.MaxLifetime = DefaultMaxLifetime
+	case cfg.MaxLifetime < 0:
+		cfg.MaxLifetime = 0
 	}
 	base, cancel := context.WithCancel(ctx)
 	n := shardCount(cfg.MaxInflight, runtime.GOMAXPROCS(0))
@@ -271,8 +290,9 @@ func shardCount(maxInflight, procs int) int {
 // task, [ErrQueueFull] when the chat already has QueueSize tasks waiting,
 // and [ErrDispatcherClosed] after Close, Shutdown or ForceClose; a refused
 // task is never run, and OnRejected is called. A nil error means the task
-// will run exactly once, with a context that carries the SendTimeout
-// deadline; it is cancelled if the dispatcher is force-closed before or
+// will run exactly once, with a context that carries its deadline
+// (SendTimeout from its start, MaxLifetime from Submit, whichever comes
+// first); it is cancelled if the dispatcher is force-closed before or
 // while the task runs.
 func (d *OutboundDispatcher) Submit(chatID string, task func(context.Context) error) error {
 	return d.submit(chatID, task, false)
@@ -283,10 +303,11 @@ func (d *OutboundDispatcher) Submit(chatID string, task func(context.Context) er
 // carries a [resume.Task]; when a run returns a [*resume.WaitError], the
 // task is not finished: the dispatcher frees the worker for other chats,
 // keeps the chat's later tasks waiting behind it, and runs the task again
-// after the error's delay, before any of them. The runs share the first
-// run's SendTimeout deadline (a delay past it is cut short, and the next
-// run sees its context expired), and ForceClose or the end of the
-// dispatcher's context ends the wait at once. A run that asks to wait when
+// after the error's delay, before any of them. Each run gets SendTimeout
+// of its own, and all of them together MaxLifetime from Submit, which
+// the task's resume.Task reports as its Deadline: a delay past it is cut
+// short, and the next run sees its context expired. ForceClose or the end
+// of the dispatcher's context ends the wait at once. A run that asks to wait when
 // its context has ended (waiting cannot help then) is followed at once by
 // one more, in which every layer sees the end and reports it; if that one
 // asks to wait too, the task is finished with the context's error, so it
@@ -309,7 +330,7 @@ func (d *OutboundDispatcher) submit(chatID string, run func(context.Context) err
 	}
 	s := &d.shards[d.shardIndex(chatID)]
 	t := task{run: run}
-	if d.cfg.Hooks.OnDone != nil {
+	if d.cfg.Hooks.OnDone != nil || d.cfg.MaxLifetime > 0 {
 		t.enq = d.now()
 	}
 	if resumable {

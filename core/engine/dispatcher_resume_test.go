@@ -115,11 +115,13 @@ func TestResumableFreesWorker(t *testing.T) {
 	})
 }
 
-// The runs of a resumable task share one deadline; a wait past it is cut
-// to it, and the next run sees its context expired.
-func TestResumableSharesDeadline(t *testing.T) {
+// Each run of a resumable task has SendTimeout of its own, and all of them
+// MaxLifetime from Submit: a wait past it is cut to it, and the next run
+// sees its context expired. A retry-after longer than SendTimeout is
+// waited out.
+func TestResumableLifetime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{SendTimeout: 5 * time.Second})
+		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{SendTimeout: 5 * time.Second, MaxLifetime: time.Minute})
 		start := time.Now()
 		type run struct {
 			at       time.Duration
@@ -127,15 +129,22 @@ func TestResumableSharesDeadline(t *testing.T) {
 			err      error
 		}
 		var runs []run
+		var life []time.Duration
 		err := d.SubmitResumable("c", func(ctx context.Context) error {
 			dl, _ := ctx.Deadline()
 			runs = append(runs, run{time.Since(start), dl.Sub(start), ctx.Err()})
+			if ld, ok := resume.FromContext(ctx).Deadline(); ok {
+				life = append(life, ld.Sub(start))
+			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if len(runs) == 1 {
+			switch len(runs) {
+			case 1:
 				time.Sleep(time.Second)
-				return resume.Later(ctx, time.Hour)
+				return resume.Later(ctx, 40*time.Second) // longer than SendTimeout
+			case 2:
+				return resume.Later(ctx, time.Hour) // longer than what is left
 			}
 			return nil
 		})
@@ -145,9 +154,39 @@ func TestResumableSharesDeadline(t *testing.T) {
 		if err := d.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		want := []run{{0, 5 * time.Second, nil}, {5 * time.Second, 5 * time.Second, context.DeadlineExceeded}}
+		want := []run{
+			{0, 5 * time.Second, nil},
+			{41 * time.Second, 46 * time.Second, nil},
+			{time.Minute, time.Minute, context.DeadlineExceeded},
+		}
 		if !slices.Equal(runs, want) {
 			t.Fatalf("runs %+v; want %+v", runs, want)
+		}
+		if !slices.Equal(life, []time.Duration{time.Minute, time.Minute, time.Minute}) {
+			t.Fatalf("task deadlines %v; want 1m in every run", life)
+		}
+	})
+}
+
+// A task queued past its MaxLifetime runs once, with an expired context.
+func TestLifetimeCountsQueueTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxLifetime: 10 * time.Second})
+		release := make(chan struct{})
+		if err := d.Submit("c", func(context.Context) error { <-release; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		if err := d.Submit("c", func(ctx context.Context) error { got <- ctx.Err(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(11 * time.Second)
+		close(release)
+		if err := <-got; !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a task queued past its lifetime ran with %v; want DeadlineExceeded", err)
+		}
+		if err := d.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
@@ -358,6 +397,7 @@ func TestResumableWaitAfterContextEndedFinishes(t *testing.T) {
 				var errs []error
 				d := NewOutboundDispatcher(context.Background(), DispatcherConfig{
 					SendTimeout: 100 * time.Millisecond,
+					MaxLifetime: 100 * time.Millisecond,
 					Hooks:       DispatcherHooks{OnDone: func(info DispatchInfo) { errs = append(errs, info.Err) }},
 				})
 				runs := 0

@@ -42,14 +42,15 @@ const (
 
 type task struct {
 	run func(context.Context) error
-	enq int64        // OutboundDispatcher.now() at Submit; 0 unless OnDone is set
+	enq int64        // OutboundDispatcher.now() at Submit; 0 unless OnDone or MaxLifetime is set
 	rs  *resumeState // nil unless submitted with SubmitResumable
 }
 
 // resumeState is what a resumable task keeps between its runs.
 type resumeState struct {
 	task     resume.Task
-	start    time.Time // the first run's start: the deadline counts from it
+	start    time.Time // the first run's start
+	deadline time.Time // the end of the task's MaxLifetime; zero without one
 	queueLen int       // the chat's queue length at the first start
 	ended    bool      // a run asked to wait after the context ended
 }
@@ -499,14 +500,24 @@ func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err erro
 		d.protect(func() { h.OnStart(key) })
 	}
 	start := time.Now()
+	deadline := start.Add(d.cfg.SendTimeout)
+	if d.cfg.MaxLifetime > 0 {
+		if life := d.epoch.Add(time.Duration(t.enq) + d.cfg.MaxLifetime); life.Before(deadline) {
+			deadline = life
+		}
+	}
 	if t.rs != nil {
 		if first {
 			t.rs.start, t.rs.queueLen = start, queueLen
+			if d.cfg.MaxLifetime > 0 {
+				t.rs.deadline = d.epoch.Add(time.Duration(t.enq) + d.cfg.MaxLifetime)
+				t.rs.task.SetDeadline(t.rs.deadline)
+			}
 		}
 		start, queueLen = t.rs.start, t.rs.queueLen
 		t.rs.task.Start()
 	}
-	ctx := newTaskContext(d.base, start, d.cfg.SendTimeout)
+	ctx := newTaskContext(d.base, deadline)
 	returned := false
 	defer func() {
 		if !returned {
@@ -535,12 +546,14 @@ func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err erro
 	returned = true
 	if t.rs != nil && !panicked {
 		delay, wait = resume.DelayOf(err)
-		if cerr := ctx.Err(); wait && cerr != nil {
-			// The context ended, perhaps after the task asked to wait:
-			// waiting cannot help. The task runs once more at once, so
-			// that every layer sees the end and reports it (the engine's
-			// reply resolves its Future then); a task that still asks to
-			// wait is finished, so that it cannot spin.
+		if cerr := ctx.Err(); wait && cerr != nil && d.lifeOver(t.rs) {
+			// The task's life ended (its MaxLifetime, ForceClose), perhaps
+			// after it asked to wait: waiting cannot help. (A context
+			// ended by the run's own SendTimeout is no reason: the next
+			// run has a deadline of its own.) The task runs once more at
+			// once, so that every layer sees the end and reports it (the
+			// engine's reply resolves its Future then); a task that still
+			// asks to wait is finished, so that it cannot spin.
 			if t.rs.ended {
 				wait = false
 				err = fmt.Errorf("dispatcher: task asked to wait after its context ended: %w", cerr)
@@ -550,6 +563,12 @@ func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err erro
 		}
 	}
 	return err, panicked, delay, wait
+}
+
+// lifeOver reports whether a resumable task can run no more but to
+// report its end: the dispatcher's context ended, or its MaxLifetime.
+func (d *OutboundDispatcher) lifeOver(rs *resumeState) bool {
+	return d.base.Err() != nil || !rs.deadline.IsZero() && !time.Now().Before(rs.deadline)
 }
 
 func (d *OutboundDispatcher) call(ctx context.Context, run func(context.Context) error) (err error, panicked bool) {

@@ -69,16 +69,17 @@ func (h *sleepHeap) pop() sleeper {
 // sleepLocked holds the resumable task t, which asked to run again after
 // delay, ahead of the chat's queue and frees the chat's worker: the chat
 // stays out of the ready FIFO until the shard's timer or the end of the
-// dispatcher's context wakes it. The delay is cut to the task's deadline,
-// after which the next run only sees its context expired.
+// dispatcher's context wakes it. The delay is cut to the end of the
+// task's MaxLifetime, after which the next run only sees its context
+// expired.
 func (s *shard) sleepLocked(c *chat, t task, delay time.Duration) {
 	d := s.d
 	s.running--
 	s.waiting++
 	c.held = t
 	now := time.Now()
-	if left := t.rs.start.Add(d.cfg.SendTimeout).Sub(now); delay > left {
-		delay = left
+	if !t.rs.deadline.IsZero() {
+		delay = min(delay, t.rs.deadline.Sub(now))
 	}
 	if delay <= 0 || d.base.Err() != nil {
 		c.state = chatReady

@@ -206,6 +206,7 @@ func New(opts ...Option) (*Engine, error) {
 		MaxInflight: o.handlerConcurrency,
 		QueueSize:   o.inboundQueueSize,
 		SendTimeout: o.handlerTimeout,
+		MaxLifetime: -1, // an event waits in its chat's queue as long as it takes
 		Recover:     func(v any) { e.log.Error("event handling panicked", zap.Any("panic", v)) },
 	})
 

@@ -103,7 +103,7 @@ func TestEngineReplyPausedAsContextEndsIsResolved(t *testing.T) {
 			})
 		}
 		e, err := engine.New(engine.WithAdapter(mem), engine.WithSenderMiddleware(pauseLate),
-			engine.WithDispatcherConfig(engine.DispatcherConfig{SendTimeout: 5 * time.Second}))
+			engine.WithDispatcherConfig(engine.DispatcherConfig{SendTimeout: 5 * time.Second, MaxLifetime: 5 * time.Second}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,4 +133,44 @@ func TestEngineReplyPausedAsContextEndsIsResolved(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// Flood waits of 30 s and more (Telegram's retry_after) are waited out
+// with the engine's defaults: the bound on a send's whole life is not the
+// bound on one run.
+func TestEngineLongRetryAfterIsWaited(t *testing.T) {
+	for _, wait := range []time.Duration{30 * time.Second, 45 * time.Second, 5 * time.Minute} {
+		t.Run(wait.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem := memory.New()
+				e, err := engine.New(engine.WithAdapter(mem))
+				if err != nil {
+					t.Fatal(err)
+				}
+				res := make(chan error, 1)
+				e.OnMessage(func(c *engine.Context) error {
+					f := c.ReplyText("re: " + c.Text())
+					go func() { _, err := f.Wait(context.Background()); res <- err }()
+					return nil
+				})
+				mem.FailNext("1", platform.NewRetryAfter(wait, errors.New("429 Too Many Requests")))
+				start := time.Now()
+				if err := e.HandleEvent(mem.Say(memory.Private("1"), memory.User("u", "U"), "hi")); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-res; err != nil {
+					t.Fatalf("reply after a %v flood wait: %v", wait, err)
+				}
+				if got := time.Since(start); got != wait {
+					t.Fatalf("delivered after %v; want %v", got, wait)
+				}
+				if n := len(e.DeadLetters()); n != 0 {
+					t.Fatalf("%d dead letters", n)
+				}
+				if err := e.Shutdown(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
 }

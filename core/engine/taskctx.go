@@ -8,7 +8,7 @@ import (
 )
 
 // taskContext is the context a dispatcher task runs with: a child of the
-// dispatcher's base context with the task's SendTimeout deadline.
+// dispatcher's base context with the run's deadline.
 //
 // It behaves like context.WithDeadline(parent, deadline) but arms nothing
 // until the task asks for Done: most of the cost of a deadline context is its
@@ -50,8 +50,7 @@ var closedDone = func() chan struct{} {
 	return c
 }()
 
-func newTaskContext(parent context.Context, now time.Time, timeout time.Duration) *taskContext {
-	d := now.Add(timeout)
+func newTaskContext(parent context.Context, d time.Time) *taskContext {
 	if pd, ok := parent.Deadline(); ok && pd.Before(d) {
 		d = pd
 	}

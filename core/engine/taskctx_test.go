@@ -14,13 +14,13 @@ import (
 func TestTaskContextDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		now := time.Now()
-		c := newTaskContext(context.Background(), now, 5*time.Second)
+		c := newTaskContext(context.Background(), now.Add(5*time.Second))
 		if dl, ok := c.Deadline(); !ok || !dl.Equal(now.Add(5*time.Second)) {
 			t.Fatalf("Deadline = %v, %v", dl, ok)
 		}
 		parent, cancel := context.WithDeadline(context.Background(), now.Add(time.Second))
 		defer cancel()
-		if dl, _ := newTaskContext(parent, now, 5*time.Second).Deadline(); !dl.Equal(now.Add(time.Second)) {
+		if dl, _ := newTaskContext(parent, now.Add(5*time.Second)).Deadline(); !dl.Equal(now.Add(time.Second)) {
 			t.Fatalf("Deadline with an earlier parent deadline = %v", dl)
 		}
 	})
@@ -28,7 +28,7 @@ func TestTaskContextDeadline(t *testing.T) {
 
 func TestTaskContextExpiresUnarmed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newTaskContext(context.Background(), time.Now(), time.Second)
+		c := newTaskContext(context.Background(), time.Now().Add(time.Second))
 		if c.Err() != nil {
 			t.Fatal("Err before the deadline")
 		}
@@ -51,7 +51,7 @@ func TestTaskContextExpiresUnarmed(t *testing.T) {
 func TestTaskContextExpiresArmed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		c := newTaskContext(context.Background(), start, 3*time.Second)
+		c := newTaskContext(context.Background(), start.Add(3*time.Second))
 		<-c.Done()
 		if got := time.Since(start); got != 3*time.Second {
 			t.Fatalf("Done closed after %v; want 3s", got)
@@ -65,7 +65,7 @@ func TestTaskContextExpiresArmed(t *testing.T) {
 func TestTaskContextParentCancel(t *testing.T) {
 	for _, armed := range []bool{false, true} {
 		parent, cancel := context.WithCancelCause(context.Background())
-		c := newTaskContext(parent, time.Now(), time.Hour)
+		c := newTaskContext(parent, time.Now().Add(time.Hour))
 		if armed {
 			_ = c.Done()
 		}
@@ -83,7 +83,7 @@ func TestTaskContextParentCancel(t *testing.T) {
 
 func TestTaskContextRelease(t *testing.T) {
 	for _, armed := range []bool{false, true} {
-		c := newTaskContext(context.Background(), time.Now(), time.Hour)
+		c := newTaskContext(context.Background(), time.Now().Add(time.Hour))
 		if armed {
 			_ = c.Done()
 		}
@@ -98,7 +98,7 @@ func TestTaskContextRelease(t *testing.T) {
 func TestTaskContextValueAndChildren(t *testing.T) {
 	type key struct{}
 	parent := context.WithValue(context.Background(), key{}, "v")
-	c := newTaskContext(parent, time.Now(), time.Hour)
+	c := newTaskContext(parent, time.Now().Add(time.Hour))
 	if c.Value(key{}) != "v" {
 		t.Fatal("Value not delegated before arming")
 	}
@@ -120,7 +120,7 @@ func TestTaskContextValueAndChildren(t *testing.T) {
 
 func TestTaskContextConcurrentUse(t *testing.T) {
 	for range 100 {
-		c := newTaskContext(context.Background(), time.Now(), time.Hour)
+		c := newTaskContext(context.Background(), time.Now().Add(time.Hour))
 		done := make(chan struct{})
 		for range 4 {
 			go func() {
@@ -143,7 +143,7 @@ func TestTaskContextConcurrentUse(t *testing.T) {
 func TestTaskContextCauseAfterUnarmedExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		parent, cancel := context.WithCancelCause(context.Background())
-		c := newTaskContext(parent, time.Now(), time.Second)
+		c := newTaskContext(parent, time.Now().Add(time.Second))
 		time.Sleep(2 * time.Second)
 		if !errors.Is(c.Err(), context.DeadlineExceeded) {
 			t.Fatalf("Err = %v", c.Err())

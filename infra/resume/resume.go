@@ -30,9 +30,10 @@ import (
 // the one before it, so a Task needs no locking; it must not be used by
 // goroutines that outlive a run.
 type Task struct {
-	runs   int
-	keys   []any
-	values []any
+	runs     int
+	deadline time.Time
+	keys     []any
+	values   []any
 }
 
 // NewTask returns an empty Task, for a scheduler to give to a task's first
@@ -44,6 +45,16 @@ func (t *Task) Runs() int { return t.runs }
 
 // Start records that a run starts. The scheduler calls it before each run.
 func (t *Task) Start() { t.runs++ }
+
+// Deadline returns when the task's life ends, waits between runs
+// included, and whether it has such a bound. Each run's context has a
+// deadline of its own, no later than this one: a layer deciding whether it
+// can wait (instead of in place, until its run's deadline) asks Deadline.
+func (t *Task) Deadline() (time.Time, bool) { return t.deadline, !t.deadline.IsZero() }
+
+// SetDeadline sets what Deadline returns; the zero time means no bound.
+// The scheduler calls it before the first run.
+func (t *Task) SetDeadline(d time.Time) { t.deadline = d }
 
 // Value returns the value saved under key, or nil.
 func (t *Task) Value(key any) any {

@@ -28,7 +28,7 @@ type DefaultConfig struct {
 	DeadLetters *DeadLetterStore
 	// Retry configures retries; its zero value means Retry's defaults (5
 	// attempts, 500 ms to 30 s backoff with 20% jitter, retry-after waits up
-	// to a minute).
+	// to 5 minutes).
 	Retry RetryConfig
 	// RateLimit sets rate limits; its zero value means none. See
 	// TelegramLimits.

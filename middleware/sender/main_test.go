@@ -103,6 +103,9 @@ type resumer struct {
 
 func (r *resumer) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
 	task := resume.NewTask()
+	if dl, ok := ctx.Deadline(); ok {
+		task.SetDeadline(dl) // the send's deadline bounds its waits, as the dispatcher's MaxLifetime does
+	}
 	rctx := resume.NewContext(ctx, task)
 	for {
 		task.Start()

@@ -20,7 +20,7 @@ const (
 	DefaultBaseBackoff   = 500 * time.Millisecond
 	DefaultMaxBackoff    = 30 * time.Second
 	DefaultJitter        = 0.2
-	DefaultMaxRetryAfter = time.Minute
+	DefaultMaxRetryAfter = 5 * time.Minute
 )
 
 // Reasons a [RetryError] gives for stopping, for use with errors.Is. A
@@ -64,7 +64,8 @@ type RetryConfig struct {
 	// MaxRetryAfter is the longest retry-after wait Retry accepts. When the
 	// platform asks for more (Telegram has asked for hours) the send fails
 	// at once with ErrRetryAfterTooLong. Zero or negative means
-	// DefaultMaxRetryAfter (1 minute).
+	// DefaultMaxRetryAfter (5 minutes): with the dispatcher's MaxLifetime
+	// of 15 minutes, Telegram's usual flood waits are waited out.
 	MaxRetryAfter time.Duration
 }
 

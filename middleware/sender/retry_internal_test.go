@@ -65,7 +65,7 @@ func TestRetryJitterShortensWaits(t *testing.T) {
 
 func TestRetryConfigDefaults(t *testing.T) {
 	got := RetryConfig{}.normalized()
-	want := RetryConfig{MaxAttempts: 5, BaseBackoff: 500 * time.Millisecond, MaxBackoff: 30 * time.Second, Jitter: 0.2, MaxRetryAfter: time.Minute}
+	want := RetryConfig{MaxAttempts: 5, BaseBackoff: 500 * time.Millisecond, MaxBackoff: 30 * time.Second, Jitter: 0.2, MaxRetryAfter: 5 * time.Minute}
 	if got != want {
 		t.Fatalf("defaults = %+v; want %+v", got, want)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/heraldbot/herald/infra/resume"
 )
 
 // ErrWouldExceedDeadline is reported when a wait (a backoff, a retry-after, a
@@ -33,7 +35,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // canWait returns what sleep would return at once: ctx.Err() if ctx has
 // ended, ErrWouldExceedDeadline if a wait of d cannot finish before ctx's
-// deadline, and nil otherwise.
+// deadline, and nil otherwise. For a send that can be resumed (see package
+// resume) the deadline is its task's, which bounds its waits between
+// runs, rather than its run's.
 func canWait(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -41,7 +45,11 @@ func canWait(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	if deadline, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(deadline) {
+	deadline, ok := ctx.Deadline()
+	if t := resume.FromContext(ctx); t != nil {
+		deadline, ok = t.Deadline()
+	}
+	if ok && !time.Now().Add(d).Before(deadline) {
 		return ErrWouldExceedDeadline
 	}
 	return nil
