@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	hctx "github.com/heraldbot/herald/core/context"
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -132,6 +133,10 @@ type Engine struct {
 	convs      map[string]*conversation
 	conversing atomic.Int32 // len(convs), read without the lock
 
+	// limitedLog writes what can happen once per event or send (a
+	// refusal) at most once per interval and message.
+	limitedLog *ratelog.Logger
+
 	closed    atomic.Bool
 	running   atomic.Bool
 	shutSem   chan struct{} // holds a token while a Shutdown runs
@@ -186,6 +191,7 @@ func New(opts ...Option) (*Engine, error) {
 		shutSem:     make(chan struct{}, 1),
 		stopping:    make(chan struct{}),
 		convs:       make(map[string]*conversation),
+		limitedLog:  ratelog.New(o.logger, 0),
 	}
 	e.matchers.Store(new([]*matcher))
 
@@ -200,6 +206,15 @@ func New(opts ...Option) (*Engine, error) {
 	outCfg := o.dispatcher
 	if outCfg.Recover == nil {
 		outCfg.Recover = func(v any) { e.log.Error("send panicked", zap.Any("panic", v)) }
+	}
+	userRejected := outCfg.Hooks.OnRejected
+	outCfg.Hooks.OnRejected = func(chatKey string, err error) {
+		if !errors.Is(err, ErrDispatcherClosed) {
+			e.limitedLog.Warn("engine: a send was refused; its Future reports it", zap.String("chat", chatKey), zap.Error(err))
+		}
+		if userRejected != nil {
+			userRejected(chatKey, err)
+		}
 	}
 	e.out = NewOutboundDispatcher(context.Background(), outCfg)
 	e.in = NewOutboundDispatcher(context.Background(), DispatcherConfig{
@@ -537,7 +552,7 @@ func (e *Engine) Run(ctx context.Context) error {
 
 func (e *Engine) handleFromAdapter(ev platform.Event) {
 	if err := e.HandleEvent(ev); err != nil {
-		e.log.Warn("event dropped", zap.String("platform", ev.Platform), zap.String("chat", ev.Chat.ID),
+		e.limitedLog.Warn("engine: event dropped", zap.String("platform", ev.Platform), zap.String("chat", ev.Chat.ID),
 			zap.String("event", ev.ID), zap.Error(err))
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/infra/resume"
@@ -173,4 +176,43 @@ func TestEngineLongRetryAfterIsWaited(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Sends refused with ErrQueueFull are logged, once per interval however
+// many there are, and their Futures report it.
+func TestEngineRefusedSendsLoggedRateLimited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core, logs := observer.New(zap.WarnLevel)
+		mem := memory.New()
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithLogger(zap.New(core)),
+			engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem.SlowNext("1", time.Second)
+		refused := make(chan int, 1)
+		e.OnMessage(func(c *engine.Context) error {
+			n := 0
+			for range 1000 {
+				if _, err := c.ReplyText("x").Result(); errors.Is(err, engine.ErrQueueFull) {
+					n++
+				}
+			}
+			refused <- n
+			return nil
+		})
+		if err := e.HandleEvent(mem.Say(memory.Private("1"), memory.User("u", "U"), "flood")); err != nil {
+			t.Fatal(err)
+		}
+		if n := <-refused; n < 990 {
+			t.Fatalf("%d of 1000 replies refused; want all but the running and the queued one", n)
+		}
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		lines := logs.FilterMessageSnippet("send was refused").All()
+		if len(lines) != 1 {
+			t.Fatalf("%d log lines for the refused sends; want 1", len(lines))
+		}
+	})
 }

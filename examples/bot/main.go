@@ -47,6 +47,7 @@ import (
 	"github.com/heraldbot/herald/adapters/telegram"
 	"github.com/heraldbot/herald/adapters/webchat"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/internal/httpserve"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/plugins/count"
 	"github.com/heraldbot/herald/plugins/echo"
@@ -137,7 +138,7 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 		opts = append(opts, engine.WithAdapter(a))
 	}
 
-	var metricsSrv *http.Server
+	var metricsSrv *httpserve.Server
 	if cfg.metricsAddr != "" {
 		reg := prometheus.NewRegistry()
 		if err := errors.Join(
@@ -157,7 +158,9 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		// A scraper needs few connections; a flood of idle ones is
+		// evicted rather than left to take the bot's file descriptors.
+		metricsSrv = httpserve.New(mux, httpserve.Limits{MaxConns: 16, WriteTimeout: 30 * time.Second}, nil)
 		go func() {
 			if err := metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics server failed", zap.Error(err))
@@ -198,7 +201,7 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 	<-announced
 	if metricsSrv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = metricsSrv.Shutdown(sctx)
+		_ = metricsSrv.HTTP.Shutdown(sctx)
 		cancel()
 	}
 	if cfg.deadLettersFile != "" {
