@@ -117,26 +117,32 @@ type Config struct {
 	// DefaultReadLimit (4 MiB); negative is invalid.
 	ReadLimit int64
 
-	// AvoidDuplicates makes sends whose outcome is unknown fail for good
-	// instead of being retried. OneBot implementations have answered
-	// "failed" for messages they did deliver (go-cqhttp's retcode 100
-	// under risk control), and a send that got no response within
-	// ActionTimeout, or whose connection dropped after its action frame was
-	// written, may have been delivered too. Such ambiguous errors always
-	// match [ErrMaybeDelivered].
+	// AvoidDuplicates chooses what becomes of a send whose outcome is
+	// unknown: at least once (false) or at most once (true). OneBot
+	// implementations have answered "failed" for messages they did deliver
+	// (go-cqhttp's retcode 100 under risk control), and a send that got no
+	// response in time (ActionTimeout, or the send's context ending, as a
+	// per-attempt timeout does), or whose connection dropped after its
+	// action frame was written, may have been delivered too. Such
+	// ambiguous errors always match [platform.ErrMaybeDelivered] (which
+	// [ErrMaybeDelivered] is), whatever this setting says.
 	//
 	// False, the zero value, keeps them retryable, as OneBot v11 has it
 	// (only retcodes 1400, 1401, 1403 and 1404 are permanent), and the
-	// retry middleware tries them again. WARNING: such a retry can post a
-	// message twice. True marks them [platform.Permanent], so that they go
-	// to the dead letters instead of being retried: no duplicates, at the
-	// risk of giving up on a message that was not delivered after all.
-	// Choose it when a duplicate is worse than a lost message.
+	// retry middleware tries them again: at least once. WARNING: such a
+	// retry can post a message twice. True also marks them
+	// [platform.Permanent], so that they go to the dead letters instead of
+	// being retried: at most once, at the risk of giving up on a message
+	// that was not delivered after all (check the dead letters, and replay
+	// those that never arrived). Choose it when a duplicate is worse than
+	// a lost message. The setting means the same as the Telegram adapter's
+	// of the same name.
 	//
-	// Errors that certainly mean "not sent" are unaffected: no connection,
-	// a connection lost before the action frame was written, or a
-	// connection too busy to write it (all retryable), and retcodes 1400,
-	// 1401, 1403 and 1404 (permanent).
+	// Errors that certainly mean "not sent" are unaffected and never match
+	// platform.ErrMaybeDelivered: no connection, a connection lost before
+	// the action frame was written, a connection too busy to write it, or
+	// the send's context ending before then (all retryable), and retcodes
+	// 1400, 1401, 1403 and 1404 (permanent).
 	AvoidDuplicates bool
 
 	// CQCodeText makes Send parse an outbound message's Text as a CQ-code

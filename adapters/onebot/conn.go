@@ -12,6 +12,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/platform"
 )
 
 // Reasons a connection is closed by the adapter.
@@ -282,7 +284,8 @@ func (c *conn) handleResponse(data []byte) {
 // flight at once; responses are matched by echo. The frame counts as
 // written once the writer has taken it: the writer writes each frame as
 // soon as it takes it, so a connection lost after that may have carried
-// it.
+// it. A failure before the frame was written certainly sent nothing; one
+// after it matches platform.ErrMaybeDelivered.
 func (c *conn) call(ctx context.Context, action string, params any) (actionResponse, error) {
 	echo := strconv.FormatUint(c.a.echo.Add(1), 10)
 	frame, err := json.Marshal(actionRequest{Action: action, Params: params, Echo: echo})
@@ -313,20 +316,27 @@ func (c *conn) call(ctx context.Context, action string, params any) (actionRespo
 		// was sent, so this is an ordinary retryable error.
 		return actionResponse{}, fmt.Errorf("onebot: %s: connection could not write within %v", action, timeout)
 	}
+	// Written: from here on every failure leaves it open whether the
+	// implementation sent the message, and matches ErrMaybeDelivered. A
+	// response that arrived as the wait ended wins.
+	var fail error
 	select {
 	case r := <-ch:
 		return r, nil
 	case <-c.done:
-		select {
-		case r := <-ch: // the response beat the close
-			return r, nil
-		default:
-		}
-		return actionResponse{}, c.lostError(action, true)
+		fail = c.lostError(action, true)
 	case <-ctx.Done():
-		return actionResponse{}, fmt.Errorf("onebot: %s: %w", action, ctx.Err())
+		// Often a per-attempt timeout (the Timeout sender middleware)
+		// shorter than ActionTimeout: as ambiguous as ErrActionTimeout.
+		fail = platform.MaybeDelivered(fmt.Errorf("onebot: %s: %w (the message may have been delivered)", action, ctx.Err()))
 	case <-timer.C:
-		return actionResponse{}, &timeoutError{action: action, after: timeout}
+		fail = &timeoutError{action: action, after: timeout}
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	default:
+		return actionResponse{}, fail
 	}
 }
 

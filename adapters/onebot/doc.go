@@ -42,13 +42,15 @@
 // WARNING: retries can post a message twice. OneBot implementations
 // sometimes answer "failed" for a send they did deliver (go-cqhttp's
 // retcode 100 under risk control), and a send that gets no response in
-// time, or whose connection drops after its action was written, may have
-// been delivered as well. The adapter cannot tell; such errors match
-// [ErrMaybeDelivered]. By default they are retryable, as OneBot v11 has it
-// (only retcodes 1400, 1401, 1403 and 1404 are permanent), so the retry
-// middleware sends again and the chat may see the message twice. Set
-// [Config.AvoidDuplicates] to make them permanent instead: they then go
-// to the dead letters, where a person can check and replay them, and no
-// message is posted twice, at the risk of one that was in fact never
-// delivered.
+// time (within [Config.ActionTimeout], or before its context ends), or
+// whose connection drops after its action was written, may have been
+// delivered as well. The adapter cannot tell; such errors, and only such,
+// match [platform.ErrMaybeDelivered] ([ErrMaybeDelivered] is the same
+// value). By default they are retryable, as OneBot v11 has it (only
+// retcodes 1400, 1401, 1403 and 1404 are permanent), so the retry
+// middleware sends again and the chat may see the message twice: at least
+// once. Set [Config.AvoidDuplicates] to make them [platform.Permanent]
+// instead: they then go to the dead letters, where a person can check and
+// replay them, and no message is posted twice, at the risk of one that was
+// in fact never delivered: at most once.
 package onebot

@@ -55,7 +55,16 @@ type obEngine struct {
 // cleanup it stops the engine and requires Run to return nil.
 func startObEngine(t *testing.T, opts ...engine.Option) *obEngine {
 	t.Helper()
-	a, err := New(Config{Logger: zap.NewNop()})
+	return startObEngineWith(t, Config{}, opts...)
+}
+
+// startObEngineWith is startObEngine with the adapter configured by cfg.
+func startObEngineWith(t *testing.T, cfg Config, opts ...engine.Option) *obEngine {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +134,7 @@ func (b *obEngine) delivered(n int) error {
 // obAnswer says how the fake implementation answers one send action.
 type obAnswer struct {
 	Drop    bool   // half-close the connection instead of answering
+	Ignore  bool   // never answer
 	Status  string // "ok" when empty
 	RetCode int
 }
@@ -207,6 +217,9 @@ func (im *obImpl) respond(p *peer) {
 			close(im.dropped)
 			<-p.done // the adapter closes its side
 			return
+		}
+		if ans.Ignore {
+			continue
 		}
 		status := orDefault(ans.Status, "ok")
 		im.mu.Lock()
@@ -407,6 +420,57 @@ func TestEngineOneBot(t *testing.T) {
 			t.Errorf("%s got %q; want hello", fine.key(), got)
 		}
 	})
+
+	// An action the implementation never answers outlasts the default
+	// chain's per-attempt timeout, which is shorter than ActionTimeout:
+	// the attempt ends with its context's deadline after the action was
+	// written, so the message may have been delivered. By default it is
+	// retried (at least once: the implementation sees every attempt); with
+	// AvoidDuplicates it goes to the dead letters after one attempt (at
+	// most once). Either way the dead letter matches
+	// platform.ErrMaybeDelivered.
+	for _, avoid := range []bool{false, true} {
+		t.Run(fmt.Sprint("unanswered, AvoidDuplicates=", avoid), func(t *testing.T) {
+			const attempts = 3
+			b := startObEngineWith(t, Config{ActionTimeout: time.Hour, AvoidDuplicates: avoid},
+				engine.WithSenderConfig(sender.DefaultConfig{
+					Timeout: 20 * time.Millisecond,
+					Retry:   sender.RetryConfig{MaxAttempts: attempts, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond},
+				}))
+			silent := obChat{user: 42}
+			im := newObImpl(t, func(obAction) obAnswer { return obAnswer{Ignore: true} })
+			p := im.connect(b)
+			im.say(p, silent.group, silent.user, "/echo once")
+			b.waitUntil("the dead letter", func() error {
+				if n := len(b.e.DeadLetters()); n != 1 {
+					return fmt.Errorf("%d dead letters", n)
+				}
+				return nil
+			})
+			dl := b.e.DeadLetters()[0]
+			want := attempts
+			if avoid {
+				want = 1
+			}
+			if !errors.Is(dl.Err, platform.ErrMaybeDelivered) || !errors.Is(dl.Err, context.DeadlineExceeded) ||
+				platform.IsPermanent(dl.Err) != avoid || dl.Attempts != want {
+				t.Errorf("dead letter after %d attempts: %v (permanent %v); want %d attempts, maybe delivered, a deadline, permanent %v",
+					dl.Attempts, dl.Err, platform.IsPermanent(dl.Err), want, avoid)
+			}
+			b.waitUntil("the implementation to read every attempt", func() error {
+				if n := im.receivedBy(silent.key()); n != want {
+					return fmt.Errorf("%d send actions received; want %d", n, want)
+				}
+				return nil
+			})
+			if err := b.stop(); err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+			if n := im.receivedBy(silent.key()); n != want {
+				t.Errorf("the implementation received %d send actions; want %d", n, want)
+			}
+		})
+	}
 
 	// The connection drops in the middle of a flood of replies. With the
 	// implementation back soon, every reply is delivered or kept as a dead

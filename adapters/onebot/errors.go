@@ -31,7 +31,8 @@ var (
 	// pending. Lost before the action frame was written, the message was
 	// certainly not sent, and the error is retryable. Lost after, the
 	// implementation may have sent it: the error also matches
-	// [ErrMaybeDelivered], and is permanent with [Config.AvoidDuplicates].
+	// [ErrMaybeDelivered] (that is, [platform.ErrMaybeDelivered]), and is
+	// permanent with [Config.AvoidDuplicates].
 	ErrConnectionLost = errors.New("onebot: connection lost")
 
 	// ErrActionTimeout: no response within [Config.ActionTimeout]. It also
@@ -39,14 +40,21 @@ var (
 	// [Config.AvoidDuplicates].
 	ErrActionTimeout = errors.New("onebot: no response to action")
 
-	// ErrMaybeDelivered is matched by the errors after which the message
-	// may have been delivered although the send failed: a failed status
-	// with a retcode other than 1400/1401/1403/1404 ([*ActionError]), no
-	// response in time ([ErrActionTimeout]), and a connection lost after
-	// the action frame was written ([ErrConnectionLost]). They are
-	// retryable, and a retry may post the message twice; with
-	// [Config.AvoidDuplicates] they are permanent instead.
-	ErrMaybeDelivered = errors.New("onebot: message may have been delivered")
+	// ErrMaybeDelivered is [platform.ErrMaybeDelivered] itself, the
+	// platform-neutral kind of a send failure after which the message may
+	// have been delivered: errors.Is(err, onebot.ErrMaybeDelivered) and
+	// errors.Is(err, platform.ErrMaybeDelivered) always agree, and code that
+	// serves several platforms checks the latter. Send's ambiguous errors
+	// match it: a failed status with a retcode other than
+	// 1400/1401/1403/1404 ([*ActionError]), no response within
+	// [Config.ActionTimeout] ([ErrActionTimeout]), the send's context ending
+	// (a per-attempt timeout, say) after the action frame was written, and
+	// the connection lost after the action frame was written
+	// ([ErrConnectionLost]). They are retryable by default, and a retry may
+	// post the message twice; with [Config.AvoidDuplicates] they are
+	// [platform.Permanent] instead. Errors after which the frame was surely
+	// not written never match it.
+	ErrMaybeDelivered = platform.ErrMaybeDelivered
 
 	// ErrAmbiguousChat: a bare chat ID ("<id>" with no self ID) was sent to
 	// while several bots are connected. Permanent: use "<self_id>:<id>".

@@ -144,8 +144,8 @@ func TestSendResponses(t *testing.T) {
 			if !errors.As(err, &ae) || ae.RetCode != tt.wantRetcode || ae.Action != "send_private_msg" || ae.Message != tt.wantMsg {
 				t.Fatalf("Send error = %v (%#v); want ActionError retcode %d msg %q", err, ae, tt.wantRetcode, tt.wantMsg)
 			}
-			if platform.IsPermanent(err) != tt.permanent || errors.Is(err, ErrMaybeDelivered) != tt.maybe {
-				t.Fatalf("Send error %v: permanent %v maybe %v; want %v %v", err, platform.IsPermanent(err), errors.Is(err, ErrMaybeDelivered), tt.permanent, tt.maybe)
+			if platform.IsPermanent(err) != tt.permanent || maybeDelivered(t, err) != tt.maybe {
+				t.Fatalf("Send error %v: permanent %v maybe %v; want %v %v", err, platform.IsPermanent(err), maybeDelivered(t, err), tt.permanent, tt.maybe)
 			}
 			if !strings.HasPrefix(err.Error(), "onebot: send_private_msg failed: retcode ") {
 				t.Fatalf("message %q", err)
@@ -167,7 +167,7 @@ func TestSendTimeout(t *testing.T) {
 				p := h.pipeConnect(newPipeServer(t, h.a.Handler()), 1, peerOpts{})
 				start := time.Now()
 				_, err := h.a.Sender().Send(context.Background(), sendReq(GroupChat(1, 2), "x"))
-				if !errors.Is(err, ErrActionTimeout) || !errors.Is(err, ErrMaybeDelivered) || platform.IsPermanent(err) != avoid {
+				if !errors.Is(err, ErrActionTimeout) || !maybeDelivered(t, err) || platform.IsPermanent(err) != avoid {
 					t.Fatalf("Send = %v (permanent %v); want ErrActionTimeout, ErrMaybeDelivered, permanent %v",
 						err, platform.IsPermanent(err), avoid)
 				}
@@ -191,34 +191,112 @@ func TestSendTimeout(t *testing.T) {
 	}
 }
 
-// TestSendContextEndsFirst: a send whose context ends before the answer
-// fails exactly then, with the context's error (not a maybe-delivered
-// one), and leaves nothing pending.
+// maybeDelivered reports whether err is an ambiguous send failure, as
+// platform.ErrMaybeDelivered says, failing the test if the adapter's own
+// ErrMaybeDelivered disagrees.
+func maybeDelivered(t *testing.T, err error) bool {
+	t.Helper()
+	p, o := errors.Is(err, platform.ErrMaybeDelivered), errors.Is(err, ErrMaybeDelivered)
+	if p != o {
+		t.Errorf("%v: matches platform.ErrMaybeDelivered %v, onebot.ErrMaybeDelivered %v; want the same", err, p, o)
+	}
+	return p
+}
+
+// TestSendContextEndsFirst: a send whose context ends after its action was
+// written, before the answer, fails exactly then with the context's error,
+// which may hide a delivery (the common case is a per-attempt timeout of
+// the sender middleware, shorter than ActionTimeout): it matches
+// platform.ErrMaybeDelivered, and is permanent with AvoidDuplicates. It
+// leaves nothing pending; a context that has ended before the send is
+// plainly its error.
 func TestSendContextEndsFirst(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const wait = 3 * time.Second
-		h := startAdapter(t, Config{ActionTimeout: time.Hour})
-		p := h.pipeConnect(newPipeServer(t, h.a.Handler()), 1, peerOpts{})
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		start := time.Now()
-		_, err := h.a.Sender().Send(ctx, sendReq(GroupChat(1, 2), "x"))
-		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrMaybeDelivered) {
-			t.Fatalf("Send = %v; want the context's error", err)
-		}
-		if el := time.Since(start); el != wait {
-			t.Errorf("Send returned after %v; want when its context ended, %v", el, wait)
-		}
-		p.next()
-		if n := pendingTotal(h.a); n != 0 {
-			t.Fatalf("%d pending after the context ended", n)
-		}
-		cctx, ccancel := context.WithCancel(context.Background())
-		ccancel()
-		if _, err := h.a.Sender().Send(cctx, sendReq(GroupChat(1, 2), "x")); !errors.Is(err, context.Canceled) {
-			t.Fatalf("Send with a cancelled context = %v", err)
-		}
-	})
+	for _, avoid := range []bool{false, true} {
+		t.Run(fmt.Sprint("AvoidDuplicates=", avoid), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const wait = 3 * time.Second
+				h := startAdapter(t, Config{ActionTimeout: time.Hour, AvoidDuplicates: avoid})
+				p := h.pipeConnect(newPipeServer(t, h.a.Handler()), 1, peerOpts{})
+				ctx, cancel := context.WithTimeout(context.Background(), wait)
+				defer cancel()
+				start := time.Now()
+				_, err := h.a.Sender().Send(ctx, sendReq(GroupChat(1, 2), "x"))
+				if !errors.Is(err, context.DeadlineExceeded) || !maybeDelivered(t, err) || platform.IsPermanent(err) != avoid {
+					t.Fatalf("Send = %v (permanent %v); want the context's error, maybe delivered, permanent %v",
+						err, platform.IsPermanent(err), avoid)
+				}
+				if el := time.Since(start); el != wait {
+					t.Errorf("Send returned after %v; want when its context ended, %v", el, wait)
+				}
+				p.next()
+				if n := pendingTotal(h.a); n != 0 {
+					t.Fatalf("%d pending after the context ended", n)
+				}
+				cctx, ccancel := context.WithCancel(context.Background())
+				ccancel()
+				if _, err := h.a.Sender().Send(cctx, sendReq(GroupChat(1, 2), "x")); !errors.Is(err, context.Canceled) ||
+					maybeDelivered(t, err) || platform.IsPermanent(err) {
+					t.Fatalf("Send with a cancelled context = %v; want a retryable context.Canceled, not maybe delivered", err)
+				}
+			})
+		})
+	}
+}
+
+// TestAmbiguityWhileWriterStuck holds a connection's writer on one action
+// (the implementation reads nothing), on fake time. That action was taken
+// by the writer, so its ActionTimeout is ambiguous; a send whose context
+// ends while it waits for the writer, and one whose ActionTimeout passes
+// while it waits, were certainly not written: they never match
+// platform.ErrMaybeDelivered and stay retryable even with AvoidDuplicates.
+func TestAmbiguityWhileWriterStuck(t *testing.T) {
+	for _, avoid := range []bool{false, true} {
+		t.Run(fmt.Sprint("AvoidDuplicates=", avoid), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const timeout, ctxWait = 20 * time.Second, 3 * time.Second
+				h := startAdapter(t, Config{ActionTimeout: timeout, WriteTimeout: time.Hour, AvoidDuplicates: avoid})
+				ps := newPipeServer(t, h.a.Handler())
+				ws, _, err := ps.Dialer().Dial("ws://onebot.test"+DefaultPath, http.Header{"X-Self-ID": {"1"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ws.Close()
+				h.waitBot(1)
+				send := func(ctx context.Context) chan error {
+					errc := make(chan error, 1)
+					go func() {
+						_, err := h.a.Sender().Send(ctx, sendReq(GroupChat(1, 2), "x"))
+						errc <- err
+					}()
+					synctest.Wait()
+					return errc
+				}
+				start := time.Now()
+				written := send(context.Background())
+				ctx, cancel := context.WithTimeout(context.Background(), ctxWait)
+				defer cancel()
+				ctxEnded := send(ctx)
+				busy := send(context.Background())
+
+				if err := <-ctxEnded; !errors.Is(err, context.DeadlineExceeded) || maybeDelivered(t, err) || platform.IsPermanent(err) {
+					t.Errorf("send whose context ended before the write = %v; want a retryable context error, not maybe delivered", err)
+				}
+				if el := time.Since(start); el != ctxWait {
+					t.Errorf("it failed after %v; want %v", el, ctxWait)
+				}
+				if err := <-written; !errors.Is(err, ErrActionTimeout) || !maybeDelivered(t, err) || platform.IsPermanent(err) != avoid {
+					t.Errorf("send being written = %v (permanent %v); want ErrActionTimeout, maybe delivered, permanent %v",
+						err, platform.IsPermanent(err), avoid)
+				}
+				if err := <-busy; err == nil || errors.Is(err, ErrActionTimeout) || maybeDelivered(t, err) || platform.IsPermanent(err) {
+					t.Errorf("send the busy writer never took = %v; want a retryable error, not maybe delivered", err)
+				}
+				if el := time.Since(start); el != timeout {
+					t.Errorf("they failed after %v; want ActionTimeout, %v", el, timeout)
+				}
+			})
+		})
+	}
 }
 
 // TestConnectionLossMidAction drops the connection while sends are in
@@ -246,7 +324,7 @@ func TestConnectionLossMidAction(t *testing.T) {
 			for range n {
 				select {
 				case err := <-errs:
-					if !errors.Is(err, ErrConnectionLost) || !errors.Is(err, ErrMaybeDelivered) || platform.IsPermanent(err) != avoid {
+					if !errors.Is(err, ErrConnectionLost) || !maybeDelivered(t, err) || platform.IsPermanent(err) != avoid {
 						t.Fatalf("pending send = %v (permanent %v); want ErrConnectionLost, ErrMaybeDelivered, permanent %v",
 							err, platform.IsPermanent(err), avoid)
 					}
@@ -291,11 +369,11 @@ func TestConnectionLostBeforeWrite(t *testing.T) {
 				written := send("taken by the writer, which is stuck writing it")
 				waiting := send("waiting for the writer")
 				ws.Close()
-				if err := <-written; !errors.Is(err, ErrConnectionLost) || !errors.Is(err, ErrMaybeDelivered) || platform.IsPermanent(err) != avoid {
+				if err := <-written; !errors.Is(err, ErrConnectionLost) || !maybeDelivered(t, err) || platform.IsPermanent(err) != avoid {
 					t.Errorf("send being written = %v (permanent %v); want ErrConnectionLost, ErrMaybeDelivered, permanent %v",
 						err, platform.IsPermanent(err), avoid)
 				}
-				if err := <-waiting; !errors.Is(err, ErrConnectionLost) || errors.Is(err, ErrMaybeDelivered) || platform.IsPermanent(err) {
+				if err := <-waiting; !errors.Is(err, ErrConnectionLost) || maybeDelivered(t, err) || platform.IsPermanent(err) {
 					t.Errorf("send not yet written = %v (permanent %v); want a retryable ErrConnectionLost, not maybe delivered",
 						err, platform.IsPermanent(err))
 				}

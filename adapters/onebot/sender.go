@@ -45,12 +45,14 @@ import (
 //
 // WARNING, duplicates: implementations have answered "failed" (retcode
 // 100, say) for messages they did deliver, and a send with no response in
-// time ([ErrActionTimeout]) or whose connection dropped after its action
-// was written ([ErrConnectionLost]) may have been delivered too. These
-// errors match [ErrMaybeDelivered] and are retryable by default, as
-// OneBot v11 has it, so the retry middleware may post the message twice.
-// With [Config.AvoidDuplicates] they are permanent instead, and go to the
-// dead letters.
+// time ([ErrActionTimeout], or ctx ending after the action was written)
+// or whose connection dropped after its action was written
+// ([ErrConnectionLost]) may have been delivered too. These errors, and
+// only these, match [platform.ErrMaybeDelivered] (and [ErrMaybeDelivered],
+// the same value). They are retryable by default, as OneBot v11 has it,
+// so the retry middleware may post the message twice (at least once);
+// with [Config.AvoidDuplicates] they are [platform.Permanent] instead and
+// go to the dead letters (at most once).
 func (a *Adapter) Sender() platform.Sender { return platform.SenderFunc(a.send) }
 
 func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
