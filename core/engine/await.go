@@ -41,7 +41,7 @@ func inboundKey(ev platform.Event) string {
 	if chatID == "" {
 		chatID = "user:" + ev.From.ID
 	}
-	return ev.Platform + ":" + chatID
+	return chatKey(ev.Platform, chatID)
 }
 
 // listen returns the pending event to queue ev with if its chat is in
@@ -104,15 +104,11 @@ func (e *Engine) endConversation(key string) {
 // errHandlerDone ends the waits of a conversation whose handler returned.
 var errHandlerDone = context.Canceled
 
-// engineAwaiter is the engine as core/context's Awaiter, for Context.Next;
-// a type of its own keeps Await out of Engine's methods.
-type engineAwaiter Engine
-
-// Await waits for the next event of ev's chat that accept takes, among
+// await waits for the next event of ev's chat that accept takes, among
 // those that arrived since the chat's conversation began; start, if not
-// nil, runs once the chat is in conversation, before the wait.
-func (a *engineAwaiter) Await(ctx context.Context, ev platform.Event, accept func(platform.Event) bool, start func()) (platform.Event, error) {
-	e := (*Engine)(a)
+// nil, runs once the chat is in conversation, before the wait. It is
+// Context.Next's engine side.
+func (e *Engine) await(ctx context.Context, ev platform.Event, accept func(platform.Event) bool, start func()) (platform.Event, error) {
 	key := inboundKey(ev)
 	e.convMu.Lock()
 	if e.closed.Load() {

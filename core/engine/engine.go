@@ -11,24 +11,15 @@ import (
 
 	"go.uber.org/zap"
 
-	hctx "github.com/heraldbot/herald/core/context"
 	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
-// Context is what a handler receives for one event; see the core/context
-// package for its methods (Reply, Send, Command, Args, Logger, ...).
-type Context = hctx.Context
-
 // Handler handles one event. A returned error is logged and passed to the
 // WithOnError function; it does not stop other handlers. A panic is
 // recovered, logged and passed on as a *HandlerPanicError.
 type Handler func(c *Context) error
-
-// NewUserError returns an error whose text Context.ReplyError may show to
-// the user; cause goes to the log only.
-func NewUserError(text string, cause error) error { return hctx.NewUserError(text, cause) }
 
 // Plugin is a reusable set of handlers. Register adds them to the engine.
 type Plugin interface {
@@ -44,15 +35,6 @@ var (
 	ErrAlreadyRunning = errors.New("engine: already running")
 	// ErrNoAdapter is returned by Run when no adapter was configured.
 	ErrNoAdapter = errors.New("engine: no adapter")
-)
-
-// Errors of the handler's Context, here so that a handler file needs only
-// this package; they are core/context's, for errors.Is.
-var (
-	// ErrNoChat: a Reply or Next for an event without a chat.
-	ErrNoChat = hctx.ErrNoChat
-	// ErrPromptNotSent: Prompt's question could not be sent.
-	ErrPromptNotSent = hctx.ErrPromptNotSent
 )
 
 // forceGrace bounds how long Shutdown waits, after it ran out of time and
@@ -123,6 +105,10 @@ type Engine struct {
 	senders     map[string]platform.Sender
 	counters    *sender.Counters
 	deadLetters *sender.DeadLetterStore
+
+	// submitSend queues a send's task: e.out.SubmitResumable, or a
+	// test's recorder.
+	submitSend func(key string, task func(context.Context) error) error
 
 	regMu    sync.Mutex // serialises registrations
 	seq      int
@@ -217,6 +203,7 @@ func New(opts ...Option) (*Engine, error) {
 		}
 	}
 	e.out = NewOutboundDispatcher(context.Background(), outCfg)
+	e.submitSend = e.out.SubmitResumable
 	e.in = NewOutboundDispatcher(context.Background(), DispatcherConfig{
 		MaxInflight: o.handlerConcurrency,
 		QueueSize:   o.inboundQueueSize,
@@ -354,14 +341,7 @@ func (e *Engine) process(ctx context.Context, ev platform.Event) {
 	// scratch evaluates the matchers; each handler gets its own Context
 	// with its match, so a later matcher never changes what an earlier
 	// handler (or a goroutine it started) sees.
-	scratch := hctx.New(hctx.Config{
-		Context:   ctx,
-		Event:     ev,
-		Sender:    e.senders[ev.Platform],
-		Submitter: e.out,
-		Logger:    e.log,
-		Awaiter:   (*engineAwaiter)(e),
-	})
+	scratch := e.newContext(ctx, ev)
 	in := input{isMessage: ev.Kind == platform.EventMessage}
 	if in.isMessage {
 		in.cmd, in.isCommand = parseCommand(ev.Text, e.opts.prefixes)
@@ -372,12 +352,12 @@ func (e *Engine) process(ctx context.Context, ev platform.Event) {
 		if blocked && m.priority > blockPriority {
 			break
 		}
-		match, ok := e.test(scratch, m, &in)
+		found, ok := e.test(scratch, m, &in)
 		if !ok {
 			continue
 		}
 		matched = true
-		e.run(scratch.WithMatch(match), m.handler)
+		e.run(scratch.withMatch(found), m.handler)
 		if m.block {
 			blocked, blockPriority = true, m.priority
 		}
@@ -388,20 +368,20 @@ func (e *Engine) process(ctx context.Context, ev platform.Event) {
 	}
 	e.unmatched.Add(1)
 	if e.opts.fallback != nil {
-		e.run(scratch.WithMatch(hctx.Match{}), e.opts.fallback)
+		e.run(scratch.withMatch(match{}), e.opts.fallback)
 	}
 }
 
 // test runs m's matcher and rules, recovering a panicking rule: it is
 // logged, counted and reported like a handler panic, and the matcher does
 // not accept the event; the other matchers still run.
-func (e *Engine) test(scratch *Context, m *matcher, in *input) (match hctx.Match, ok bool) {
+func (e *Engine) test(scratch *Context, m *matcher, in *input) (found match, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			ok = false
 			e.handlerPanics.Add(1)
 			pe := &HandlerPanicError{Value: r, Stack: debug.Stack()}
-			c := scratch.WithMatch(hctx.Match{})
+			c := scratch.withMatch(match{})
 			c.Logger().Error("matcher rule panicked", zap.Any("panic", r), zap.ByteString("stack", pe.Stack))
 			if e.opts.onError != nil {
 				e.callOnError(c, pe)
@@ -667,7 +647,7 @@ func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
 			errs = append(errs, fmt.Errorf("engine: replay: no adapter %q", req.Platform))
 			continue
 		}
-		err := e.out.SubmitResumable(hctx.ChatKey(req.Platform, req.Target.ID), func(ctx context.Context) error {
+		err := e.out.SubmitResumable(chatKey(req.Platform, req.Target.ID), func(ctx context.Context) error {
 			_, err := s.Send(ctx, req)
 			return err
 		})

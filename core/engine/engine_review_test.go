@@ -9,7 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	hctx "github.com/heraldbot/herald/core/context"
 	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/platform"
 )
@@ -160,7 +159,7 @@ func TestReplyWithoutChat(t *testing.T) {
 		return nil
 	}))
 	must(t, e.HandleEvent(platform.Event{Platform: "memory", Kind: platform.EventCallback, From: ann, Text: "data"}))
-	if err := <-got; !errors.Is(err, hctx.ErrNoChat) {
+	if err := <-got; !errors.Is(err, engine.ErrNoChat) {
 		t.Fatalf("Reply = %v; want ErrNoChat", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	hctx "github.com/heraldbot/herald/core/context"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -198,68 +197,68 @@ type input struct {
 }
 
 // test reports whether m accepts the event and what it found.
-func (m *matcher) test(c *Context, in *input, botUsername string) (hctx.Match, bool) {
-	var match hctx.Match
+func (m *matcher) test(c *Context, in *input, botUsername string) (match, bool) {
+	var found match
 	text := c.Text()
 	switch m.kind {
 	case kindCommand:
 		if !in.isCommand || !in.isMessage || !slices.ContainsFunc(m.words, func(w string) bool { return strings.EqualFold(w, in.cmd.name) }) {
-			return match, false
+			return found, false
 		}
 		if in.cmd.bot != "" && botUsername != "" && !strings.EqualFold(in.cmd.bot, botUsername) {
-			return match, false
+			return found, false
 		}
-		match = hctx.Match{Command: in.cmd.name, RawArgs: in.cmd.raw}
+		found = match{command: in.cmd.name, rawArgs: in.cmd.raw}
 	case kindMessage:
 		if !in.isMessage {
-			return match, false
+			return found, false
 		}
 	case kindPrefix:
 		if !in.isMessage {
-			return match, false
+			return found, false
 		}
 		i := slices.IndexFunc(m.words, func(w string) bool { return strings.HasPrefix(text, w) })
 		if i < 0 {
-			return match, false
+			return found, false
 		}
-		match.RawArgs = strings.TrimSpace(text[len(m.words[i]):])
+		found.rawArgs = strings.TrimSpace(text[len(m.words[i]):])
 	case kindKeyword:
 		if !in.isMessage || !slices.ContainsFunc(m.words, func(w string) bool { return strings.Contains(text, w) }) {
-			return match, false
+			return found, false
 		}
 	case kindFullMatch:
 		if !in.isMessage || !slices.Contains(m.words, strings.TrimSpace(text)) {
-			return match, false
+			return found, false
 		}
 	case kindRegex:
 		if !in.isMessage {
-			return match, false
+			return found, false
 		}
 		groups := m.re.FindStringSubmatch(text)
 		if groups == nil {
-			return match, false
+			return found, false
 		}
-		match.Groups = groups
+		found.groups = groups
 	case kindEvent:
 		if c.Event().Kind != m.eventKind {
-			return match, false
+			return found, false
 		}
 	case kindRule:
 		// The On rule runs with the rules below.
 	}
-	c.SetMatch(match)
+	c.match = found // c is the engine's scratch Context, never a handler's
 	if m.rule != nil && !m.rule(c) {
-		return match, false
+		return found, false
 	}
 	for _, r := range m.rules {
 		if !r(c) {
-			return match, false
+			return found, false
 		}
 	}
 	if m.kind == kindCommand || m.kind == kindPrefix {
-		match.Args = SplitArgs(match.RawArgs)
+		found.args = SplitArgs(found.rawArgs)
 	}
-	return match, true
+	return found, true
 }
 
 func (m *matcher) info() MatcherInfo {

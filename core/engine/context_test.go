@@ -1,4 +1,4 @@
-package context_test
+package engine
 
 import (
 	stdctx "context"
@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	hctx "github.com/heraldbot/herald/core/context"
 	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/platform"
 )
@@ -48,15 +47,33 @@ func (q *queue) run(i int, ctx stdctx.Context) (err error, panicked any) {
 	return err, panicked
 }
 
-var testEvent = platform.Event{
+var ctxEvent = platform.Event{
 	ID: "ev1", Platform: "mem", Kind: platform.EventMessage,
 	Chat: platform.Chat{ID: "c1", Type: platform.ChatPrivate},
 	From: platform.User{ID: "u1", Name: "Ann"},
 	Text: "/echo hi",
 }
 
-func newCtx(s platform.Sender, q *queue) *hctx.Context {
-	return hctx.New(hctx.Config{Event: testEvent, Sender: s, Submitter: q})
+// testContext returns the Context of ev on an engine whose platform "mem"
+// sends through s (none if nil), whose sends go to q (the dispatcher if
+// nil), and which logs to log (none if nil).
+func testContext(t *testing.T, ev platform.Event, s platform.Sender, q *queue, log *zap.Logger) *Context {
+	t.Helper()
+	e, err := New(WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s != nil {
+		e.senders["mem"] = s
+	}
+	if q != nil {
+		e.submitSend = q.Submit
+	}
+	return e.newContext(stdctx.Background(), ev)
+}
+
+func newCtx(t *testing.T, s platform.Sender, q *queue) *Context {
+	return testContext(t, ctxEvent, s, q, nil)
 }
 
 func TestReplyResolvesOnEveryPath(t *testing.T) {
@@ -92,16 +109,16 @@ func TestReplyResolvesOnEveryPath(t *testing.T) {
 		}, wantErr: stdctx.Canceled},
 		{name: "panic", sender: func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
 			panic("sender bug")
-		}, wantErr: hctx.ErrSendPanicked, wantPanic: true},
+		}, wantErr: ErrSendPanicked, wantPanic: true},
 		{name: "goexit", sender: func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
 			runtime.Goexit()
 			return platform.SendResult{}, nil
-		}, wantErr: hctx.ErrSendAborted},
+		}, wantErr: ErrSendAborted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := &queue{}
-			f := newCtx(tt.sender, q).ReplyText("hello")
+			f := newCtx(t, tt.sender, q).ReplyText("hello")
 			if f.IsDone() {
 				t.Fatal("Future resolved before the send ran")
 			}
@@ -130,7 +147,7 @@ func TestReplyResolvesOnEveryPath(t *testing.T) {
 func TestReplyRefused(t *testing.T) {
 	refused := errors.New("dispatcher: queue full")
 	q := &queue{refuse: refused}
-	f := newCtx(platform.SenderFunc(func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
+	f := newCtx(t, platform.SenderFunc(func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
 		t.Fatal("sender called for a refused send")
 		return platform.SendResult{}, nil
 	}), q).Reply(platform.TextMessage("x"))
@@ -140,13 +157,13 @@ func TestReplyRefused(t *testing.T) {
 }
 
 func TestNoSender(t *testing.T) {
-	c := hctx.New(hctx.Config{Event: testEvent})
+	c := newCtx(t, nil, nil)
 	for _, f := range []interface {
 		Result() (platform.SendResult, error)
 	}{
 		c.ReplyText("a"), c.ReplySuccess("b"), c.ReplyError(errors.New("c")), c.Send(platform.Chat{ID: "x"}, platform.TextMessage("d")),
 	} {
-		if _, err := f.Result(); !errors.Is(err, hctx.ErrNoSender) {
+		if _, err := f.Result(); !errors.Is(err, ErrNoSender) {
 			t.Fatalf("err = %v; want ErrNoSender", err)
 		}
 	}
@@ -156,7 +173,7 @@ func TestSendKeysAndRequests(t *testing.T) {
 	var mu sync.Mutex
 	var reqs []platform.SendRequest
 	q := &queue{}
-	c := newCtx(platform.SenderFunc(func(_ stdctx.Context, req platform.SendRequest) (platform.SendResult, error) {
+	c := newCtx(t, platform.SenderFunc(func(_ stdctx.Context, req platform.SendRequest) (platform.SendResult, error) {
 		mu.Lock()
 		reqs = append(reqs, req)
 		mu.Unlock()
@@ -190,9 +207,9 @@ func TestReplyErrorHidesDetails(t *testing.T) {
 		texts = append(texts, req.Message.Text)
 		return platform.SendResult{}, nil
 	})
-	c := hctx.New(hctx.Config{Event: testEvent, Sender: sender, Submitter: q, Logger: zap.New(core)})
+	c := testContext(t, ctxEvent, sender, q, zap.New(core))
 	c.ReplyError(errors.New("db password=hunter2 rejected"))
-	c.ReplyError(hctx.NewUserError("That city is unknown.", errors.New("geo lookup: 404")))
+	c.ReplyError(NewUserError("That city is unknown.", errors.New("geo lookup: 404")))
 	for i := range q.tasks {
 		q.run(i, stdctx.Background())
 	}
@@ -209,17 +226,15 @@ func TestReplyErrorHidesDetails(t *testing.T) {
 }
 
 func TestAccessorsAndValues(t *testing.T) {
-	ctx := stdctx.WithValue(stdctx.Background(), struct{}{}, 1)
-	c := hctx.New(hctx.Config{Context: ctx, Event: testEvent})
-	c.SetMatch(hctx.Match{Command: "echo", RawArgs: "hi", Args: []string{"hi"}, Groups: []string{"x"}})
+	c := newCtx(t, nil, nil).withMatch(match{command: "echo", rawArgs: "hi", args: []string{"hi"}, groups: []string{"x"}})
 	if c.Command() != "echo" || c.RawArgs() != "hi" || len(c.Args()) != 1 || c.Matches()[0] != "x" {
 		t.Fatal("match accessors wrong")
 	}
 	if c.Text() != "/echo hi" || c.Platform() != "mem" || c.Chat().ID != "c1" || c.From().Name != "Ann" || c.Event().ID != "ev1" {
 		t.Fatal("event accessors wrong")
 	}
-	if c.Context() != ctx {
-		t.Fatal("Context() is not the handler context")
+	if c.Context() == nil || c.Logger() == nil {
+		t.Fatal("no context or logger")
 	}
 	if _, ok := c.Get("k"); ok {
 		t.Fatal("Get found a value never set")
@@ -228,41 +243,38 @@ func TestAccessorsAndValues(t *testing.T) {
 	if v, ok := c.Get("k"); !ok || v != 42 {
 		t.Fatalf("Get = %v, %v", v, ok)
 	}
-	if hctx.New(hctx.Config{}).Context() == nil || hctx.New(hctx.Config{}).Logger() == nil {
-		t.Fatal("defaults not applied")
-	}
-	if err := hctx.NewUserError("shown", errors.New("cause")); err.Error() != "shown: cause" {
+	if err := NewUserError("shown", errors.New("cause")); err.Error() != "shown: cause" {
 		t.Fatalf("UserError = %q", err)
 	}
 }
 
 func TestWithMatchSharesEventState(t *testing.T) {
-	c := hctx.New(hctx.Config{Event: testEvent})
+	c := newCtx(t, nil, nil)
 	c.Set("k", 1)
-	d := c.WithMatch(hctx.Match{Command: "x", Args: []string{"y"}})
+	d := c.withMatch(match{command: "x", args: []string{"y"}})
 	if v, _ := d.Get("k"); v != 1 {
-		t.Fatal("WithMatch lost the values")
+		t.Fatal("withMatch lost the values")
 	}
 	d.Set("k", 2)
 	if v, _ := c.Get("k"); v != 2 {
 		t.Fatal("values not shared")
 	}
 	if c.Command() != "" || d.Command() != "x" || d.Logger() != c.Logger() || d.Event().ID != c.Event().ID {
-		t.Fatal("WithMatch did not keep its own match and share the rest")
+		t.Fatal("withMatch did not keep its own match and share the rest")
 	}
 }
 
 func TestNoChat(t *testing.T) {
-	ev := testEvent
+	ev := ctxEvent
 	ev.Chat = platform.Chat{}
 	q := &queue{}
-	c := hctx.New(hctx.Config{Event: ev, Sender: platform.SenderFunc(func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
+	c := testContext(t, ev, platform.SenderFunc(func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
 		return platform.SendResult{}, nil
-	}), Submitter: q})
-	if _, err := c.ReplyText("x").Result(); !errors.Is(err, hctx.ErrNoChat) {
+	}), q, nil)
+	if _, err := c.ReplyText("x").Result(); !errors.Is(err, ErrNoChat) {
 		t.Fatalf("Reply without chat = %v", err)
 	}
-	if _, err := c.Send(platform.Chat{}, platform.TextMessage("x")).Result(); !errors.Is(err, hctx.ErrNoChat) {
+	if _, err := c.Send(platform.Chat{}, platform.TextMessage("x")).Result(); !errors.Is(err, ErrNoChat) {
 		t.Fatalf("Send to empty chat = %v", err)
 	}
 	if len(q.tasks) != 0 {
@@ -273,38 +285,20 @@ func TestNoChat(t *testing.T) {
 func TestSenderPanicWithError(t *testing.T) {
 	cause := errors.New("cause")
 	q := &queue{}
-	f := newCtx(platform.SenderFunc(func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
+	f := newCtx(t, platform.SenderFunc(func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
 		panic(cause)
 	}), q).ReplyText("x")
 	q.run(0, stdctx.Background())
-	if _, err := f.Result(); !errors.Is(err, hctx.ErrSendPanicked) || !errors.Is(err, cause) {
+	if _, err := f.Result(); !errors.Is(err, ErrSendPanicked) || !errors.Is(err, cause) {
 		t.Fatalf("err = %v; want ErrSendPanicked wrapping the panic's error", err)
 	}
 }
 
-// resumableQueue is a queue that also takes resumable tasks, as the
-// engine's dispatcher does.
-type resumableQueue struct {
-	queue
-	resumable []bool
-}
-
-func (q *resumableQueue) Submit(key string, task func(stdctx.Context) error) error {
-	q.resumable = append(q.resumable, false)
-	return q.queue.Submit(key, task)
-}
-
-func (q *resumableQueue) SubmitResumable(key string, task func(stdctx.Context) error) error {
-	q.resumable = append(q.resumable, true)
-	return q.queue.Submit(key, task)
-}
-
-// A send goes through SubmitResumable when the Submitter has it. A run that
-// pauses leaves the Future unresolved and hands the pause to the
-// dispatcher; the run that finishes resolves it. Without a resume.Task in
-// the context, a *resume.WaitError is an ordinary error.
+// A run that pauses leaves the Future unresolved and hands the pause to
+// the dispatcher; the run that finishes resolves it. Without a
+// resume.Task in the context, a *resume.WaitError is an ordinary error.
 func TestReplyPausedRunLeavesFutureOpen(t *testing.T) {
-	q := &resumableQueue{}
+	q := &queue{}
 	runs := 0
 	s := platform.SenderFunc(func(ctx stdctx.Context, req platform.SendRequest) (platform.SendResult, error) {
 		runs++
@@ -315,11 +309,7 @@ func TestReplyPausedRunLeavesFutureOpen(t *testing.T) {
 		}
 		return platform.SendResult{MessageID: "m1"}, nil
 	})
-	c := hctx.New(hctx.Config{Event: testEvent, Sender: s, Submitter: q})
-	f := c.ReplyText("hi")
-	if len(q.resumable) != 1 || !q.resumable[0] {
-		t.Fatalf("submitted resumable = %v; want [true]", q.resumable)
-	}
+	f := newCtx(t, s, q).ReplyText("hi")
 	task := resume.NewTask()
 	ctx := resume.NewContext(stdctx.Background(), task)
 	task.Start()
@@ -338,14 +328,14 @@ func TestReplyPausedRunLeavesFutureOpen(t *testing.T) {
 		t.Fatalf("Future = %+v, %v; want m1", res, err)
 	}
 
-	// A plain Submitter: the pause error is the send's result.
+	// Run without a resume.Task: the pause error is the send's result.
 	plain := &queue{}
 	wait := &resume.WaitError{Delay: time.Second}
-	f = hctx.New(hctx.Config{Event: testEvent, Submitter: plain, Sender: platform.SenderFunc(
+	f = newCtx(t, platform.SenderFunc(
 		func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
 			return platform.SendResult{}, wait
 		},
-	)}).ReplyText("hi")
+	), plain).ReplyText("hi")
 	if err, _ := plain.run(0, stdctx.Background()); err != wait {
 		t.Fatalf("run = %v", err)
 	}
