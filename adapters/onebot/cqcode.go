@@ -46,11 +46,15 @@ func CQ(segs ...Segment) string {
 }
 
 // ParseCQ parses a CQ-code string into segments. It never fails: text that
-// is not a well-formed CQ code (a "[CQ:" with no closing "]", a code with an
-// empty type) is kept as text. Adjacent text is merged into one text
-// segment (a [CQ:text,text=…] code included), empty text is dropped, and
-// the text is unescaped; a parameter without "=" gets the
-// value "", and of repeated parameters the last one wins.
+// is not a well-formed CQ code is kept as text. A code runs from "[CQ:" to
+// the next "]", and since a valid CQ string escapes every "[" and "]" in
+// text and parameters, a "[" before that "]" means the "[CQ:" was text: in
+// "[CQ:[CQ:face,id=1]" the text "[CQ:" is followed by the face code. A
+// "[CQ:" with no closing "]", and a code with an empty type, are text too.
+// Adjacent text is merged into one text segment (a [CQ:text,text=…] code
+// included), empty text is dropped, and the text is unescaped; a parameter
+// without "=" gets the value "", and of repeated parameters the last one
+// wins.
 func ParseCQ(s string) Message {
 	var m Message
 	var text strings.Builder
@@ -60,22 +64,31 @@ func ParseCQ(s string) Message {
 			text.Reset()
 		}
 	}
+	const open = "[CQ:"
 	for len(s) > 0 {
-		i := strings.Index(s, "[CQ:")
+		i := strings.Index(s, open)
 		if i < 0 {
 			text.WriteString(UnescapeText(s))
 			break
 		}
 		text.WriteString(UnescapeText(s[:i]))
 		s = s[i:]
-		end := strings.IndexByte(s, ']')
+		end := strings.IndexAny(s[len(open):], "[]")
 		if end < 0 {
 			// An unterminated code is text; "[" cannot appear unescaped in
 			// text, so keep it literally.
 			text.WriteString(UnescapeText(s))
 			break
 		}
-		seg, ok := parseCode(s[len("[CQ:"):end])
+		end += len(open)
+		if s[end] == '[' {
+			// A raw "[" inside: what came before it is text, and a code
+			// may start at it.
+			text.WriteString(UnescapeText(s[:end]))
+			s = s[end:]
+			continue
+		}
+		seg, ok := parseCode(s[len(open):end])
 		switch {
 		case !ok:
 			text.WriteString(UnescapeText(s[:end+1]))

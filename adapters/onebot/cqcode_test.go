@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -49,6 +50,16 @@ func TestParseCQ(t *testing.T) {
 		{"empty cq text dropped", "[CQ:text,text=]", nil},
 		{"lone brackets", "] [ [C", Message{Text("] [ [C")}},
 		{"unicode", "你好[CQ:at,qq=1]😀", Message{Text("你好"), seg("at", "qq", "1"), Text("😀")}},
+		// A raw "[" is escaped in every valid CQ string, so one inside a
+		// code's brackets ends it as text, and a code may start there.
+		{"open then code", "[CQ:[CQ:face,id=1]", Message{Text("[CQ:"), seg("face", "id", "1")}},
+		{"empty type then code", "[CQ:,[CQ:face,id=1]", Message{Text("[CQ:,"), seg("face", "id", "1")}},
+		{"unclosed code then code", "a[CQ:at,qq=1[CQ:face,id=2]b", Message{Text("a[CQ:at,qq=1"), seg("face", "id", "2"), Text("b")}},
+		{"twice open then code", "[CQ:[CQ:[CQ:face,id=1]", Message{Text("[CQ:[CQ:"), seg("face", "id", "1")}},
+		{"bracket in value", "[CQ:image,file=a[b]c", Message{Text("[CQ:image,file=a[b]c")}},
+		{"lone bracket then code", "[[CQ:face,id=1]", Message{Text("["), seg("face", "id", "1")}},
+		{"code then bracket", "[CQ:face,id=1]]", Message{seg("face", "id", "1"), Text("]")}},
+		{"escaped open then code", "[CQ:&#91;[CQ:face,id=1]", Message{Text("[CQ:["), seg("face", "id", "1")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,7 +162,7 @@ func FuzzParseCQ(f *testing.F) {
 	for _, s := range []string{
 		"", "hello", "[CQ:image,file=1.jpg]", "a&amp;b&#91;c&#93;d&#44;", "[CQ:at,qq=1]x[CQ:face,id=2]",
 		"[CQ:", "[CQ:]", "[CQ:,]", "[CQ:a,=]", "[CQ:text,text=&#44;]", "[CQ:a,k=v=w,k2]", "&&amp;amp;", "]]][[[",
-		"\xff\xfe", "[CQ:x&#44;y,k&#93;=v]",
+		"\xff\xfe", "[CQ:x&#44;y,k&#93;=v]", "[CQ:[CQ:face,id=1]", "[CQ:,[CQ:face,id=1]",
 	} {
 		f.Add(s)
 	}
@@ -160,6 +171,11 @@ func FuzzParseCQ(f *testing.F) {
 		// Parsing gives normalized messages: no empty or adjacent text.
 		if !msgEqual(m, normalize(m)) {
 			t.Fatalf("ParseCQ(%q) = %#v: not normalized", s, m)
+		}
+		// Whatever comes before it, a valid code stays a code.
+		face := seg("face", "id", "1")
+		if got := ParseCQ(s + CQ(face)); len(got) == 0 || !msgEqual(got[len(got)-1:], Message{face}) {
+			t.Fatalf("ParseCQ(%q + a face code) = %#v; want it to end with the face", s, got)
 		}
 		// Text escapes round-trip exactly.
 		if got := UnescapeText(EscapeText(s)); got != s {
@@ -175,6 +191,41 @@ func FuzzParseCQ(f *testing.F) {
 		// Formatting and parsing again is the identity on parsed messages.
 		if again := ParseCQ(CQ(m...)); !msgEqual(again, m) {
 			t.Fatalf("ParseCQ(CQ(ParseCQ(%q))) = %#v; want %#v (CQ %q)", s, again, m, CQ(m...))
+		}
+	})
+}
+
+// FuzzParseCQCodeAfterGarbage checks that no text before a valid CQ code
+// can swallow it. garbage is any string at all, brackets and unfinished
+// codes included, and code is a valid code built from typ, key and val;
+// ParseCQ(garbage + code) always ends with that code as a segment. With
+// escaped text around the code instead, the message round-trips exactly.
+func FuzzParseCQCodeAfterGarbage(f *testing.F) {
+	for _, tc := range [][4]string{
+		{"[CQ:", "face", "id", "1"},
+		{"[CQ:,", "face", "id", "1"},
+		{"[CQ:at,qq=1", "face", "id", "2"},
+		{"a[CQ:x,k=", "image", "file", "a,b[c]&d"},
+		{"[", "at", "qq", "all"},
+		{"[CQ", "x,y", "k]", "v["},
+		{"&#9", "share", "", ""},
+		{"[CQ:text,text=", "reply", "id", "-5"},
+	} {
+		f.Add(tc[0], tc[1], tc[2], tc[3])
+	}
+	f.Fuzz(func(t *testing.T, garbage, typ, key, val string) {
+		if typ == "" || typ == "text" || strings.Contains(key, "=") {
+			return // not a code CQ can write: no type, a text segment, a key ParseCQ would split
+		}
+		code := Segment{Type: typ, Data: map[string]string{key: val}}
+		in := garbage + CQ(code)
+		m := ParseCQ(in)
+		if len(m) == 0 || !msgEqual(m[len(m)-1:], Message{code}) {
+			t.Fatalf("ParseCQ(%q) = %#v; want it to end with %#v", in, m, code)
+		}
+		around := CQ(Text(garbage), code, Text(garbage))
+		if got, want := ParseCQ(around), normalize([]Segment{Text(garbage), code, Text(garbage)}); !msgEqual(got, want) {
+			t.Fatalf("ParseCQ(%q) = %#v; want %#v", around, got, want)
 		}
 	})
 }
