@@ -29,7 +29,10 @@ import (
 //     left_chat_member a [platform.EventMemberLeft]; From is the member.
 //   - callback_query → [platform.EventCallback] with Text the callback
 //     data, MessageID the message carrying the button and Time now. A
-//     callback from an inline message has no chat: Chat is empty.
+//     callback from an inline message has no chat: Chat is empty. A
+//     message without a message_id (0, which no message has) leaves
+//     MessageID empty, so an edit of it is refused before any request
+//     instead of going to a message that does not exist.
 //   - Anything else (inline queries, chat member updates, polls, ...) →
 //     [platform.EventOther] with the chat and user the update names, if
 //     any.
@@ -61,7 +64,7 @@ func updateToEvents(u *tgbotapi.Update, botUsername string, now time.Time) []pla
 		ev.From = userOf(cq.From)
 		if cq.Message != nil {
 			ev.Chat = chatOf(cq.Message.Chat)
-			ev.MessageID = strconv.Itoa(cq.Message.MessageID)
+			ev.MessageID = messageID(cq.Message.MessageID)
 		}
 		return []platform.Event{ev}
 	}
@@ -91,17 +94,26 @@ func updateToEvents(u *tgbotapi.Update, botUsername string, now time.Time) []pla
 	return []platform.Event{ev}
 }
 
+// messageID returns Telegram's message ID in decimal, or "" for an ID that
+// is not positive (absent from the update): no message is numbered 0.
+func messageID(id int) string {
+	if id <= 0 {
+		return ""
+	}
+	return strconv.Itoa(id)
+}
+
 func messageEvents(base platform.Event, m *tgbotapi.Message, kind platform.EventKind, botUsername string) []platform.Event {
 	ev := base
 	ev.Kind = kind
 	ev.Chat = chatOf(m.Chat)
-	ev.MessageID = strconv.Itoa(m.MessageID)
+	ev.MessageID = messageID(m.MessageID)
 	ev.Time = unixOr(m.Date, base.Time)
 	if kind == platform.EventEditedMessage && m.EditDate != 0 {
 		ev.Time = unixOr(m.EditDate, base.Time)
 	}
 	if m.ReplyToMessage != nil {
-		ev.ReplyToID = strconv.Itoa(m.ReplyToMessage.MessageID)
+		ev.ReplyToID = messageID(m.ReplyToMessage.MessageID)
 	}
 	switch {
 	case m.From != nil:

@@ -96,6 +96,16 @@ func TestUpdateToEvents(t *testing.T) {
 			want: []platform.Event{{ID: "20", Kind: platform.EventCallback, From: ann, Text: "x", Time: testNow}},
 		},
 		{
+			name: "callback whose message has no message_id",
+			json: `{"update_id":27,"callback_query":{"id":"cb3","from":` + annJSON + `,"message":{"chat":` + groupJSON + `,"date":0},"chat_instance":"ci","data":"menu"}}`,
+			want: []platform.Event{{ID: "27", Kind: platform.EventCallback, Chat: group, From: ann, Text: "menu", Time: testNow}},
+		},
+		{
+			name: "reply to a message without message_id",
+			json: `{"update_id":28,"message":{"message_id":5,"from":` + annJSON + `,"chat":` + groupJSON + `,"date":1772362800,"text":"re","reply_to_message":{"chat":` + groupJSON + `,"date":1}}}`,
+			want: []platform.Event{{ID: "28", Kind: platform.EventMessage, Chat: group, From: ann, Text: "re", MessageID: "5", Time: at}},
+		},
+		{
 			name: "two members join",
 			json: `{"update_id":21,"message":{"message_id":30,"from":` + annJSON + `,"chat":` + groupJSON + `,"date":1772362800,"new_chat_members":[{"id":8,"first_name":"Bo"},{"id":9,"first_name":"Cy","is_bot":true,"username":"cy_bot"}]}}`,
 			want: []platform.Event{
