@@ -22,8 +22,10 @@ type Chat struct {
 	Title string   `json:"title,omitempty"`
 }
 
-// IsGroup reports whether the chat has several members (group or channel).
-func (c Chat) IsGroup() bool { return c.Type == ChatGroup || c.Type == ChatChannel }
+// IsGroup reports whether the chat is a group ([ChatGroup]): several users
+// talking, the bot among them. A channel, where the bot broadcasts, is not
+// a group; nor is a private chat or a chat of unknown type.
+func (c Chat) IsGroup() bool { return c.Type == ChatGroup }
 
 // User is the author of an event. ID is the platform's identifier in text
 // form; Name is a display name and Username the platform's handle, without

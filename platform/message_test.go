@@ -72,3 +72,14 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		t.Fatal("IsGroup wrong")
 	}
 }
+
+// One meaning of "group" everywhere: a ChatGroup, not a channel.
+func TestChatIsGroup(t *testing.T) {
+	for typ, want := range map[platform.ChatType]bool{
+		platform.ChatGroup: true, platform.ChatChannel: false, platform.ChatPrivate: false, "": false,
+	} {
+		if got := (platform.Chat{ID: "1", Type: typ}).IsGroup(); got != want {
+			t.Errorf("Chat{Type: %q}.IsGroup() = %v; want %v", typ, got, want)
+		}
+	}
+}

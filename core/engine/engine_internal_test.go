@@ -34,3 +34,18 @@ func TestShutdownWaitsWithItsOwnContext(t *testing.T) {
 func testEvent() platform.Event {
 	return platform.Event{Platform: "p", Kind: platform.EventMessage, Chat: platform.Chat{ID: "c"}, Text: "x"}
 }
+
+// The IsGroup rule (and GroupOnly) agree with platform.Chat.IsGroup.
+func TestIsGroupRuleAgreesWithChat(t *testing.T) {
+	e, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []platform.ChatType{platform.ChatGroup, platform.ChatChannel, platform.ChatPrivate, ""} {
+		chat := platform.Chat{ID: "1", Type: typ}
+		c := e.newContext(context.Background(), platform.Event{Platform: "p", Chat: chat})
+		if got, want := IsGroup()(c), chat.IsGroup(); got != want {
+			t.Errorf("IsGroup() for %q = %v; Chat.IsGroup() = %v", typ, got, want)
+		}
+	}
+}

@@ -69,9 +69,10 @@ func IsPrivate() Rule {
 	return func(c *Context) bool { return c.Chat().Type == platform.ChatPrivate }
 }
 
-// IsGroup accepts events from group chats.
+// IsGroup accepts events from group chats: those whose
+// [platform.Chat.IsGroup] is true (not channels).
 func IsGroup() Rule {
-	return func(c *Context) bool { return c.Chat().Type == platform.ChatGroup }
+	return func(c *Context) bool { return c.Chat().IsGroup() }
 }
 
 // FromUsers accepts events from the users with the given IDs.
