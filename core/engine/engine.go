@@ -214,8 +214,8 @@ func New(opts ...Option) (*Engine, error) {
 
 	if m := o.metrics; m != nil {
 		err := errors.Join(
-			m.WatchQueue("outbound", func() sender.QueueStats { return queueStats(e.out.Stats()) }),
-			m.WatchQueue("inbound", func() sender.QueueStats { return queueStats(e.in.Stats()) }),
+			m.Register(newDispatcherCollector("outbound", e.out.Stats)),
+			m.Register(newDispatcherCollector("inbound", e.in.Stats)),
 		)
 		if err != nil {
 			return nil, fmt.Errorf("engine: metrics: %w", err)
@@ -250,18 +250,6 @@ func (e *Engine) chain(a platform.Adapter) sender.SenderDecorator {
 	return sender.Default(cfg)
 }
 
-// queueStats maps DispatcherStats, where Failed and Panicked are subsets of
-// Completed and Panicked of Failed, onto sender.QueueStats, whose three
-// counters are disjoint.
-func queueStats(s DispatcherStats) sender.QueueStats {
-	return sender.QueueStats{
-		Submitted: s.Submitted, Rejected: s.Rejected,
-		Completed: s.Completed - s.Failed,
-		Failed:    s.Failed - s.Panicked,
-		Panicked:  s.Panicked,
-		Queued:    s.Queued, Running: s.Running, Waiting: s.Waiting, Chats: s.Chats,
-	}
-}
 
 // Use registers plugins, in order. It stops at the first plugin whose
 // Register fails and returns its error, naming the plugin.

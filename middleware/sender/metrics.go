@@ -15,7 +15,7 @@ import (
 
 // ErrAlreadyRegistered is wrapped, together with the registry's
 // prometheus.AlreadyRegisteredError, by the error [NewMetrics] and
-// [Metrics.WatchQueue] return when their metrics are already registered.
+// [Metrics.Register] return when their metrics are already registered.
 var ErrAlreadyRegistered = errors.New("sender: metrics already registered")
 
 // Histogram buckets of the send metrics: durations from 5 ms (a fast local
@@ -35,7 +35,8 @@ var (
 // permanent, rate_limited, timeout and error. Durations are bucketed from
 // 5 ms to 60 s (.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60),
 // attempts at 1, 2, 3, 4, 5, 7 and 10. [Metrics.Decorator] records
-// into them; [Metrics.WatchQueue] adds a dispatcher's statistics.
+// into them; [Metrics.Register] adds collectors of others (the engine's
+// dispatcher statistics) to the same registry.
 //
 // Create Metrics with [NewMetrics]; the zero value is not usable. A Metrics
 // is safe for concurrent use.
@@ -99,6 +100,21 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// Register registers c with the registry m was created with, or does
+// nothing if there is none (a nil reg given to NewMetrics, or a nil m).
+// Registering a collector whose metrics are already registered returns an
+// error wrapping [ErrAlreadyRegistered]. The engine registers its
+// dispatchers' statistics through it.
+func (m *Metrics) Register(c prometheus.Collector) error {
+	if m == nil || m.reg == nil {
+		return nil
+	}
+	if err := m.reg.Register(c); err != nil {
+		return registerError("collector", err)
+	}
+	return nil
 }
 
 func registerError(what string, err error) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -145,8 +144,8 @@ func TestMetricsNilRegisterer(t *testing.T) {
 	if _, err := m.Decorator()(&recorder{}).Send(context.Background(), req("1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.WatchQueue("q", func() sender.QueueStats { return sender.QueueStats{} }); err != nil {
-		t.Fatalf("WatchQueue without a registry = %v; want nil", err)
+	if err := m.Register(prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total", Help: "x"})); err != nil {
+		t.Fatalf("Register without a registry = %v; want nil", err)
 	}
 	var nilMetrics *sender.Metrics
 	r := &recorder{}
@@ -155,69 +154,3 @@ func TestMetricsNilRegisterer(t *testing.T) {
 	}
 }
 
-func TestWatchQueue(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := sender.NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var running atomic.Int64
-	running.Store(3)
-	stats := func() sender.QueueStats {
-		return sender.QueueStats{Submitted: 10, Rejected: 1, Completed: 6, Failed: 2, Panicked: 1, Queued: 4, Running: int(running.Load()), Waiting: 5, Chats: 2}
-	}
-	if err := m.WatchQueue("outbound", stats); err != nil {
-		t.Fatal(err)
-	}
-	const want = `
-# HELP herald_dispatcher_submitted_total Tasks the outbound dispatcher accepted.
-# TYPE herald_dispatcher_submitted_total counter
-herald_dispatcher_submitted_total{dispatcher="outbound"} 10
-# HELP herald_dispatcher_rejected_total Tasks the outbound dispatcher refused.
-# TYPE herald_dispatcher_rejected_total counter
-herald_dispatcher_rejected_total{dispatcher="outbound"} 1
-# HELP herald_dispatcher_completed_total Tasks that ran and returned no error.
-# TYPE herald_dispatcher_completed_total counter
-herald_dispatcher_completed_total{dispatcher="outbound"} 6
-# HELP herald_dispatcher_failed_total Tasks that ran and returned an error.
-# TYPE herald_dispatcher_failed_total counter
-herald_dispatcher_failed_total{dispatcher="outbound"} 2
-# HELP herald_dispatcher_panicked_total Tasks that panicked.
-# TYPE herald_dispatcher_panicked_total counter
-herald_dispatcher_panicked_total{dispatcher="outbound"} 1
-# HELP herald_dispatcher_queued Tasks waiting in chat queues.
-# TYPE herald_dispatcher_queued gauge
-herald_dispatcher_queued{dispatcher="outbound"} 4
-# HELP herald_dispatcher_running Tasks running.
-# TYPE herald_dispatcher_running gauge
-herald_dispatcher_running{dispatcher="outbound"} %d
-# HELP herald_dispatcher_waiting Tasks paused between runs, holding no worker.
-# TYPE herald_dispatcher_waiting gauge
-herald_dispatcher_waiting{dispatcher="outbound"} 5
-# HELP herald_dispatcher_chats Chats with a task queued, running or waiting.
-# TYPE herald_dispatcher_chats gauge
-herald_dispatcher_chats{dispatcher="outbound"} 2
-`
-	names := []string{"herald_dispatcher_submitted_total", "herald_dispatcher_rejected_total", "herald_dispatcher_completed_total",
-		"herald_dispatcher_failed_total", "herald_dispatcher_panicked_total", "herald_dispatcher_queued", "herald_dispatcher_running", "herald_dispatcher_waiting", "herald_dispatcher_chats"}
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(strings.Replace(want, "%d", "3", 1)), names...); err != nil {
-		t.Fatal(err)
-	}
-	running.Store(7) // read at scrape time
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(strings.Replace(want, "%d", "7", 1)), names...); err != nil {
-		t.Fatal(err)
-	}
-
-	if err := m.WatchQueue("outbound", stats); !errors.Is(err, sender.ErrAlreadyRegistered) {
-		t.Fatalf("WatchQueue of one name twice = %v; want ErrAlreadyRegistered", err)
-	}
-	if err := m.WatchQueue("inbound", stats); err != nil {
-		t.Fatalf("WatchQueue of a second name = %v", err)
-	}
-	if n := testutil.CollectAndCount(reg, "herald_dispatcher_chats"); n != 2 {
-		t.Fatalf("%d herald_dispatcher_chats series; want 2", n)
-	}
-	if err := m.WatchQueue("x", nil); err == nil {
-		t.Fatal("WatchQueue with nil stats succeeded")
-	}
-}
