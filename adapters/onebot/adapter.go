@@ -30,6 +30,8 @@ type Adapter struct {
 	cfg      Config
 	log      *zap.Logger
 	upgrader websocket.Upgrader
+	red      *redactor     // keeps cfg's secrets out of logs and errors
+	url      string        // cfg.URL, redacted
 	echo     atomic.Uint64 // action echo numbers
 	seq      atomic.Uint64 // event sequence numbers
 	stopRecv atomic.Bool   // StopReceiving was called since the last Run ended
@@ -59,7 +61,10 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
+	red := newRedactor(cfg.AccessToken, cfg.URL)
 	return &Adapter{
+		red:    red,
+		url:    red.url(cfg.URL),
 		cfg:    cfg,
 		log:    cfg.Logger.With(zap.String("platform", Name), zap.Stringer("mode", cfg.Mode)),
 		conns:  make(map[*conn]struct{}),

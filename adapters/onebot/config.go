@@ -70,13 +70,18 @@ type Config struct {
 
 	// URL is the implementation's Universal WebSocket endpoint that forward
 	// mode dials, such as "ws://127.0.0.1:6700/". Required in forward mode
-	// (scheme ws or wss, with a host); must be empty in reverse mode.
+	// (scheme ws or wss, with a host, without user info); must be empty in
+	// reverse mode. It may carry the access token as the access_token
+	// query parameter instead of AccessToken: the adapter never logs it,
+	// nor puts it in an error, with its secrets (such query parameters, a
+	// password) in the clear.
 	URL string
 
 	// AccessToken is the shared secret. In reverse mode a connection must
 	// present it as "Authorization: Bearer <token>" (or "Token <token>") or
 	// as the access_token query parameter: missing gets 401, wrong 403. In
-	// forward mode it is sent as "Authorization: Bearer <token>". Empty
+	// forward mode it is sent as "Authorization: Bearer <token>". It is
+	// never logged nor put in an error. Empty
 	// means no authentication: anyone who can reach the endpoint can act as
 	// a bot, so then bind Listen to a loopback address.
 	AccessToken string
@@ -166,8 +171,10 @@ var ErrInvalidConfig = errors.New("onebot: invalid config")
 
 // withDefaults validates c and fills in its zero fields.
 func (c Config) withDefaults() (Config, error) {
+	red := newRedactor(c.AccessToken, c.URL)
 	bad := func(field, format string, args ...any) (Config, error) {
-		return Config{}, fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+		// The text may quote URL: keep its secrets out.
+		return Config{}, fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, red.text(fmt.Sprintf(format, args...)))
 	}
 	switch c.Mode {
 	case Reverse:
@@ -189,7 +196,11 @@ func (c Config) withDefaults() (Config, error) {
 			return bad("URL", "scheme %q: want ws or wss", u.Scheme)
 		}
 		if u.Host == "" {
-			return bad("URL", "no host in %q", c.URL)
+			return bad("URL", "no host in %q", red.url(c.URL))
+		}
+		if u.User != nil {
+			// The WebSocket client refuses it on every dial.
+			return bad("URL", "user info in %q: a WebSocket URL cannot carry it (set AccessToken)", red.url(c.URL))
 		}
 	default:
 		return bad("Mode", "unknown mode %d", int(c.Mode))

@@ -84,7 +84,7 @@ func (c *conn) serve() {
 // ErrConnectionLost, the reader and writer stop.
 func (c *conn) close(reason error) {
 	c.closeOnce.Do(func() {
-		c.closeErr = reason
+		c.closeErr = c.a.red.err(reason) // logged, and in pending sends' errors
 		close(c.done)
 		code, text := websocket.CloseGoingAway, "shutting down"
 		if errors.Is(reason, errReplaced) {
@@ -156,12 +156,13 @@ func (c *conn) writeLoop() {
 }
 
 // excerpt returns the start of a frame for a log line.
-func excerpt(data []byte) string {
+func (c *conn) excerpt(data []byte) string {
 	const n = 200
+	s := string(data)
 	if len(data) > n {
-		return string(data[:n]) + "…"
+		s = string(data[:n]) + "…"
 	}
-	return string(data)
+	return c.a.red.text(s)
 }
 
 // handleFrame routes one inbound frame: an event (it has post_type) or an
@@ -174,7 +175,7 @@ func (c *conn) handleFrame(data []byte) {
 		Status   json.RawMessage `json:"status"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		c.log.Warn("onebot: malformed frame skipped", zap.Error(err), zap.String("frame", excerpt(data)))
+		c.log.Warn("onebot: malformed frame skipped", zap.Error(c.a.red.err(err)), zap.String("frame", c.excerpt(data)))
 		return
 	}
 	switch {
@@ -183,14 +184,14 @@ func (c *conn) handleFrame(data []byte) {
 	case probe.Echo != nil || probe.Status != nil:
 		c.handleResponse(data)
 	default:
-		c.log.Warn("onebot: malformed frame skipped", zap.String("error", "neither an event nor an action response"), zap.String("frame", excerpt(data)))
+		c.log.Warn("onebot: malformed frame skipped", zap.String("error", "neither an event nor an action response"), zap.String("frame", c.excerpt(data)))
 	}
 }
 
 func (c *conn) handleEvent(data []byte) {
 	ev, err := DecodeEvent(data)
 	if err != nil {
-		c.log.Warn("onebot: malformed frame skipped", zap.Error(err), zap.String("frame", excerpt(data)))
+		c.log.Warn("onebot: malformed frame skipped", zap.Error(c.a.red.err(err)), zap.String("frame", c.excerpt(data)))
 		return
 	}
 	c.learnSelfID(ev.SelfID)
@@ -260,7 +261,7 @@ func (c *conn) handleResponse(data []byte) {
 		Echo    json.RawMessage `json:"echo"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
-		c.log.Warn("onebot: malformed frame skipped", zap.Error(err), zap.String("frame", excerpt(data)))
+		c.log.Warn("onebot: malformed frame skipped", zap.Error(c.a.red.err(err)), zap.String("frame", c.excerpt(data)))
 		return
 	}
 	echo := jsonText(w.Echo)

@@ -58,7 +58,7 @@ func (a *Adapter) runForward(ctx context.Context) error {
 }
 
 // dial opens a connection to URL. A 401 or 403 handshake answer is
-// ErrUnauthorized.
+// ErrUnauthorized. Its errors name URL with its secrets redacted.
 func (a *Adapter) dial(ctx context.Context) (*conn, error) {
 	h := http.Header{}
 	if a.cfg.AccessToken != "" {
@@ -69,13 +69,15 @@ func (a *Adapter) dial(ctx context.Context) (*conn, error) {
 		_ = resp.Body.Close()
 	}
 	if err != nil {
+		// a.url is redacted, and so is the dependency's error, whose text
+		// may hold a URL (a proxy's, say) or the token.
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
-			return nil, fmt.Errorf("%w: %s answered %s", ErrUnauthorized, a.cfg.URL, resp.Status)
+			return nil, fmt.Errorf("%w: %s answered %s", ErrUnauthorized, a.url, a.red.text(resp.Status))
 		}
 		if errors.Is(err, websocket.ErrBadHandshake) && resp != nil {
-			return nil, fmt.Errorf("onebot: dial %s: handshake answered %s", a.cfg.URL, resp.Status)
+			return nil, fmt.Errorf("onebot: dial %s: handshake answered %s", a.url, a.red.text(resp.Status))
 		}
-		return nil, fmt.Errorf("onebot: dial %s: %w", a.cfg.URL, err)
+		return nil, fmt.Errorf("onebot: dial %s: %w", a.url, a.red.err(err))
 	}
 	// Some implementations name the bot in the handshake answer; otherwise
 	// the lifecycle connect event will.
@@ -99,7 +101,7 @@ func (a *Adapter) serveForward(ctx context.Context, c *conn) {
 		defer close(closed)
 		c.close(errShutdown)
 	})
-	a.log.Info("onebot: connected", zap.String("url", a.cfg.URL))
+	a.log.Info("onebot: connected", zap.String("url", a.url))
 	c.serve()
 	if !stopWatch() {
 		<-closed // the close ran or is running; let it finish before returning

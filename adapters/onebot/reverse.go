@@ -95,7 +95,7 @@ func (a *Adapter) serveReverse(w http.ResponseWriter, r *http.Request) {
 
 	ws, err := a.upgrader.Upgrade(w, r, nil) // writes the HTTP error itself
 	if err != nil {
-		a.log.Warn("onebot: upgrade failed", zap.Error(err), zap.String("remote", r.RemoteAddr))
+		a.log.Warn("onebot: upgrade failed", zap.Error(a.red.err(err)), zap.String("remote", r.RemoteAddr))
 		return
 	}
 	c := newConn(a, ws, r.RemoteAddr, selfID)
