@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/internal/httpserve"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -43,6 +44,7 @@ type Adapter struct {
 	conns    map[*conn]struct{}   // every open connection
 	bySelf   map[int64]*conn      // identified connections by self ID
 	addr     net.Addr             // Run's listener, in reverse mode with Listen
+	srv      *httpserve.Server    // Run's server, in reverse mode with Listen
 	served   int                  // reverse connections admitted (being upgraded or served), at most MaxConnections
 	wg       sync.WaitGroup       // reverse connections being served
 
@@ -63,12 +65,13 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	red := newRedactor(cfg.AccessToken, cfg.URL)
 	return &Adapter{
-		red:    red,
-		url:    red.url(cfg.URL),
-		cfg:    cfg,
-		log:    cfg.Logger.With(zap.String("platform", Name), zap.Stringer("mode", cfg.Mode)),
-		conns:  make(map[*conn]struct{}),
-		bySelf: make(map[int64]*conn),
+		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.WriteTimeout},
+		red:      red,
+		url:      red.url(cfg.URL),
+		cfg:      cfg,
+		log:      cfg.Logger.With(zap.String("platform", Name), zap.Stringer("mode", cfg.Mode)),
+		conns:    make(map[*conn]struct{}),
+		bySelf:   make(map[int64]*conn),
 	}, nil
 }
 
@@ -86,7 +89,9 @@ func (a *Adapter) Name() string { return Name }
 // dropped.
 //
 // In reverse mode with [Config.Listen] set, Run serves [Adapter.Handler] at
-// [Config.Path] with its own http.Server, and shuts it down when ctx ends.
+// [Config.Path] with its own HTTP server, bounded as Listen's doc says
+// (timeouts, a cap on connections that evicts idle ones first), and shuts
+// it down when ctx ends.
 // Without Listen, Run accepts the connections that reach Handler in the
 // caller's server; Handler refuses connections while Run is not running.
 // In forward mode Run dials [Config.URL] and redials with backoff whenever

@@ -59,9 +59,16 @@ type Config struct {
 	Mode Mode
 
 	// Listen is the TCP address Run serves the reverse endpoint on, such as
-	// ":6701" or "127.0.0.1:6701", with its own http.Server. Empty means Run
-	// serves nothing and the caller mounts [Adapter.Handler] in its own
-	// server. Reverse mode only; it must be empty in forward mode.
+	// ":6701" or "127.0.0.1:6701", with its own HTTP server. That server
+	// is bounded for a listener facing a network: a handshake's request
+	// must arrive within 10 s, a keep-alive connection is closed after 30 s
+	// idle, and it holds at most MaxConnections + 64 TCP connections
+	// (WebSocket connections included), closing the longest idle one to
+	// make room, so that a flood of idle connections can neither exhaust
+	// the process's file descriptors nor keep an implementation out.
+	// Empty means Run serves nothing and the caller mounts
+	// [Adapter.Handler] in its own server, which should be bounded the
+	// same way. Reverse mode only; it must be empty in forward mode.
 	Listen string
 
 	// Path is the URL path Run's server answers on in reverse mode. Empty
@@ -86,12 +93,15 @@ type Config struct {
 	// a bot, so then bind Listen to a loopback address.
 	AccessToken string
 
-	// MaxConnections bounds the reverse endpoint's connections: those open
-	// and those being upgraded. More get 503 Service Unavailable, before
-	// the upgrade (an implementation retries later; one that reconnects
-	// while its old connection still counts waits until that one is
-	// closed). Zero means DefaultMaxConnections (64); negative is invalid.
-	// Forward mode has one connection and ignores it.
+	// MaxConnections bounds the reverse endpoint's WebSocket connections
+	// (bots): those open and those being upgraded. More get 503 Service
+	// Unavailable, before the upgrade (an implementation retries later;
+	// one that reconnects while its old connection still counts waits
+	// until that one is closed). With Listen, Run's server keeps room for
+	// 64 more TCP connections (handshakes, refused or idle ones) beyond
+	// it, so such a 503 can always be sent. Zero means
+	// DefaultMaxConnections (64); negative is invalid. Forward mode has
+	// one connection and ignores it.
 	MaxConnections int
 
 	// ActionTimeout bounds the wait for the response to one action (a

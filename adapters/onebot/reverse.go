@@ -13,12 +13,19 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/internal/httpserve"
 )
 
 // Handler returns the reverse WebSocket endpoint: an http.Handler that
 // accepts connections from OneBot implementations configured for a
 // Universal reverse WebSocket. Mount it in your own server, or set
-// [Config.Listen] and let Run serve it.
+// [Config.Listen] and let Run serve it. Run's own server bounds header and
+// idle times and the number of connections; a server of your own facing a
+// network should too (ReadHeaderTimeout, IdleTimeout, a connection cap),
+// since Handler only bounds the WebSocket connections it accepts
+// ([Config.MaxConnections]) and the write of its handshake answer
+// ([Config.WriteTimeout]).
 //
 // A connection is refused with an HTTP error, before the upgrade, when:
 //   - an access token is configured and none is given (401) or the given
@@ -128,6 +135,37 @@ func tokenEqual(got, want string) bool {
 	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
 }
 
+// handshakeRoom is how many TCP connections Run's own server holds beyond
+// MaxConnections: room for handshakes in progress, refused ones and idle
+// keep-alive connections, so that WebSocket connections never fill the cap
+// and a newcomer can always be answered (a 503 when MaxConnections is
+// reached), evicting the longest idle connection if need be.
+const handshakeRoom = 64
+
+// Bounds of Run's own server (see listenLimits).
+const (
+	listenHeaderTimeout = 10 * time.Second // the handshake request's header
+	listenReadTimeout   = 10 * time.Second // the whole handshake request; it has no body
+	listenIdleTimeout   = 30 * time.Second // a keep-alive connection between requests
+)
+
+// listenLimits are the bounds of Run's own server: a handshake's request
+// must arrive within 10 s (header and all) and its answer be written
+// within WriteTimeout, a keep-alive connection is closed after 30 s idle,
+// and at most MaxConnections + handshakeRoom connections are open, hijacked
+// WebSocket connections included; at the cap, a new connection evicts the
+// one that has been idle (no request in progress) longest. Served bots
+// never count as idle.
+func listenLimits(cfg Config) httpserve.Limits {
+	return httpserve.Limits{
+		ReadHeaderTimeout: listenHeaderTimeout,
+		ReadTimeout:       listenReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       listenIdleTimeout,
+		MaxConns:          cfg.MaxConnections + handshakeRoom,
+	}
+}
+
 // runReverse serves Listen until ctx ends, or just waits when the caller
 // serves Handler itself.
 func (a *Adapter) runReverse(ctx context.Context) error {
@@ -142,13 +180,9 @@ func (a *Adapter) runReverse(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(a.cfg.Path, a.Handler())
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          zap.NewStdLog(a.log),
-	}
+	srv := httpserve.New(mux, listenLimits(a.cfg), zap.NewStdLog(a.log))
 	a.mu.Lock()
-	a.addr = ln.Addr()
+	a.addr, a.srv = ln.Addr(), srv
 	a.mu.Unlock()
 	a.log.Info("onebot: serving reverse WebSocket", zap.Stringer("addr", ln.Addr()), zap.String("path", a.cfg.Path))
 
@@ -163,14 +197,14 @@ func (a *Adapter) runReverse(ctx context.Context) error {
 	// WebSocket connections are closed by stop when Run returns.
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil {
-		_ = srv.Close()
+	if err := srv.HTTP.Shutdown(shutCtx); err != nil {
+		_ = srv.HTTP.Close()
 	}
 	if serveErr == nil {
 		serveErr = <-errc
 	}
 	a.mu.Lock()
-	a.addr = nil
+	a.addr, a.srv = nil, nil
 	a.mu.Unlock()
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		return nil
