@@ -145,7 +145,7 @@ func TestReplyResolvesOnEveryPath(t *testing.T) {
 }
 
 func TestReplyRefused(t *testing.T) {
-	refused := errors.New("dispatcher: queue full")
+	refused := errors.New("engine: queue full")
 	q := &queue{refuse: refused}
 	f := newCtx(t, platform.SenderFunc(func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
 		t.Fatal("sender called for a refused send")

@@ -15,17 +15,17 @@ import (
 var (
 	// ErrDispatcherClosed is returned for work submitted after Close,
 	// Shutdown or ForceClose.
-	ErrDispatcherClosed = errors.New("dispatcher: closed")
+	ErrDispatcherClosed = errors.New("engine: dispatcher closed")
 	// ErrQueueFull is returned when the chat already has QueueSize tasks
 	// waiting.
-	ErrQueueFull = errors.New("dispatcher: queue full")
+	ErrQueueFull = errors.New("engine: queue full")
 	// ErrEmptyKey is returned for an empty chat key.
-	ErrEmptyKey = errors.New("dispatcher: empty chat key")
+	ErrEmptyKey = errors.New("engine: empty chat key")
 	// ErrNilTask is returned for a nil task.
-	ErrNilTask = errors.New("dispatcher: nil task")
+	ErrNilTask = errors.New("engine: nil task")
 
 	// errGoexit is reported for a task that called runtime.Goexit.
-	errGoexit = errors.New("dispatcher: task called runtime.Goexit")
+	errGoexit = errors.New("engine: task called runtime.Goexit")
 )
 
 // Defaults for the zero values of [DispatcherConfig].
@@ -112,8 +112,8 @@ type PanicError struct {
 	Stack []byte
 }
 
-// Error returns "dispatcher: task panicked: " and the panic value.
-func (e *PanicError) Error() string { return fmt.Sprintf("dispatcher: task panicked: %v", e.Value) }
+// Error returns "engine: task panicked: " and the panic value.
+func (e *PanicError) Error() string { return fmt.Sprintf("engine: task panicked: %v", e.Value) }
 
 // Unwrap returns the panic value if it is an error.
 func (e *PanicError) Unwrap() error {

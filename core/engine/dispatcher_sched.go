@@ -556,7 +556,7 @@ func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err erro
 			// asks to wait is finished, so that it cannot spin.
 			if t.rs.ended {
 				wait = false
-				err = fmt.Errorf("dispatcher: task asked to wait after its context ended: %w", cerr)
+				err = fmt.Errorf("engine: task asked to wait after its context ended: %w", cerr)
 			} else {
 				t.rs.ended, delay = true, 0
 			}

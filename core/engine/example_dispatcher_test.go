@@ -57,6 +57,6 @@ func ExampleOutboundDispatcher_Shutdown() {
 	fmt.Println("completed:", st.Completed, "failed:", st.Failed)
 	// Output:
 	// drain: context deadline exceeded
-	// dispatcher: closed
+	// engine: dispatcher closed
 	// completed: 1 failed: 1
 }
