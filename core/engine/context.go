@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/infra/future"
-	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -317,58 +316,6 @@ func (c *Context) Prompt(ctx context.Context, msg platform.OutboundMessage) (pla
 		return platform.Event{}, context.Cause(ctx)
 	}
 	return ev, err
-}
-
-// send queues msg for chat (under key, on the named platform) and returns
-// its Future.
-func (e *Engine) send(platformName, key string, chat platform.Chat, msg platform.OutboundMessage) *future.Future[platform.SendResult] {
-	s := e.senders[platformName]
-	if s == nil {
-		return future.Resolved(platform.SendResult{}, ErrNoSender)
-	}
-	f := future.New[platform.SendResult]()
-	req := platform.SendRequest{Platform: platformName, Target: chat, Message: msg}
-	task := func(ctx context.Context) error {
-		returned := false
-		defer func() {
-			if returned {
-				return
-			}
-			r := recover()
-			if r == nil {
-				// The sender called runtime.Goexit.
-				f.Resolve(platform.SendResult{}, ErrSendAborted)
-				return
-			}
-			if perr, ok := r.(error); ok {
-				f.Resolve(platform.SendResult{}, fmt.Errorf("%w: %w", ErrSendPanicked, perr))
-			} else {
-				f.Resolve(platform.SendResult{}, fmt.Errorf("%w: %v", ErrSendPanicked, r))
-			}
-			panic(r)
-		}()
-		res, err := s.Send(ctx, req)
-		returned = true
-		if paused(ctx, err) {
-			return err // not finished: the dispatcher runs it again
-		}
-		f.Resolve(res, err)
-		return err
-	}
-	if err := e.submitSend(key, task); err != nil {
-		f.Resolve(platform.SendResult{}, fmt.Errorf("engine: send not queued: %w", err))
-	}
-	return f
-}
-
-// paused reports whether err pauses a resumable send (see package resume)
-// instead of ending it.
-func paused(ctx context.Context, err error) bool {
-	if err == nil || resume.FromContext(ctx) == nil {
-		return false
-	}
-	_, ok := resume.DelayOf(err)
-	return ok
 }
 
 // UserError is an error whose Text may be shown to the user, for

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -295,51 +294,36 @@ func TestSenderPanicWithError(t *testing.T) {
 }
 
 // A run that pauses leaves the Future unresolved and hands the pause to
-// the dispatcher; the run that finishes resolves it. Without a
-// resume.Task in the context, a *resume.WaitError is an ordinary error.
+// the dispatcher; the run that finishes resolves it. The send's Progress
+// is the task's, the same in both runs.
 func TestReplyPausedRunLeavesFutureOpen(t *testing.T) {
 	q := &queue{}
-	runs := 0
+	var seen []*platform.Progress
 	s := platform.SenderFunc(func(ctx stdctx.Context, req platform.SendRequest) (platform.SendResult, error) {
-		runs++
-		if runs == 1 {
-			if err := resume.Later(ctx, time.Second); err != nil {
+		p := platform.ProgressOf(ctx)
+		seen = append(seen, p)
+		if len(seen) == 1 {
+			if err := p.Wait(ctx, time.Second); err != nil {
 				return platform.SendResult{}, err
 			}
 		}
 		return platform.SendResult{MessageID: "m1"}, nil
 	})
 	f := newCtx(t, s, q).ReplyText("hi")
-	task := resume.NewTask()
-	ctx := resume.NewContext(stdctx.Background(), task)
-	task.Start()
-	err, _ := q.run(0, ctx)
-	if d, ok := resume.DelayOf(err); !ok || d != time.Second {
+	err, _ := q.run(0, stdctx.Background())
+	if d, ok := platform.PauseOf(err); !ok || d != time.Second {
 		t.Fatalf("first run = %v; want a 1s pause", err)
 	}
 	if f.IsDone() {
 		t.Fatal("Future resolved by a paused run")
 	}
-	task.Start()
-	if err, _ := q.run(0, ctx); err != nil {
+	if err, _ := q.run(0, stdctx.Background()); err != nil {
 		t.Fatalf("second run = %v", err)
 	}
 	if res, err := f.Result(); err != nil || res.MessageID != "m1" {
 		t.Fatalf("Future = %+v, %v; want m1", res, err)
 	}
-
-	// Run without a resume.Task: the pause error is the send's result.
-	plain := &queue{}
-	wait := &resume.WaitError{Delay: time.Second}
-	f = newCtx(t, platform.SenderFunc(
-		func(stdctx.Context, platform.SendRequest) (platform.SendResult, error) {
-			return platform.SendResult{}, wait
-		},
-	), plain).ReplyText("hi")
-	if err, _ := plain.run(0, stdctx.Background()); err != wait {
-		t.Fatalf("run = %v", err)
-	}
-	if _, err := f.Result(); err != wait {
-		t.Fatalf("Future = %v; want the error itself", err)
+	if len(seen) != 2 || seen[0] == nil || seen[0] != seen[1] || !seen[0].Resumable() {
+		t.Fatalf("Progress in the runs: %v; want one resumable Progress in both", seen)
 	}
 }

@@ -48,13 +48,13 @@ type DispatcherConfig struct {
 	QueueSize int
 	// SendTimeout is the deadline of each run of a task, counted from the
 	// moment the run starts: a task submitted with Submit runs once, a
-	// resumable one once per wait it asks for (see SubmitResumable). 0
+	// task that pauses once more per pause (see Submit). 0
 	// means 30s.
 	SendTimeout time.Duration
 	// MaxLifetime bounds a task's whole life, counted from Submit: its
-	// time queued, its runs, and a resumable task's waits between runs.
+	// time queued, its runs, and its pauses between runs.
 	// No run's context lasts beyond it, so a task still queued then runs
-	// with an expired context, and a resumable task may not wait past it
+	// with an expired context, and a task may not pause past it
 	// (a platform's retry-after it cannot wait out fails at once). 0 means
 	// 15 minutes: a chat's full queue of sends paced at Telegram's 20 a
 	// minute for a group, and a flood wait of a few minutes, fit in it. A
@@ -96,7 +96,7 @@ type DispatchInfo struct {
 	QueueLen int
 	// QueueLatency is the time from Submit to the task's start.
 	QueueLatency time.Duration
-	// RunLatency is how long the task ran; for a resumable task, from its
+	// RunLatency is how long the task ran; for a task that paused, from its
 	// first run's start to its last run's end, waits between runs included.
 	RunLatency time.Duration
 	// Err is the task's error; a *PanicError if it panicked.
@@ -139,8 +139,8 @@ type DispatcherStats struct {
 	Queued int
 	// Running is the number of tasks running now.
 	Running int
-	// Waiting is the number of resumable tasks between two runs now (see
-	// [OutboundDispatcher.SubmitResumable]): started, not finished, and
+	// Waiting is the number of tasks paused between two runs now (see
+	// [OutboundDispatcher.Submit]): started, not finished, and
 	// holding no worker.
 	Waiting int
 	// Chats is the number of chats with a task waiting or running now.
@@ -169,7 +169,7 @@ type DispatcherStats struct {
 //     when it has the work.
 //   - Nothing lost: every task Submit accepted runs exactly once — after
 //     ForceClose, with an already cancelled context, so it can report that.
-//     (A task of SubmitResumable is run once, then again after each wait it
+//     (A task that pauses is run once, then again after each pause it
 //     asks for, until it finishes.) Every refused task is refused through
 //     Submit's error.
 //   - Panics stay local: a panicking task is recovered and reported to
@@ -183,8 +183,14 @@ type DispatcherStats struct {
 // An OutboundDispatcher must be created with [NewOutboundDispatcher]. All
 // methods are safe for concurrent use, and Close, Drain, Shutdown and
 // ForceClose may be called any number of times in any order.
-type OutboundDispatcher struct {
-	cfg    DispatcherConfig
+type OutboundDispatcher struct{ executor }
+
+// executor is the keyed, fair, bounded task runner under both of the
+// engine's queues: the OutboundDispatcher that makes sends, and the
+// inbound queue that runs each event's handlers. Its methods are
+// OutboundDispatcher's.
+type executor struct {
+	cfg    execConfig
 	base   context.Context
 	cancel context.CancelFunc
 	seed   maphash.Seed
@@ -219,27 +225,57 @@ type OutboundDispatcher struct {
 // negative config values take their defaults (see [DispatcherConfig]).
 // A nil ctx means context.Background().
 func NewOutboundDispatcher(ctx context.Context, cfg DispatcherConfig) *OutboundDispatcher {
+	d := new(OutboundDispatcher)
+	d.init(ctx, cfg.exec())
+	return d
+}
+
+// execConfig is an executor's configuration, normalized: a
+// DispatcherConfig with names that fit the inbound queue, whose runs are
+// handlings of events, too.
+type execConfig struct {
+	maxInflight int           // DispatcherConfig.MaxInflight
+	queueSize   int           // DispatcherConfig.QueueSize
+	runTimeout  time.Duration // DispatcherConfig.SendTimeout: bounds each run
+	maxLifetime time.Duration // DispatcherConfig.MaxLifetime; 0: none
+	recover     func(any)
+	hooks       DispatcherHooks
+}
+
+// exec returns c's execConfig, with the defaults for its zero values.
+func (c DispatcherConfig) exec() execConfig {
+	x := execConfig{
+		maxInflight: c.MaxInflight, queueSize: c.QueueSize,
+		runTimeout: c.SendTimeout, maxLifetime: c.MaxLifetime,
+		recover: c.Recover, hooks: c.Hooks,
+	}
+	if x.maxInflight <= 0 {
+		x.maxInflight = DefaultMaxInflight
+	}
+	if x.queueSize <= 0 {
+		x.queueSize = DefaultQueueSize
+	}
+	if x.runTimeout <= 0 {
+		x.runTimeout = DefaultSendTimeout
+	}
+	switch {
+	case x.maxLifetime == 0:
+		x.maxLifetime = DefaultMaxLifetime
+	case x.maxLifetime < 0:
+		x.maxLifetime = 0
+	}
+	return x
+}
+
+// init sets up x, which must be new; see NewOutboundDispatcher.
+func (x *executor) init(ctx context.Context, cfg execConfig) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if cfg.MaxInflight <= 0 {
-		cfg.MaxInflight = DefaultMaxInflight
-	}
-	if cfg.QueueSize <= 0 {
-		cfg.QueueSize = DefaultQueueSize
-	}
-	if cfg.SendTimeout <= 0 {
-		cfg.SendTimeout = DefaultSendTimeout
-	}
-	switch {
-	case cfg.MaxLifetime == 0:
-		cfg.MaxLifetime = DefaultMaxLifetime
-	case cfg.MaxLifetime < 0:
-		cfg.MaxLifetime = 0
-	}
 	base, cancel := context.WithCancel(ctx)
-	n := shardCount(cfg.MaxInflight, runtime.GOMAXPROCS(0))
-	d := &OutboundDispatcher{
+	n := shardCount(cfg.maxInflight, runtime.GOMAXPROCS(0))
+	d := x
+	*d = executor{
 		cfg:    cfg,
 		base:   base,
 		cancel: cancel,
@@ -257,12 +293,11 @@ func NewOutboundDispatcher(ctx context.Context, cfg DispatcherConfig) *OutboundD
 		s.chats = make(map[string]*chat)
 		// Split MaxInflight into per-shard quotas that sum to it; each is
 		// at least minShardQuota when there are several shards.
-		s.quota = cfg.MaxInflight / n
-		if i < cfg.MaxInflight%n {
+		s.quota = cfg.maxInflight / n
+		if i < cfg.maxInflight%n {
 			s.quota++
 		}
 	}
-	return d
 }
 
 // minShardQuota is the smallest worker quota a shard gets: below it, one
@@ -290,38 +325,26 @@ func shardCount(maxInflight, procs int) int {
 // task, [ErrQueueFull] when the chat already has QueueSize tasks waiting,
 // and [ErrDispatcherClosed] after Close, Shutdown or ForceClose; a refused
 // task is never run, and OnRejected is called. A nil error means the task
-// will run exactly once, with a context that carries its deadline
-// (SendTimeout from its start, MaxLifetime from Submit, whichever comes
-// first); it is cancelled if the dispatcher is force-closed before or
-// while the task runs.
-func (d *OutboundDispatcher) Submit(chatID string, task func(context.Context) error) error {
-	return d.submit(chatID, task, false)
-}
-
-// SubmitResumable is [OutboundDispatcher.Submit] for a task that can give
-// its worker back while it waits (see package [resume]). The task's context
-// carries a [resume.Task]; when a run returns a [*resume.WaitError], the
-// task is not finished: the dispatcher frees the worker for other chats,
-// keeps the chat's later tasks waiting behind it, and runs the task again
-// after the error's delay, before any of them. Each run gets SendTimeout
-// of its own, and all of them together MaxLifetime from Submit, which
-// the task's resume.Task reports as its Deadline: a delay past it is cut
-// short, and the next run sees its context expired. ForceClose or the end
-// of the dispatcher's context ends the wait at once. A run that asks to wait when
-// its context has ended (waiting cannot help then) is followed at once by
-// one more, in which every layer sees the end and reports it; if that one
-// asks to wait too, the task is finished with the context's error, so it
-// cannot spin. OnStart is called before the first run and OnDone after the
-// last; Stats counts the task as Waiting between runs. A run that returns
-// any other error, or panics, finishes the task as a Submit task's would.
+// will run, with a context that carries its deadline (SendTimeout from the
+// run's start, MaxLifetime from Submit, whichever comes first), cancelled
+// if the dispatcher is force-closed before or while it runs.
 //
-// The engine submits every reply this way, so a send waiting out a retry
-// backoff, a platform's retry-after or a rate limit holds no worker.
-func (d *OutboundDispatcher) SubmitResumable(chatID string, task func(context.Context) error) error {
-	return d.submit(chatID, task, true)
-}
-
-func (d *OutboundDispatcher) submit(chatID string, run func(context.Context) error, resumable bool) error {
+// A task runs once, unless a run pauses: returns a [*platform.PauseError]
+// (see [platform.Progress.Wait]). The task is then not finished: the
+// dispatcher frees the worker for other chats, keeps the chat's later
+// tasks waiting behind it, and runs it again after the pause's delay,
+// before any of them. No goroutine waits meanwhile. A pause past the end
+// of the task's MaxLifetime is cut short, and the next run sees its
+// context expired; ForceClose or the end of the dispatcher's context ends
+// a pause at once. A run that pauses when the task's life has ended
+// (waiting cannot help then) is followed at once by one more, in which
+// every layer sees the end and reports it; if that one pauses too, the
+// task is finished with the context's error, so it cannot spin. OnStart is
+// called before the first run and OnDone after the last; Stats counts the
+// task as Waiting between runs. The engine submits every send this way,
+// so a send waiting out a retry backoff, a platform's retry-after or a
+// rate limit holds no worker.
+func (d *executor) Submit(chatID string, run func(context.Context) error) error {
 	if chatID == "" {
 		return d.reject(chatID, ErrEmptyKey)
 	}
@@ -330,26 +353,23 @@ func (d *OutboundDispatcher) submit(chatID string, run func(context.Context) err
 	}
 	s := &d.shards[d.shardIndex(chatID)]
 	t := task{run: run}
-	if d.cfg.Hooks.OnDone != nil || d.cfg.MaxLifetime > 0 {
+	if d.cfg.hooks.OnDone != nil || d.cfg.maxLifetime > 0 {
 		t.enq = d.now()
 	}
-	if resumable {
-		t.rs = new(resumeState)
-	}
-	queueLen, spawn, hungry, err := s.submit(chatID, t)
+	queueLen, need, err := s.submit(chatID, t)
 	if err != nil {
 		return d.reject(chatID, err)
 	}
-	d.startWorker(s, spawn, hungry)
-	if h := d.cfg.Hooks.OnQueued; h != nil {
+	d.startWorker(s, need)
+	if h := d.cfg.hooks.OnQueued; h != nil {
 		d.protect(func() { h(chatID, queueLen) })
 	}
 	return nil
 }
 
-func (d *OutboundDispatcher) reject(chatID string, err error) error {
+func (d *executor) reject(chatID string, err error) error {
 	d.rejected.Add(1)
-	if h := d.cfg.Hooks.OnRejected; h != nil {
+	if h := d.cfg.hooks.OnRejected; h != nil {
 		d.protect(func() { h(chatID, err) })
 	}
 	return err
@@ -359,7 +379,7 @@ func (d *OutboundDispatcher) reject(chatID string, err error) error {
 // [ErrDispatcherClosed]. Queued and running tasks are not interrupted and
 // still run; use [OutboundDispatcher.Drain] to wait for them. Close does not
 // block and may be called more than once.
-func (d *OutboundDispatcher) Close() {
+func (d *executor) Close() {
 	d.closed.Store(true)
 	// A Submit that saw the dispatcher open holds a shard lock until its
 	// task is queued; taking each lock once means that when Close returns,
@@ -378,7 +398,7 @@ func (d *OutboundDispatcher) Close() {
 // until it is idle once. Drain does not stop Submit, so under a steady
 // stream of new work it may not return before ctx ends: use
 // [OutboundDispatcher.Shutdown] to close and drain in one call.
-func (d *OutboundDispatcher) Drain(ctx context.Context) error {
+func (d *executor) Drain(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -405,19 +425,19 @@ func (d *OutboundDispatcher) Drain(ctx context.Context) error {
 // ctx.Err(); the remaining tasks keep running, and ForceClose interrupts
 // them. After Shutdown returned nil no dispatcher goroutine is left.
 // Shutdown may be called more than once, and concurrently with ForceClose.
-func (d *OutboundDispatcher) Shutdown(ctx context.Context) error {
+func (d *executor) Shutdown(ctx context.Context) error {
 	d.Close()
 	return d.Drain(ctx)
 }
 
 // ForceClose closes the dispatcher and cancels the context of every running
 // and queued task. It does not wait: queued tasks still run, each once, with
-// an already cancelled context (a resumable task waiting between runs is
-// run again at once), so that they can report the cancellation
+// an already cancelled context (a task paused between runs is run again
+// at once), so that they can report the cancellation
 // (the engine resolves their Futures with it). A Drain or Shutdown in
 // progress keeps waiting for them, which is quick if the tasks honour their
 // contexts. ForceClose may be called more than once.
-func (d *OutboundDispatcher) ForceClose() {
+func (d *executor) ForceClose() {
 	d.Close()
 	d.stopWake() // woken below, on this goroutine rather than a new one
 	d.cancel()
@@ -427,7 +447,7 @@ func (d *OutboundDispatcher) ForceClose() {
 // Stats returns a snapshot of the dispatcher's counters and gauges. Each
 // shard is read under its lock, so the snapshot is consistent per shard but
 // not across shards while tasks are moving.
-func (d *OutboundDispatcher) Stats() DispatcherStats {
+func (d *executor) Stats() DispatcherStats {
 	st := DispatcherStats{Rejected: d.rejected.Load()}
 	for i := range d.shards {
 		s := &d.shards[i]
@@ -446,20 +466,20 @@ func (d *OutboundDispatcher) Stats() DispatcherStats {
 }
 
 // shardIndex returns the index of the shard that holds chatID.
-func (d *OutboundDispatcher) shardIndex(chatID string) uint64 {
+func (d *executor) shardIndex(chatID string) uint64 {
 	return maphash.String(d.seed, chatID) & d.mask
 }
 
 // now returns a monotonic timestamp for queue latency, in nanoseconds since
 // the dispatcher was created.
-func (d *OutboundDispatcher) now() int64 { return int64(time.Since(d.epoch)) }
+func (d *executor) now() int64 { return int64(time.Since(d.epoch)) }
 
 // protect runs a hook, recovering a panic from it and reporting it to
 // Recover: a faulty hook must not kill a worker or a Submit caller.
-func (d *OutboundDispatcher) protect(f func()) {
+func (d *executor) protect(f func()) {
 	defer func() {
-		if r := recover(); r != nil && d.cfg.Recover != nil {
-			d.cfg.Recover(r)
+		if r := recover(); r != nil && d.cfg.recover != nil {
+			d.cfg.recover(r)
 		}
 	}()
 	f()

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldbot/herald/infra/resume"
 )
 
 // The benchmarks compare the dispatcher with a baseline: a bare pool that
@@ -226,7 +225,7 @@ func quantileMs(waits []time.Duration, p float64) float64 {
 // then 1,000 other chats with one send each. Reports how long the other
 // chats' sends waited from Submit to start (p50, p99), and when the last of
 // all finished, with the waits slept in place (Submit, a worker held) and
-// as resumable pauses (SubmitResumable and resume.Later, no worker held).
+// as pauses (a platform.PauseError, no worker held).
 func BenchmarkDispatcherRetryWaits(b *testing.B) {
 	const max, flooded, others, wait = 8, 64, 1000, 20 * time.Millisecond
 	keys := chatKeys(flooded + others)
@@ -239,12 +238,12 @@ func BenchmarkDispatcherRetryWaits(b *testing.B) {
 			for _, k := range keys[:flooded] {
 				var err error
 				if resumable {
-					err = d.SubmitResumable(k, func(ctx context.Context) error {
-						if resume.FromContext(ctx).Runs() == 1 {
-							return resume.Later(ctx, wait)
+					err = d.Submit(k, counted(func(ctx context.Context, run int) error {
+						if run == 1 {
+							return later(ctx, wait)
 						}
 						return nil
-					})
+					}))
 				} else {
 					err = d.Submit(k, func(context.Context) error { time.Sleep(wait); return nil })
 				}

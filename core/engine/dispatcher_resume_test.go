@@ -11,23 +11,37 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/heraldbot/herald/infra/resume"
+	"github.com/heraldbot/herald/platform"
 )
 
-// waitOnce returns a resumable task that asks to run again after d on its
-// first run and finishes on its second, reporting both runs to log.
-func waitOnce(log func(string), name string, d time.Duration) func(context.Context) error {
+// later is what a layer's Progress.Wait returns for a resumable send: the
+// context's error once it has ended, a pause for d otherwise.
+func later(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return &platform.PauseError{Delay: d}
+}
+
+// counted gives a task its run number, 1 for the first.
+func counted(f func(ctx context.Context, run int) error) func(context.Context) error {
+	runs := 0
 	return func(ctx context.Context) error {
-		t := resume.FromContext(ctx)
-		if t == nil {
-			return errors.New("no resume.Task in a resumable task's context")
-		}
-		log(fmt.Sprintf("%s run %d", name, t.Runs()))
-		if t.Runs() == 1 {
-			return resume.Later(ctx, d)
+		runs++
+		return f(ctx, runs)
+	}
+}
+
+// waitOnce returns a task that pauses for d on its first run and finishes
+// on its second, reporting both runs to log.
+func waitOnce(log func(string), name string, d time.Duration) func(context.Context) error {
+	return counted(func(ctx context.Context, run int) error {
+		log(fmt.Sprintf("%s run %d", name, run))
+		if run == 1 {
+			return later(ctx, d)
 		}
 		return nil
-	}
+	})
 }
 
 type eventLog struct {
@@ -81,7 +95,7 @@ func TestResumableFreesWorker(t *testing.T) {
 			},
 		}})
 		log := newEventLog()
-		if err := d.SubmitResumable("a", waitOnce(log.add, "a1", 10*time.Second)); err != nil {
+		if err := d.Submit("a", waitOnce(log.add, "a1", 10*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		mustSubmit(t, d, "a", func(context.Context) error { log.add("a2"); return nil })
@@ -129,22 +143,18 @@ func TestResumableLifetime(t *testing.T) {
 			err      error
 		}
 		var runs []run
-		var life []time.Duration
-		err := d.SubmitResumable("c", func(ctx context.Context) error {
+		err := d.Submit("c", func(ctx context.Context) error {
 			dl, _ := ctx.Deadline()
 			runs = append(runs, run{time.Since(start), dl.Sub(start), ctx.Err()})
-			if ld, ok := resume.FromContext(ctx).Deadline(); ok {
-				life = append(life, ld.Sub(start))
-			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			switch len(runs) {
 			case 1:
 				time.Sleep(time.Second)
-				return resume.Later(ctx, 40*time.Second) // longer than SendTimeout
+				return later(ctx, 40*time.Second) // longer than SendTimeout
 			case 2:
-				return resume.Later(ctx, time.Hour) // longer than what is left
+				return later(ctx, time.Hour) // longer than what is left
 			}
 			return nil
 		})
@@ -161,9 +171,6 @@ func TestResumableLifetime(t *testing.T) {
 		}
 		if !slices.Equal(runs, want) {
 			t.Fatalf("runs %+v; want %+v", runs, want)
-		}
-		if !slices.Equal(life, []time.Duration{time.Minute, time.Minute, time.Minute}) {
-			t.Fatalf("task deadlines %v; want 1m in every run", life)
 		}
 	})
 }
@@ -202,13 +209,13 @@ func TestResumableWaitEndsWithContext(t *testing.T) {
 				d := NewOutboundDispatcher(parent, DispatcherConfig{SendTimeout: 2 * time.Hour})
 				start := time.Now()
 				result := make(chan error, 1)
-				err := d.SubmitResumable("c", func(ctx context.Context) error {
-					if resume.FromContext(ctx).Runs() == 1 {
-						return resume.Later(ctx, time.Hour)
+				err := d.Submit("c", counted(func(ctx context.Context, run int) error {
+					if run == 1 {
+						return later(ctx, time.Hour)
 					}
 					result <- ctx.Err()
 					return ctx.Err()
-				})
+				}))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -239,7 +246,7 @@ func TestResumableDrainWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{})
 		log := newEventLog()
-		if err := d.SubmitResumable("c", waitOnce(log.add, "t", 3*time.Second)); err != nil {
+		if err := d.Submit("c", waitOnce(log.add, "t", 3*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -266,15 +273,15 @@ func TestResumableWaitsHoldNoGoroutine(t *testing.T) {
 		var mu sync.Mutex
 		finished := 0
 		for c := range chats {
-			err := d.SubmitResumable(fmt.Sprint(c), func(ctx context.Context) error {
-				if resume.FromContext(ctx).Runs() == 1 {
-					return resume.Later(ctx, time.Second)
+			err := d.Submit(fmt.Sprint(c), counted(func(ctx context.Context, run int) error {
+				if run == 1 {
+					return later(ctx, time.Second)
 				}
 				mu.Lock()
 				finished++
 				mu.Unlock()
 				return nil
-			})
+			}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -299,10 +306,9 @@ func TestResumableWaitsHoldNoGoroutine(t *testing.T) {
 	})
 }
 
-// A plain Submit task has no resume.Task, and a *resume.WaitError it
-// returns anyway is an ordinary failure. A resumable task's run that panics
-// or fails finishes it.
-func TestResumableOnlyWhenAsked(t *testing.T) {
+// A run that panics or fails after a pause finishes the task, as a first
+// run's would.
+func TestPausedTaskThatFailsFinishes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var errs []error
@@ -313,31 +319,24 @@ func TestResumableOnlyWhenAsked(t *testing.T) {
 				errs = append(errs, info.Err)
 			},
 		}})
-		runs := 0
-		mustSubmit(t, d, "plain", func(ctx context.Context) error {
-			runs++
-			if resume.FromContext(ctx) != nil {
-				t.Error("a Submit task's context carries a resume.Task")
+		boom := errors.New("boom")
+		mustSubmit(t, d, "fails", counted(func(ctx context.Context, run int) error {
+			if run == 1 {
+				return later(ctx, time.Second)
 			}
-			return &resume.WaitError{Delay: time.Second}
-		})
-		err := d.SubmitResumable("panics", func(ctx context.Context) error {
-			if resume.FromContext(ctx).Runs() == 1 {
-				return resume.Later(ctx, time.Second)
+			return boom
+		}))
+		mustSubmit(t, d, "panics", counted(func(ctx context.Context, run int) error {
+			if run == 1 {
+				return later(ctx, time.Second)
 			}
 			panic("second run")
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		}))
 		if err := d.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if runs != 1 {
-			t.Fatalf("plain task ran %d times; want 1", runs)
-		}
 		st := d.Stats()
-		if st.Completed != 2 || st.Failed != 2 || st.Panicked != 1 {
+		if st.Completed != 2 || st.Failed != 2 || st.Panicked != 1 || st.Waiting != 0 {
 			t.Fatalf("Stats %+v; want 2 completed, 2 failed, 1 panicked", st)
 		}
 		mu.Lock()
@@ -359,15 +358,15 @@ func TestResumablePerChatFIFO(t *testing.T) {
 		for i := range perChat {
 			for c := range chats {
 				wait := time.Duration((c*7+i*13)%5) * time.Second
-				err := d.SubmitResumable(fmt.Sprint(c), func(ctx context.Context) error {
-					if r := resume.FromContext(ctx).Runs(); r <= i%3 {
-						return resume.Later(ctx, wait)
+				err := d.Submit(fmt.Sprint(c), counted(func(ctx context.Context, run int) error {
+					if r := run; r <= i%3 {
+						return later(ctx, wait)
 					}
 					mu.Lock()
 					got[c] = append(got[c], i)
 					mu.Unlock()
 					return nil
-				})
+				}))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -401,13 +400,13 @@ func TestResumableWaitAfterContextEndedFinishes(t *testing.T) {
 					Hooks:       DispatcherHooks{OnDone: func(info DispatchInfo) { errs = append(errs, info.Err) }},
 				})
 				runs := 0
-				err := d.SubmitResumable("c", func(ctx context.Context) error {
+				err := d.Submit("c", counted(func(ctx context.Context, run int) error {
 					runs++
 					if name == "Later" {
-						return resume.Later(ctx, 50*time.Millisecond)
+						return later(ctx, 50*time.Millisecond)
 					}
-					return &resume.WaitError{Delay: 50 * time.Millisecond} // ignores ctx
-				})
+					return &platform.PauseError{Delay: 50 * time.Millisecond} // ignores ctx
+				}))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -439,15 +438,15 @@ func TestResumableWakeTimes(t *testing.T) {
 		delays := []time.Duration{10 * time.Second, time.Second, 5 * time.Second, time.Second}
 		for i := range each * len(delays) {
 			delay := delays[i%len(delays)]
-			err := d.SubmitResumable(fmt.Sprint(i), func(ctx context.Context) error {
-				if resume.FromContext(ctx).Runs() == 1 {
-					return resume.Later(ctx, delay)
+			err := d.Submit(fmt.Sprint(i), counted(func(ctx context.Context, run int) error {
+				if run == 1 {
+					return later(ctx, delay)
 				}
 				mu.Lock()
 				woke[time.Since(start)]++
 				mu.Unlock()
 				return nil
-			})
+			}))
 			if err != nil {
 				t.Fatal(err)
 			}

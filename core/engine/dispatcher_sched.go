@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/heraldbot/herald/infra/resume"
+	"github.com/heraldbot/herald/platform"
 )
 
 // The dispatcher's scheduler follows CockroachDB's raft scheduler: a bounded
@@ -18,7 +18,7 @@ import (
 //
 // State is sharded by chat-key hash. Each shard has its own lock, chat map
 // and ready FIFO, and a quota of MaxInflight; the quotas sum to MaxInflight.
-// Worker slots are global (OutboundDispatcher.slots): a shard may run more
+// Worker slots are global (executor.slots): a shard may run more
 // workers than its quota while slots are free. A shard below its quota that
 // needs a worker and finds no free slot joins the hungry FIFO; a worker of a
 // shard above its quota, on finishing a task, moves to the first hungry
@@ -42,18 +42,33 @@ const (
 
 type task struct {
 	run func(context.Context) error
-	enq int64        // OutboundDispatcher.now() at Submit; 0 unless OnDone or MaxLifetime is set
-	rs  *resumeState // nil unless submitted with SubmitResumable
+	enq int64       // executor.now() at Submit; 0 unless OnDone or MaxLifetime is set
+	rs  *pauseState // nil until the task's first pause
 }
 
-// resumeState is what a resumable task keeps between its runs.
-type resumeState struct {
-	task     resume.Task
+// pauseState is what a task that paused keeps between its runs.
+type pauseState struct {
 	start    time.Time // the first run's start
-	deadline time.Time // the end of the task's MaxLifetime; zero without one
 	queueLen int       // the chat's queue length at the first start
-	ended    bool      // a run asked to wait after the context ended
+	ended    bool      // a run paused after the task's life had ended
 }
+
+// runOutcome is how one run of a task ended.
+type runOutcome struct {
+	err      error
+	panicked bool
+	paused   bool          // the task is not finished: run it again after delay
+	delay    time.Duration // the pause's delay
+}
+
+// workerNeed says what a shard that has a chat ready needs for it.
+type workerNeed uint8
+
+const (
+	needNone   workerNeed = iota // a worker of the shard will get to it
+	needSpawn                    // a slot was taken: start a worker
+	needHungry                   // no slot free: join the hungry FIFO
+)
 
 // chat is one chat's queue: a ring of waiting tasks that grows on demand up
 // to QueueSize. It lives in its shard's map only while it has a task waiting
@@ -67,7 +82,7 @@ type chat struct {
 	next   *chat   // ready FIFO or free list link
 	inline [1]task // first buffer, so a chat with one task allocates once
 
-	// A resumable task between two runs is held here, ahead of buf, while
+	// A task paused between two runs is held here, ahead of buf, while
 	// the chat sleeps in its shard's wake-up heap.
 	held     task
 	sleepSeq uint32 // counts sleeps, so a stale wake-up is ignored
@@ -129,7 +144,7 @@ func (c *chat) pop() task {
 }
 
 type shard struct {
-	d     *OutboundDispatcher
+	d     *executor
 	quota int
 
 	// inHungry is set while the shard is in d.hungry; written under d.hmu,
@@ -157,63 +172,64 @@ type shard struct {
 	queued, running, waiting               int
 }
 
-// submit queues a task. It reports the chat's queue length, whether the
-// caller must start a worker for the shard (a slot was taken for it), and
-// whether the shard must join the hungry FIFO.
-func (s *shard) submit(key string, t task) (queueLen int, spawn, hungry bool, err error) {
+// submit queues a task. It reports the chat's queue length and what the
+// caller must do for a worker (see workerNeed).
+func (s *shard) submit(key string, t task) (queueLen int, need workerNeed, err error) {
 	d := s.d
 	s.mu.Lock()
 	if d.closed.Load() {
 		s.mu.Unlock()
-		return 0, false, false, ErrDispatcherClosed
+		return 0, needNone, ErrDispatcherClosed
 	}
 	c := s.chats[key]
 	if c == nil {
 		c = s.newChatLocked(key)
 	}
-	if !c.push(t, d.cfg.QueueSize) {
+	if !c.push(t, d.cfg.queueSize) {
 		s.mu.Unlock()
-		return 0, false, false, ErrQueueFull
+		return 0, needNone, ErrQueueFull
 	}
 	s.submitted++
 	s.queued++
 	queueLen = c.n
 	if c.state == 0 {
-		spawn, hungry = s.readyLocked(c)
+		need = s.readyLocked(c)
 	}
 	s.mu.Unlock()
-	return queueLen, spawn, hungry, nil
+	return queueLen, need, nil
 }
 
-// readyLocked puts an idle or sleeping chat in the ready FIFO. It reports
+// readyLocked puts an idle or sleeping chat in the ready FIFO and says
 // whether the caller must start a worker for the shard (a slot was taken
-// for it), or whether the shard must join the hungry FIFO; either way it
-// counts the worker the caller may start in d.wg.
-func (s *shard) readyLocked(c *chat) (spawn, hungry bool) {
+// for it) or have the shard join the hungry FIFO; either way it counts the
+// worker the caller may start in d.wg.
+func (s *shard) readyLocked(c *chat) workerNeed {
 	d := s.d
 	c.state = chatReady
 	s.pushReadyLocked(c)
+	need := needNone
 	if d.tryAcquireSlot() {
 		s.workers++
-		spawn = true
+		need = needSpawn
 	} else if s.workers < s.quota && !s.inHungry.Load() {
-		hungry = true
+		need = needHungry
 	}
-	if spawn || hungry {
+	if need != needNone {
 		// Counted under the lock, while the shard is busy: a Drain that
 		// sees it idle later also sees this count, so no worker can start
-		// after Shutdown returned. For hungry, the count covers the
+		// after Shutdown returned. For needHungry, the count covers the
 		// caller's addHungry, which may start a worker.
 		d.wg.Add(1)
 	}
-	return spawn, hungry
+	return need
 }
 
-// startWorker starts the worker readyLocked asked for, with no lock held.
-func (d *OutboundDispatcher) startWorker(s *shard, spawn, hungry bool) {
-	if spawn {
+// startWorker does what readyLocked said, with no lock held.
+func (d *executor) startWorker(s *shard, need workerNeed) {
+	switch need {
+	case needSpawn:
 		go d.work(s) // counted in d.wg by readyLocked
-	} else if hungry {
+	case needHungry:
 		if d.testHookHungry != nil {
 			d.testHookHungry()
 		}
@@ -327,15 +343,15 @@ func (s *shard) idleLocked() bool {
 	return s.workers == 0 && s.queued == 0 && s.running == 0 && s.waiting == 0
 }
 
-func (d *OutboundDispatcher) tryAcquireSlot() bool {
+func (d *executor) tryAcquireSlot() bool {
 	for {
 		n := d.slots.Load()
-		if n >= int64(d.cfg.MaxInflight) {
+		if n >= int64(d.cfg.maxInflight) {
 			return false
 		}
 		if d.slots.CompareAndSwap(n, n+1) {
 			// INVARIANT: at most MaxInflight worker slots are held.
-			invariant(n+1 <= int64(d.cfg.MaxInflight), "slots above MaxInflight")
+			invariant(n+1 <= int64(d.cfg.maxInflight), "slots above MaxInflight")
 			return true
 		}
 	}
@@ -344,7 +360,7 @@ func (d *OutboundDispatcher) tryAcquireSlot() bool {
 // addHungry puts s in the hungry FIFO, then serves the FIFO in case a slot
 // was freed meanwhile. Together with releaseSlot's check of hungryN after
 // freeing a slot, this leaves no hungry shard waiting beside a free slot.
-func (d *OutboundDispatcher) addHungry(s *shard) {
+func (d *executor) addHungry(s *shard) {
 	d.hmu.Lock()
 	if !s.inHungry.Load() {
 		s.inHungry.Store(true)
@@ -355,7 +371,7 @@ func (d *OutboundDispatcher) addHungry(s *shard) {
 	d.serveHungry()
 }
 
-func (d *OutboundDispatcher) popHungry() *shard {
+func (d *executor) popHungry() *shard {
 	d.hmu.Lock()
 	defer d.hmu.Unlock()
 	if len(d.hungry) == 0 {
@@ -373,7 +389,7 @@ func (d *OutboundDispatcher) popHungry() *shard {
 }
 
 // serveHungry starts a worker for hungry shards while slots are free.
-func (d *OutboundDispatcher) serveHungry() {
+func (d *executor) serveHungry() {
 	for d.hungryN.Load() > 0 && d.tryAcquireSlot() {
 		s := d.popHungry()
 		if s == nil {
@@ -388,7 +404,7 @@ func (d *OutboundDispatcher) serveHungry() {
 	}
 }
 
-func (d *OutboundDispatcher) releaseSlot() {
+func (d *executor) releaseSlot() {
 	d.slots.Add(-1)
 	if d.hungryN.Load() > 0 {
 		d.serveHungry()
@@ -396,7 +412,7 @@ func (d *OutboundDispatcher) releaseSlot() {
 }
 
 // work is a worker goroutine. It holds a slot, and counts as a worker of s.
-func (d *OutboundDispatcher) work(s *shard) {
+func (d *executor) work(s *shard) {
 	defer d.wg.Done()
 	for s != nil {
 		s = d.workShard(s)
@@ -407,7 +423,7 @@ func (d *OutboundDispatcher) work(s *shard) {
 // or s has more workers than its quota while another shard is hungry. It
 // then leaves s and returns the shard to work for next, or nil after
 // releasing the worker's slot.
-func (d *OutboundDispatcher) workShard(s *shard) (next *shard) {
+func (d *executor) workShard(s *shard) (next *shard) {
 	var cur *chat
 	defer func() {
 		if cur != nil {
@@ -429,7 +445,7 @@ func (d *OutboundDispatcher) workShard(s *shard) (next *shard) {
 		}
 		t := c.take()
 		c.state = chatRunning
-		if t.rs != nil && t.rs.task.Runs() > 0 {
+		if t.rs != nil {
 			s.waiting--
 		} else {
 			s.queued--
@@ -439,14 +455,14 @@ func (d *OutboundDispatcher) workShard(s *shard) (next *shard) {
 		s.mu.Unlock()
 
 		cur = c
-		err, panicked, delay, wait := d.runTask(c.key, t, queueLen)
+		out := d.runTask(c.key, &t, queueLen)
 		cur = nil
 
 		s.mu.Lock()
-		if wait {
-			s.sleepLocked(c, t, delay)
+		if out.paused {
+			s.sleepLocked(c, t, out.delay)
 		} else {
-			s.finishLocked(c, err, panicked)
+			s.finishLocked(c, out.err, out.panicked)
 		}
 		if s.workers > s.quota && d.hungryN.Load() > 0 {
 			break
@@ -485,98 +501,100 @@ func (s *shard) finishLocked(c *chat, err error, panicked bool) {
 	}
 }
 
-// runTask runs one task with hooks, a fresh task context, and panic
+// runTask runs one task with hooks, a fresh run context, and panic
 // recovery. If the task calls runtime.Goexit, the deferred part still
 // releases its context and reports it to OnDone before the goroutine ends.
 //
-// A resumable task's run that returned a *resume.WaitError reports wait
-// and the delay: the task is not finished, so OnDone is not called. Its
-// next run keeps the first run's start, deadline and queue length, and
-// does not call OnStart again.
-func (d *OutboundDispatcher) runTask(key string, t task, queueLen int) (err error, panicked bool, delay time.Duration, wait bool) {
-	h := &d.cfg.Hooks
-	first := t.rs == nil || t.rs.task.Runs() == 0
-	if first && h.OnStart != nil {
+// A run that paused reports it with the delay: the task is not finished,
+// so OnDone is not called; t then keeps its first run's start and queue
+// length for the next run, which does not call OnStart again.
+func (d *executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
+	h := &d.cfg.hooks
+	if t.rs == nil && h.OnStart != nil {
 		d.protect(func() { h.OnStart(key) })
 	}
-	start := time.Now()
-	deadline := start.Add(d.cfg.SendTimeout)
-	if d.cfg.MaxLifetime > 0 {
-		if life := d.epoch.Add(time.Duration(t.enq) + d.cfg.MaxLifetime); life.Before(deadline) {
-			deadline = life
-		}
-	}
+	now := time.Now()
+	start := now
 	if t.rs != nil {
-		if first {
-			t.rs.start, t.rs.queueLen = start, queueLen
-			if d.cfg.MaxLifetime > 0 {
-				t.rs.deadline = d.epoch.Add(time.Duration(t.enq) + d.cfg.MaxLifetime)
-				t.rs.task.SetDeadline(t.rs.deadline)
-			}
-		}
 		start, queueLen = t.rs.start, t.rs.queueLen
-		t.rs.task.Start()
+	}
+	deadline := now.Add(d.cfg.runTimeout)
+	if life := d.lifeEnd(t); !life.IsZero() && life.Before(deadline) {
+		deadline = life
 	}
 	ctx := newTaskContext(d.base, deadline)
 	returned := false
 	defer func() {
 		if !returned {
-			err = errGoexit
+			out = runOutcome{err: errGoexit}
 		}
 		ctx.release()
-		if wait {
+		if out.paused || h.OnDone == nil {
 			return
 		}
-		if h.OnDone != nil {
-			info := DispatchInfo{
-				ChatID:       key,
-				QueueLen:     queueLen,
-				QueueLatency: time.Duration(int64(start.Sub(d.epoch)) - t.enq),
-				RunLatency:   time.Since(start),
-				Err:          err,
-			}
-			d.protect(func() { h.OnDone(info) })
+		info := DispatchInfo{
+			ChatID:       key,
+			QueueLen:     queueLen,
+			QueueLatency: time.Duration(int64(start.Sub(d.epoch)) - t.enq),
+			RunLatency:   time.Since(start),
+			Err:          out.err,
 		}
+		d.protect(func() { h.OnDone(info) })
 	}()
-	var run context.Context = ctx
-	if t.rs != nil {
-		run = resume.NewContext(ctx, &t.rs.task)
-	}
-	err, panicked = d.call(run, t.run)
+	out.err, out.panicked = d.call(ctx, t.run)
 	returned = true
-	if t.rs != nil && !panicked {
-		delay, wait = resume.DelayOf(err)
-		if cerr := ctx.Err(); wait && cerr != nil && d.lifeOver(t.rs) {
-			// The task's life ended (its MaxLifetime, ForceClose), perhaps
-			// after it asked to wait: waiting cannot help. (A context
-			// ended by the run's own SendTimeout is no reason: the next
-			// run has a deadline of its own.) The task runs once more at
-			// once, so that every layer sees the end and reports it (the
-			// engine's reply resolves its Future then); a task that still
-			// asks to wait is finished, so that it cannot spin.
-			if t.rs.ended {
-				wait = false
-				err = fmt.Errorf("engine: task asked to wait after its context ended: %w", cerr)
-			} else {
-				t.rs.ended, delay = true, 0
-			}
+	if out.panicked {
+		return out
+	}
+	out.delay, out.paused = platform.PauseOf(out.err)
+	if !out.paused {
+		return out
+	}
+	if t.rs == nil {
+		t.rs = &pauseState{start: start, queueLen: queueLen}
+	}
+	if cerr := ctx.Err(); cerr != nil && d.lifeOver(t) {
+		// The task's life ended (its MaxLifetime, ForceClose), perhaps
+		// after it paused: waiting cannot help. (A context ended by the
+		// run's own SendTimeout is no reason: the next run has a deadline
+		// of its own.) The task runs once more at once, so that every
+		// layer sees the end and reports it (the engine's send resolves
+		// its Future then); a task that still pauses is finished, so that
+		// it cannot spin.
+		if t.rs.ended {
+			out.paused = false
+			out.err = fmt.Errorf("engine: task paused after its context ended: %w", cerr)
+		} else {
+			t.rs.ended, out.delay = true, 0
 		}
 	}
-	return err, panicked, delay, wait
+	return out
 }
 
-// lifeOver reports whether a resumable task can run no more but to
-// report its end: the dispatcher's context ended, or its MaxLifetime.
-func (d *OutboundDispatcher) lifeOver(rs *resumeState) bool {
-	return d.base.Err() != nil || !rs.deadline.IsZero() && !time.Now().Before(rs.deadline)
+// lifeEnd returns when t's MaxLifetime ends, or the zero time without one.
+func (d *executor) lifeEnd(t *task) time.Time {
+	if d.cfg.maxLifetime <= 0 {
+		return time.Time{}
+	}
+	return d.epoch.Add(time.Duration(t.enq) + d.cfg.maxLifetime)
 }
 
-func (d *OutboundDispatcher) call(ctx context.Context, run func(context.Context) error) (err error, panicked bool) {
+// lifeOver reports whether a paused task can run no more but to report
+// its end: the dispatcher's context ended, or its MaxLifetime.
+func (d *executor) lifeOver(t *task) bool {
+	if d.base.Err() != nil {
+		return true
+	}
+	life := d.lifeEnd(t)
+	return !life.IsZero() && !time.Now().Before(life)
+}
+
+func (d *executor) call(ctx context.Context, run func(context.Context) error) (err error, panicked bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			err, panicked = &PanicError{Value: r, Stack: debug.Stack()}, true
-			if d.cfg.Recover != nil {
-				d.protect(func() { d.cfg.Recover(r) })
+			if d.cfg.recover != nil {
+				d.protect(func() { d.cfg.recover(r) })
 			}
 		}
 	}()

@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// Resumable tasks between two runs (see SubmitResumable) sleep without a
+// Tasks paused between two runs (see Submit) sleep without a
 // worker and without a goroutine: each shard keeps its sleeping chats in a
 // min-heap by wake-up time, served by one timer, and the end of the
 // dispatcher's context wakes every sleeper at once. Many chats waking
@@ -66,7 +66,7 @@ func (h *sleepHeap) pop() sleeper {
 	return top
 }
 
-// sleepLocked holds the resumable task t, which asked to run again after
+// sleepLocked holds the paused task t, which asked to run again after
 // delay, ahead of the chat's queue and frees the chat's worker: the chat
 // stays out of the ready FIFO until the shard's timer or the end of the
 // dispatcher's context wakes it. The delay is cut to the end of the
@@ -78,8 +78,8 @@ func (s *shard) sleepLocked(c *chat, t task, delay time.Duration) {
 	s.waiting++
 	c.held = t
 	now := time.Now()
-	if !t.rs.deadline.IsZero() {
-		delay = min(delay, t.rs.deadline.Sub(now))
+	if life := d.lifeEnd(&t); !life.IsZero() {
+		delay = min(delay, life.Sub(now))
 	}
 	if delay <= 0 || d.base.Err() != nil {
 		c.state = chatReady
@@ -120,7 +120,7 @@ func (s *shard) wakeDue() {
 
 // wakeAll wakes every sleeping chat at once: the dispatcher's context has
 // ended, and the tasks' next runs report it.
-func (d *OutboundDispatcher) wakeAll() {
+func (d *executor) wakeAll() {
 	for i := range d.shards {
 		s := &d.shards[i]
 		var w wakeups
@@ -138,11 +138,11 @@ func (d *OutboundDispatcher) wakeAll() {
 }
 
 // wakeLocked puts the chat of sl in the ready FIFO if it still sleeps the
-// sleep sl records; see readyLocked for the results.
-func (s *shard) wakeLocked(sl sleeper) (spawn, hungry bool) {
+// sleep sl records, and says what it needs for a worker (see readyLocked).
+func (s *shard) wakeLocked(sl sleeper) workerNeed {
 	c := sl.c
 	if c.state != chatSleeping || c.sleepSeq != sl.seq {
-		return false, false
+		return needNone
 	}
 	return s.readyLocked(c)
 }
@@ -150,11 +150,11 @@ func (s *shard) wakeLocked(sl sleeper) (spawn, hungry bool) {
 // wakeups counts the workers that waking chats asked for.
 type wakeups struct{ spawn, hungry int }
 
-func (w *wakeups) add(spawn, hungry bool) {
-	if spawn {
+func (w *wakeups) add(need workerNeed) {
+	switch need {
+	case needSpawn:
 		w.spawn++
-	}
-	if hungry {
+	case needHungry:
 		w.hungry++
 	}
 }
@@ -162,9 +162,9 @@ func (w *wakeups) add(spawn, hungry bool) {
 // start starts the workers, with no lock held.
 func (w wakeups) start(s *shard) {
 	for range w.spawn {
-		s.d.startWorker(s, true, false)
+		s.d.startWorker(s, needSpawn)
 	}
 	for range w.hungry {
-		s.d.startWorker(s, false, true)
+		s.d.startWorker(s, needHungry)
 	}
 }

@@ -48,7 +48,7 @@ func drain(t *testing.T, d *OutboundDispatcher) {
 func TestDefaults(t *testing.T) {
 	for _, cfg := range []DispatcherConfig{{}, {MaxInflight: -1, QueueSize: -5, SendTimeout: -time.Second}} {
 		d := newTestDispatcher(t, cfg)
-		if d.cfg.MaxInflight != 512 || d.cfg.QueueSize != 64 || d.cfg.SendTimeout != 30*time.Second {
+		if d.cfg.maxInflight != 512 || d.cfg.queueSize != 64 || d.cfg.runTimeout != 30*time.Second || d.cfg.maxLifetime != 15*time.Minute {
 			t.Fatalf("config %+v normalised to %+v", cfg, d.cfg)
 		}
 		quota := 0

@@ -75,7 +75,7 @@ type Stats struct {
 	// event); Outbound those of the OutboundDispatcher (one task per send).
 	Handlers, Outbound DispatcherStats
 	// Sends counts sends through the default sender chain.
-	Sends sender.CounterStats
+	Sends sender.SendStats
 	// DeadLetters is the number of failed sends kept for replay now.
 	DeadLetters int
 }
@@ -100,13 +100,13 @@ type Engine struct {
 	opts        options
 	log         *zap.Logger
 	out         *OutboundDispatcher
-	in          *OutboundDispatcher
+	in          *executor // the inbound queue: one task per event
 	adapters    []platform.Adapter
 	senders     map[string]platform.Sender
 	counters    *sender.Counters
 	deadLetters *sender.DeadLetterStore
 
-	// submitSend queues a send's task: e.out.SubmitResumable, or a
+	// submitSend queues a send's task: e.out.Submit, or a
 	// test's recorder.
 	submitSend func(key string, task func(context.Context) error) error
 
@@ -203,13 +203,14 @@ func New(opts ...Option) (*Engine, error) {
 		}
 	}
 	e.out = NewOutboundDispatcher(context.Background(), outCfg)
-	e.submitSend = e.out.SubmitResumable
-	e.in = NewOutboundDispatcher(context.Background(), DispatcherConfig{
-		MaxInflight: o.handlerConcurrency,
-		QueueSize:   o.inboundQueueSize,
-		SendTimeout: o.handlerTimeout,
-		MaxLifetime: -1, // an event waits in its chat's queue as long as it takes
-		Recover:     func(v any) { e.log.Error("event handling panicked", zap.Any("panic", v)) },
+	e.submitSend = e.out.Submit
+	e.in = new(executor)
+	e.in.init(context.Background(), execConfig{
+		maxInflight: o.handlerConcurrency,
+		queueSize:   o.inboundQueueSize,
+		runTimeout:  o.handlerTimeout, // bounds one event's handling
+		// maxLifetime 0: an event waits in its chat's queue as long as it takes.
+		recover: func(v any) { e.log.Error("event handling panicked", zap.Any("panic", v)) },
 	})
 
 	if m := o.metrics; m != nil {
@@ -224,10 +225,12 @@ func New(opts ...Option) (*Engine, error) {
 	return e, nil
 }
 
-// chain returns the sender decorators for the named adapter.
+// chain returns the sender decorators for the adapter a. With
+// WithSenderMiddleware they are the ones given, inside the engine's own
+// bookkeeping (counters, dead letters); otherwise the default chain.
 func (e *Engine) chain(a platform.Adapter) sender.SenderDecorator {
 	if e.opts.customChain {
-		return sender.Chain(e.opts.middleware...)
+		return sender.Chain(sender.Count(e.counters), sender.DeadLetters(e.deadLetters), sender.Chain(e.opts.middleware...))
 	}
 	cfg := e.opts.senderConfig
 	if cfg.Logger == nil {
@@ -242,14 +245,26 @@ func (e *Engine) chain(a platform.Adapter) sender.SenderDecorator {
 	if cfg.Metrics == nil {
 		cfg.Metrics = e.opts.metrics
 	}
-	if rl, ok := e.opts.rateLimits[a.Name()]; ok {
-		cfg.RateLimit = rl
-	} else if la, ok := a.(platform.LimitedAdapter); ok && cfg.RateLimit == (sender.RateLimitConfig{}) {
-		cfg.RateLimit = sender.LimitsOf(la.Limits())
-	}
+	cfg.RateLimit = e.rateLimit(a)
 	return sender.Default(cfg)
 }
 
+// rateLimit returns the rate limits of a's sends: the first set of those
+// WithRateLimit gave for a, WithSenderConfig's RateLimit, and the budget a
+// publishes (platform.LimitedAdapter); none if none is set. One with Off
+// set means no limit.
+func (e *Engine) rateLimit(a platform.Adapter) sender.RateLimitConfig {
+	if rl, ok := e.opts.rateLimits[a.Name()]; ok && rl != (sender.RateLimitConfig{}) {
+		return rl
+	}
+	if rl := e.opts.senderConfig.RateLimit; rl != (sender.RateLimitConfig{}) {
+		return rl
+	}
+	if la, ok := a.(platform.LimitedAdapter); ok {
+		return sender.LimitsOf(la.Limits())
+	}
+	return sender.RateLimitConfig{}
+}
 
 // Use registers plugins, in order. It stops at the first plugin whose
 // Register fails and returns its error, naming the plugin.
@@ -569,8 +584,8 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	e.out.ForceClose()
 	for _, stage := range []struct {
 		name string
-		d    *OutboundDispatcher
-	}{{"handlers", e.in}, {"sends", e.out}} {
+		d    *executor
+	}{{"handlers", e.in}, {"sends", &e.out.executor}} {
 		gctx, cancel := context.WithTimeout(context.Background(), forceGrace)
 		if gerr := stage.d.Shutdown(gctx); gerr != nil {
 			e.log.Error("still running after cancellation; they ignore their context",
@@ -635,10 +650,7 @@ func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
 			errs = append(errs, fmt.Errorf("engine: replay: no adapter %q", req.Platform))
 			continue
 		}
-		err := e.out.SubmitResumable(chatKey(req.Platform, req.Target.ID), func(ctx context.Context) error {
-			_, err := s.Send(ctx, req)
-			return err
-		})
+		err := e.out.Submit(chatKey(req.Platform, req.Target.ID), e.newSendTask(s, req).run)
 		if err != nil {
 			e.deadLetters.Add(dl)
 			errs = append(errs, fmt.Errorf("engine: replay to %s:%s: %w", req.Platform, req.Target.ID, err))

@@ -12,7 +12,6 @@ import (
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
-	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -96,8 +95,8 @@ func TestEngineReplyPausedAsContextEndsIsResolved(t *testing.T) {
 		mem := memory.New()
 		pauseLate := func(next platform.Sender) platform.Sender {
 			return platform.SenderFunc(func(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-				if err := resume.Later(ctx, time.Second); err != nil {
-					if _, ok := resume.DelayOf(err); ok {
+				if err := platform.ProgressOf(ctx).Wait(ctx, time.Second); err != nil {
+					if _, ok := platform.PauseOf(err); ok {
 						<-ctx.Done() // the deadline passes before the run returns
 					}
 					return platform.SendResult{}, err

@@ -74,13 +74,14 @@ func WithAdapter(a platform.Adapter) Option {
 	})
 }
 
-// WithSenderMiddleware replaces the default sender chain (see
-// [WithSenderConfig]) with the given decorators, wrapped around every
+// WithSenderMiddleware replaces the default sender chain — its retries,
+// rate limits (the adapter's published budget included), timeouts,
+// logging and metrics — with the given decorators, wrapped around every
 // adapter's Sender; the first listed is the outermost, as in sender.Chain.
-// Repeated use appends, inside the ones given before. Nil decorators are
-// skipped. To keep the engine's dead letters, include sender.DeadLetters
-// with the store given to [WithDeadLetterStore]; Stats().Sends counts only
-// sends through the default chain.
+// The engine's own bookkeeping stays around them: Stats().Sends counts
+// every send and failed sends go to the dead letters, so a Retry you give
+// should sit inside no decorator that hides a send's end. Repeated use
+// appends, inside the ones given before. Nil decorators are skipped.
 func WithSenderMiddleware(ds ...sender.SenderDecorator) Option {
 	return optionFunc(func(o *options) {
 		o.customChain = true
@@ -101,12 +102,13 @@ func WithSenderConfig(cfg sender.DefaultConfig) Option {
 }
 
 // WithRateLimit sets the rate limits of the sends to one adapter, by its
-// name, in the default sender chain. Adapters without one use the
-// RateLimit of [WithSenderConfig] if it sets any limit, and otherwise the
-// budget their platform publishes ([platform.LimitedAdapter]: Telegram's
-// is sender.TelegramLimits()), or none. A zero RateLimitConfig here turns
-// limiting off for the adapter. Repeated use for one adapter keeps the
-// last.
+// name, in the default sender chain. An adapter's limits are the first
+// set of: its WithRateLimit, the RateLimit of [WithSenderConfig], and the
+// budget its platform publishes ([platform.LimitedAdapter]: Telegram's is
+// sender.TelegramLimits()); none if none is set. A zero RateLimitConfig is
+// not set; sender.RateLimitConfig{Off: true} turns limiting off for the
+// adapter, its published budget included. Repeated use for one adapter
+// keeps the last.
 func WithRateLimit(adapterName string, cfg sender.RateLimitConfig) Option {
 	return optionFunc(func(o *options) {
 		if o.rateLimits == nil {

@@ -3,86 +3,79 @@ package sender
 import (
 	"context"
 	"sync/atomic"
-
-	"github.com/heraldbot/herald/platform"
 )
 
-// Counters counts sends as they pass [Counters.Decorator]: how many entered
-// the chain, how many were delivered, how many attempts and retries they
-// took, and how many were stored as dead letters. They are the statistics
-// an engine reports as its sender stats.
+// Counters counts sends by their outcome as they pass [Count]: the
+// statistics an engine reports as Stats().Sends.
 //
 // The zero value is ready to use, with every count at zero. Counters is safe
 // for concurrent use. Do not copy a Counters after first use.
 type Counters struct {
-	received     atomic.Uint64
 	delivered    atomic.Uint64
-	attempts     atomic.Uint64
-	retried      atomic.Uint64
+	failed       atomic.Uint64
 	deadLettered atomic.Uint64
+	attempts     atomic.Uint64
+	retries      atomic.Uint64
 }
 
-// CounterStats is a snapshot of [Counters].
-type CounterStats struct {
-	Received     uint64 // sends that entered the chain
-	Delivered    uint64 // sends that succeeded
-	Attempts     uint64 // attempts made, first attempts and retries (see Retry)
-	Retried      uint64 // attempts after a send's first
-	DeadLettered uint64 // failed sends a DeadLetters decorator stored
+// SendStats is a snapshot of [Counters]. It counts what [Metrics] exports,
+// under the same names: every count is of sends that are over, as
+// herald_sends_total counts them.
+type SendStats struct {
+	// Delivered counts sends delivered: herald_sends_total{outcome="ok"}.
+	Delivered uint64
+	// Failed counts sends that failed for good: herald_sends_total of
+	// every other outcome.
+	Failed uint64
+	// DeadLettered counts the failed sends a DeadLetters decorator kept:
+	// herald_send_dead_letters_total.
+	DeadLettered uint64
+	// Attempts counts the attempts of those sends, first ones included:
+	// the sum of herald_send_attempts.
+	Attempts uint64
+	// Retries counts the attempts after a send's first: Attempts minus
+	// the sends that made at least one.
+	Retries uint64
 }
 
-// Snapshot returns the current counts. Each count is read atomically; the
-// counts of sends still in flight may be caught between updates, but
-// Delivered + DeadLettered never exceeds Received in a snapshot.
-func (c *Counters) Snapshot() CounterStats {
-	// Read the outcome counts before Received: every send is counted as
-	// received before its outcome, so the invariant above holds.
-	s := CounterStats{
-		Delivered:    c.delivered.Load(),
-		DeadLettered: c.deadLettered.Load(),
-		Attempts:     c.attempts.Load(),
-		Retried:      c.retried.Load(),
-	}
-	s.Received = c.received.Load()
+// Snapshot returns the current counts. Each count is read atomically; a
+// send that is ending may be caught between two of them, but DeadLettered
+// never exceeds Failed in a snapshot.
+func (c *Counters) Snapshot() SendStats {
+	// A send is counted as failed before it is counted as dead-lettered,
+	// and Failed is read after DeadLettered, so the bound holds.
+	s := SendStats{DeadLettered: c.deadLettered.Load()}
+	s.Delivered = c.delivered.Load()
+	s.Failed = c.failed.Load()
+	s.Attempts = c.attempts.Load()
+	s.Retries = c.retries.Load()
 	return s
 }
 
-// Decorator returns a decorator that counts every send in c. It must sit
-// outside [Retry] to see a send's attempts, and outside [DeadLetters] to
-// count what DeadLetters stores; [Default] puts it just outside DeadLetters.
-// A nil c returns a decorator that changes nothing.
-func (c *Counters) Decorator() SenderDecorator {
-	return func(next platform.Sender) platform.Sender {
-		if c == nil {
-			return next
-		}
-		return &countingSender{next: next, c: c}
+// Count returns a decorator that counts every send in c (see [Observe]).
+// It must sit outside [Retry] to see a send's attempts, and outside
+// [DeadLetters] to count what DeadLetters stores; [Default] puts it just
+// outside DeadLetters. A nil c returns the sender unchanged.
+func Count(c *Counters) SenderDecorator {
+	if c == nil {
+		return Observe(nil)
 	}
+	return Observe(c.count)
 }
 
-type countingSender struct {
-	next platform.Sender
-	c    *Counters
-}
-
-func (s *countingSender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	ctx, rec := withRecord(ctx, s)
-	if !rec.resumed {
-		s.c.received.Add(1)
-	}
-	res, err := s.next.Send(ctx, req)
-	if rec.paused(s, err) {
-		return res, err
-	}
-	n := uint64(max(rec.attemptsOf(), 0))
-	s.c.attempts.Add(n)
+// count records one send's outcome.
+func (c *Counters) count(_ context.Context, o Outcome) {
+	n := uint64(max(o.Attempts, 0))
+	c.attempts.Add(n)
 	if n > 1 {
-		s.c.retried.Add(n - 1)
+		c.retries.Add(n - 1)
 	}
-	if err == nil {
-		s.c.delivered.Add(1)
-	} else if rec.deadLettered.Load() {
-		s.c.deadLettered.Add(1)
+	if o.Err == nil {
+		c.delivered.Add(1)
+		return
 	}
-	return res, err
+	c.failed.Add(1)
+	if o.DeadLettered {
+		c.deadLettered.Add(1)
+	}
 }

@@ -48,7 +48,7 @@ func TestCountersInDefault(t *testing.T) {
 			for _, chat := range []string{"ok", "flaky2", "blocked", "down"} {
 				_, _ = s.Send(context.Background(), req(chat))
 			}
-			want := sender.CounterStats{Received: 4, Delivered: 2, Attempts: 1 + 3 + 1 + 3, Retried: 0 + 2 + 0 + 2}
+			want := sender.SendStats{Delivered: 2, Failed: 2, Attempts: 1 + 3 + 1 + 3, Retries: 0 + 2 + 0 + 2}
 			if withStore {
 				want.DeadLettered = 2
 			}
@@ -62,7 +62,7 @@ func TestCountersInDefault(t *testing.T) {
 func TestCountersConcurrent(t *testing.T) {
 	var c sender.Counters
 	store := sender.NewDeadLetterStore(0)
-	s := sender.Chain(c.Decorator(), sender.DeadLetters(store))(&recorder{reply: func(_ context.Context, n int, _ platform.SendRequest) error {
+	s := sender.Chain(sender.Count(&c), sender.DeadLetters(store))(&recorder{reply: func(_ context.Context, n int, _ platform.SendRequest) error {
 		if n%3 == 0 {
 			return errFlaky
 		}
@@ -79,8 +79,8 @@ func TestCountersConcurrent(t *testing.T) {
 				return
 			default:
 			}
-			if s := c.Snapshot(); s.Delivered+s.DeadLettered > s.Received {
-				t.Errorf("Snapshot %+v: more outcomes than sends", s)
+			if s := c.Snapshot(); s.DeadLettered > s.Failed {
+				t.Errorf("Snapshot %+v: more dead letters than failures", s)
 				return
 			}
 		}
@@ -97,7 +97,7 @@ func TestCountersConcurrent(t *testing.T) {
 	snapshots.Wait()
 	got := c.Snapshot()
 	total := uint64(goroutines * each)
-	if got.Received != total || got.Attempts != total || got.Retried != 0 || got.Delivered+got.DeadLettered != total ||
+	if got.Attempts != total || got.Retries != 0 || got.Delivered+got.Failed != total || got.Failed != got.DeadLettered ||
 		got.DeadLettered != total/3 || uint64(store.Len()) != got.DeadLettered {
 		t.Fatalf("Snapshot = %+v (store %d); want %d sends, a third dead-lettered", got, store.Len(), total)
 	}
@@ -106,7 +106,7 @@ func TestCountersConcurrent(t *testing.T) {
 func TestCountersNil(t *testing.T) {
 	var c *sender.Counters
 	r := &recorder{}
-	if got := c.Decorator()(r); got != platform.Sender(r) {
+	if got := sender.Count(c)(r); got != platform.Sender(r) {
 		t.Fatalf("nil Counters' decorator = %T; want the sender unchanged", got)
 	}
 }

@@ -135,25 +135,16 @@ func (s *DeadLetterStore) copyLocked() []DeadLetter {
 // cancels sends, and they must not vanish). Successful sends are not
 // stored. A nil store returns the sender unchanged.
 func DeadLetters(store *DeadLetterStore) SenderDecorator {
-	return func(next platform.Sender) platform.Sender {
-		if store == nil {
-			return next
+	if store == nil {
+		return Observe(nil)
+	}
+	return Observe(func(ctx context.Context, o Outcome) {
+		if o.Err == nil {
+			return
 		}
-		return &deadLetterSender{next: next, store: store}
-	}
-}
-
-type deadLetterSender struct {
-	next  platform.Sender
-	store *DeadLetterStore
-}
-
-func (s *deadLetterSender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	ctx, rec := withRecord(ctx, s)
-	res, err := s.next.Send(ctx, req)
-	if err != nil && !rec.paused(s, err) {
-		s.store.Add(DeadLetter{Request: req, Attempts: rec.attemptsOf(), Err: err, At: time.Now()})
-		rec.deadLettered.Store(true)
-	}
-	return res, err
+		store.Add(DeadLetter{Request: o.Request, Attempts: o.Attempts, Err: o.Err, At: time.Now()})
+		if p := platform.ProgressOf(ctx); p != nil {
+			p.DeadLettered = true // for the observers outside
+		}
+	})
 }

@@ -9,9 +9,9 @@ import "github.com/heraldbot/herald/platform"
 // A decorator is called once, when a chain is built; the Sender it returns
 // is then called for every send and must be safe for concurrent use. A
 // decorator outside Retry or RateLimit may see a send pause (an error for
-// which resume.DelayOf reports true): the send is not over, and the
-// decorator should return that error unchanged (see the package
-// documentation).
+// which platform.PauseOf reports true): the send is not over, and the
+// decorator should return that error unchanged, as [Observe] does (see the
+// package documentation).
 type SenderDecorator func(platform.Sender) platform.Sender
 
 // Chain returns a decorator that applies ds so that the first one listed is

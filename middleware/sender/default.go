@@ -30,7 +30,8 @@ type DefaultConfig struct {
 	// attempts, 500 ms to 30 s backoff with 20% jitter, retry-after waits up
 	// to 5 minutes).
 	Retry RetryConfig
-	// RateLimit sets rate limits; its zero value means none. See
+	// RateLimit sets rate limits; its zero value means none here (the
+	// engine reads it as "not set", see its WithRateLimit). See
 	// TelegramLimits.
 	RateLimit RateLimitConfig
 	// Timeout bounds each attempt. Zero means DefaultAttemptTimeout (10 s);
@@ -52,9 +53,9 @@ func Default(cfg DefaultConfig) SenderDecorator {
 		timeout = DefaultAttemptTimeout
 	}
 	return Chain(
-		cfg.Metrics.Decorator(),
+		Measure(cfg.Metrics),
 		Logging(cfg.Logger),
-		cfg.Counters.Decorator(),
+		Count(cfg.Counters),
 		DeadLetters(cfg.DeadLetters),
 		Retry(cfg.Retry),
 		RateLimit(cfg.RateLimit),

@@ -106,7 +106,7 @@ func testDefaultOrder(t *testing.T, resumed bool) {
 		if e := logs.All()[1]; e.Level != zapcore.WarnLevel || e.ContextMap()["dead_letter"] != true {
 			t.Fatalf("failure logged as %v %v", e.Level, e.ContextMap())
 		}
-		if got := c.Snapshot(); got != (sender.CounterStats{Received: 2, Delivered: 1, Attempts: 6, Retried: 4, DeadLettered: 1}) {
+		if got := c.Snapshot(); got != (sender.SendStats{Delivered: 1, Failed: 1, Attempts: 6, Retries: 4, DeadLettered: 1}) {
 			t.Fatalf("counters %+v", got)
 		}
 		if !errors.Is(err, errFlaky) {
@@ -199,10 +199,10 @@ func testDefaultConcurrentNothingLost(t *testing.T, resumed bool) {
 		}
 		wg.Wait()
 		got := c.Snapshot()
-		if got.Received != chats*each || got.Delivered+got.DeadLettered != got.Received || uint64(store.Len()) != got.DeadLettered {
+		if got.Delivered+got.Failed != chats*each || got.Failed != got.DeadLettered || uint64(store.Len()) != got.DeadLettered {
 			t.Fatalf("counters %+v, %d dead letters: sends vanished", got, store.Len())
 		}
-		if got.Retried == 0 || got.DeadLettered == 0 {
+		if got.Retries == 0 || got.DeadLettered == 0 {
 			t.Fatalf("counters %+v: the test did not exercise retries and failures", got)
 		}
 		for chat, seqs := range delivered {

@@ -39,36 +39,45 @@
 //     error, which every decorator above sees as a failed send, so nothing
 //     vanishes in a panic.
 //
-// # Attempts
+// # Observing sends
 //
-// Retry tells the decorators outside it how many attempts a send took, on
-// success as well as on failure: those decorators attach a small per-send
-// record to the context they pass down, and Retry fills it in. On failure
-// the count is also in the error, read with [AttemptsOf]. Without a Retry in
-// the chain a send counts as one attempt.
+// Metrics, Logging, Counters and DeadLetters are built on [Observe]: a
+// decorator that calls a function once per send, when the send is over,
+// with its [Outcome] (request, result, error, attempts, duration). Write a
+// decorator of your own that records sends the same way; see
+// ExampleObserve.
+//
+// # The send's progress
+//
+// Every layer of a send reads and updates one [platform.Progress] in the
+// send's context: Retry counts the attempts in it, RateLimit keeps the
+// tokens it reserved, the observers read from it when the send started
+// and how many attempts it took. Without a Progress in the context (a
+// chain called directly), the first layer that needs one adds it.
 //
 // # Waiting without a worker
 //
-// Called directly, Retry and RateLimit wait in place: the caller's goroutine
-// sleeps. Under the engine's OutboundDispatcher a send's context carries a
-// resume.Task (see package resume), and they pause the send instead: each
-// saves where it stopped (Retry its attempt count, RateLimit the tokens it
-// reserved) and returns a *resume.WaitError, which the decorators outside
-// them pass up unchanged, recording nothing. The dispatcher frees the
-// chat's worker for other chats and runs the send again when the wait is
-// over; every decorator then carries on where it stopped. In Default's
-// order, and in any chain where Timeout sits below Retry, waits, attempts,
-// outcomes, logs and metrics are the same either way — a send waiting out a
-// 30-second retry-after just no longer holds one of MaxInflight workers. A
-// Timeout placed above Retry bounds each run rather than the whole send;
-// the dispatcher's SendTimeout still bounds the whole. A platform's own
-// sender may pause the same way (Telegram's between the parts of a long
-// message): RateLimit then lets the resumed send through without new
-// tokens, and Retry carries on the same attempt.
+// Called directly, Retry and RateLimit wait in place: the caller's
+// goroutine sleeps. Under the engine's OutboundDispatcher a send's
+// Progress is resumable, and they pause the send instead:
+// [platform.Progress.Wait] returns a [*platform.PauseError], which every
+// layer above returns unchanged (Observe records nothing for it). The
+// dispatcher frees the chat's worker for other chats and runs the send
+// again when the wait is over; every layer then carries on from the
+// Progress. In Default's order, and in any chain where Timeout sits below
+// Retry, waits, attempts, outcomes, logs and metrics are the same either
+// way — a send waiting out a 30-second retry-after just no longer holds one
+// of MaxInflight workers. A Timeout placed above Retry bounds each run
+// rather than the whole send; the dispatcher's SendTimeout bounds each run
+// too, and its MaxLifetime the whole. A platform's own sender may pause
+// the same way (Telegram's between the parts of a long message): RateLimit
+// then lets the resumed send through without new tokens, and Retry carries
+// on the same attempt.
 //
 // A decorator of your own that sits outside Retry or RateLimit and acts on
-// errors should do the same: when resume.DelayOf(err) reports true the send
-// has not ended, so return the error unchanged.
+// errors should use Observe, or, if it must see every run, return an
+// error for which platform.PauseOf reports true unchanged: the send is
+// not over.
 //
 // # Outcomes
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,7 +59,7 @@ func ExampleDefault() {
 	// Output:
 	// 7 <nil>
 	// sender: giving up after 1 attempt: 403 Forbidden: bot was blocked by the user
-	// {Received:2 Delivered:1 Attempts:3 Retried:1 DeadLettered:1}
+	// {Delivered:1 Failed:1 DeadLettered:1 Attempts:3 Retries:1}
 	// blocked 1 permanent
 }
 
@@ -105,4 +106,32 @@ func ExampleDeadLetterStore_Drain() {
 	// b to b
 	// a to a
 	// 0
+}
+
+// A decorator of your own that records each send once, with its final
+// outcome: Observe calls it when the send is over, however many attempts
+// and waits it took — also under the engine, where a waiting send is run
+// again later instead of holding a worker.
+func ExampleObserve() {
+	var sends, attempts atomic.Int64
+	countSends := sender.Observe(func(_ context.Context, o sender.Outcome) {
+		sends.Add(1)
+		attempts.Add(int64(o.Attempts))
+	})
+
+	calls := 0
+	flaky := platform.SenderFunc(func(context.Context, platform.SendRequest) (platform.SendResult, error) {
+		calls++
+		if calls < 3 {
+			return platform.SendResult{}, errors.New("502 Bad Gateway")
+		}
+		return platform.SendResult{MessageID: "7"}, nil
+	})
+	s := sender.Chain(countSends, sender.Retry(sender.RetryConfig{BaseBackoff: time.Millisecond}))(flaky)
+	res, err := s.Send(context.Background(), platform.SendRequest{Target: platform.Chat{ID: "42"}, Message: platform.TextMessage("hi")})
+	fmt.Println(res.MessageID, err)
+	fmt.Println(sends.Load(), "send,", attempts.Load(), "attempts")
+	// Output:
+	// 7 <nil>
+	// 1 send, 3 attempts
 }

@@ -2,13 +2,9 @@ package sender
 
 import (
 	"context"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-
-	"github.com/heraldbot/herald/infra/resume"
-	"github.com/heraldbot/herald/platform"
 )
 
 // TextPrefixRunes is how many runes of a message's text Logging writes.
@@ -34,59 +30,37 @@ const TextPrefixRunes = 32
 // attachments, captions or buttons. A nil logger logs nothing: Logging(nil)
 // returns the sender unchanged.
 func Logging(logger *zap.Logger) SenderDecorator {
-	return func(next platform.Sender) platform.Sender {
-		if logger == nil {
-			return next
+	if logger == nil {
+		return Observe(nil)
+	}
+	return Observe(func(_ context.Context, o Outcome) {
+		level := zapcore.DebugLevel
+		if o.Err != nil {
+			level = zapcore.WarnLevel
 		}
-		return &loggingSender{next: next, log: logger}
-	}
-}
-
-type loggingSender struct {
-	next platform.Sender
-	log  *zap.Logger
-}
-
-func (s *loggingSender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	if !s.log.Core().Enabled(zapcore.WarnLevel) && resume.FromContext(ctx) == nil {
-		// Nothing this send could produce would be logged (a zap.NewNop()
-		// logger, say): skip the clock and the record. A send that can be
-		// paused takes the record anyway, so that the decorator owning it
-		// stays the same in every run even if the level changes.
-		return s.next.Send(ctx, req)
-	}
-	ctx, rec := withRecord(ctx, s)
-	res, err := s.next.Send(ctx, req)
-	if rec.paused(s, err) {
-		return res, err
-	}
-	level := zapcore.DebugLevel
-	if err != nil {
-		level = zapcore.WarnLevel
-	}
-	ce := s.log.Check(level, "sender: send")
-	if ce == nil {
-		return res, err
-	}
-	fields := make([]zap.Field, 0, 8)
-	fields = append(fields,
-		zap.String("platform", req.Platform),
-		zap.String("chat", req.Target.ID),
-		zap.Duration("duration", time.Since(rec.start)),
-		zap.Int("attempts", rec.attemptsOf()),
-		zap.String("outcome", OutcomeOf(err)),
-	)
-	if err != nil {
-		fields = append(fields, zap.Error(err))
-		if rec.deadLettered.Load() {
-			fields = append(fields, zap.Bool("dead_letter", true))
+		ce := logger.Check(level, "sender: send")
+		if ce == nil {
+			return
 		}
-	} else {
-		fields = append(fields, zap.String("message_id", res.MessageID))
-	}
-	fields = append(fields, zap.String("text", textPrefix(req.Message.Text, TextPrefixRunes)))
-	ce.Write(fields...)
-	return res, err
+		fields := make([]zap.Field, 0, 8)
+		fields = append(fields,
+			zap.String("platform", o.Request.Platform),
+			zap.String("chat", o.Request.Target.ID),
+			zap.Duration("duration", o.Duration),
+			zap.Int("attempts", o.Attempts),
+			zap.String("outcome", o.Kind()),
+		)
+		if o.Err != nil {
+			fields = append(fields, zap.Error(o.Err))
+			if o.DeadLettered {
+				fields = append(fields, zap.Bool("dead_letter", true))
+			}
+		} else {
+			fields = append(fields, zap.String("message_id", o.Result.MessageID))
+		}
+		fields = append(fields, zap.String("text", textPrefix(o.Request.Message.Text, TextPrefixRunes)))
+		ce.Write(fields...)
+	})
 }
 
 // textPrefix returns the first n runes of s, with "…" appended when s is

@@ -9,7 +9,6 @@ import (
 
 	"github.com/heraldbot/herald/internal/leakcheck"
 
-	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -89,10 +88,11 @@ func noJitter(attempts int, base, maxBackoff time.Duration) sender.RetryConfig {
 	return sender.RetryConfig{MaxAttempts: attempts, BaseBackoff: base, MaxBackoff: maxBackoff, Jitter: -1}
 }
 
-// resumer runs the sender below it as the engine's dispatcher runs a
-// resumable send (see package resume): with a resume.Task in the context,
-// and again after each pause's delay — or at once when the context ends,
-// as ForceClose wakes a paused task. It checks no run waits in place.
+// resumer runs the sender below it as the engine's dispatcher runs a send:
+// with a resumable platform.Progress in the context (its Deadline the
+// context's, as the dispatcher's MaxLifetime bounds a send), and again
+// after each pause's delay — or at once when the context ends, as
+// ForceClose wakes a paused send. It checks no run waits in place.
 type resumer struct {
 	next platform.Sender
 
@@ -102,17 +102,14 @@ type resumer struct {
 }
 
 func (r *resumer) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	task := resume.NewTask()
-	if dl, ok := ctx.Deadline(); ok {
-		task.SetDeadline(dl) // the send's deadline bounds its waits, as the dispatcher's MaxLifetime does
-	}
-	rctx := resume.NewContext(ctx, task)
+	dl, _ := ctx.Deadline()
+	p := platform.NewProgress(time.Now(), dl)
+	rctx := platform.WithProgress(ctx, p)
 	for {
-		task.Start()
 		start := time.Now()
 		res, err := r.next.Send(rctx, req)
 		took := time.Since(start)
-		d, paused := resume.DelayOf(err)
+		d, paused := platform.PauseOf(err)
 		r.mu.Lock()
 		r.longest = max(r.longest, took)
 		if paused {

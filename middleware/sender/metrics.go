@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/heraldbot/herald/platform"
 )
 
 // ErrAlreadyRegistered is wrapped, together with the registry's
@@ -28,23 +25,27 @@ var (
 // Metrics holds Herald's Prometheus metrics for sends:
 //
 //	herald_sends_total{platform,outcome}        counter: sends by final outcome
+//	herald_send_dead_letters_total{platform}   counter: failed sends kept as dead letters
 //	herald_send_duration_seconds{platform}     histogram: a send's whole duration, retries and waits included
 //	herald_send_attempts                       histogram: attempts per send (see Retry)
+//
+// They count what [Counters] counts, under the same names (see SendStats).
 //
 // The outcome label takes the values listed with [OutcomeOf]: ok, canceled,
 // permanent, rate_limited, timeout and error. Durations are bucketed from
 // 5 ms to 60 s (.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60),
-// attempts at 1, 2, 3, 4, 5, 7 and 10. [Metrics.Decorator] records
+// attempts at 1, 2, 3, 4, 5, 7 and 10. [Measure] records
 // into them; [Metrics.Register] adds collectors of others (the engine's
 // dispatcher statistics) to the same registry.
 //
 // Create Metrics with [NewMetrics]; the zero value is not usable. A Metrics
 // is safe for concurrent use.
 type Metrics struct {
-	reg      prometheus.Registerer // nil: nothing is registered
-	sends    *prometheus.CounterVec
-	duration *prometheus.HistogramVec
-	attempts prometheus.Histogram
+	reg         prometheus.Registerer // nil: nothing is registered
+	sends       *prometheus.CounterVec
+	deadLetters *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	attempts    prometheus.Histogram
 
 	mu     sync.Mutex                                 // serialises additions to series
 	series atomic.Pointer[map[string]*platformSeries] // copy on write: reads take no lock
@@ -53,8 +54,9 @@ type Metrics struct {
 // platformSeries holds one platform's children of the vectors, so that a
 // send looks them up with one map read instead of hashing label values.
 type platformSeries struct {
-	sends    [len(outcomes)]prometheus.Counter
-	duration prometheus.Observer
+	sends       [len(outcomes)]prometheus.Counter
+	deadLetters prometheus.Counter
+	duration    prometheus.Observer
 }
 
 // NewMetrics creates the send metrics and registers them with reg.
@@ -74,6 +76,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "herald_sends_total",
 			Help: "Sends through the sender middleware, by platform and final outcome (ok, canceled, permanent, rate_limited, timeout, error).",
 		}, []string{"platform", "outcome"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_send_dead_letters_total",
+			Help: "Failed sends kept as dead letters, by platform.",
+		}, []string{"platform"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "herald_send_duration_seconds",
 			Help:    "Duration of a send, retries and rate-limit waits included, by platform.",
@@ -90,7 +96,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	cs := []prometheus.Collector{m.sends, m.duration, m.attempts}
+	cs := []prometheus.Collector{m.sends, m.deadLetters, m.duration, m.attempts}
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
 			for _, done := range cs[:i] {
@@ -124,36 +130,27 @@ func registerError(what string, err error) error {
 	return fmt.Errorf("sender: register %s: %w", what, err)
 }
 
-// Decorator returns a decorator that records every send in m: one increment
-// of herald_sends_total with the send's platform and [OutcomeOf] its final
-// error, its duration, and its attempts. Put it outermost, as [Default]
-// does, so the duration covers retries and waits. A nil m returns a
-// decorator that changes nothing.
-func (m *Metrics) Decorator() SenderDecorator {
-	return func(next platform.Sender) platform.Sender {
-		if m == nil {
-			return next
-		}
-		return &metricsSender{next: next, m: m}
+// Measure returns a decorator that records every send in m (see
+// [Observe]): one increment of herald_sends_total with the send's platform
+// and [OutcomeOf] its final error, one of herald_send_dead_letters_total if
+// a DeadLetters decorator below kept it, its duration, and its attempts.
+// Put it outermost, as [Default] does, so the duration covers retries and
+// waits. A nil m returns the sender unchanged.
+func Measure(m *Metrics) SenderDecorator {
+	if m == nil {
+		return Observe(nil)
 	}
+	return Observe(m.record)
 }
 
-type metricsSender struct {
-	next platform.Sender
-	m    *Metrics
-}
-
-func (s *metricsSender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	ctx, rec := withRecord(ctx, s)
-	res, err := s.next.Send(ctx, req)
-	if rec.paused(s, err) {
-		return res, err
+func (m *Metrics) record(_ context.Context, o Outcome) {
+	ps := m.seriesFor(o.Request.Platform)
+	ps.sends[outcomeIndex(o.Err)].Inc()
+	if o.DeadLettered {
+		ps.deadLetters.Inc()
 	}
-	ps := s.m.seriesFor(req.Platform)
-	ps.sends[outcomeIndex(err)].Inc()
-	ps.duration.Observe(time.Since(rec.start).Seconds())
-	s.m.attempts.Observe(float64(rec.attemptsOf()))
-	return res, err
+	ps.duration.Observe(o.Duration.Seconds())
+	m.attempts.Observe(float64(o.Attempts))
 }
 
 // seriesFor returns the platform's series, creating them on first use.
@@ -167,7 +164,7 @@ func (m *Metrics) seriesFor(name string) *platformSeries {
 	if ps := old[name]; ps != nil {
 		return ps
 	}
-	ps := &platformSeries{duration: m.duration.WithLabelValues(name)}
+	ps := &platformSeries{duration: m.duration.WithLabelValues(name), deadLetters: m.deadLetters.WithLabelValues(name)}
 	for i, o := range outcomes {
 		ps.sends[i] = m.sends.WithLabelValues(name, o)
 	}

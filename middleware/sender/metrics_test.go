@@ -32,7 +32,7 @@ func TestMetricsRecordsSends(t *testing.T) {
 			}
 			return nil
 		}}
-		s := sender.Chain(m.Decorator(), sender.Retry(noJitter(3, 300*time.Millisecond, time.Second)))(r)
+		s := sender.Chain(sender.Measure(m), sender.Retry(noJitter(3, 300*time.Millisecond, time.Second)))(r)
 		send := func(platformName, chat string) {
 			rq := req(chat)
 			rq.Platform = platformName
@@ -141,7 +141,7 @@ func TestMetricsNilRegisterer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Decorator()(&recorder{}).Send(context.Background(), req("1")); err != nil {
+	if _, err := sender.Measure(m)(&recorder{}).Send(context.Background(), req("1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Register(prometheus.NewCounter(prometheus.CounterOpts{Name: "x_total", Help: "x"})); err != nil {
@@ -149,8 +149,7 @@ func TestMetricsNilRegisterer(t *testing.T) {
 	}
 	var nilMetrics *sender.Metrics
 	r := &recorder{}
-	if got := nilMetrics.Decorator()(r); got != platform.Sender(r) {
+	if got := sender.Measure(nilMetrics)(r); got != platform.Sender(r) {
 		t.Fatalf("nil Metrics' decorator = %T; want the sender unchanged", got)
 	}
 }
-

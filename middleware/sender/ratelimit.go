@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -24,9 +23,15 @@ const DefaultIdleTTL = 10 * time.Minute
 // at once after a quiet spell. Over any span of time t, at most
 // burst + limit·t sends pass a limiter.
 //
-// The zero value sets no limit at all, and RateLimit then returns the sender
-// unchanged.
+// The zero value sets no limit; to the engine it means "not set", and the
+// engine then applies the budget the adapter publishes. Off says "no
+// limit" explicitly: the engine then applies none at all.
 type RateLimitConfig struct {
+	// Off turns rate limiting off, whatever else is set: RateLimit returns
+	// the sender unchanged, and the engine applies no limit to the
+	// adapter, not even the budget it publishes.
+	Off bool
+
 	// Global limits all sends of one platform (one SendRequest.Platform)
 	// through the decorated sender. Zero, a negative value or rate.Inf means
 	// no global limit.
@@ -110,9 +115,10 @@ func LimitsOf(l platform.Limits) RateLimitConfig {
 // ([platform.RetryAfterOf]). In both cases the tokens the send reserved and
 // was still waiting for are given back.
 //
-// Under the engine's dispatcher (a context carrying a resume.Task) a wait
-// pauses the send instead of sleeping, and the resumed send keeps the tokens
-// it reserved: see "Waiting without a worker" in the package documentation.
+// Waits go through the send's [platform.Progress]: for a send the engine's
+// dispatcher resumes, a wait pauses the send instead of sleeping, and the
+// resumed send keeps the tokens it reserved (see "Waiting without a
+// worker" in the package documentation).
 //
 // When the sender below returns an error carrying a retry-after, RateLimit
 // pauses the chat for that long, so the sends queued behind it wait instead
@@ -124,11 +130,11 @@ func LimitsOf(l platform.Limits) RateLimitConfig {
 // that runs inside sends, at most once per IdleTTL/2; there is no background
 // goroutine.
 //
-// With no limit set, RateLimit returns the sender unchanged.
+// With no limit set, or Off, RateLimit returns the sender unchanged.
 func RateLimit(cfg RateLimitConfig) SenderDecorator {
 	cfg = cfg.normalized()
 	return func(next platform.Sender) platform.Sender {
-		if cfg.Global == 0 && cfg.PerChat == 0 && cfg.PerGroup == 0 {
+		if cfg.Off || cfg.Global == 0 && cfg.PerChat == 0 && cfg.PerGroup == 0 {
 			return next
 		}
 		return &rateLimiter{
@@ -200,15 +206,12 @@ type lease struct {
 }
 
 func (l *rateLimiter) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	w := waiter{task: resume.FromContext(ctx), key: l}
-	if w.task != nil {
-		if saved, ok := w.task.Value(l).(*heldTokens); ok {
-			// A later run of a paused send: the tokens it reserved are
-			// ours, or it had spent them already when the sender below
-			// paused it.
-			w.task.SetValue(l, nil)
-			w.held = *saved
-		}
+	ctx, p := platform.SendProgress(ctx)
+	w := waiter{p: p, l: l}
+	if h := takeHeld(p, l); h != nil {
+		// A later run of a paused send: the tokens it reserved are ours,
+		// or it had spent them already when the sender below paused it.
+		w.held = *h
 	}
 	if err := ctx.Err(); err != nil && !w.held.spent {
 		w.held.cancel()
@@ -232,13 +235,11 @@ func (l *rateLimiter) Send(ctx context.Context, req platform.SendRequest) (platf
 		}
 	}
 	res, err := l.next.Send(ctx, req)
-	if w.task != nil && err != nil {
-		if _, ok := resume.DelayOf(err); ok {
-			// Paused below, with this send's tokens spent: the next run
-			// goes straight on.
-			w.task.SetValue(l, &heldTokens{spent: true})
-			return res, err
-		}
+	if _, paused := platform.PauseOf(err); paused {
+		// Paused below, with this send's tokens spent: the next run goes
+		// straight on.
+		saveHeld(p, &heldTokens{owner: l, spent: true})
+		return res, err
 	}
 	if err != nil {
 		if d, ok := platform.RetryAfterOf(err); ok && d > 0 {
@@ -347,24 +348,59 @@ func (l *rateLimiter) waitPause(ctx context.Context, ls lease, w *waiter) error 
 	}
 }
 
-// waiter waits for one send: in place, or, when the send can be resumed
-// (see package resume), by pausing it with the tokens it reserved saved in
-// task under key.
+// waiter waits for one send, through its Progress: in place, or, for a
+// send that is resumed, by pausing it with the tokens it reserved saved in
+// the Progress.
 type waiter struct {
-	task *resume.Task
-	key  any
+	p    *platform.Progress
+	l    *rateLimiter
 	held heldTokens
 }
 
-// heldTokens are the reservations a send has made so far.
+// heldTokens are the reservations a send has made so far at one limiter.
+// A Progress holds those of a paused send (Progress.Reserved): one per
+// limiter the send passes, linked.
 type heldTokens struct {
+	owner      *rateLimiter
 	chatTaken  bool // the chat and group tokens are reserved
 	rc, rg, rp *rate.Reservation
-	spent      bool // the tokens were used by a call to the sender below
+	spent      bool        // the tokens were used by a call to the sender below
+	next       *heldTokens // another limiter's, in the same Progress
 }
 
 // cancel gives back the reserved tokens not yet used.
 func (h *heldTokens) cancel() { cancelReservations(h.rc, h.rg, h.rp) }
+
+// Cancel gives back every reservation held in the list h starts.
+func (h *heldTokens) Cancel() {
+	for ; h != nil; h = h.next {
+		h.cancel()
+	}
+}
+
+// takeHeld removes and returns what l holds in p, or nil.
+func takeHeld(p *platform.Progress, l *rateLimiter) *heldTokens {
+	head, _ := p.Reserved.(*heldTokens)
+	for link := &head; *link != nil; link = &(*link).next {
+		if h := *link; h.owner == l {
+			*link = h.next
+			h.next = nil
+			if head == nil {
+				p.Reserved = nil
+			} else {
+				p.Reserved = head
+			}
+			return h
+		}
+	}
+	return nil
+}
+
+// saveHeld keeps h in p for the send's next run.
+func saveHeld(p *platform.Progress, h *heldTokens) {
+	h.next, _ = p.Reserved.(*heldTokens)
+	p.Reserved = h
+}
 
 // waitTokens takes a chat token (and a group token) and then a global token,
 // waiting for each as the limiters say, and gives back reserved tokens it
@@ -407,27 +443,25 @@ func (w *waiter) waitTokens(ctx context.Context, ls lease) error {
 	return nil
 }
 
-// wait waits d for what (a pause, or tokens). It returns a context's error
-// or ErrWouldExceedDeadline, through waitError, having given back the held
-// tokens; or, for a send that can be resumed, the *resume.WaitError that
-// pauses it, having saved the held tokens for its next run.
+// wait waits d for what (a pause, or tokens) with Progress.Wait. It returns
+// a context's error or ErrWouldExceedDeadline, through waitError, having
+// given back the held tokens; or, for a send that is resumed, the pause,
+// having saved the held tokens for its next run.
 func (w *waiter) wait(ctx context.Context, d time.Duration, what string) error {
-	if w.task != nil {
-		if err := canWait(ctx, d); err != nil {
-			w.held.cancel()
-			return waitError(what, d, err)
-		}
+	err := w.p.Wait(ctx, d)
+	if err == nil {
+		return nil
+	}
+	if _, paused := platform.PauseOf(err); paused {
 		if w.held.chatTaken {
 			saved := w.held
-			w.task.SetValue(w.key, &saved)
+			saved.owner = w.l
+			saveHeld(w.p, &saved)
 		}
-		return resume.Later(ctx, d)
+		return err
 	}
-	if err := sleep(ctx, d); err != nil {
-		w.held.cancel()
-		return waitError(what, d, err)
-	}
-	return nil
+	w.held.cancel()
+	return waitError(what, d, err)
 }
 
 func cancelReservations(rs ...*rate.Reservation) {

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/heraldbot/herald/infra/resume"
+	"github.com/heraldbot/herald/platform"
 	"github.com/heraldbot/herald/middleware/sender"
 )
 
@@ -47,15 +47,12 @@ func TestRateLimitPausedThenCancelledGivesTokenBack(t *testing.T) {
 		if _, err := limited.Send(context.Background(), req("x")); err != nil {
 			t.Fatal(err) // takes the only token
 		}
-		task := resume.NewTask()
 		ctx, cancel := context.WithCancel(context.Background())
-		rctx := resume.NewContext(ctx, task)
-		task.Start()
+		rctx := platform.WithProgress(ctx, platform.NewProgress(time.Now(), time.Time{}))
 		if _, err := s.Send(rctx, req("a")); !isPause(err) {
 			t.Fatalf("first run = %v; want a pause for the token", err)
 		}
 		cancel()
-		task.Start()
 		_, err := s.Send(rctx, req("a"))
 		if n, _ := sender.AttemptsOf(err); n != 1 || !errors.Is(err, context.Canceled) {
 			t.Fatalf("run after cancel = %v (%d attempts); want Canceled after 1 attempt", err, n)
@@ -74,6 +71,6 @@ func TestRateLimitPausedThenCancelledGivesTokenBack(t *testing.T) {
 }
 
 func isPause(err error) bool {
-	_, ok := resume.DelayOf(err)
+	_, ok := platform.PauseOf(err)
 	return ok
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/heraldbot/herald/infra/backoff"
-	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -117,20 +116,21 @@ func (c RetryConfig) normalized() RetryConfig {
 // any other error waits an exponential backoff with jitter (see
 // [RetryConfig]). A [context.DeadlineExceeded] from below while the send's
 // context is still live is a per-attempt timeout (see [Timeout]) and is
-// retried. If the context ends during a wait, Retry returns at once. Under
-// the engine's dispatcher (a context carrying a resume.Task) a wait pauses
-// the send instead of sleeping, and the next run carries on with the next
-// attempt: see "Waiting without a worker" in the package documentation.
+// retried. If the context ends during a wait, Retry returns at once. Waits
+// go through the send's [platform.Progress]: for a send the engine's
+// dispatcher resumes, a wait pauses the send instead of sleeping, and the
+// next run carries on with the next attempt (see "Waiting without a
+// worker" in the package documentation).
 //
 // On failure Retry returns a [*RetryError] holding the attempt count and the
 // last attempt's error, which it wraps, so errors.Is, errors.As,
 // platform.IsPermanent and platform.RetryAfterOf see the cause; when the
 // context ended, the error also wraps the context's error. Read the count
-// with [AttemptsOf]. On success the count goes to the decorators outside
-// Retry (Metrics, Logging, Counters), which Retry tells through the context.
-// An attempt is one call to the sender below Retry, so a rate-limit wait
-// that gives up counts as one too. When Retry decorators are nested, the
-// outermost one's count is the one reported.
+// with [AttemptsOf]. On success the count is in the send's Progress, where
+// the decorators outside Retry (Metrics, Logging, Counters) read it. An
+// attempt is one call to the sender below Retry, so a rate-limit wait that
+// gives up counts as one too. Do not nest Retry decorators: they would
+// count in one Progress.
 func Retry(cfg RetryConfig) SenderDecorator {
 	return retryWith(cfg, rand.Float64)
 }
@@ -154,98 +154,55 @@ type retrySender struct {
 }
 
 func (s *retrySender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	rec := recordFrom(ctx)
-	if rec != nil {
-		if rec.retrying.CompareAndSwap(false, true) {
-			defer rec.retrying.Store(false)
-		} else {
-			rec = nil // an outer Retry owns the record and will fill it in
-		}
-	}
-	var lastErr error
-	attempt := 1
-	below := false // carrying on an attempt that something below paused
-	task := resume.FromContext(ctx)
-	if task != nil {
-		if p, ok := task.Value(s).(*retryProgress); ok {
-			// A later run of a paused send: carry on where it stopped.
-			task.SetValue(s, nil)
-			attempt, lastErr, below = p.attempt, p.lastErr, p.below
-		}
-	}
-	for ; ; attempt++ {
+	ctx, p := platform.SendProgress(ctx)
+	for {
 		// An attempt paused below is carried on even if ctx has ended:
 		// the decorators below then give back what they hold (reserved
 		// rate tokens) and report the end of ctx, as they would have
 		// had it ended while they waited in place.
-		if err := ctx.Err(); err != nil && !below {
-			return s.giveUp(rec, attempt-1, lastErr, err)
-		}
-		below = false
-		res, err := s.next.Send(ctx, req)
-		if task != nil && err != nil {
-			if _, ok := resume.DelayOf(err); ok {
-				// Paused below (a rate-limit wait): this attempt runs
-				// again, from its start, in the next run.
-				task.SetValue(s, &retryProgress{attempt: attempt, lastErr: lastErr, below: true})
-				if rec != nil {
-					rec.attempts.Store(int32(attempt - 1))
-				}
-				return res, err
+		if !p.InAttempt {
+			if err := ctx.Err(); err != nil {
+				return giveUp(p.Attempts, p.LastErr, err)
 			}
+			p.Attempts++
+			p.InAttempt = true
 		}
-		if rec != nil {
-			rec.attempts.Store(int32(attempt))
+		res, err := s.next.Send(ctx, req)
+		if _, paused := platform.PauseOf(err); paused {
+			return res, err // the attempt goes on in the next run
 		}
+		p.InAttempt = false
 		if err == nil {
 			return res, nil
 		}
-		lastErr = err
+		p.LastErr = err
 		if cerr := ctx.Err(); cerr != nil {
-			return s.giveUp(rec, attempt, err, cerr)
+			return giveUp(p.Attempts, err, cerr)
 		}
 		if platform.IsPermanent(err) || errors.Is(err, context.Canceled) {
-			return s.giveUp(rec, attempt, err, nil)
+			return giveUp(p.Attempts, err, nil)
 		}
-		if attempt >= s.cfg.MaxAttempts {
-			return s.giveUp(rec, attempt, err, ErrAttemptsExhausted)
+		if p.Attempts >= s.cfg.MaxAttempts {
+			return giveUp(p.Attempts, err, ErrAttemptsExhausted)
 		}
 		d, ok := platform.RetryAfterOf(err)
 		if ok {
 			if d > s.cfg.MaxRetryAfter {
-				return s.giveUp(rec, attempt, err, ErrRetryAfterTooLong)
+				return giveUp(p.Attempts, err, ErrRetryAfterTooLong)
 			}
 		} else {
-			d = s.backoff(attempt)
+			d = s.backoff(p.Attempts)
 		}
-		if task != nil && d > 0 {
-			// Wait with no worker held: pause the send, and carry on with
-			// the next attempt in the run after the wait.
-			if werr := canWait(ctx, d); werr != nil {
-				return s.giveUp(rec, attempt, err, werr)
+		if werr := p.Wait(ctx, d); werr != nil {
+			if _, paused := platform.PauseOf(werr); paused {
+				return platform.SendResult{}, werr // the next attempt is the next run's
 			}
-			task.SetValue(s, &retryProgress{attempt: attempt + 1, lastErr: err})
-			return platform.SendResult{}, resume.Later(ctx, d)
-		}
-		if werr := sleep(ctx, d); werr != nil {
-			return s.giveUp(rec, attempt, err, werr)
+			return giveUp(p.Attempts, err, werr)
 		}
 	}
 }
 
-// retryProgress is where a paused send stopped in Retry: the attempt to
-// make in the next run, the error of the one before it, and whether the
-// attempt was already under way when the sender below paused it.
-type retryProgress struct {
-	attempt int
-	lastErr error
-	below   bool
-}
-
-func (s *retrySender) giveUp(rec *sendRecord, attempts int, last, reason error) (platform.SendResult, error) {
-	if rec != nil {
-		rec.attempts.Store(int32(attempts))
-	}
+func giveUp(attempts int, last, reason error) (platform.SendResult, error) {
 	return platform.SendResult{}, &RetryError{Attempts: attempts, Err: last, Reason: reason}
 }
 

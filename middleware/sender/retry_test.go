@@ -226,12 +226,12 @@ func TestRetrySucceedsAndReportsAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var c sender.Counters
 		r := &recorder{reply: failFirst(2, errFlaky)}
-		s := sender.Chain(c.Decorator(), sender.Retry(noJitter(5, 10*time.Millisecond, time.Second)))(r)
+		s := sender.Chain(sender.Count(&c), sender.Retry(noJitter(5, 10*time.Millisecond, time.Second)))(r)
 		res, err := s.Send(context.Background(), req("1"))
 		if err != nil || res.MessageID != "m3" {
 			t.Fatalf("Send = %+v, %v; want m3, nil", res, err)
 		}
-		if got := c.Snapshot(); got.Attempts != 3 || got.Retried != 2 || got.Delivered != 1 {
+		if got := c.Snapshot(); got.Attempts != 3 || got.Retries != 2 || got.Delivered != 1 {
 			t.Fatalf("counters = %+v; want 3 attempts, 2 retried, 1 delivered", got)
 		}
 	})

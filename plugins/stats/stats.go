@@ -29,10 +29,10 @@ func (*Plugin) Register(e *engine.Engine) error {
 func Text(s engine.Stats) string {
 	return fmt.Sprintf(`Events: %d received, %d matched, %d unmatched, %d dropped
 Handlers: %d errors, %d panics; %d running, %d queued
-Sends: %d delivered, %d attempts, %d retried, %d dead letters (%d kept)
+Sends: %d delivered, %d failed (%d dead-lettered, %d kept), %d attempts (%d retries)
 Dispatcher: %d queued, %d running, %d waiting, %d chats; %d submitted, %d rejected`,
 		s.Received, s.Matched, s.Unmatched, s.Dropped,
 		s.HandlerErrors, s.HandlerPanics, s.Handlers.Running, s.Handlers.Queued,
-		s.Sends.Delivered, s.Sends.Attempts, s.Sends.Retried, s.Sends.DeadLettered, s.DeadLetters,
+		s.Sends.Delivered, s.Sends.Failed, s.Sends.DeadLettered, s.DeadLetters, s.Sends.Attempts, s.Sends.Retries,
 		s.Outbound.Queued, s.Outbound.Running, s.Outbound.Waiting, s.Outbound.Chats, s.Outbound.Submitted, s.Outbound.Rejected)
 }

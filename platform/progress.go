@@ -1,0 +1,175 @@
+package platform
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrWouldExceedDeadline is returned by [Progress.Wait] when a wait cannot
+// finish before the send's deadline. The wait is then not started at all,
+// as rate.Limiter.Wait does: a send that cannot succeed in time fails at
+// once instead of sleeping until its deadline.
+var ErrWouldExceedDeadline = errors.New("platform: wait would exceed the send's deadline")
+
+// Progress is how far one send has got, from its first attempt to its
+// outcome, across the runs of its task: the attempts it made, when it
+// started, until when it may live, until when it waits, the rate-limit
+// tokens it holds, and the platform sender's own progress. Every layer of
+// a send reads and updates the one Progress in the send's context (see
+// [ProgressOf]); none keeps state of its own between runs.
+//
+// A send runs once, or, under a scheduler that resumes sends (the engine's
+// OutboundDispatcher, which owns the Progress of each send it runs and
+// creates it with [NewProgress]), once more after each wait: a layer that
+// must wait (a retry backoff, a platform's retry-after, a rate-limit
+// token) calls [Progress.Wait], which then returns a [*PauseError] instead
+// of sleeping. Every layer above returns that error unchanged — the send
+// is not over — and the scheduler runs the send again, from the top of
+// the chain, when the wait is over; each layer then carries on from what
+// Progress says. Without such a scheduler Wait sleeps, and a send is one
+// run. Either way each layer does the same thing; [Observe] in package
+// middleware/sender sees only the end.
+//
+// The exported fields marshal to JSON, so a journal can keep a send's
+// progress with it. A Progress is used by one run at a time (the runs of a
+// send are sequential), so it needs no locking; it must not be used by
+// goroutines that outlive a run.
+type Progress struct {
+	// Started is when the send's first run began.
+	Started time.Time `json:"started"`
+	// Deadline is the end of the send's life, its waits between runs
+	// included; zero means none but the context's. Wait refuses a wait
+	// that would end later.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Attempts counts the attempts the send started: calls of the sender
+	// below the retry middleware. A send made without retries counts one.
+	Attempts int `json:"attempts,omitempty"`
+	// NotBefore is when the wait the last run asked for ends.
+	NotBefore time.Time `json:"not_before,omitzero"`
+	// Platform is what the platform sender keeps between runs, in its own
+	// JSON form: how many parts of a long text it delivered, say.
+	Platform json.RawMessage `json:"platform,omitempty"`
+
+	// Reserved holds what a rate limiter reserved for the send and has
+	// not used yet (tokens), or nil; Cancel gives it back. It lives in
+	// memory only.
+	Reserved Reservation `json:"-"`
+	// InAttempt is set while an attempt is under way across runs: a layer
+	// below the retry middleware paused it.
+	InAttempt bool `json:"-"`
+	// LastErr is the error of the last attempt that failed, or nil.
+	LastErr error `json:"-"`
+	// DeadLettered is set when a dead-letter store kept the failed send.
+	DeadLettered bool `json:"-"`
+
+	resumable bool
+}
+
+// Reservation is what a rate limiter holds for a send between its runs.
+type Reservation interface {
+	// Cancel gives back what was reserved and not used.
+	Cancel()
+}
+
+// NewProgress returns the Progress of a send that started at start and
+// whose life ends at deadline (zero: no end but its contexts'), for a
+// scheduler that resumes paused sends: its Wait pauses instead of
+// sleeping.
+func NewProgress(start, deadline time.Time) *Progress {
+	return &Progress{Started: start, Deadline: deadline, resumable: true}
+}
+
+// Resumable reports whether the send is run by a scheduler that resumes
+// it after a pause (see [NewProgress]).
+func (p *Progress) Resumable() bool { return p.resumable }
+
+type progressKey struct{}
+
+// WithProgress returns a child of ctx that carries p, for one run of p's
+// send.
+func WithProgress(ctx context.Context, p *Progress) context.Context {
+	return context.WithValue(ctx, progressKey{}, p)
+}
+
+// ProgressOf returns the Progress ctx carries, or nil.
+func ProgressOf(ctx context.Context) *Progress {
+	p, _ := ctx.Value(progressKey{}).(*Progress)
+	return p
+}
+
+// SendProgress returns the Progress of ctx's send and a context carrying
+// it: ctx and its own Progress, or, if it has none, a child of ctx with a
+// new one that started now and sleeps through its waits. A layer that
+// reads or records a send's progress starts with it.
+func SendProgress(ctx context.Context) (context.Context, *Progress) {
+	if p := ProgressOf(ctx); p != nil {
+		return ctx, p
+	}
+	p := &Progress{Started: time.Now()}
+	return WithProgress(ctx, p), p
+}
+
+// Wait waits d before the send goes on. For a resumable send it sets
+// NotBefore and returns a [*PauseError] for d at once, which the caller
+// returns unchanged; otherwise it sleeps d and returns nil. A d of zero or
+// less returns nil at once.
+//
+// Like rate.Limiter.Wait it fails at once, without waiting, with ctx's
+// error if ctx has ended, and with [ErrWouldExceedDeadline] if the wait
+// cannot end before the send's deadline: Deadline for a resumable send,
+// whose later runs have deadlines of their own, ctx's deadline otherwise.
+// If ctx ends during a sleep, Wait returns ctx's error.
+func (p *Progress) Wait(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d <= 0 {
+		return nil
+	}
+	deadline, ok := ctx.Deadline()
+	if p.resumable {
+		deadline, ok = p.Deadline, !p.Deadline.IsZero()
+	}
+	now := time.Now()
+	if ok && !now.Add(d).Before(deadline) {
+		return ErrWouldExceedDeadline
+	}
+	if p.resumable {
+		p.NotBefore = now.Add(d)
+		return &PauseError{Delay: d}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// PauseError is what a run of a resumable send returns, through every
+// layer, to be run again after Delay (see [Progress.Wait]). It does not
+// mean the send failed: it is not over.
+type PauseError struct {
+	// Delay is how long the scheduler waits before the next run.
+	Delay time.Duration
+}
+
+// Error returns "platform: send paused for" and the delay.
+func (e *PauseError) Error() string { return fmt.Sprintf("platform: send paused for %v", e.Delay) }
+
+// PauseOf reports whether err is, or wraps, a [*PauseError], and its delay.
+func PauseOf(err error) (time.Duration, bool) {
+	if err == nil {
+		return 0, false
+	}
+	var pe *PauseError
+	if errors.As(err, &pe) {
+		return pe.Delay, true
+	}
+	return 0, false
+}
