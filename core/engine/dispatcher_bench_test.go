@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // The benchmarks compare the dispatcher with a baseline: a bare pool that

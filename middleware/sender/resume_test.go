@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/heraldbot/herald/platform"
 	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/platform"
 )
 
 // With Retry below RateLimit, a send pauses inside RateLimit's call to the
