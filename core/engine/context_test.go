@@ -34,8 +34,8 @@ func (q *queue) Submit(key string, task func(stdctx.Context) error) error {
 }
 
 // run runs task i with ctx on a fresh goroutine, as the dispatcher would,
-// and returns its error and whether it panicked.
-func (q *queue) run(i int, ctx stdctx.Context) (err error, panicked any) {
+// and returns what it panicked with, if it did, and its error.
+func (q *queue) run(i int, ctx stdctx.Context) (panicked any, err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -43,7 +43,7 @@ func (q *queue) run(i int, ctx stdctx.Context) (err error, panicked any) {
 		err = q.tasks[i](ctx)
 	}()
 	<-done
-	return err, panicked
+	return panicked, err
 }
 
 var ctxEvent = platform.Event{
@@ -125,7 +125,7 @@ func TestReplyResolvesOnEveryPath(t *testing.T) {
 			if tt.ctx != nil {
 				ctx = tt.ctx()
 			}
-			_, panicked := q.run(0, ctx)
+			panicked, _ := q.run(0, ctx)
 			if (panicked != nil) != tt.wantPanic {
 				t.Fatalf("panicked = %v; want panic %v", panicked, tt.wantPanic)
 			}
@@ -310,14 +310,14 @@ func TestReplyPausedRunLeavesFutureOpen(t *testing.T) {
 		return platform.SendResult{MessageID: "m1"}, nil
 	})
 	f := newCtx(t, s, q).ReplyText("hi")
-	err, _ := q.run(0, stdctx.Background())
+	_, err := q.run(0, stdctx.Background())
 	if d, ok := platform.PauseOf(err); !ok || d != time.Second {
 		t.Fatalf("first run = %v; want a 1s pause", err)
 	}
 	if f.IsDone() {
 		t.Fatal("Future resolved by a paused run")
 	}
-	if err, _ := q.run(0, stdctx.Background()); err != nil {
+	if _, err := q.run(0, stdctx.Background()); err != nil {
 		t.Fatalf("second run = %v", err)
 	}
 	if res, err := f.Result(); err != nil || res.MessageID != "m1" {

@@ -389,7 +389,9 @@ func TestFairnessAcrossShards(t *testing.T) {
 
 // A Submit that marks its shard hungry holds the dispatcher open until it
 // has served the hungry list, so no worker starts after Shutdown returned.
-func TestNoWorkerAfterShutdown(t *testing.T) {
+func TestNoWorkerAfterShutdown(t *testing.T) { synctest.Test(t, testNoWorkerAfterShutdown) }
+
+func testNoWorkerAfterShutdown(t *testing.T) {
 	const max = 2 * minShardQuota
 	d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: max})
 	a, b := keysInShards(d, 2, max-1)
@@ -424,13 +426,14 @@ func TestNoWorkerAfterShutdown(t *testing.T) {
 		shutdownReturned.Store(true)
 		shut <- err
 	}()
-	// Shutdown must not return while the hungry Submit is unfinished; give
-	// it the chance to do so wrongly.
+	// Shutdown must not return while the hungry Submit is unfinished:
+	// once every goroutine is blocked, it must still be waiting.
+	synctest.Wait()
 	select {
 	case <-shut:
 		shutdownReturned.Store(true)
 		t.Error("Shutdown returned while a Submit was about to start a worker")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	close(hookOut)
 	if err := <-submitted; err != nil {

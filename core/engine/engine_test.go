@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
@@ -234,22 +235,24 @@ func TestRouting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, _ := newEngine(t, tt.opts...)
-			r := &recorder{}
-			for _, s := range tt.setup {
-				if err := s(e, r); err != nil {
+			synctest.Test(t, func(t *testing.T) {
+				e, _ := newEngine(t, tt.opts...)
+				r := &recorder{}
+				for _, s := range tt.setup {
+					if err := s(e, r); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, ev := range tt.events {
+					handleAndWait(t, e, ev)
+				}
+				if err := e.Shutdown(testCtx(t)); err != nil {
 					t.Fatal(err)
 				}
-			}
-			for _, ev := range tt.events {
-				handleAndWait(t, e, ev)
-			}
-			if err := e.Shutdown(testCtx(t)); err != nil {
-				t.Fatal(err)
-			}
-			if got := r.entries(); !slices.Equal(got, tt.want) {
-				t.Fatalf("handlers ran %q;\nwant %q", got, tt.want)
-			}
+				if got := r.entries(); !slices.Equal(got, tt.want) {
+					t.Fatalf("handlers ran %q;\nwant %q", got, tt.want)
+				}
+			})
 		})
 	}
 }
@@ -456,7 +459,9 @@ func TestUnmatchedAndFallback(t *testing.T) {
 
 // Reply's Future is resolved on every path, through the real dispatcher and
 // sender chain.
-func TestReplyFutureOutcomes(t *testing.T) {
+func TestReplyFutureOutcomes(t *testing.T) { synctest.Test(t, testReplyFutureOutcomes) }
+
+func testReplyFutureOutcomes(t *testing.T) {
 	e, mem := newEngine(t, engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1}))
 	futures := make(chan *future.Future[platform.SendResult], 10)
 	must(t, e.OnCommand("say", func(c *engine.Context) error {
@@ -494,11 +499,8 @@ func TestReplyFutureOutcomes(t *testing.T) {
 
 	// Queue full: one slow send running, one waiting, the third refused.
 	mem.SlowNext(dm.ID, 200*time.Millisecond)
-	calls := mem.Calls(dm.ID)
 	must(t, e.HandleEvent(msg(dm, ann, "/say q")))
-	for mem.Calls(dm.ID) == calls { // the slow send has started
-		time.Sleep(100 * time.Microsecond)
-	}
+	synctest.Wait() // the slow send has started
 	for range 2 {
 		must(t, e.HandleEvent(msg(dm, ann, "/say q")))
 	}
@@ -559,7 +561,9 @@ func TestShutdownLosesNoReply(t *testing.T) {
 
 // Shutdown with a deadline that passes force-closes: pending sends resolve
 // with the cancellation and land in dead letters.
-func TestShutdownForced(t *testing.T) {
+func TestShutdownForced(t *testing.T) { synctest.Test(t, testShutdownForced) }
+
+func testShutdownForced(t *testing.T) {
 	e, mem := newEngine(t, engine.WithDispatcherConfig(engine.DispatcherConfig{MaxInflight: 1}))
 	var futures []*future.Future[platform.SendResult]
 	var mu sync.Mutex
@@ -720,14 +724,12 @@ func TestUse(t *testing.T) {
 }
 
 // handleAndWait handles ev and waits until its handlers have finished, so
-// that events of different chats are handled in the test's order.
+// that events of different chats are handled in the test's order. It runs
+// in a synctest bubble.
 func handleAndWait(t *testing.T, e *engine.Engine, ev platform.Event) {
 	t.Helper()
-	before := e.Stats().Handlers.Completed
 	must(t, e.HandleEvent(ev))
-	for e.Stats().Handlers.Completed == before {
-		time.Sleep(100 * time.Microsecond)
-	}
+	synctest.Wait()
 }
 
 func must(t *testing.T, err error) {
@@ -739,7 +741,9 @@ func must(t *testing.T, err error) {
 
 // A reply made after the engine force-closed its dispatcher resolves at
 // once with ErrDispatcherClosed, and the handler's context is cancelled.
-func TestReplyAfterShutdown(t *testing.T) {
+func TestReplyAfterShutdown(t *testing.T) { synctest.Test(t, testReplyAfterShutdown) }
+
+func testReplyAfterShutdown(t *testing.T) {
 	e, _ := newEngine(t)
 	release := make(chan struct{})
 	started := make(chan struct{})
@@ -760,8 +764,10 @@ func TestReplyAfterShutdown(t *testing.T) {
 	defer cancel()
 	shut := make(chan error, 1)
 	go func() { shut <- e.Shutdown(ctx) }()
-	for e.Dispatcher().Submit("probe", func(context.Context) error { return nil }) == nil {
-		time.Sleep(time.Millisecond)
+	time.Sleep(time.Second) // past the deadline: the dispatchers are force-closed
+	synctest.Wait()
+	if err := e.Dispatcher().Submit("probe", func(context.Context) error { return nil }); !errors.Is(err, engine.ErrDispatcherClosed) {
+		t.Fatalf("Submit after the forced shutdown = %v", err)
 	}
 	close(release)
 	got := <-result
