@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/internal/httpserve"
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -31,11 +32,12 @@ type Adapter struct {
 	cfg      Config
 	log      *zap.Logger
 	upgrader websocket.Upgrader
-	red      *redactor     // keeps cfg's secrets out of logs and errors
-	url      string        // cfg.URL, redacted
-	echo     atomic.Uint64 // action echo numbers
-	seq      atomic.Uint64 // event sequence numbers
-	stopRecv atomic.Bool   // StopReceiving was called since the last Run ended
+	red      *redactor       // keeps cfg's secrets out of logs and errors
+	rl       *ratelog.Logger // log, for lines that can repeat per frame, event or request
+	url      string          // cfg.URL, redacted
+	echo     atomic.Uint64   // action echo numbers
+	seq      atomic.Uint64   // event sequence numbers
+	stopRecv atomic.Bool     // StopReceiving was called since the last Run ended
 
 	mu       sync.Mutex
 	running  bool                 // a Run is active, until its stop has finished; another Run gets ErrRunning
@@ -64,12 +66,14 @@ func New(cfg Config) (*Adapter, error) {
 		return nil, err
 	}
 	red := newRedactor(cfg.AccessToken, cfg.URL)
+	log := cfg.Logger.With(zap.String("platform", Name), zap.Stringer("mode", cfg.Mode))
 	return &Adapter{
+		rl:       ratelog.New(log, ratelog.DefaultInterval),
 		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.WriteTimeout},
 		red:      red,
 		url:      red.url(cfg.URL),
 		cfg:      cfg,
-		log:      cfg.Logger.With(zap.String("platform", Name), zap.Stringer("mode", cfg.Mode)),
+		log:      log,
 		conns:    make(map[*conn]struct{}),
 		bySelf:   make(map[int64]*conn),
 	}, nil
@@ -168,7 +172,7 @@ func (a *Adapter) StopReceiving() { a.stopRecv.Store(true) }
 // deliver passes an event to Run's handle, one call at a time.
 func (a *Adapter) deliver(ev platform.Event) {
 	if a.stopRecv.Load() {
-		a.log.Debug("onebot: event dropped after StopReceiving", zap.String("chat", ev.Chat.ID))
+		a.rl.Debug("onebot: event dropped after StopReceiving", zap.String("chat", ev.Chat.ID))
 		return
 	}
 	a.mu.Lock()
