@@ -57,9 +57,10 @@ var _ platform.Drainer = (*Adapter)(nil)
 
 // New returns an adapter for cfg. It fails, with an error wrapping
 // [ErrInvalidConfig] that names the field, when cfg is not valid: an unknown
-// Mode, a forward URL that is missing or not ws:// or wss://, Listen set in
-// forward mode, a negative duration, ReconnectMin above ReconnectMax, and
-// so on. New starts nothing; [Adapter.Run] does.
+// Mode, a forward URL that is missing, not ws:// or wss://, or with user
+// info, Listen set in forward mode, a negative duration, ReconnectMin above
+// ReconnectMax, and so on. The error never shows the access token or the
+// URL's secrets. New starts nothing; [Adapter.Run] does.
 func New(cfg Config) (*Adapter, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
