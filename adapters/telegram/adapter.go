@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/infra/backoff"
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -37,8 +38,9 @@ const Name = "telegram"
 // [ErrAlreadyRunning]); the next run continues where the last one
 // stopped.
 type Adapter struct {
-	cfg Config
-	log *zap.Logger
+	cfg     Config
+	log     *zap.Logger
+	limited *ratelog.Logger // for lines that could repeat per update, request or send
 
 	running atomic.Bool
 	run     atomic.Pointer[runState] // the active Run's delivery, for WebhookHandler
@@ -62,7 +64,7 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Adapter{cfg: cfg, log: cfg.Logger, taken: newLedger()}, nil
+	return &Adapter{cfg: cfg, log: cfg.Logger, limited: ratelog.New(cfg.Logger, 0), taken: newLedger()}, nil
 }
 
 // Name returns "telegram".

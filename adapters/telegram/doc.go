@@ -104,6 +104,16 @@
 // bad request) are permanent, 5xx and network failures retryable; a group
 // that became a supergroup is followed to its new chat once.
 //
+// A send that failed after its request was written (the connection reset,
+// no answer before the deadline, a 5xx or a proxy's error page) may have
+// been delivered, and its error matches platform.ErrMaybeDelivered. It
+// stays retryable, so through the sender chain a reply is delivered at
+// least once, possibly twice; with [Config.AvoidDuplicates] it is
+// permanent and goes to the dead letters instead, so a reply is delivered
+// at most once. A failure before the request was written (a refused dial,
+// DNS, a context that ended first) is retried either way, and edits, which
+// a repeat cannot duplicate, are never ambiguous.
+//
 // The parts of a long message are one send to the chain, which must not
 // retry it once part 1 was delivered. So Send paces the later parts itself
 // (1 s apart in a private chat, 3 s in a group or channel, less when the
