@@ -14,11 +14,26 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/internal/httpserve"
 	"github.com/heraldbot/herald/platform"
 )
 
-// idleTimeout closes idle keep-alive connections of the page's server.
-const idleTimeout = 2 * time.Minute
+// Bounds of the server Run starts (see Run).
+const (
+	// headerTimeout bounds reading a request's header.
+	headerTimeout = 10 * time.Second
+	// readTimeout bounds reading a whole request; the page sends no
+	// request bodies.
+	readTimeout = 10 * time.Second
+	// idleTimeout closes idle keep-alive connections. The page needs none
+	// once it has loaded.
+	idleTimeout = time.Minute
+	// httpHeadroom is the connections the server holds beyond
+	// Config.MaxConnections tabs: loading the page (a browser opens up to
+	// six connections per host), a refused tab, keep-alive connections
+	// (closed first when the cap is reached).
+	httpHeadroom = 32
+)
 
 // PlatformName is the adapter's [Adapter.Name] and the Platform of its
 // events.
@@ -68,9 +83,10 @@ type Adapter struct {
 	runMu   sync.Mutex // serialises the start of Run
 	started bool
 
-	mu      sync.Mutex // guards the fields below, chats and every conn's session state
-	active  bool       // Run is delivering events; tabs may connect
-	addr    string     // listening address while Run serves
+	mu      sync.Mutex        // guards the fields below, chats and every conn's session state
+	active  bool              // Run is delivering events; tabs may connect
+	addr    string            // listening address while Run serves
+	srv     *httpserve.Server // Run's server while it serves
 	open    map[*conn]struct{}
 	pending int // connections being upgraded
 	eventID uint64
@@ -167,7 +183,12 @@ func (a *Adapter) URL() string {
 // Unless [Config.NoServer] is set, Run listens on [Config.Addr] and serves
 // [Adapter.Handler] on its own http.Server; if it cannot listen (the port
 // is taken) it returns an error that wraps the listener's error and says
-// which address failed, and Run may be called again.
+// which address failed, and Run may be called again. That server reads a
+// request's header within 10 s and the whole request within 10 s (the page
+// sends no request bodies), writes each response within
+// [Config.WriteTimeout], closes keep-alive connections idle for a minute,
+// and holds at most [Config.MaxConnections] + 32 connections, closing the
+// longest idle one to make room for a new one (see MaxConnections).
 //
 // When ctx ends, Run stops: it refuses new connections and sends (which
 // then fail with ErrNoConnection), shuts its server down (waiting at most
@@ -199,24 +220,28 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	a.runMu.Unlock()
 
 	var (
-		srv      *http.Server
+		srv      *httpserve.Server
 		serveErr = make(chan error, 1)
 		serving  sync.WaitGroup
 	)
+	if ln != nil {
+		errLog, _ := zap.NewStdLogAt(a.log, zap.DebugLevel) // cannot fail for DebugLevel
+		srv = httpserve.New(a.handler, httpserve.Limits{
+			ReadHeaderTimeout: headerTimeout,
+			ReadTimeout:       readTimeout,
+			WriteTimeout:      a.cfg.WriteTimeout,
+			IdleTimeout:       idleTimeout,
+			MaxConns:          a.cfg.MaxConnections + httpHeadroom,
+		}, errLog)
+	}
 	a.mu.Lock()
 	a.active = true
 	if ln != nil {
 		a.addr = ln.Addr().String()
+		a.srv = srv
 	}
 	a.mu.Unlock()
 	if ln != nil {
-		errLog, _ := zap.NewStdLogAt(a.log, zap.DebugLevel) // cannot fail for DebugLevel
-		srv = &http.Server{
-			Handler:           a.handler,
-			ReadHeaderTimeout: a.cfg.WriteTimeout,
-			IdleTimeout:       idleTimeout,
-			ErrorLog:          errLog,
-		}
 		serving.Go(func() { serveErr <- srv.Serve(ln) })
 		a.log.Info("webchat: chat page ready; open it in a browser", zap.String("url", a.URL()))
 	}
@@ -245,6 +270,7 @@ loop:
 	a.mu.Lock()
 	a.active = false
 	a.addr = ""
+	a.srv = nil
 	open := make([]*conn, 0, len(a.open))
 	for c := range a.open {
 		open = append(open, c)
@@ -253,8 +279,8 @@ loop:
 	a.mu.Unlock()
 	if srv != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.WriteTimeout)
-		if err := srv.Shutdown(sctx); err != nil {
-			srv.Close()
+		if err := srv.HTTP.Shutdown(sctx); err != nil {
+			srv.HTTP.Close()
 		}
 		cancel()
 	}

@@ -47,7 +47,10 @@ type Config struct {
 	// NoServer makes Run start no HTTP server of its own: mount
 	// [Adapter.Handler] on a server of yours, and Run only delivers the
 	// events of its connections until its context ends. False, the zero
-	// value, means Run serves Handler on Addr.
+	// value, means Run serves Handler on Addr. Your server's own bounds
+	// (header, read and idle timeouts, a cap on connections) then apply
+	// instead of Run's; the adapter still bounds the tabs
+	// (MaxConnections, QueueSize, QueueBytes, WriteTimeout).
 	NoServer bool
 
 	// Logger receives the adapter's logs. Nil means zap.NewNop().
@@ -100,9 +103,20 @@ type Config struct {
 	// means DefaultMaxChats, 1000.
 	MaxChats int
 
-	// MaxConnections bounds the number of open WebSocket connections;
-	// more get 503 Service Unavailable. Zero means
-	// DefaultMaxConnections, 256.
+	// MaxConnections bounds the number of open tabs (WebSocket
+	// connections, upgrades in progress included). A tab over it is
+	// refused with a WebSocket that is closed at once with status 1013
+	// (try again later) and a reason, which the page shows while it
+	// retries; an HTTP error status would be hidden from the page's
+	// script.
+	//
+	// The server Run starts holds at most MaxConnections + 32
+	// connections in all: the tabs, and room for loading the page,
+	// refused tabs and keep-alive connections. When a connection arrives
+	// at that cap, the one that has waited longest without a request in
+	// progress (idle after one, or not having sent one) is closed to
+	// make room, so a flood of idle connections cannot shut tabs out.
+	// Zero means DefaultMaxConnections, 256.
 	MaxConnections int
 
 	// QueueSize is the number of frames that may wait to be written to
@@ -138,8 +152,10 @@ type Config struct {
 	// frame) before it is closed. Zero means DefaultPongWait, 60s.
 	PongWait time.Duration
 
-	// WriteTimeout bounds each write to a tab, and the flush of a tab's
-	// queue when Run shuts down. Zero means DefaultWriteTimeout, 10s.
+	// WriteTimeout bounds each write to a tab, the WebSocket handshake,
+	// the writing of each HTTP response of the server Run starts, and the
+	// flush of a tab's queue when Run shuts down. Zero means
+	// DefaultWriteTimeout, 10s.
 	WriteTimeout time.Duration
 }
 

@@ -3,6 +3,7 @@ package webchat
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -92,10 +93,11 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "webchat: the chat is not running", http.StatusServiceUnavailable)
 		return
 	case len(a.open)+a.pending >= a.cfg.MaxConnections:
+		// The refusal's goroutine is waited for like a tab's.
+		a.conns.Add(1)
 		a.mu.Unlock()
-		a.log.Warn("webchat: connection refused: too many open connections",
-			zap.Int("max", a.cfg.MaxConnections), zap.String("remote", r.RemoteAddr))
-		http.Error(w, "webchat: too many open connections", http.StatusServiceUnavailable)
+		defer a.conns.Done()
+		a.refuseTab(w, r)
 		return
 	}
 	a.pending++
@@ -131,6 +133,35 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 	a.mu.Unlock()
 	a.log.Debug("webchat: tab connected", zap.String("remote", c.remote))
 	c.serve()
+}
+
+// refuseTab refuses a tab over MaxConnections: it answers the WebSocket
+// request with a WebSocket that it closes at once with status 1013 (try
+// again later) and a reason, which a page's script sees, where a refusal
+// by HTTP status would look like a bot that cannot be reached. It then
+// waits, at most lingerTime, for the tab to answer the close, so that
+// closing the socket does not reset the connection and lose the close
+// frame.
+func (a *Adapter) refuseTab(w http.ResponseWriter, r *http.Request) {
+	ws, err := a.upgrader.Upgrade(w, r, nil)
+	if err != nil { // the upgrader has answered the request
+		return
+	}
+	defer ws.Close()
+	a.log.Warn("webchat: tab refused: too many open tabs",
+		zap.Int("max", a.cfg.MaxConnections), zap.String("remote", r.RemoteAddr))
+	text := fmt.Sprintf("too many open tabs (at most %d); close some", a.cfg.MaxConnections)
+	if err := ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, text),
+		time.Now().Add(a.cfg.WriteTimeout)); err != nil {
+		return
+	}
+	ws.SetReadLimit(a.cfg.ReadLimit)
+	ws.SetReadDeadline(time.Now().Add(lingerTime))
+	for {
+		if _, _, err := ws.NextReader(); err != nil {
+			return
+		}
+	}
 }
 
 // serve runs the connection: it starts the writer, reads frames until the

@@ -135,11 +135,23 @@
 //
 // A frame larger than [Config.ReadLimit] closes the connection with status
 // 1009 (message too big). The server closes with 1001 (going away) when it
-// shuts down, and drops a tab that falls too far behind without a close
-// frame (its socket may be full); the page reconnects with backoff in
-// every case and reloads the history. The server pings
+// shuts down, with 1013 (try again later), right after the handshake and
+// with a reason the page shows, a tab over [Config.MaxConnections], and
+// drops a tab that falls too far behind without a close frame (its socket
+// may be full); the page reconnects with backoff in every case and reloads
+// the history. The server pings
 // every [Config.PingInterval] and drops a connection that has not answered
 // within [Config.PongWait]; browsers answer pings by themselves.
+//
+// # Limits
+//
+// The server Run starts bounds what connections can hold: a request's
+// header and body must arrive within 10 s each, keep-alive connections
+// close after a minute idle, and it holds at most [Config.MaxConnections]
+// + 32 connections, tabs included; at that cap a new connection makes
+// room by closing the one that has waited longest without a request in
+// progress, so a flood of idle connections, or of connections that never
+// send a request, cannot keep a real tab out.
 //
 // # Security
 //
