@@ -87,6 +87,7 @@ type Adapter struct {
 	active  bool              // Run is delivering events; tabs may connect
 	addr    string            // listening address while Run serves
 	srv     *httpserve.Server // Run's server while it serves
+	tcp     *tcpListener      // its listener
 	open    map[*conn]struct{}
 	pending int // connections being upgraded
 	eventID uint64
@@ -234,15 +235,19 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 			MaxConns:          a.cfg.MaxConnections + httpHeadroom,
 		}, errLog)
 	}
+	var tl *tcpListener
+	if ln != nil {
+		tl = &tcpListener{Listener: ln, conns: make(map[string]*tcpConn)}
+	}
 	a.mu.Lock()
 	a.active = true
 	if ln != nil {
 		a.addr = ln.Addr().String()
-		a.srv = srv
+		a.srv, a.tcp = srv, tl
 	}
 	a.mu.Unlock()
 	if ln != nil {
-		serving.Go(func() { serveErr <- srv.Serve(ln) })
+		serving.Go(func() { serveErr <- srv.Serve(tl) })
 		a.log.Info("webchat: chat page ready; open it in a browser", zap.String("url", a.URL()))
 	}
 	close(a.ready)
@@ -270,7 +275,7 @@ loop:
 	a.mu.Lock()
 	a.active = false
 	a.addr = ""
-	a.srv = nil
+	a.srv, a.tcp = nil, nil
 	open := make([]*conn, 0, len(a.open))
 	for c := range a.open {
 		open = append(open, c)
@@ -291,6 +296,80 @@ loop:
 	a.conns.Wait()
 	a.log.Debug("webchat: stopped", zap.Int("dropped_events", len(a.events)))
 	return runErr
+}
+
+// tcpListener keeps the TCP connections it accepts, by address, until
+// they close. Run's server hands a handler its connections wrapped, so
+// that the TCP connection under a tab, whose kernel buffers conn bounds
+// and discards, can only be found here (see tcpConnOf).
+type tcpListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns map[string]*tcpConn
+}
+
+// tcpConn is a connection tcpListener accepted.
+type tcpConn struct {
+	*net.TCPConn
+	l    *tcpListener
+	key  string
+	once sync.Once
+}
+
+// connKey names a connection by its two addresses.
+func connKey(nc net.Conn) string { return nc.LocalAddr().String() + " " + nc.RemoteAddr().String() }
+
+// Accept returns the next connection, kept until it closes.
+func (l *tcpListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nc, nil
+	}
+	c := &tcpConn{TCPConn: tc, l: l, key: connKey(tc)}
+	l.mu.Lock()
+	l.conns[c.key] = c
+	l.mu.Unlock()
+	return c, nil
+}
+
+// Close closes the connection and forgets it.
+func (c *tcpConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c.key)
+		c.l.mu.Unlock()
+	})
+	return c.TCPConn.Close()
+}
+
+// find returns the open connection with nc's addresses, or nil.
+func (l *tcpListener) find(nc net.Conn) *net.TCPConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c := l.conns[connKey(nc)]; c != nil {
+		return c.TCPConn
+	}
+	return nil
+}
+
+// tcpConnOf returns the TCP connection under nc, a connection of a tab,
+// or nil if there is none (a server of the user's that hands its handlers
+// other connections, a test's pipe).
+func (a *Adapter) tcpConnOf(nc net.Conn) *net.TCPConn {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		return tc
+	}
+	a.mu.Lock()
+	l := a.tcp
+	a.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return l.find(nc)
 }
 
 // StopReceiving makes Run stop handing events to its handle func, for a

@@ -50,7 +50,9 @@ type Config struct {
 	// value, means Run serves Handler on Addr. Your server's own bounds
 	// (header, read and idle timeouts, a cap on connections) then apply
 	// instead of Run's; the adapter still bounds the tabs
-	// (MaxConnections, QueueSize, QueueBytes, WriteTimeout).
+	// (MaxConnections, QueueSize, QueueBytes, WriteTimeout), and each
+	// one's kernel send buffer when the server hands the handler plain
+	// TCP connections (an http.Server without TLS does).
 	NoServer bool
 
 	// Logger receives the adapter's logs. Nil means zap.NewNop().
@@ -129,8 +131,10 @@ type Config struct {
 	// one tab, the one being written included; a frame that would take a
 	// tab past it disconnects the tab, as a full QueueSize does. A frame
 	// is always accepted into an empty queue, however large, so that a
-	// big history or message can reach a tab that keeps up. Zero means
-	// DefaultQueueBytes, 8 MiB.
+	// big history or message can reach a tab that keeps up. The bytes
+	// counted are often shared: a message sent to a chat is one frame
+	// for all its tabs, and a history frame is made of the chat's kept
+	// messages, not a copy of them. Zero means DefaultQueueBytes, 8 MiB.
 	QueueBytes int
 
 	// EventBuffer is the number of inbound events that may wait for Run to
@@ -152,10 +156,15 @@ type Config struct {
 	// frame) before it is closed. Zero means DefaultPongWait, 60s.
 	PongWait time.Duration
 
-	// WriteTimeout bounds each write to a tab, the WebSocket handshake,
-	// the writing of each HTTP response of the server Run starts, and the
-	// flush of a tab's queue when Run shuts down. Zero means
-	// DefaultWriteTimeout, 10s.
+	// WriteTimeout bounds each write to a tab: a frame is handed to the
+	// socket in pieces of at most 32 KiB, and a tab that has not taken a
+	// piece (or a ping) within WriteTimeout — it does not read, or its
+	// network is gone — is closed, and its connection reset so that the
+	// kernel drops what it still held for it. A tab that takes a long
+	// history steadily may need longer in all. WriteTimeout also bounds
+	// the WebSocket handshake, the writing of each HTTP response of the
+	// server Run starts, and the flush of a tab's queue when Run shuts
+	// down. Zero means DefaultWriteTimeout, 10s.
 	WriteTimeout time.Duration
 }
 
