@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/internal/httpserve"
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -71,6 +74,7 @@ func RoomChatID(room string) string { return roomPrefix + room }
 type Adapter struct {
 	cfg      Config
 	log      *zap.Logger
+	rlog     *ratelog.Logger // log for what a tab or request can repeat
 	handler  http.Handler
 	upgrader websocket.Upgrader
 	guard    *guard
@@ -101,9 +105,11 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
+	zl := cfg.Logger.With(zap.String("platform", PlatformName))
 	a := &Adapter{
 		cfg:    cfg,
-		log:    cfg.Logger.With(zap.String("platform", PlatformName)),
+		log:    zl,
+		rlog:   ratelog.New(zl, 0),
 		events: make(chan platform.Event, cfg.EventBuffer),
 		ready:  make(chan struct{}),
 		open:   make(map[*conn]struct{}),
@@ -119,7 +125,7 @@ func New(cfg Config) (*Adapter, error) {
 		HandshakeTimeout: cfg.WriteTimeout,
 		CheckOrigin:      a.checkOrigin,
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
-			a.log.Debug("webchat: websocket handshake refused",
+			a.rlog.Debug("webchat: websocket handshake refused",
 				zap.Int("status", status), zap.String("remote", r.RemoteAddr), zap.Error(reason))
 			http.Error(w, "webchat: "+http.StatusText(status), status)
 		},
@@ -189,7 +195,8 @@ func (a *Adapter) URL() string {
 // sends no request bodies), writes each response within
 // [Config.WriteTimeout], closes keep-alive connections idle for a minute,
 // and holds at most [Config.MaxConnections] + 32 connections, closing the
-// longest idle one to make room for a new one (see MaxConnections).
+// longest idle one to make room for a new one (see MaxConnections). Its
+// own errors are logged at debug level, rate-limited.
 //
 // When ctx ends, Run stops: it refuses new connections and sends (which
 // then fail with ErrNoConnection), shuts its server down (waiting at most
@@ -226,14 +233,13 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 		serving  sync.WaitGroup
 	)
 	if ln != nil {
-		errLog, _ := zap.NewStdLogAt(a.log, zap.DebugLevel) // cannot fail for DebugLevel
 		srv = httpserve.New(a.handler, httpserve.Limits{
 			ReadHeaderTimeout: headerTimeout,
 			ReadTimeout:       readTimeout,
 			WriteTimeout:      a.cfg.WriteTimeout,
 			IdleTimeout:       idleTimeout,
 			MaxConns:          a.cfg.MaxConnections + httpHeadroom,
-		}, errLog)
+		}, log.New(serverLog{a.rlog}, "", 0))
 	}
 	var tl *tcpListener
 	if ln != nil {
@@ -258,7 +264,7 @@ loop:
 		select {
 		case ev := <-a.events:
 			if a.stopRecv.Load() {
-				a.log.Debug("webchat: event dropped after StopReceiving", zap.String("chat", ev.Chat.ID))
+				a.rlog.Debug("webchat: event dropped after StopReceiving", zap.String("chat", ev.Chat.ID))
 				continue
 			}
 			handle(ev)
@@ -370,6 +376,16 @@ func (a *Adapter) tcpConnOf(nc net.Conn) *net.TCPConn {
 		return nil
 	}
 	return l.find(nc)
+}
+
+// serverLog passes the errors of Run's server (a handler's panic, a failed
+// accept) to the rate-limited log, at debug level.
+type serverLog struct{ rl *ratelog.Logger }
+
+// Write logs one line of the server's error log.
+func (l serverLog) Write(p []byte) (int, error) {
+	l.rl.Debug("webchat: http server error", zap.String("error", strings.TrimSpace(string(p))))
+	return len(p), nil
 }
 
 // StopReceiving makes Run stop handing events to its handle func, for a

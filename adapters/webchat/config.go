@@ -55,7 +55,10 @@ type Config struct {
 	// TCP connections (an http.Server without TLS does).
 	NoServer bool
 
-	// Logger receives the adapter's logs. Nil means zap.NewNop().
+	// Logger receives the adapter's logs. What a tab or request can
+	// repeat at will (bad frames, refusals) is logged rate-limited, once
+	// per kind and 10 s with a count of the lines left out (see the
+	// package doc). Nil means zap.NewNop().
 	Logger *zap.Logger
 
 	// BotName is the name the page shows for the bot's messages. Empty

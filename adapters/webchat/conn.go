@@ -185,7 +185,7 @@ func (a *Adapter) refuseTab(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ws.Close()
-	a.log.Warn("webchat: tab refused: too many open tabs",
+	a.rlog.Warn("webchat: tab refused: too many open tabs",
 		zap.Int("max", a.cfg.MaxConnections), zap.String("remote", r.RemoteAddr))
 	text := fmt.Sprintf("too many open tabs (at most %d); close some", a.cfg.MaxConnections)
 	if err := ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, text),
@@ -245,14 +245,16 @@ func (c *conn) serve() {
 		}
 		c.ws.SetReadDeadline(time.Now().Add(cfg.PongWait))
 		if typ != websocket.TextMessage {
-			c.sendError(badFrame("binary frames are not supported; send JSON text"))
+			fe := badFrame("binary frames are not supported; send JSON text")
+			c.a.rlog.Debug("webchat: bad frame", zap.String("remote", c.remote), zap.Error(fe))
+			c.sendError(fe)
 			continue
 		}
 		f, err := decodeClientFrame(data)
 		if err != nil {
 			var fe *frameError
 			errors.As(err, &fe)
-			c.a.log.Debug("webchat: bad frame", zap.String("remote", c.remote), zap.Error(err))
+			c.a.rlog.Debug("webchat: bad frame", zap.String("remote", c.remote), zap.Error(err))
 			c.sendError(fe)
 			continue
 		}
@@ -274,13 +276,13 @@ func (c *conn) readFailed(err error) {
 		// while the rest of the big frame is unread would reset the
 		// connection and could destroy that close frame before the tab
 		// reads it, so discard what the tab still sends for a moment.
-		c.a.log.Info("webchat: tab sent a frame over the read limit; closing it",
+		c.a.rlog.Info("webchat: tab sent a frame over the read limit; closing it",
 			zap.String("remote", c.remote), zap.Int64("limit", c.a.cfg.ReadLimit))
 		c.linger()
 	case websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived):
 		c.a.log.Debug("webchat: tab closed", zap.String("remote", c.remote))
 	default:
-		c.a.log.Debug("webchat: connection lost", zap.String("remote", c.remote), zap.Error(err))
+		c.a.rlog.Debug("webchat: connection lost", zap.String("remote", c.remote), zap.Error(err))
 	}
 	c.shut(websocket.CloseNormalClosure, "", true)
 }
@@ -405,10 +407,10 @@ func (c *conn) writeFailed(err error) {
 	c.a.dropLocked(c)
 	c.a.mu.Unlock()
 	if c.discardIfTimeout(err) {
-		c.a.log.Warn("webchat: tab stopped taking its data (a write waited WriteTimeout); closed it (it reconnects and reloads the history)",
+		c.a.rlog.Warn("webchat: tab stopped taking its data (a write waited WriteTimeout); closed it (it reconnects and reloads the history)",
 			zap.String("remote", c.remote), zap.Duration("write_timeout", c.a.cfg.WriteTimeout))
 	} else {
-		c.a.log.Debug("webchat: write to tab failed", zap.String("remote", c.remote), zap.Error(err))
+		c.a.rlog.Debug("webchat: write to tab failed", zap.String("remote", c.remote), zap.Error(err))
 	}
 	c.shut(websocket.CloseAbnormalClosure, "", true)
 }
@@ -438,7 +440,7 @@ func (a *Adapter) slowLocked(c *conn) {
 	// No close frame: the socket is likely full, and mu is held.
 	c.discard()
 	c.shut(websocket.ClosePolicyViolation, "too slow", true)
-	a.log.Warn("webchat: tab cannot keep up; disconnected it (it will reconnect and reload the history)",
+	a.rlog.Warn("webchat: tab cannot keep up; disconnected it (it will reconnect and reload the history)",
 		zap.String("remote", c.remote), zap.Int("queued_frames", len(c.out)), zap.Int64("queued_bytes", c.queued.Load()),
 		zap.Int("queue_size", a.cfg.QueueSize), zap.Int("queue_bytes", a.cfg.QueueBytes))
 }
@@ -625,7 +627,7 @@ func (a *Adapter) queueEventLocked(c *conn, ev platform.Event, ref string) bool 
 		return true
 	default:
 		a.eventID-- // not used; keep IDs consecutive
-		a.log.Warn("webchat: event buffer full; refused a tab's frame", zap.Int("buffer", a.cfg.EventBuffer))
+		a.rlog.Warn("webchat: event buffer full; refused a tab's frame", zap.Int("buffer", a.cfg.EventBuffer))
 		c.errorLocked(codeBusy, "the bot is busy; your message was not delivered, try again", ref)
 		return false
 	}

@@ -157,7 +157,7 @@
 // every [Config.PingInterval] and drops a connection that has not answered
 // within [Config.PongWait]; browsers answer pings by themselves.
 //
-// # Limits
+// # Limits and logs
 //
 // The server Run starts bounds what connections can hold: a request's
 // header and body must arrive within 10 s each, keep-alive connections
@@ -166,6 +166,13 @@
 // room by closing the one that has waited longest without a request in
 // progress, so a flood of idle connections, or of connections that never
 // send a request, cannot keep a real tab out.
+//
+// Whatever a tab or request can repeat at will — bad frames, refused
+// origins and Host names, messages refused for a full event buffer, tabs
+// disconnected for being too slow or refused over MaxConnections, failed
+// connections — is logged through a rate limit: the first line of each
+// kind at once, then at most one per 10 s, which carries a "suppressed"
+// field with the number left out. A thousand bad frames write one line.
 //
 // # Security
 //
