@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/internal/httpserve"
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -31,11 +32,12 @@ type Adapter struct {
 	cfg      Config
 	log      *zap.Logger
 	upgrader websocket.Upgrader
-	red      *redactor     // keeps cfg's secrets out of logs and errors
-	url      string        // cfg.URL, redacted
-	echo     atomic.Uint64 // action echo numbers
-	seq      atomic.Uint64 // event sequence numbers
-	stopRecv atomic.Bool   // StopReceiving was called since the last Run ended
+	red      *redactor       // keeps cfg's secrets out of logs and errors
+	rl       *ratelog.Logger // log, for lines that can repeat per frame, event or request
+	url      string          // cfg.URL, redacted
+	echo     atomic.Uint64   // action echo numbers
+	seq      atomic.Uint64   // event sequence numbers
+	stopRecv atomic.Bool     // StopReceiving was called since the last Run ended
 
 	mu       sync.Mutex
 	running  bool                 // a Run is active, until its stop has finished; another Run gets ErrRunning
@@ -55,21 +57,24 @@ var _ platform.Drainer = (*Adapter)(nil)
 
 // New returns an adapter for cfg. It fails, with an error wrapping
 // [ErrInvalidConfig] that names the field, when cfg is not valid: an unknown
-// Mode, a forward URL that is missing or not ws:// or wss://, Listen set in
-// forward mode, a negative duration, ReconnectMin above ReconnectMax, and
-// so on. New starts nothing; [Adapter.Run] does.
+// Mode, a forward URL that is missing, not ws:// or wss://, or with user
+// info, Listen set in forward mode, a negative duration, ReconnectMin above
+// ReconnectMax, and so on. The error never shows the access token or the
+// URL's secrets. New starts nothing; [Adapter.Run] does.
 func New(cfg Config) (*Adapter, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	red := newRedactor(cfg.AccessToken, cfg.URL)
+	log := cfg.Logger.With(zap.String("platform", Name), zap.Stringer("mode", cfg.Mode))
 	return &Adapter{
+		rl:       ratelog.New(log, ratelog.DefaultInterval),
 		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.WriteTimeout},
 		red:      red,
 		url:      red.url(cfg.URL),
 		cfg:      cfg,
-		log:      cfg.Logger.With(zap.String("platform", Name), zap.Stringer("mode", cfg.Mode)),
+		log:      log,
 		conns:    make(map[*conn]struct{}),
 		bySelf:   make(map[int64]*conn),
 	}, nil
@@ -168,7 +173,7 @@ func (a *Adapter) StopReceiving() { a.stopRecv.Store(true) }
 // deliver passes an event to Run's handle, one call at a time.
 func (a *Adapter) deliver(ev platform.Event) {
 	if a.stopRecv.Load() {
-		a.log.Debug("onebot: event dropped after StopReceiving", zap.String("chat", ev.Chat.ID))
+		a.rl.Debug("onebot: event dropped after StopReceiving", zap.String("chat", ev.Chat.ID))
 		return
 	}
 	a.mu.Lock()

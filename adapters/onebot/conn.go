@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/heraldbot/herald/platform"
 )
@@ -155,6 +156,31 @@ func (c *conn) writeLoop() {
 	}
 }
 
+// rateLog writes a line about one frame through the adapter's rate-limited
+// log (see Config.Logger), with the connection's remote address and self
+// ID: a peer can send any number of frames, and one line each would let
+// it flood the log.
+func (c *conn) rateLog(level zapcore.Level, msg string, fields ...zap.Field) {
+	fields = append(fields, zap.String("remote", c.remote), zap.Int64("self_id", c.selfID.Load()))
+	switch level {
+	case zapcore.DebugLevel:
+		c.a.rl.Debug(msg, fields...)
+	case zapcore.InfoLevel:
+		c.a.rl.Info(msg, fields...)
+	default:
+		c.a.rl.Warn(msg, fields...)
+	}
+}
+
+// clip shortens a string a peer sent for a log line.
+func clip(s string) string {
+	const n = 64
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
 // excerpt returns the start of a frame for a log line.
 func (c *conn) excerpt(data []byte) string {
 	const n = 200
@@ -166,8 +192,8 @@ func (c *conn) excerpt(data []byte) string {
 }
 
 // handleFrame routes one inbound frame: an event (it has post_type) or an
-// action response (it has echo or status). Anything else is logged and
-// skipped; the connection stays up.
+// action response (it has echo or status). Anything else is logged (rate
+// limited) and skipped; the connection stays up.
 func (c *conn) handleFrame(data []byte) {
 	var probe struct {
 		PostType json.RawMessage `json:"post_type"`
@@ -175,7 +201,7 @@ func (c *conn) handleFrame(data []byte) {
 		Status   json.RawMessage `json:"status"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		c.log.Warn("onebot: malformed frame skipped", zap.Error(c.a.red.err(err)), zap.String("frame", c.excerpt(data)))
+		c.rateLog(zapcore.WarnLevel, "onebot: malformed frame skipped", zap.Error(c.a.red.err(err)), zap.String("frame", c.excerpt(data)))
 		return
 	}
 	switch {
@@ -184,14 +210,14 @@ func (c *conn) handleFrame(data []byte) {
 	case probe.Echo != nil || probe.Status != nil:
 		c.handleResponse(data)
 	default:
-		c.log.Warn("onebot: malformed frame skipped", zap.String("error", "neither an event nor an action response"), zap.String("frame", c.excerpt(data)))
+		c.rateLog(zapcore.WarnLevel, "onebot: malformed frame skipped", zap.String("error", "neither an event nor an action response"), zap.String("frame", c.excerpt(data)))
 	}
 }
 
 func (c *conn) handleEvent(data []byte) {
 	ev, err := DecodeEvent(data)
 	if err != nil {
-		c.log.Warn("onebot: malformed frame skipped", zap.Error(c.a.red.err(err)), zap.String("frame", c.excerpt(data)))
+		c.rateLog(zapcore.WarnLevel, "onebot: malformed frame skipped", zap.Error(c.a.red.err(err)), zap.String("frame", c.excerpt(data)))
 		return
 	}
 	c.learnSelfID(ev.SelfID)
@@ -199,11 +225,11 @@ func (c *conn) handleEvent(data []byte) {
 		switch ev.MetaEventType {
 		case "heartbeat":
 			c.heartbeat.Store(int64(time.Duration(ev.Interval) * time.Millisecond))
-			c.log.Debug("onebot: heartbeat", zap.Int64("self_id", c.selfID.Load()), zap.Int64("interval_ms", ev.Interval))
+			c.rateLog(zapcore.DebugLevel, "onebot: heartbeat", zap.Int64("interval_ms", ev.Interval))
 		case "lifecycle":
-			c.log.Info("onebot: lifecycle", zap.Int64("self_id", ev.SelfID), zap.String("sub_type", ev.SubType))
+			c.rateLog(zapcore.InfoLevel, "onebot: lifecycle", zap.String("sub_type", clip(ev.SubType)))
 		default:
-			c.log.Debug("onebot: meta event skipped", zap.String("meta_event_type", ev.MetaEventType))
+			c.rateLog(zapcore.DebugLevel, "onebot: meta event skipped", zap.String("meta_event_type", clip(ev.MetaEventType)))
 		}
 		return
 	}
@@ -226,7 +252,7 @@ func (c *conn) learnSelfID(id int64) {
 		return
 	}
 	if cur != 0 {
-		c.log.Warn("onebot: event self_id differs from the connection's", zap.Int64("self_id", cur), zap.Int64("event_self_id", id))
+		c.rateLog(zapcore.WarnLevel, "onebot: event self_id differs from the connection's", zap.Int64("event_self_id", id))
 		return
 	}
 	c.selfID.Store(id)
@@ -261,7 +287,7 @@ func (c *conn) handleResponse(data []byte) {
 		Echo    json.RawMessage `json:"echo"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
-		c.log.Warn("onebot: malformed frame skipped", zap.Error(c.a.red.err(err)), zap.String("frame", c.excerpt(data)))
+		c.rateLog(zapcore.WarnLevel, "onebot: malformed frame skipped", zap.Error(c.a.red.err(err)), zap.String("frame", c.excerpt(data)))
 		return
 	}
 	echo := jsonText(w.Echo)
@@ -270,7 +296,7 @@ func (c *conn) handleResponse(data []byte) {
 	delete(c.pending, echo)
 	c.mu.Unlock()
 	if !ok {
-		c.log.Debug("onebot: response for no pending action (late or unknown echo)", zap.String("echo", echo))
+		c.rateLog(zapcore.DebugLevel, "onebot: response for no pending action (late or unknown echo)", zap.String("echo", clip(echo)))
 		return
 	}
 	msg := string(w.Wording)

@@ -18,7 +18,9 @@
 //
 // Each connection has one reader and one writer goroutine, pings the
 // implementation every [Config.PingInterval], drops frames larger than
-// [Config.ReadLimit] by closing, and skips malformed frames with a log line.
+// [Config.ReadLimit] by closing, and skips malformed frames with a log line
+// (rate limited, as are all lines a peer can cause per frame, event or
+// request: see [Config.Logger]).
 //
 // # Events
 //

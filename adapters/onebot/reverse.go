@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
@@ -57,23 +58,24 @@ func (a *Adapter) serveReverse(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="onebot"`)
 			http.Error(w, "onebot: access token required", http.StatusUnauthorized)
-			a.log.Warn("onebot: connection without access token refused", zap.String("remote", r.RemoteAddr))
+			a.rl.Warn("onebot: connection without access token refused", zap.String("remote", r.RemoteAddr))
 			return
 		}
 		if !tokenEqual(tok, a.cfg.AccessToken) {
 			http.Error(w, "onebot: wrong access token", http.StatusForbidden)
-			a.log.Warn("onebot: connection with wrong access token refused", zap.String("remote", r.RemoteAddr))
+			a.rl.Warn("onebot: connection with wrong access token refused", zap.String("remote", r.RemoteAddr))
 			return
 		}
 	}
 	selfID, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("X-Self-ID")), 10, 64)
 	if err != nil || selfID <= 0 {
 		http.Error(w, "onebot: X-Self-ID header missing or not a positive integer", http.StatusBadRequest)
+		a.rl.Warn("onebot: connection without a valid X-Self-ID refused", zap.String("remote", r.RemoteAddr))
 		return
 	}
 	if role := strings.TrimSpace(r.Header.Get("X-Client-Role")); role != "" && !strings.EqualFold(role, "Universal") {
 		http.Error(w, fmt.Sprintf("onebot: X-Client-Role %q not supported: configure a Universal reverse WebSocket", role), http.StatusBadRequest)
-		a.log.Warn("onebot: connection with unsupported role refused", zap.String("role", role), zap.Int64("self_id", selfID))
+		a.rl.Warn("onebot: connection with unsupported role refused", zap.String("role", clip(role)), zap.Int64("self_id", selfID), zap.String("remote", r.RemoteAddr))
 		return
 	}
 
@@ -85,7 +87,7 @@ func (a *Adapter) serveReverse(w http.ResponseWriter, r *http.Request) {
 	}
 	if a.served >= a.cfg.MaxConnections {
 		a.mu.Unlock()
-		a.log.Warn("onebot: connection refused: too many connections",
+		a.rl.Warn("onebot: connection refused: too many connections",
 			zap.Int("max", a.cfg.MaxConnections), zap.Int64("self_id", selfID), zap.String("remote", r.RemoteAddr))
 		http.Error(w, "onebot: too many connections", http.StatusServiceUnavailable)
 		return
@@ -102,7 +104,7 @@ func (a *Adapter) serveReverse(w http.ResponseWriter, r *http.Request) {
 
 	ws, err := a.upgrader.Upgrade(w, r, nil) // writes the HTTP error itself
 	if err != nil {
-		a.log.Warn("onebot: upgrade failed", zap.Error(a.red.err(err)), zap.String("remote", r.RemoteAddr))
+		a.rl.Warn("onebot: upgrade failed", zap.Error(a.red.err(err)), zap.String("remote", r.RemoteAddr))
 		return
 	}
 	c := newConn(a, ws, r.RemoteAddr, selfID)
@@ -166,6 +168,19 @@ func listenLimits(cfg Config) httpserve.Limits {
 	}
 }
 
+// serverLog returns the logger for the errors of Run's own server (a
+// failed accept, a handler's panic): each line goes to the rate-limited
+// log, redacted, since a peer may cause one per connection.
+func (a *Adapter) serverLog() *log.Logger { return log.New(serverLogWriter{a}, "", 0) }
+
+// serverLogWriter writes the lines of serverLog.
+type serverLogWriter struct{ a *Adapter }
+
+func (w serverLogWriter) Write(p []byte) (int, error) {
+	w.a.rl.Warn("onebot: HTTP server error", zap.String("error", w.a.red.text(strings.TrimSpace(string(p)))))
+	return len(p), nil
+}
+
 // runReverse serves Listen until ctx ends, or just waits when the caller
 // serves Handler itself.
 func (a *Adapter) runReverse(ctx context.Context) error {
@@ -180,7 +195,7 @@ func (a *Adapter) runReverse(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(a.cfg.Path, a.Handler())
-	srv := httpserve.New(mux, listenLimits(a.cfg), zap.NewStdLog(a.log))
+	srv := httpserve.New(mux, listenLimits(a.cfg), a.serverLog())
 	a.mu.Lock()
 	a.addr, a.srv = ln.Addr(), srv
 	a.mu.Unlock()

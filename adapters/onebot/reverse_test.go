@@ -170,8 +170,10 @@ func TestMalformedFramesSkipped(t *testing.T) {
 	if ev := h.event(); ev.Text != "still here" {
 		t.Fatalf("event = %+v", ev)
 	}
-	if n := logs.FilterMessage("onebot: malformed frame skipped").Len(); n != 6 {
-		t.Fatalf("%d malformed-frame log lines; want 6: %v", n, logs.All())
+	// The first is logged; the rest, within ratelog's interval, are
+	// counted (TestRefusalsRateLimited checks the counts on fake time).
+	if n := logs.FilterMessage("onebot: malformed frame skipped").Len(); n < 1 || n > 6 {
+		t.Fatalf("%d malformed-frame log lines; want 1 to 6: %v", n, logs.All())
 	}
 	// The connection is still up: a send goes through.
 	go func() {

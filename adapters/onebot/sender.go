@@ -158,7 +158,7 @@ func (a *Adapter) buildMessage(m platform.OutboundMessage) (Message, error) {
 		}
 	}
 	if len(m.Buttons) > 0 {
-		a.log.Debug("onebot: buttons left out (OneBot has none)", zap.Int("rows", len(m.Buttons)))
+		a.rl.Debug("onebot: buttons left out (OneBot has none)", zap.Int("rows", len(m.Buttons)))
 	}
 	if len(segs) == 0 || (len(segs) == 1 && segs[0].Type == "reply") {
 		return nil, fmt.Errorf("onebot: %w: nothing to send", platform.ErrInvalidMessage)

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/infra/backoff"
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -37,8 +38,9 @@ const Name = "telegram"
 // [ErrAlreadyRunning]); the next run continues where the last one
 // stopped.
 type Adapter struct {
-	cfg Config
-	log *zap.Logger
+	cfg     Config
+	log     *zap.Logger
+	limited *ratelog.Logger // for lines that could repeat per update, request or send
 
 	running atomic.Bool
 	run     atomic.Pointer[runState] // the active Run's delivery, for WebhookHandler
@@ -62,7 +64,7 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Adapter{cfg: cfg, log: cfg.Logger, taken: newLedger()}, nil
+	return &Adapter{cfg: cfg, log: cfg.Logger, limited: ratelog.New(cfg.Logger, 0), taken: newLedger()}, nil
 }
 
 // Name returns "telegram".
@@ -122,10 +124,19 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 // refuses an event, the rest of the batch waits: the offset stays at that
 // update, RunConfirmed waits (1 s, doubling to 16 s while the same update
 // is refused) and polls again, and Telegram returns that update and those
-// after it. When ctx ends, RunConfirmed confirms the updates taken since
-// the last poll with one short call (not after ErrConflict or
+// after it. Updates are confirmed as the run goes: after a batch was
+// handed on, the next getUpdates has timeout 0, so it is answered at once
+// and the batch is known to be confirmed before RunConfirmed waits in a
+// long poll (an offset counts as confirmed once a call that sent it was
+// answered; a long poll aborted when ctx ends might not have arrived).
+// When ctx ends, RunConfirmed confirms what is left, the updates taken
+// since the last answered poll, with one short call bounded by
+// [platform.StopContext]: what is left of the engine's shutdown timeout,
+// or half a second without an engine (not after ErrConflict or
 // ErrUnauthorized: that call would end the long poll of the process that
-// won, and those updates go to it again).
+// won, and those updates go to it again). A long poll that brings nothing
+// long before its timeout (a server that ignores it) is followed by the
+// next no sooner than 0.5 s after it began.
 //
 // In [Webhook] mode it listens on Webhook.Listen (if set), registers
 // Webhook.URL with setWebhook (if set, with Webhook.MaxConnections) and
@@ -144,7 +155,8 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 // answers still queued when RunConfirmed returns are dropped.
 //
 // RunConfirmed returns nil when ctx ended, within a second even in the
-// middle of a long poll. It returns an error wrapping [ErrUnauthorized]
+// middle of a long poll, plus the confirming call if one is needed. It
+// returns an error wrapping [ErrUnauthorized]
 // when Telegram refuses the token, [ErrConflict] when another poller or a
 // webhook is active, [ErrAlreadyRunning] when called during another Run or
 // RunConfirmed, and other errors for a permanent failure (a Listen address

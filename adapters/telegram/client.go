@@ -4,36 +4,97 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/heraldbot/herald/platform"
 )
 
 // boundClient is the tgbotapi.HTTPClient of one API call. The library takes
 // no context, so each call gets its own BotAPI whose client binds the call's
 // context to the request (a cancelled context aborts the request in
 // flight), redacts the token from the errors of the HTTP client (which carry
-// the request URL) and records the HTTP status, which the library drops.
+// the request URL), records the HTTP status, which the library drops, and
+// follows the request through net/http/httptrace, to tell a failure before
+// the request reached Telegram from one after (see [boundClient.mayHaveArrived]).
 //
-// A boundClient is used by one call on one goroutine.
+// A boundClient is used by one call on one goroutine; the trace hooks may
+// run on the transport's goroutines, hence the atomics.
 type boundClient struct {
 	ctx    context.Context
 	hc     *http.Client
 	token  string
 	status int // HTTP status of the last response, 0 before one
+
+	unsent bool        // Do refused the request: the context had ended
+	traced atomic.Bool // the transport reported its progress (GetConn)
+	wrote  atomic.Bool // the transport wrote a whole request (WroteRequest without an error)
 }
 
-// Do sends req with the bound context.
+// Do sends req with the bound context. When that context has ended
+// already, it fails without handing req to the transport.
 func (c *boundClient) Do(req *http.Request) (*http.Response, error) {
-	resp, err := c.hc.Do(req.WithContext(c.ctx))
+	if err := c.ctx.Err(); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close() // as a transport would: it may be an upload's pipe
+		}
+		c.unsent = true
+		return nil, redactURLError(&url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}, c.token)
+	}
+	trace := &httptrace.ClientTrace{
+		GetConn: func(string) { c.traced.Store(true) },
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				c.wrote.Store(true)
+			}
+		},
+	}
+	resp, err := c.hc.Do(req.WithContext(httptrace.WithClientTrace(c.ctx, trace)))
 	if err != nil {
 		return nil, redactURLError(err, c.token)
 	}
 	c.status = resp.StatusCode
 	return resp, nil
+}
+
+// urlErrorOp is the Op of http.Client's *url.Error for method: "Post" for
+// "POST".
+func urlErrorOp(method string) string {
+	if method == "" {
+		return "Get"
+	}
+	return method[:1] + strings.ToLower(method[1:])
+}
+
+// mayHaveArrived reports whether the failed call may have reached Telegram,
+// given err, the library's error. It did if an answer came (Telegram or a
+// proxy in front of it answered), or if the transport wrote the whole
+// request (WroteRequest) before the failure: the connection was reset, the
+// answer never came or the context ended while waiting for it. It surely
+// did not if the context had ended before the request was handed to the
+// transport, if the transport reported its progress (net/http's
+// Transport calls GetConn for every request) and never finished writing
+// the request (the dial was refused, the name did not resolve, the
+// connection broke while writing, the context ended before), or, for a
+// transport that reports nothing, if err is a dial or DNS failure. Any
+// other failure of a transport that reports nothing may have arrived.
+func (c *boundClient) mayHaveArrived(err error) bool {
+	switch {
+	case c.status != 0 || c.wrote.Load():
+		return true
+	case c.unsent || c.traced.Load():
+		return false
+	}
+	var oe *net.OpError
+	var de *net.DNSError
+	return !(errors.As(err, &oe) && (oe.Op == "dial" || oe.Op == "proxyconnect") || errors.As(err, &de))
 }
 
 // bot returns a BotAPI for one call bound to ctx. It does no I/O: unlike
@@ -46,12 +107,12 @@ func (a *Adapter) bot(ctx context.Context) (*tgbotapi.BotAPI, *boundClient) {
 }
 
 // request sends c and returns the result, with errors mapped by
-// [classify].
+// [Adapter.failure].
 func (a *Adapter) request(ctx context.Context, method string, c tgbotapi.Chattable) (json.RawMessage, error) {
 	b, bc := a.bot(ctx)
 	resp, err := b.Request(c)
 	if err != nil {
-		return nil, classify(method, err, bc.status)
+		return nil, a.failure(method, err, bc)
 	}
 	return resp.Result, nil
 }
@@ -63,9 +124,45 @@ func (a *Adapter) makeRequest(ctx context.Context, method string, params tgbotap
 	b, bc := a.bot(ctx)
 	resp, err := b.MakeRequest(method, params)
 	if err != nil {
-		return nil, classify(method, err, bc.status)
+		return nil, a.failure(method, err, bc)
 	}
 	return resp.Result, nil
+}
+
+// failure maps err, the library's error for a call to method made through
+// bc, into Herald's error kinds with [classify], and marks it with
+// [platform.MaybeDelivered] when method posts a message (sendMessage,
+// sendPhoto, sendDocument: not an edit, which a repeat cannot duplicate)
+// and the call may have carried it out: it may have reached Telegram
+// ([boundClient.mayHaveArrived]) and no answer of Telegram's says it was
+// refused. Telegram's own error answers below 500 (a 400, 403, 429) are
+// refusals; a 5xx, an answer that is not Bot API JSON (a proxy's error
+// page), a reset connection, an answer that never came (a timeout, the
+// context's end while waiting) leave the outcome open.
+func (a *Adapter) failure(method string, err error, bc *boundClient) error {
+	cerr := classify(method, err, bc.status)
+	if postsMessage(method) && bc.mayHaveArrived(err) && !refusedByTelegram(cerr) {
+		return platform.MaybeDelivered(cerr)
+	}
+	return cerr
+}
+
+// postsMessage reports whether method posts a new message, which a repeat
+// would post twice.
+func postsMessage(method string) bool {
+	switch method {
+	case "sendMessage", "sendPhoto", "sendDocument":
+		return true
+	}
+	return false
+}
+
+// refusedByTelegram reports whether err, a classified error, is the Bot
+// API's answer that it did not carry the call out: an error answer with
+// a code from 400 to 499.
+func refusedByTelegram(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Code >= 400 && ae.Code < 500
 }
 
 // redactedToken replaces the token in redacted text.

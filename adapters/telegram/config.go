@@ -80,7 +80,39 @@ type Config struct {
 	HTTPClient *http.Client
 
 	// Logger receives the adapter's log lines. Nil means zap.NewNop().
+	// Lines that could repeat for every update, request or send (a refused
+	// or malformed update, a wrong secret, a retried part) are written at
+	// most once per message every 10 s, the next one counting those left
+	// out in a "suppressed" field.
 	Logger *zap.Logger
+
+	// AvoidDuplicates makes sends whose outcome is unknown fail for good
+	// instead of being retried. A sendMessage (sendPhoto, sendDocument)
+	// whose request was written and then got no answer — the connection
+	// was reset, the answer did not come before the attempt's deadline —
+	// or got a 5xx or an answer that is not Bot API JSON (a proxy's error
+	// page) may have been delivered: a proxy that resets connections right
+	// after the Bot API accepted a message makes every retry a duplicate.
+	// Such errors always match [platform.ErrMaybeDelivered].
+	//
+	// False, the zero value, keeps them retryable: Herald's retry
+	// middleware sends the message again, so it is delivered at least once,
+	// possibly twice. True marks them [platform.Permanent], so they go to
+	// the dead letters instead: delivered at most once, at the risk of
+	// giving up on a message that did not arrive after all. Choose it when
+	// a duplicate is worse than a lost message.
+	//
+	// Failures that surely mean "not sent" are unaffected and stay
+	// retryable: a refused dial, a name that does not resolve, a context
+	// that ended or a connection that broke before the request was
+	// written; so are Telegram's own refusals (429 retry-after, other 4xx
+	// permanent). Edits are never ambiguous: an edit that is repeated
+	// answers "message is not modified", which is success, so their
+	// errors keep their kinds. The parts after the first of a long message
+	// fail permanently either way (see [Adapter.Send]); with
+	// AvoidDuplicates, an ambiguous failure of one is not retried in place
+	// either.
+	AvoidDuplicates bool
 }
 
 // WebhookConfig configures Webhook mode, as part of a [Config], which New

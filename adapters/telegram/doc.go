@@ -29,10 +29,14 @@
 // chat's inbound queue is full, or it is stopping), the rest of the batch
 // waits: the offset stays at that update, and after a pause (1 s, doubling
 // to 16 s while the same update is refused) the next poll gets it again
-// with those after it. When the run's context ends, the updates taken
-// since the last poll are confirmed with one short call; not after
-// ErrConflict or ErrUnauthorized, as that call would end the long poll of
-// the process that won. getUpdates is trusted: the offset becomes the last
+// with those after it. Updates are confirmed as the run goes: after a
+// batch, the next getUpdates has timeout 0 and is answered at once, so the
+// batch is known to be confirmed before the adapter waits in a long poll.
+// When the run's context ends, the updates taken since the last answered
+// poll are confirmed with one short call, bounded by what is left of the
+// engine's shutdown timeout (platform.StopContext); not after ErrConflict
+// or ErrUnauthorized, as that call would end the long poll of the process
+// that won. getUpdates is trusted: the offset becomes the last
 // returned update's ID plus one even when that is lower than before, as
 // after Telegram starts update IDs afresh following a week without updates
 // (go-telegram-bot-api issue #156); true repeats are dropped by a window of
@@ -64,9 +68,11 @@
 // An update of several events (several new members) that the engine took
 // in part is resumed after the events taken. Two cases fall outside, where
 // an update may be handed on again, never lost: after a crash, a run ended
-// by ErrConflict or ErrUnauthorized, or a failed confirming call, the
-// updates taken since the last poll (at most 100) were not confirmed and
-// go to the next process that polls; and in webhook mode Telegram may
+// by ErrConflict or ErrUnauthorized, or a confirming call that failed or
+// outlasted the shutdown timeout, the updates taken since the last
+// answered poll (at most the batch being handed on, 100, and for one round
+// trip after it those just handed on) were not confirmed and go to the
+// next process that polls; and in webhook mode Telegram may
 // repeat an update after more than 1024 others, when it is forgotten.
 // Order holds per chat in polling mode and, with MaxConnections 1, in
 // webhook mode.
@@ -103,6 +109,16 @@
 // chain: 429 is retry-after, other 4xx (a blocked bot, a missing chat, a
 // bad request) are permanent, 5xx and network failures retryable; a group
 // that became a supergroup is followed to its new chat once.
+//
+// A send that failed after its request was written (the connection reset,
+// no answer before the deadline, a 5xx or a proxy's error page) may have
+// been delivered, and its error matches platform.ErrMaybeDelivered. It
+// stays retryable, so through the sender chain a reply is delivered at
+// least once, possibly twice; with [Config.AvoidDuplicates] it is
+// permanent and goes to the dead letters instead, so a reply is delivered
+// at most once. A failure before the request was written (a refused dial,
+// DNS, a context that ended first) is retried either way, and edits, which
+// a repeat cannot duplicate, are never ambiguous.
 //
 // The parts of a long message are one send to the chain, which must not
 // retry it once part 1 was delivered. So Send paces the later parts itself

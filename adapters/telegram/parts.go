@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -124,12 +125,13 @@ func (a *Adapter) waitBefore(ctx context.Context, at partsProgress, d time.Durat
 // caller must never retry the whole message: sendLaterPart paces the part
 // (see [paceFor]) and retries it itself, and its errors are all
 // [platform.Permanent], naming the part and saying that the earlier ones
-// were delivered — except a resume pause (see [partsProgress]), after
-// which the next run carries on. It waits out a 429's retry_after exactly
-// (up to maxPartRetryAfter; it gives up at once if the wait would outlast
-// ctx's deadline) and backs off after a 5xx or network failure, for
-// maxPartAttempts attempts in all; a permanent error, or the end of ctx,
-// ends it at once.
+// were delivered, and match platform.ErrMaybeDelivered — except a resume
+// pause (see [partsProgress]), after which the next run carries on. It
+// waits out a 429's retry_after exactly (up to maxPartRetryAfter; it gives
+// up at once if the wait would outlast ctx's deadline) and backs off after
+// a 5xx or network failure, for maxPartAttempts attempts in all; a
+// permanent error, the end of ctx, or, with Config.AvoidDuplicates, a
+// failure after which the part may have been delivered ends it at once.
 func (a *Adapter) sendLaterPart(ctx context.Context, pr *partsProgress) (tgbotapi.Message, error) {
 	i, n, p := pr.next, len(pr.parts), pr.parts[pr.next]
 	fail := func(err error) (tgbotapi.Message, error) {
@@ -137,8 +139,8 @@ func (a *Adapter) sendLaterPart(ctx context.Context, pr *partsProgress) (tgbotap
 		if i > 1 {
 			delivered = fmt.Sprintf("parts 1 to %d were", i)
 		}
-		return tgbotapi.Message{}, platform.Permanent(fmt.Errorf(
-			"telegram: part %d of %d failed; %s delivered and must not be sent again: %w", i+1, n, delivered, err))
+		return tgbotapi.Message{}, platform.Permanent(platform.MaybeDelivered(fmt.Errorf(
+			"telegram: part %d of %d failed; %s delivered and must not be sent again: %w", i+1, n, delivered, err)))
 	}
 	waited := func(err error) (tgbotapi.Message, error) {
 		if _, ok := resume.DelayOf(err); ok {
@@ -165,6 +167,11 @@ func (a *Adapter) sendLaterPart(ctx context.Context, pr *partsProgress) (tgbotap
 		if platform.IsPermanent(err) || pr.attempt >= maxPartAttempts {
 			return fail(err)
 		}
+		if a.cfg.AvoidDuplicates && errors.Is(err, platform.ErrMaybeDelivered) {
+			// The part may have been delivered: sending it again could
+			// deliver it twice.
+			return fail(err)
+		}
 		wait, ok := platform.RetryAfterOf(err)
 		if !ok {
 			wait = backoff.EqualJitter(backoff.Exponential(pr.attempt-1, minPartBackoff, maxPartBackoff), rand.Float64())
@@ -174,7 +181,7 @@ func (a *Adapter) sendLaterPart(ctx context.Context, pr *partsProgress) (tgbotap
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
 			return fail(fmt.Errorf("waiting %v would outlast the deadline: %w", wait, err))
 		}
-		a.log.Warn("telegram: a part of a long message failed; retrying it",
+		a.limited.Warn("telegram: a part of a long message failed; retrying it",
 			zap.Int("part", i+1), zap.Int("parts", n), zap.String("chat_id", pr.dest.chatID),
 			zap.Error(scrub(err, a.cfg.Token)), zap.Duration("retry_in", wait))
 		retry := *pr

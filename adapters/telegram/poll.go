@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/infra/backoff"
+	"github.com/heraldbot/herald/platform"
 )
 
 // pollLimit is the most updates one getUpdates call asks for.
@@ -23,8 +24,15 @@ const pollLimit = 100
 var errNoProgress = errors.New("telegram: getUpdates: no update in the answer could be decoded or skipped")
 
 // confirmTimeout bounds the getUpdates call that confirms the last batch
-// when Run stops.
+// when Run stops, if its context carries no stop context
+// (platform.StopContext): when the adapter runs without an engine.
 const confirmTimeout = 500 * time.Millisecond
+
+// emptyPollFloor is the least time from the start of a long poll that
+// brought no update to the start of the next: a server that ignores
+// getUpdates' timeout and answers at once would otherwise be polled in a
+// tight loop.
+const emptyPollFloor = 500 * time.Millisecond
 
 func (a *Adapter) runPolling(ctx context.Context, rs *runState) error {
 	err := a.retrying(ctx, func(ctx context.Context) error {
@@ -48,6 +56,19 @@ func (a *Adapter) runPolling(ctx context.Context, rs *runState) error {
 
 // poll runs the getUpdates loop until ctx ends (nil) or a call fails for
 // good (the error).
+//
+// An offset counts as confirmed (a.confirmed) once a getUpdates call that
+// sent it was answered. Telegram takes the offset when the call arrives,
+// but a call in flight, or one aborted when ctx ends, may not have
+// arrived, and the adapter cannot know that it did. So a long poll is
+// only ever sent with an offset already confirmed: after a batch was
+// handed on, the next call has timeout 0 and is answered at once, with
+// the updates that came meanwhile or with none; only then does the loop
+// wait in a long poll, which the end of ctx may abort without leaving
+// anything unconfirmed. At any moment the updates taken but not known to
+// be confirmed are at most those of the batch being handed on and, for
+// one round trip, those just handed on; the final call of runPolling
+// confirms them when ctx ends.
 func (a *Adapter) poll(ctx context.Context, rs *runState) error {
 	attempt := 0      // getUpdates failures in a row
 	refusals := 0     // refusals of lastRefused in a row
@@ -57,7 +78,12 @@ func (a *Adapter) poll(ctx context.Context, rs *runState) error {
 			return nil
 		}
 		sent := a.offset
-		raws, err := a.getUpdates(ctx, sent, pollLimit, a.cfg.PollTimeout)
+		timeout := a.cfg.PollTimeout
+		if sent != a.confirmed {
+			timeout = 0 // confirm at once; see above
+		}
+		began := time.Now()
+		raws, err := a.getUpdates(ctx, sent, pollLimit, timeout)
 		if err == nil {
 			a.confirmed = sent
 			progressed, refused := a.deliverBatch(ctx, rs, raws)
@@ -77,8 +103,21 @@ func (a *Adapter) poll(ctx context.Context, rs *runState) error {
 				}
 				continue
 			}
-			if progressed || len(raws) == 0 {
+			if progressed {
 				attempt = 0
+				continue
+			}
+			if len(raws) == 0 {
+				attempt = 0
+				// A long poll that brought nothing before its timeout: the
+				// server does not wait as asked. Keep a floor between polls.
+				if wait := emptyPollFloor - time.Since(began); timeout > 0 && wait > 0 {
+					a.limited.Debug("telegram: getUpdates answered with no update long before its timeout; waiting before the next poll",
+						zap.Duration("poll_timeout", timeout), zap.Duration("retry_in", wait))
+					if !backoff.Sleep(ctx, wait) {
+						return nil
+					}
+				}
 				continue
 			}
 			err = errNoProgress
@@ -207,15 +246,17 @@ func updateIDOf(raw json.RawMessage) int {
 	return id
 }
 
-// confirm tells Telegram that the updates taken since the last poll were
-// handled, with one short getUpdates call, so that the next Run (of
-// this or another process) does not get them again. It is best effort and
-// takes at most confirmTimeout.
+// confirm tells Telegram that the updates taken since the last answered
+// poll were handled, with one short getUpdates call, so that the next Run
+// (of this or another process) does not get them again. It is called once
+// ctx, the Run's context, has ended: the call is bounded by
+// platform.StopContext, what is left of the engine's shutdown timeout, or
+// confirmTimeout when Run is used without an engine. It is best effort.
 func (a *Adapter) confirm(ctx context.Context) {
 	if a.offset == a.confirmed {
 		return
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), confirmTimeout)
+	cctx, cancel := platform.StopContext(ctx, confirmTimeout)
 	defer cancel()
 	if _, err := a.getUpdates(cctx, a.offset, 1, 0); err != nil {
 		a.log.Warn("telegram: confirming handled updates failed; they may be delivered again",

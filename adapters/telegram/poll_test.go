@@ -71,8 +71,11 @@ func TestPollDeliversOnceInOrder(t *testing.T) {
 	if h.srv.Offset() != last+1 || h.srv.Pending() != 0 {
 		t.Fatalf("Offset %d, Pending %d after stop; want %d, 0 (last batch confirmed)", h.srv.Offset(), h.srv.Pending(), last+1)
 	}
+	// The long poll of the Run stopped may still count as waiting until the
+	// server sees its connection go: wait for one of the third Run's.
+	polls := h.srv.Requests("getUpdates")
 	r3 := h.run(t)
-	if err := h.srv.WaitUntil(ctx, func() bool { return h.srv.WaitingPolls() == 1 }); err != nil {
+	if err := h.srv.WaitUntil(ctx, func() bool { return h.srv.Requests("getUpdates") > polls && h.srv.WaitingPolls() == 1 }); err != nil {
 		t.Fatal(err)
 	}
 	r3.none(t)

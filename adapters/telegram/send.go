@@ -62,17 +62,34 @@ import (
 // retry_after; other 4xx answers are permanent; 5xx answers, network
 // errors and answers that are not JSON are plain (retryable) errors; the
 // end of ctx aborts the request in flight and returns an error wrapping
-// ctx's error. Once the first part was delivered, trying the whole message
-// again would deliver it twice, so Send never returns a retryable error:
-// it retries a later part itself (a 429 waited out exactly, unless the wait
-// is over a minute or would outlast ctx's deadline, which gives up at
-// once; a 5xx or network failure after a backoff of 0.5 s doubling, up to
-// 4 attempts in all), and if the part still fails, or ctx ends, it returns
-// a [platform.Permanent] error saying "part k of n failed; parts 1 to k-1
-// were delivered", which the sender chain dead-letters instead of
-// retrying. It wraps the last error, so [platform.RetryAfterOf] and
-// errors.As still see it. Errors wrap [*APIError] for Telegram's answers
-// and never contain the token.
+// ctx's error.
+//
+// Ambiguous errors. A failure after the request was written — the
+// connection reset, no answer before ctx's end (a per-attempt timeout), a
+// 5xx, an answer that is not Bot API JSON — may come after Telegram
+// delivered the message: it matches [platform.ErrMaybeDelivered]. It stays
+// retryable, so the sender chain delivers the message at least once,
+// possibly twice; with [Config.AvoidDuplicates] it is [platform.Permanent]
+// too, so it is dead-lettered instead: at most once. A failure before the
+// request was written (a refused dial, a name that does not resolve, ctx
+// ended, the connection broke while writing) surely delivered nothing: it
+// does not match ErrMaybeDelivered and stays retryable either way. An
+// answer "ok" whose result cannot be read is success, with an empty
+// MessageID: the message was delivered.
+//
+// Once the first part was delivered, trying the whole message again would
+// deliver it twice, so Send never returns a retryable error: it retries a
+// later part itself (a 429 waited out exactly, unless the wait is over a
+// minute or would outlast ctx's deadline, which gives up at once; a 5xx or
+// network failure after a backoff of 0.5 s doubling, up to 4 attempts in
+// all; with AvoidDuplicates, an ambiguous failure is not retried), and if
+// the part still fails, or ctx ends, it returns a [platform.Permanent]
+// error saying "part k of n failed; parts 1 to k-1 were delivered", which
+// matches ErrMaybeDelivered (sending the message again would repeat those
+// parts) and which the sender chain dead-letters instead of retrying. It
+// wraps the last error, so [platform.RetryAfterOf] and errors.As still see
+// it. Errors wrap [*APIError] for Telegram's answers and never contain the
+// token.
 //
 // Edits. A message with EditID set (see [platform.OutboundMessage]) is an
 // edit: Send calls editMessageText for the message EditID in the target
@@ -95,7 +112,10 @@ import (
 //     is then refused for good;
 //   - a 429 is a [platform.NewRetryAfter] error, a 5xx or network failure
 //     retryable, and other 4xx answers ("message to edit not found",
-//     "message can't be edited") permanent;
+//     "message can't be edited") permanent; an edit's errors never match
+//     [platform.ErrMaybeDelivered], with AvoidDuplicates too: an edit sent
+//     again after it was carried out answers "message is not modified",
+//     which is success, so repeating one cannot duplicate anything;
 //   - a group that became a supergroup is not followed: the supergroup
 //     numbers its messages afresh, so the error is permanent.
 //
@@ -149,7 +169,7 @@ func (a *Adapter) sendParts(ctx context.Context, pr *partsProgress) (platform.Se
 				if len(pr.parts) > 1 {
 					err = fmt.Errorf("telegram: part 1 of %d: %w", len(pr.parts), err)
 				}
-				return platform.SendResult{}, err
+				return platform.SendResult{}, a.ambiguity(err)
 			}
 			pr.last = last
 			continue
@@ -161,10 +181,21 @@ func (a *Adapter) sendParts(ctx context.Context, pr *partsProgress) (platform.Se
 		pr.last = last
 	}
 	return platform.SendResult{
-		MessageID: strconv.Itoa(pr.last.MessageID),
+		MessageID: messageID(pr.last.MessageID),
 		ChatID:    pr.dest.chatID,
 		SentAt:    time.Now(),
 	}, nil
+}
+
+// ambiguity applies [Config.AvoidDuplicates] to err, a failure of a
+// message of which nothing was delivered for sure: an error that matches
+// [platform.ErrMaybeDelivered] becomes [platform.Permanent] with it, and
+// is otherwise returned as it is.
+func (a *Adapter) ambiguity(err error) error {
+	if a.cfg.AvoidDuplicates && errors.Is(err, platform.ErrMaybeDelivered) {
+		return platform.Permanent(err)
+	}
+	return err
 }
 
 // destination is the chat a message goes to; a group that became a
@@ -183,7 +214,7 @@ func (a *Adapter) sendPartTo(ctx context.Context, dest *destination, p part) (tg
 	var ae *APIError
 	if err != nil && !dest.migrated && errors.As(err, &ae) && ae.MigrateToChatID != 0 {
 		dest.migrated = true
-		a.log.Warn("telegram: the group became a supergroup; sending to the new chat",
+		a.limited.Warn("telegram: the group became a supergroup; sending to the new chat",
 			zap.String("chat_id", dest.chatID), zap.Int64("new_chat_id", ae.MigrateToChatID))
 		dest.chat = chatRef{id: ae.MigrateToChatID}
 		dest.chatID = strconv.FormatInt(ae.MigrateToChatID, 10)
@@ -344,7 +375,11 @@ func (a *Adapter) sendPart(ctx context.Context, chat chatRef, p part) (tgbotapi.
 	}
 	var msg tgbotapi.Message
 	if err := json.Unmarshal(raw, &msg); err != nil {
-		return tgbotapi.Message{}, fmt.Errorf("telegram: %s: unreadable result: %w", method, err)
+		// Telegram answered "ok": the message was delivered, and sending
+		// it again would deliver it twice. Only its ID is unknown.
+		a.limited.Warn("telegram: a message was delivered, but the answer's result is unreadable; its ID is unknown",
+			zap.String("method", method), zap.Error(err))
+		return tgbotapi.Message{}, nil
 	}
 	return msg, nil
 }

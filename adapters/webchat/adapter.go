@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,11 +16,27 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/internal/httpserve"
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/platform"
 )
 
-// idleTimeout closes idle keep-alive connections of the page's server.
-const idleTimeout = 2 * time.Minute
+// Bounds of the server Run starts (see Run).
+const (
+	// headerTimeout bounds reading a request's header.
+	headerTimeout = 10 * time.Second
+	// readTimeout bounds reading a whole request; the page sends no
+	// request bodies.
+	readTimeout = 10 * time.Second
+	// idleTimeout closes idle keep-alive connections. The page needs none
+	// once it has loaded.
+	idleTimeout = time.Minute
+	// httpHeadroom is the connections the server holds beyond
+	// Config.MaxConnections tabs: loading the page (a browser opens up to
+	// six connections per host), a refused tab, keep-alive connections
+	// (closed first when the cap is reached).
+	httpHeadroom = 32
+)
 
 // PlatformName is the adapter's [Adapter.Name] and the Platform of its
 // events.
@@ -56,6 +74,7 @@ func RoomChatID(room string) string { return roomPrefix + room }
 type Adapter struct {
 	cfg      Config
 	log      *zap.Logger
+	rlog     *ratelog.Logger // log for what a tab or request can repeat
 	handler  http.Handler
 	upgrader websocket.Upgrader
 	guard    *guard
@@ -68,9 +87,11 @@ type Adapter struct {
 	runMu   sync.Mutex // serialises the start of Run
 	started bool
 
-	mu      sync.Mutex // guards the fields below, chats and every conn's session state
-	active  bool       // Run is delivering events; tabs may connect
-	addr    string     // listening address while Run serves
+	mu      sync.Mutex        // guards the fields below, chats and every conn's session state
+	active  bool              // Run is delivering events; tabs may connect
+	addr    string            // listening address while Run serves
+	srv     *httpserve.Server // Run's server while it serves
+	tcp     *tcpListener      // its listener
 	open    map[*conn]struct{}
 	pending int // connections being upgraded
 	eventID uint64
@@ -84,9 +105,11 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
+	zl := cfg.Logger.With(zap.String("platform", PlatformName))
 	a := &Adapter{
 		cfg:    cfg,
-		log:    cfg.Logger.With(zap.String("platform", PlatformName)),
+		log:    zl,
+		rlog:   ratelog.New(zl, 0),
 		events: make(chan platform.Event, cfg.EventBuffer),
 		ready:  make(chan struct{}),
 		open:   make(map[*conn]struct{}),
@@ -102,7 +125,7 @@ func New(cfg Config) (*Adapter, error) {
 		HandshakeTimeout: cfg.WriteTimeout,
 		CheckOrigin:      a.checkOrigin,
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
-			a.log.Debug("webchat: websocket handshake refused",
+			a.rlog.Debug("webchat: websocket handshake refused",
 				zap.Int("status", status), zap.String("remote", r.RemoteAddr), zap.Error(reason))
 			http.Error(w, "webchat: "+http.StatusText(status), status)
 		},
@@ -167,7 +190,13 @@ func (a *Adapter) URL() string {
 // Unless [Config.NoServer] is set, Run listens on [Config.Addr] and serves
 // [Adapter.Handler] on its own http.Server; if it cannot listen (the port
 // is taken) it returns an error that wraps the listener's error and says
-// which address failed, and Run may be called again.
+// which address failed, and Run may be called again. That server reads a
+// request's header within 10 s and the whole request within 10 s (the page
+// sends no request bodies), writes each response within
+// [Config.WriteTimeout], closes keep-alive connections idle for a minute,
+// and holds at most [Config.MaxConnections] + 32 connections, closing the
+// longest idle one to make room for a new one (see MaxConnections). Its
+// own errors are logged at debug level, rate-limited.
 //
 // When ctx ends, Run stops: it refuses new connections and sends (which
 // then fail with ErrNoConnection), shuts its server down (waiting at most
@@ -199,25 +228,32 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	a.runMu.Unlock()
 
 	var (
-		srv      *http.Server
+		srv      *httpserve.Server
 		serveErr = make(chan error, 1)
 		serving  sync.WaitGroup
 	)
+	if ln != nil {
+		srv = httpserve.New(a.handler, httpserve.Limits{
+			ReadHeaderTimeout: headerTimeout,
+			ReadTimeout:       readTimeout,
+			WriteTimeout:      a.cfg.WriteTimeout,
+			IdleTimeout:       idleTimeout,
+			MaxConns:          a.cfg.MaxConnections + httpHeadroom,
+		}, log.New(serverLog{a.rlog}, "", 0))
+	}
+	var tl *tcpListener
+	if ln != nil {
+		tl = &tcpListener{Listener: ln, conns: make(map[string]*tcpConn)}
+	}
 	a.mu.Lock()
 	a.active = true
 	if ln != nil {
 		a.addr = ln.Addr().String()
+		a.srv, a.tcp = srv, tl
 	}
 	a.mu.Unlock()
 	if ln != nil {
-		errLog, _ := zap.NewStdLogAt(a.log, zap.DebugLevel) // cannot fail for DebugLevel
-		srv = &http.Server{
-			Handler:           a.handler,
-			ReadHeaderTimeout: a.cfg.WriteTimeout,
-			IdleTimeout:       idleTimeout,
-			ErrorLog:          errLog,
-		}
-		serving.Go(func() { serveErr <- srv.Serve(ln) })
+		serving.Go(func() { serveErr <- srv.Serve(tl) })
 		a.log.Info("webchat: chat page ready; open it in a browser", zap.String("url", a.URL()))
 	}
 	close(a.ready)
@@ -228,7 +264,7 @@ loop:
 		select {
 		case ev := <-a.events:
 			if a.stopRecv.Load() {
-				a.log.Debug("webchat: event dropped after StopReceiving", zap.String("chat", ev.Chat.ID))
+				a.rlog.Debug("webchat: event dropped after StopReceiving", zap.String("chat", ev.Chat.ID))
 				continue
 			}
 			handle(ev)
@@ -245,6 +281,7 @@ loop:
 	a.mu.Lock()
 	a.active = false
 	a.addr = ""
+	a.srv, a.tcp = nil, nil
 	open := make([]*conn, 0, len(a.open))
 	for c := range a.open {
 		open = append(open, c)
@@ -253,8 +290,8 @@ loop:
 	a.mu.Unlock()
 	if srv != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.WriteTimeout)
-		if err := srv.Shutdown(sctx); err != nil {
-			srv.Close()
+		if err := srv.HTTP.Shutdown(sctx); err != nil {
+			srv.HTTP.Close()
 		}
 		cancel()
 	}
@@ -265,6 +302,90 @@ loop:
 	a.conns.Wait()
 	a.log.Debug("webchat: stopped", zap.Int("dropped_events", len(a.events)))
 	return runErr
+}
+
+// tcpListener keeps the TCP connections it accepts, by address, until
+// they close. Run's server hands a handler its connections wrapped, so
+// that the TCP connection under a tab, whose kernel buffers conn bounds
+// and discards, can only be found here (see tcpConnOf).
+type tcpListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns map[string]*tcpConn
+}
+
+// tcpConn is a connection tcpListener accepted.
+type tcpConn struct {
+	*net.TCPConn
+	l    *tcpListener
+	key  string
+	once sync.Once
+}
+
+// connKey names a connection by its two addresses.
+func connKey(nc net.Conn) string { return nc.LocalAddr().String() + " " + nc.RemoteAddr().String() }
+
+// Accept returns the next connection, kept until it closes.
+func (l *tcpListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nc, nil
+	}
+	c := &tcpConn{TCPConn: tc, l: l, key: connKey(tc)}
+	l.mu.Lock()
+	l.conns[c.key] = c
+	l.mu.Unlock()
+	return c, nil
+}
+
+// Close closes the connection and forgets it.
+func (c *tcpConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c.key)
+		c.l.mu.Unlock()
+	})
+	return c.TCPConn.Close()
+}
+
+// find returns the open connection with nc's addresses, or nil.
+func (l *tcpListener) find(nc net.Conn) *net.TCPConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c := l.conns[connKey(nc)]; c != nil {
+		return c.TCPConn
+	}
+	return nil
+}
+
+// tcpConnOf returns the TCP connection under nc, a connection of a tab,
+// or nil if there is none (a server of the user's that hands its handlers
+// other connections, a test's pipe).
+func (a *Adapter) tcpConnOf(nc net.Conn) *net.TCPConn {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		return tc
+	}
+	a.mu.Lock()
+	l := a.tcp
+	a.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return l.find(nc)
+}
+
+// serverLog passes the errors of Run's server (a handler's panic, a failed
+// accept) to the rate-limited log, at debug level.
+type serverLog struct{ rl *ratelog.Logger }
+
+// Write logs one line of the server's error log.
+func (l serverLog) Write(p []byte) (int, error) {
+	l.rl.Debug("webchat: http server error", zap.String("error", strings.TrimSpace(string(p))))
+	return len(p), nil
 }
 
 // StopReceiving makes Run stop handing events to its handle func, for a

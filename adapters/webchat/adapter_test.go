@@ -675,17 +675,41 @@ func TestBusy(t *testing.T) {
 	}
 }
 
+// TestMaxConnections: a tab over MaxConnections is refused with close
+// 1013 (try again later) and a reason a page can show, not an HTTP status
+// its script cannot see; once a tab closes, a new one gets in.
 func TestMaxConnections(t *testing.T) {
 	a, _ := start(t, webchat.Config{MaxConnections: 2})
+	first := connect(t, a, hello{})
 	connect(t, a, hello{})
-	connect(t, a, hello{})
-	ws, resp, err := dial(a, nil)
-	if err == nil {
+	for range 3 {
+		ws, _, err := dial(a, nil)
+		if err != nil {
+			t.Fatalf("dial over the cap: %v; want a WebSocket closed with 1013", err)
+		}
+		ws.SetReadDeadline(time.Now().Add(ioTimeout))
+		_, _, err = ws.ReadMessage()
 		ws.Close()
-		t.Fatal("third connection accepted")
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.CloseTryAgainLater || !strings.Contains(ce.Text, "too many open tabs") {
+			t.Fatalf("tab over the cap ended with %v; want close 1013 saying too many open tabs", err)
+		}
 	}
-	if resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("dial: %v, %+v; want 503", err, resp)
+	first.ws.Close()
+	waitFor(t, "the closed tab to leave", func() bool { return webchat.OpenTabs(a) < 2 })
+	connect(t, a, hello{})
+}
+
+// waitFor waits until cond holds, checking every few milliseconds, and
+// fails the test if it still does not after ioTimeout.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(ioTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting after %v for %s", ioTimeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

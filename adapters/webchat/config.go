@@ -47,10 +47,18 @@ type Config struct {
 	// NoServer makes Run start no HTTP server of its own: mount
 	// [Adapter.Handler] on a server of yours, and Run only delivers the
 	// events of its connections until its context ends. False, the zero
-	// value, means Run serves Handler on Addr.
+	// value, means Run serves Handler on Addr. Your server's own bounds
+	// (header, read and idle timeouts, a cap on connections) then apply
+	// instead of Run's; the adapter still bounds the tabs
+	// (MaxConnections, QueueSize, QueueBytes, WriteTimeout), and each
+	// one's kernel send buffer when the server hands the handler plain
+	// TCP connections (an http.Server without TLS does).
 	NoServer bool
 
-	// Logger receives the adapter's logs. Nil means zap.NewNop().
+	// Logger receives the adapter's logs. What a tab or request can
+	// repeat at will (bad frames, refusals) is logged rate-limited, once
+	// per kind and 10 s with a count of the lines left out (see the
+	// package doc). Nil means zap.NewNop().
 	Logger *zap.Logger
 
 	// BotName is the name the page shows for the bot's messages. Empty
@@ -100,9 +108,20 @@ type Config struct {
 	// means DefaultMaxChats, 1000.
 	MaxChats int
 
-	// MaxConnections bounds the number of open WebSocket connections;
-	// more get 503 Service Unavailable. Zero means
-	// DefaultMaxConnections, 256.
+	// MaxConnections bounds the number of open tabs (WebSocket
+	// connections, upgrades in progress included). A tab over it is
+	// refused with a WebSocket that is closed at once with status 1013
+	// (try again later) and a reason, which the page shows while it
+	// retries; an HTTP error status would be hidden from the page's
+	// script.
+	//
+	// The server Run starts holds at most MaxConnections + 32
+	// connections in all: the tabs, and room for loading the page,
+	// refused tabs and keep-alive connections. When a connection arrives
+	// at that cap, the one that has waited longest without a request in
+	// progress (idle after one, or not having sent one) is closed to
+	// make room, so a flood of idle connections cannot shut tabs out.
+	// Zero means DefaultMaxConnections, 256.
 	MaxConnections int
 
 	// QueueSize is the number of frames that may wait to be written to
@@ -115,8 +134,10 @@ type Config struct {
 	// one tab, the one being written included; a frame that would take a
 	// tab past it disconnects the tab, as a full QueueSize does. A frame
 	// is always accepted into an empty queue, however large, so that a
-	// big history or message can reach a tab that keeps up. Zero means
-	// DefaultQueueBytes, 8 MiB.
+	// big history or message can reach a tab that keeps up. The bytes
+	// counted are often shared: a message sent to a chat is one frame
+	// for all its tabs, and a history frame is made of the chat's kept
+	// messages, not a copy of them. Zero means DefaultQueueBytes, 8 MiB.
 	QueueBytes int
 
 	// EventBuffer is the number of inbound events that may wait for Run to
@@ -138,8 +159,15 @@ type Config struct {
 	// frame) before it is closed. Zero means DefaultPongWait, 60s.
 	PongWait time.Duration
 
-	// WriteTimeout bounds each write to a tab, and the flush of a tab's
-	// queue when Run shuts down. Zero means DefaultWriteTimeout, 10s.
+	// WriteTimeout bounds each write to a tab: a frame is handed to the
+	// socket in pieces of at most 32 KiB, and a tab that has not taken a
+	// piece (or a ping) within WriteTimeout — it does not read, or its
+	// network is gone — is closed, and its connection reset so that the
+	// kernel drops what it still held for it. A tab that takes a long
+	// history steadily may need longer in all. WriteTimeout also bounds
+	// the WebSocket handshake, the writing of each HTTP response of the
+	// server Run starts, and the flush of a tab's queue when Run shuts
+	// down. Zero means DefaultWriteTimeout, 10s.
 	WriteTimeout time.Duration
 }
 

@@ -3,7 +3,9 @@ package webchat
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -15,11 +17,39 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
-// Bounds of linger.
+// Bounds of a tab's connection.
 const (
+	// lingerTime and lingerBytes bound linger.
 	lingerTime  = time.Second
 	lingerBytes = 1 << 20
+
+	// sendBuffer is the kernel send buffer (SO_SNDBUF) asked for each
+	// connection; Linux doubles it for its bookkeeping. Left alone,
+	// Linux grows it up to net.ipv4.tcp_wmem's 4 MiB for a tab that does
+	// not read, so the whole of a large history left user space, where
+	// QueueBytes and WriteTimeout bound it, for the kernel, where nothing
+	// did: 200 such tabs of a room with a 3 MiB history held 590 MiB.
+	sendBuffer = 64 << 10
+
+	// writeChunk is the most a tab's writer hands its socket at once:
+	// each piece of a frame gets a WriteTimeout deadline of its own.
+	writeChunk = 32 << 10
 )
+
+// outFrame is one frame queued for a tab: its encoded bytes, or a history
+// frame that the writer puts together as it writes it.
+type outFrame struct {
+	data []byte
+	hist *historyFrame
+}
+
+// size returns the bytes of the frame.
+func (f outFrame) size() int64 {
+	if f.hist != nil {
+		return int64(f.hist.size)
+	}
+	return int64(len(f.data))
+}
 
 // conn is one open tab: a WebSocket with one reader (the HTTP handler's
 // goroutine) and one writer goroutine, which alone writes data frames, in
@@ -27,8 +57,9 @@ const (
 type conn struct {
 	a      *Adapter
 	ws     *websocket.Conn
+	tcp    *net.TCPConn // the TCP connection under ws, or nil if unknown
 	remote string
-	out    chan []byte   // frames to write, bounded by Config.QueueSize
+	out    chan outFrame // frames to write, bounded by Config.QueueSize
 	queued atomic.Int64  // bytes of the frames on out and being written, bounded by Config.QueueBytes
 	done   chan struct{} // closed by shut: the writer stops
 
@@ -64,14 +95,14 @@ func (c *conn) shut(code int, text string, abrupt bool) {
 // INVARIANT: queued is at most max(QueueBytes, the largest frame queued).
 // Only enqueueLocked adds to it, under a.mu, and the writer only
 // subtracts, so the check and the add cannot be overtaken.
-func (c *conn) enqueueLocked(frame []byte) bool {
-	n := int64(len(frame))
+func (c *conn) enqueueLocked(f outFrame) bool {
+	n := f.size()
 	if q := c.queued.Load(); q > 0 && q+n > int64(c.a.cfg.QueueBytes) {
 		return false
 	}
 	c.queued.Add(n)
 	select {
-	case c.out <- frame:
+	case c.out <- f:
 		return true
 	default:
 		c.queued.Add(-n)
@@ -81,7 +112,7 @@ func (c *conn) enqueueLocked(frame []byte) bool {
 
 // written takes a frame the writer has written, or failed to write, off
 // the queued bytes.
-func (c *conn) written(frame []byte) { c.queued.Add(-int64(len(frame))) }
+func (c *conn) written(f outFrame) { c.queued.Add(-f.size()) }
 
 // serveWS upgrades a request to a WebSocket and serves it until it closes.
 func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -92,10 +123,11 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "webchat: the chat is not running", http.StatusServiceUnavailable)
 		return
 	case len(a.open)+a.pending >= a.cfg.MaxConnections:
+		// The refusal's goroutine is waited for like a tab's.
+		a.conns.Add(1)
 		a.mu.Unlock()
-		a.log.Warn("webchat: connection refused: too many open connections",
-			zap.Int("max", a.cfg.MaxConnections), zap.String("remote", r.RemoteAddr))
-		http.Error(w, "webchat: too many open connections", http.StatusServiceUnavailable)
+		defer a.conns.Done()
+		a.refuseTab(w, r)
 		return
 	}
 	a.pending++
@@ -106,6 +138,12 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 	defer a.conns.Done()
 
 	ws, err := a.upgrader.Upgrade(w, r, nil)
+	var tcp *net.TCPConn
+	if err == nil {
+		if tcp = a.tcpConnOf(ws.NetConn()); tcp != nil {
+			tcp.SetWriteBuffer(sendBuffer)
+		}
+	}
 	a.mu.Lock()
 	a.pending--
 	if err != nil { // the upgrader has answered the request
@@ -123,14 +161,65 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 	c := &conn{
 		a:      a,
 		ws:     ws,
+		tcp:    tcp,
 		remote: r.RemoteAddr,
-		out:    make(chan []byte, a.cfg.QueueSize),
+		out:    make(chan outFrame, a.cfg.QueueSize),
 		done:   make(chan struct{}),
 	}
 	a.open[c] = struct{}{}
 	a.mu.Unlock()
 	a.log.Debug("webchat: tab connected", zap.String("remote", c.remote))
 	c.serve()
+}
+
+// refuseTab refuses a tab over MaxConnections: it answers the WebSocket
+// request with a WebSocket that it closes at once with status 1013 (try
+// again later) and a reason, which a page's script sees, where a refusal
+// by HTTP status would look like a bot that cannot be reached. It then
+// waits, at most lingerTime, for the tab to answer the close, so that
+// closing the socket does not reset the connection and lose the close
+// frame.
+func (a *Adapter) refuseTab(w http.ResponseWriter, r *http.Request) {
+	ws, err := a.upgrader.Upgrade(w, r, nil)
+	if err != nil { // the upgrader has answered the request
+		return
+	}
+	defer ws.Close()
+	a.rlog.Warn("webchat: tab refused: too many open tabs",
+		zap.Int("max", a.cfg.MaxConnections), zap.String("remote", r.RemoteAddr))
+	text := fmt.Sprintf("too many open tabs (at most %d); close some", a.cfg.MaxConnections)
+	if err := ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, text),
+		time.Now().Add(a.cfg.WriteTimeout)); err != nil {
+		return
+	}
+	ws.SetReadLimit(a.cfg.ReadLimit)
+	ws.SetReadDeadline(time.Now().Add(lingerTime))
+	for {
+		if _, _, err := ws.NextReader(); err != nil {
+			return
+		}
+	}
+}
+
+// discardIfTimeout calls discard if err is a write's timeout, and reports
+// whether it was.
+func (c *conn) discardIfTimeout(err error) bool {
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		c.discard()
+		return true
+	}
+	return false
+}
+
+// discard makes the coming close of the tab's socket discard what its
+// kernel buffers still hold, and reset the connection: for a tab that
+// stopped taking its data, whose close frame could not get through
+// anyway. A graceful close would leave the kernel trying, for minutes, to
+// deliver up to the whole send buffer to a peer that does not read.
+func (c *conn) discard() {
+	if c.tcp != nil {
+		c.tcp.SetLinger(0)
+	}
 }
 
 // serve runs the connection: it starts the writer, reads frames until the
@@ -156,14 +245,16 @@ func (c *conn) serve() {
 		}
 		c.ws.SetReadDeadline(time.Now().Add(cfg.PongWait))
 		if typ != websocket.TextMessage {
-			c.sendError(badFrame("binary frames are not supported; send JSON text"))
+			fe := badFrame("binary frames are not supported; send JSON text")
+			c.a.rlog.Debug("webchat: bad frame", zap.String("remote", c.remote), zap.Error(fe))
+			c.sendError(fe)
 			continue
 		}
 		f, err := decodeClientFrame(data)
 		if err != nil {
 			var fe *frameError
 			errors.As(err, &fe)
-			c.a.log.Debug("webchat: bad frame", zap.String("remote", c.remote), zap.Error(err))
+			c.a.rlog.Debug("webchat: bad frame", zap.String("remote", c.remote), zap.Error(err))
 			c.sendError(fe)
 			continue
 		}
@@ -185,13 +276,13 @@ func (c *conn) readFailed(err error) {
 		// while the rest of the big frame is unread would reset the
 		// connection and could destroy that close frame before the tab
 		// reads it, so discard what the tab still sends for a moment.
-		c.a.log.Info("webchat: tab sent a frame over the read limit; closing it",
+		c.a.rlog.Info("webchat: tab sent a frame over the read limit; closing it",
 			zap.String("remote", c.remote), zap.Int64("limit", c.a.cfg.ReadLimit))
 		c.linger()
 	case websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway, websocket.CloseNoStatusReceived):
 		c.a.log.Debug("webchat: tab closed", zap.String("remote", c.remote))
 	default:
-		c.a.log.Debug("webchat: connection lost", zap.String("remote", c.remote), zap.Error(err))
+		c.a.rlog.Debug("webchat: connection lost", zap.String("remote", c.remote), zap.Error(err))
 	}
 	c.shut(websocket.CloseNormalClosure, "", true)
 }
@@ -215,17 +306,16 @@ func (c *conn) writeLoop() {
 	defer ping.Stop()
 	for {
 		select {
-		case frame := <-c.out:
-			c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
-			err := c.ws.WriteMessage(websocket.TextMessage, frame)
-			c.written(frame)
+		case f := <-c.out:
+			err := c.write(f, time.Time{}, ping.C)
+			c.written(f)
 			if err != nil {
-				c.shut(websocket.CloseAbnormalClosure, "", true)
+				c.writeFailed(err)
 				return
 			}
 		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteTimeout)); err != nil {
-				c.shut(websocket.CloseAbnormalClosure, "", true)
+			if err := c.ping(); err != nil {
+				c.writeFailed(err)
 				return
 			}
 		case <-c.done:
@@ -233,25 +323,96 @@ func (c *conn) writeLoop() {
 				return
 			}
 			deadline := time.Now().Add(cfg.WriteTimeout)
-			c.ws.SetWriteDeadline(deadline)
 		flush:
 			for {
 				select {
-				case frame := <-c.out:
-					err := c.ws.WriteMessage(websocket.TextMessage, frame)
-					c.written(frame)
+				case f := <-c.out:
+					err := c.write(f, deadline, nil)
+					c.written(f)
 					if err != nil {
+						c.discardIfTimeout(err)
 						return
 					}
 				default:
 					break flush
 				}
 			}
-			c.ws.WriteControl(websocket.CloseMessage,
-				websocket.FormatCloseMessage(c.closeCode, c.closeText), deadline)
+			c.discardIfTimeout(c.ws.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(c.closeCode, c.closeText), deadline))
 			return
 		}
 	}
+}
+
+// write writes f as one text message, handing the socket at most
+// writeChunk bytes at a time. Each chunk gets a deadline WriteTimeout from
+// the moment it is handed over, so that a tab is closed when it stops
+// taking its data, not for needing more than WriteTimeout for a long
+// history that it takes steadily; a non-zero deadline (the flush at
+// shutdown) bounds the whole write instead. Between chunks it sends the
+// pings that fall due on ping (nil for none), so that a tab receiving a
+// long history keeps answering pings within PongWait.
+func (c *conn) write(f outFrame, deadline time.Time, ping <-chan time.Time) error {
+	setDeadline := func() {
+		if deadline.IsZero() {
+			c.ws.SetWriteDeadline(time.Now().Add(c.a.cfg.WriteTimeout))
+		} else {
+			c.ws.SetWriteDeadline(deadline)
+		}
+	}
+	w, err := c.ws.NextWriter(websocket.TextMessage)
+	if err != nil {
+		return err
+	}
+	put := func(p []byte) error {
+		for len(p) > 0 {
+			n := min(len(p), writeChunk)
+			setDeadline()
+			if _, err := w.Write(p[:n]); err != nil {
+				return err
+			}
+			p = p[n:]
+			select {
+			case <-ping:
+				if err := c.ping(); err != nil {
+					return err
+				}
+			default:
+			}
+		}
+		return nil
+	}
+	if f.hist != nil {
+		err = f.hist.each(put)
+	} else {
+		err = put(f.data)
+	}
+	if err != nil {
+		return err
+	}
+	setDeadline()
+	return w.Close() // writes what the writer still buffers
+}
+
+// ping sends a ping, bounded by WriteTimeout.
+func (c *conn) ping() error {
+	return c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.a.cfg.WriteTimeout))
+}
+
+// writeFailed takes the tab out of its chat, so that sends stop queueing
+// for it, and closes its socket. A write that timed out means the tab
+// stopped taking its data (it does not read, or its network is gone).
+func (c *conn) writeFailed(err error) {
+	c.a.mu.Lock()
+	c.a.dropLocked(c)
+	c.a.mu.Unlock()
+	if c.discardIfTimeout(err) {
+		c.a.rlog.Warn("webchat: tab stopped taking its data (a write waited WriteTimeout); closed it (it reconnects and reloads the history)",
+			zap.String("remote", c.remote), zap.Duration("write_timeout", c.a.cfg.WriteTimeout))
+	} else {
+		c.a.rlog.Debug("webchat: write to tab failed", zap.String("remote", c.remote), zap.Error(err))
+	}
+	c.shut(websocket.CloseAbnormalClosure, "", true)
 }
 
 // leave removes c from the adapter and its chat and shuts it.
@@ -277,8 +438,9 @@ func (a *Adapter) dropLocked(c *conn) {
 func (a *Adapter) slowLocked(c *conn) {
 	a.dropLocked(c)
 	// No close frame: the socket is likely full, and mu is held.
+	c.discard()
 	c.shut(websocket.ClosePolicyViolation, "too slow", true)
-	a.log.Warn("webchat: tab cannot keep up; disconnected it (it will reconnect and reload the history)",
+	a.rlog.Warn("webchat: tab cannot keep up; disconnected it (it will reconnect and reload the history)",
 		zap.String("remote", c.remote), zap.Int("queued_frames", len(c.out)), zap.Int64("queued_bytes", c.queued.Load()),
 		zap.Int("queue_size", a.cfg.QueueSize), zap.Int("queue_bytes", a.cfg.QueueBytes))
 }
@@ -288,7 +450,7 @@ func (a *Adapter) slowLocked(c *conn) {
 func (a *Adapter) fanoutLocked(ch *chatState, frame []byte) int {
 	n := 0
 	for c := range ch.conns {
-		if c.enqueueLocked(frame) {
+		if c.enqueueLocked(outFrame{data: frame}) {
 			n++
 		} else {
 			a.slowLocked(c)
@@ -341,7 +503,7 @@ func (c *conn) notJoinedLocked(ref string) bool {
 // errorLocked queues an error frame for c, answering the frame with the
 // given ref ("" for none).
 func (c *conn) errorLocked(code, text, ref string) {
-	if !c.enqueueLocked(encodeError(code, text, ref)) {
+	if !c.enqueueLocked(outFrame{data: encodeError(code, text, ref)}) {
 		c.a.slowLocked(c)
 	}
 }
@@ -376,13 +538,13 @@ func (c *conn) hello(f clientFrame) {
 	for i := range msgs {
 		msgs[i] = ch.history.at(i).msg
 	}
-	frame := encodeHistory(historyHead{
+	hist := newHistoryFrame(historyHead{
 		Chat:    wireChat{ID: ch.chat.ID, Type: string(ch.chat.Type), Title: ch.chat.Title},
 		User:    wireUser{ID: user.ID, Name: user.Name},
 		Bot:     wireUser{ID: botUserID, Name: a.cfg.BotName},
 		MaxText: maxTextBytes,
 	}, msgs)
-	if !c.enqueueLocked(frame) {
+	if !c.enqueueLocked(outFrame{hist: hist}) {
 		a.slowLocked(c)
 		return
 	}
@@ -465,7 +627,7 @@ func (a *Adapter) queueEventLocked(c *conn, ev platform.Event, ref string) bool 
 		return true
 	default:
 		a.eventID-- // not used; keep IDs consecutive
-		a.log.Warn("webchat: event buffer full; refused a tab's frame", zap.Int("buffer", a.cfg.EventBuffer))
+		a.rlog.Warn("webchat: event buffer full; refused a tab's frame", zap.Int("buffer", a.cfg.EventBuffer))
 		c.errorLocked(codeBusy, "the bot is busy; your message was not delivered, try again", ref)
 		return false
 	}

@@ -45,6 +45,20 @@
 // rather than slowing the sender or holding memory; it reconnects and gets
 // the missed messages from the history.
 //
+// What a tab that stops reading can hold is bounded three ways. In the
+// adapter, its queue holds at most QueueBytes (or one larger frame), and
+// the frames are mostly shared: one frame of a message for every tab of
+// the chat, and a history frame made of the chat's kept messages, written
+// piece by piece, never a copy per tab. In the kernel, each tab's socket
+// has a send buffer of 64 KiB (which Linux doubles), where Linux would
+// otherwise grow it to 4 MiB and take a whole large history in. In time,
+// a frame is handed to the socket in pieces of at most 32 KiB, each within
+// [Config.WriteTimeout]: a tab that has not taken a piece in time is
+// closed, and its connection reset, so the kernel drops what it still held
+// for it instead of trying to deliver it for minutes. A tab that takes a
+// long history slowly but steadily gets all of it, and the server's pings
+// go out between the pieces.
+//
 // A send with [platform.OutboundMessage] EditID set edits a bot message
 // still kept in the chat's history: the history keeps the new text and
 // buttons in the message's place, marked edited, only the new buttons
@@ -135,11 +149,30 @@
 //
 // A frame larger than [Config.ReadLimit] closes the connection with status
 // 1009 (message too big). The server closes with 1001 (going away) when it
-// shuts down, and drops a tab that falls too far behind without a close
-// frame (its socket may be full); the page reconnects with backoff in
-// every case and reloads the history. The server pings
+// shuts down, with 1013 (try again later), right after the handshake and
+// with a reason the page shows, a tab over [Config.MaxConnections], and
+// drops a tab that falls too far behind, or stops taking its data, without
+// a close frame (its socket may be full); the page reconnects with backoff
+// in every case and reloads the history. The server pings
 // every [Config.PingInterval] and drops a connection that has not answered
 // within [Config.PongWait]; browsers answer pings by themselves.
+//
+// # Limits and logs
+//
+// The server Run starts bounds what connections can hold: a request's
+// header and body must arrive within 10 s each, keep-alive connections
+// close after a minute idle, and it holds at most [Config.MaxConnections]
+// + 32 connections, tabs included; at that cap a new connection makes
+// room by closing the one that has waited longest without a request in
+// progress, so a flood of idle connections, or of connections that never
+// send a request, cannot keep a real tab out.
+//
+// Whatever a tab or request can repeat at will — bad frames, refused
+// origins and Host names, messages refused for a full event buffer, tabs
+// disconnected for being too slow or refused over MaxConnections, failed
+// connections — is logged through a rate limit: the first line of each
+// kind at once, then at most one per 10 s, which carries a "suppressed"
+// field with the number left out. A thousand bad frames write one line.
 //
 // # Security
 //

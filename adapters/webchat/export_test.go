@@ -16,3 +16,25 @@ func DropConnections(a *Adapter) int {
 	}
 	return len(open)
 }
+
+// OpenTabs returns the number of open tab connections.
+func OpenTabs(a *Adapter) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.open)
+}
+
+// ServerConns returns the connections Run's server holds open and how
+// many it has closed to make room (0, 0 when it does not serve).
+func ServerConns(a *Adapter) (open int, evicted uint64) {
+	a.mu.Lock()
+	srv := a.srv
+	a.mu.Unlock()
+	if srv == nil {
+		return 0, 0
+	}
+	return srv.Open(), srv.Evicted()
+}
+
+// ServerConnCap is the cap on the connections of Run's server.
+func ServerConnCap(a *Adapter) int { return a.cfg.MaxConnections + httpHeadroom }

@@ -44,7 +44,7 @@ func newGuard(origins []string) *guard {
 func (a *Adapter) hostGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if onLoopback(r) && !a.guard.allowedHost(r.Host) {
-			a.log.Warn("webchat: request refused: Host is not a loopback name (DNS rebinding?); "+
+			a.rlog.Warn("webchat: request refused: Host is not a loopback name (DNS rebinding?); "+
 				"list the origin in Config.AllowedOrigins if it is yours",
 				zap.String("host", r.Host), zap.String("remote", r.RemoteAddr), zap.String("path", r.URL.Path))
 			http.Error(w, "webchat: Host not allowed on this loopback address", http.StatusForbidden)

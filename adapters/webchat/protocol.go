@@ -313,7 +313,7 @@ type wireEdit struct {
 }
 
 // historyHead is a history frame without its messages, which are spliced
-// in already encoded (see encodeHistory).
+// in already encoded (see newHistoryFrame).
 type historyHead struct {
 	Type    string   `json:"type"`
 	Chat    wireChat `json:"chat"`
@@ -362,24 +362,62 @@ func encodeMessageFrame(typ string, msg []byte) []byte {
 	return append(b, '}')
 }
 
-// encodeHistory returns a history frame with the given encoded message
+// historyFrame is a history frame kept in pieces until a tab's writer
+// writes it: its head, then the encoded message objects, oldest first and
+// separated by commas, then historyTail. The messages are the chat's kept
+// ones, shared, not copied (the adapter never changes an encoded message
+// in place; an edit keeps a new one), so a long history sent to many tabs
+// is held in memory once.
+type historyFrame struct {
+	head []byte   // the frame up to and including `"messages":[`
+	msgs [][]byte // the message objects, oldest first
+	size int      // the bytes of the whole frame
+}
+
+// historyTail ends a history frame.
+var historyTail = []byte("]}")
+
+// newHistoryFrame returns a history frame with the given encoded message
 // objects, oldest first. The head holds only strings and an int, so it
 // cannot fail to encode.
-func encodeHistory(head historyHead, msgs [][]byte) []byte {
+func newHistoryFrame(head historyHead, msgs [][]byte) *historyFrame {
 	head.Type = frameHistory
 	h, _ := marshal(head)
-	size := len(h) + 16
-	for _, m := range msgs {
-		size += len(m) + 1
-	}
-	b := make([]byte, 0, size)
-	b = append(b, h[:len(h)-1]...) // drop the closing brace
-	b = append(b, `,"messages":[`...)
+	b := append(h[:len(h)-1:len(h)-1], `,"messages":[`...) // drop the closing brace
+	size := len(b) + len(historyTail)
 	for i, m := range msgs {
 		if i > 0 {
-			b = append(b, ',')
+			size++
 		}
-		b = append(b, m...)
+		size += len(m)
 	}
-	return append(b, "]}"...)
+	return &historyFrame{head: b, msgs: msgs, size: size}
+}
+
+// each calls write with the frame's pieces in order, until write fails,
+// and returns write's error.
+func (h *historyFrame) each(write func([]byte) error) error {
+	if err := write(h.head); err != nil {
+		return err
+	}
+	for i, m := range h.msgs {
+		if i > 0 {
+			if err := write(comma); err != nil {
+				return err
+			}
+		}
+		if err := write(m); err != nil {
+			return err
+		}
+	}
+	return write(historyTail)
+}
+
+var comma = []byte(",")
+
+// bytes returns the whole frame in one piece.
+func (h *historyFrame) bytes() []byte {
+	b := make([]byte, 0, h.size)
+	h.each(func(p []byte) error { b = append(b, p...); return nil })
+	return b
 }

@@ -102,7 +102,11 @@ func TestValidChatID(t *testing.T) {
 func TestEncodeHistory(t *testing.T) {
 	msgs := [][]byte{[]byte(`{"id":"1"}`), []byte(`{"id":"2"}`)}
 	for _, in := range [][][]byte{nil, msgs} {
-		b := encodeHistory(historyHead{Chat: wireChat{ID: "c\"\u2028"}, MaxText: 3}, in)
+		h := newHistoryFrame(historyHead{Chat: wireChat{ID: "c\"\u2028"}, MaxText: 3}, in)
+		b := h.bytes()
+		if len(b) != h.size {
+			t.Errorf("history frame of %d bytes; size says %d", len(b), h.size)
+		}
 		var f struct {
 			Type     string            `json:"type"`
 			Chat     wireChat          `json:"chat"`

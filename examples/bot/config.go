@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,6 +26,8 @@ type config struct {
 	onebotListen          string
 	onebotURL             string
 	onebotToken           string
+	telegramAvoidDups     bool
+	onebotAvoidDups       bool
 	webchatAddr           string // "" when off
 	metricsAddr           string // "" when off
 	logFormat             string
@@ -64,6 +67,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		onebotListen, onebotURL, onebotToken                                      string
 		webchatAddr, metricsAddr, logFormat, shutdownTimeout                      string
 		deadLettersFile                                                           string
+		telegramAvoidDups, onebotAvoidDups                                        string
 	}
 	settings := []setting{
 		{"TELEGRAM_BOT_TOKEN", "telegram-token", "", "Telegram bot token from @BotFather; enables the Telegram adapter", &raw.telegramToken},
@@ -71,9 +75,11 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		{"TELEGRAM_WEBHOOK_URL", "telegram-webhook-url", "", "public HTTPS URL for Telegram webhooks; enables webhook mode instead of long polling", &raw.webhookURL},
 		{"TELEGRAM_WEBHOOK_LISTEN", "telegram-webhook-listen", "", "address the webhook server listens on (host:port); required with -telegram-webhook-url", &raw.webhookListen},
 		{"TELEGRAM_WEBHOOK_SECRET", "telegram-webhook-secret", "", "secret token Telegram must send with each webhook update", &raw.webhookSecret},
+		{"TELEGRAM_AVOID_DUPLICATES", "telegram-avoid-duplicates", "false", "true: a reply whose send failed after it may have reached Telegram goes to the dead letters instead of being sent again (at most once instead of at least once)", &raw.telegramAvoidDups},
 		{"ONEBOT_WS_LISTEN", "onebot-ws-listen", "", "address for OneBot v11 reverse WebSocket connections (host:port)", &raw.onebotListen},
 		{"ONEBOT_WS_URL", "onebot-ws-url", "", "OneBot v11 implementation's WebSocket URL to dial (forward mode)", &raw.onebotURL},
 		{"ONEBOT_ACCESS_TOKEN", "onebot-access-token", "", "OneBot access token", &raw.onebotToken},
+		{"ONEBOT_AVOID_DUPLICATES", "onebot-avoid-duplicates", "false", "true: a reply whose send failed after it may have reached the OneBot implementation goes to the dead letters instead of being sent again (at most once instead of at least once)", &raw.onebotAvoidDups},
 		{"WEBCHAT_ADDR", "webchat-addr", "127.0.0.1:8080", `address of the browser chat (host:port), or "off" when another adapter is set`, &raw.webchatAddr},
 		{"METRICS_ADDR", "metrics-addr", "", "address to serve Prometheus /metrics on (host:port); off when empty", &raw.metricsAddr},
 		{"LOG_FORMAT", "log-format", "console", `log format: "console" or "json"`, &raw.logFormat},
@@ -124,6 +130,17 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		if st, err := os.Stat(filepath.Dir(f)); err != nil || !st.IsDir() {
 			return config{}, bad(&raw.deadLettersFile, "want a file in an existing directory, got %q", raw.deadLettersFile)
 		}
+	}
+
+	for _, b := range []struct {
+		raw *string
+		dst *bool
+	}{{&raw.telegramAvoidDups, &cfg.telegramAvoidDups}, {&raw.onebotAvoidDups, &cfg.onebotAvoidDups}} {
+		v, err := strconv.ParseBool(strings.TrimSpace(*b.raw))
+		if err != nil {
+			return config{}, bad(b.raw, "want true or false, got %q", *b.raw)
+		}
+		*b.dst = v
 	}
 
 	d, err := time.ParseDuration(strings.TrimSpace(raw.shutdownTimeout))
@@ -185,6 +202,9 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		if err := checkURL(cfg.onebotURL, "ws", "wss"); err != nil {
 			return config{}, bad(&raw.onebotURL, "%v", err)
 		}
+		if u, _ := url.Parse(cfg.onebotURL); u.User != nil {
+			return config{}, bad(&raw.onebotURL, "a user name or password in the URL is not supported; give the access token with ONEBOT_ACCESS_TOKEN")
+		}
 	}
 	if cfg.onebotToken != "" && cfg.onebotListen == "" && cfg.onebotURL == "" {
 		return config{}, bad(&raw.onebotToken, "set but neither ONEBOT_WS_LISTEN nor ONEBOT_WS_URL is")
@@ -219,20 +239,42 @@ func lookup(getenv func(string) string, key string) (string, bool) {
 	return v, v != ""
 }
 
+// checkURL checks that raw is a URL with a host and one of schemes. Its
+// errors show the URL with its password and query values replaced, as
+// they may hold a secret (OneBot's ?access_token=), and an unparseable URL
+// not at all.
 func checkURL(raw string, schemes ...string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("malformed URL %q: %w", raw, err)
+		return errors.New("malformed URL (not shown: it may hold a secret)")
 	}
 	if u.Host == "" {
-		return fmt.Errorf("malformed URL %q: no host", raw)
+		return fmt.Errorf("malformed URL %q: no host", shownURL(u))
 	}
 	for _, s := range schemes {
 		if u.Scheme == s {
 			return nil
 		}
 	}
-	return fmt.Errorf("URL %q: scheme must be %s", raw, strings.Join(schemes, " or "))
+	return fmt.Errorf("URL %q: scheme must be %s", shownURL(u), strings.Join(schemes, " or "))
+}
+
+// shownURL returns u as it may be printed: its password and every query
+// value replaced with REDACTED.
+func shownURL(u *url.URL) string {
+	c := *u
+	if _, ok := c.User.Password(); ok {
+		c.User = url.UserPassword(c.User.Username(), "REDACTED")
+	}
+	if c.RawQuery != "" {
+		q := c.Query()
+		for k := range q {
+			q[k] = []string{"REDACTED"}
+		}
+		c.RawQuery = q.Encode()
+	}
+	c.Fragment, c.RawFragment = "", ""
+	return c.String()
 }
 
 func checkAddr(addr string) error {

@@ -76,6 +76,9 @@ var badConfigs = []struct {
 	{"metrics addr", nil, []string{"METRICS_ADDR", "9090"}, "METRICS_ADDR"},
 	{"malformed token", nil, []string{"TELEGRAM_BOT_TOKEN", "not a token"}, "TELEGRAM_BOT_TOKEN"},
 	{"control character in token", nil, []string{"TELEGRAM_BOT_TOKEN", "1:ab\x7fc"}, "TELEGRAM_BOT_TOKEN"},
+	{"telegram avoid duplicates", nil, []string{"TELEGRAM_AVOID_DUPLICATES", "maybe"}, "TELEGRAM_AVOID_DUPLICATES"},
+	{"onebot avoid duplicates", []string{"-onebot-avoid-duplicates=sometimes"}, nil, "ONEBOT_AVOID_DUPLICATES"},
+	{"onebot URL with a password", nil, []string{"ONEBOT_WS_URL", "ws://bot:pw@127.0.0.1:6700/"}, "ONEBOT_WS_URL"},
 	{"webhook secret", nil, []string{"TELEGRAM_BOT_TOKEN", "1:x", "TELEGRAM_WEBHOOK_URL", "https://x.example/h",
 		"TELEGRAM_WEBHOOK_LISTEN", ":8443", "TELEGRAM_WEBHOOK_SECRET", "has space"}, "TELEGRAM_WEBHOOK_SECRET"},
 }
@@ -118,5 +121,27 @@ func TestUnknownFlag(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"-h"}, env(), &stdout, &stderr); code != 0 {
 		t.Fatalf("-h exit code %d", code)
+	}
+}
+
+// A URL's secret (OneBot's ?access_token=, a password) never appears in a
+// configuration error.
+func TestConfigErrorsHideURLSecrets(t *testing.T) {
+	const secret = "s3cr3t-T0ken"
+	for _, u := range []string{
+		"http://127.0.0.1:6700/?access_token=" + secret,                      // wrong scheme
+		"ws:///path?access_token=" + secret,                                  // no host
+		"ws://127.0.0.1:6700/%zz?access_token=" + secret,                     // unparseable
+		"ws://bot:" + secret + "@127.0.0.1:6700/",                            // a password
+		"http://u:" + secret + "@127.0.0.1:6700/?x=" + secret + "#" + secret, // both, and a fragment
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), nil, env("ONEBOT_WS_URL", u), &stdout, &stderr)
+		if code != 2 {
+			t.Fatalf("%q: exit code %d; want 2", u, code)
+		}
+		if out := stdout.String() + stderr.String(); strings.Contains(out, secret) || !strings.Contains(out, "ONEBOT_WS_URL") {
+			t.Fatalf("%q: output %q shows the secret or names no setting", u, out)
+		}
 	}
 }

@@ -10,9 +10,11 @@
 //	TELEGRAM_WEBHOOK_URL     public URL: receive updates by webhook instead
 //	TELEGRAM_WEBHOOK_LISTEN  address the webhook server listens on
 //	TELEGRAM_WEBHOOK_SECRET  secret Telegram sends with each update
+//	TELEGRAM_AVOID_DUPLICATES  true: dead-letter an ambiguous failure instead of sending again
 //	ONEBOT_WS_LISTEN         accept OneBot v11 reverse WebSocket connections here
 //	ONEBOT_WS_URL            or dial a OneBot v11 implementation (forward WebSocket)
 //	ONEBOT_ACCESS_TOKEN      OneBot access token
+//	ONEBOT_AVOID_DUPLICATES  true: dead-letter an ambiguous failure instead of sending again
 //	WEBCHAT_ADDR             browser chat address (default 127.0.0.1:8080; "off" to disable)
 //	METRICS_ADDR             serve Prometheus /metrics here (off by default)
 //	LOG_FORMAT               console (default) or json
@@ -108,9 +110,10 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 	}
 	if cfg.telegramToken != "" {
 		tc := telegram.Config{
-			Token:       cfg.telegramToken,
-			APIEndpoint: cfg.telegramEndpoint,
-			Logger:      log.Named("telegram"),
+			Token:           cfg.telegramToken,
+			APIEndpoint:     cfg.telegramEndpoint,
+			AvoidDuplicates: cfg.telegramAvoidDups,
+			Logger:          log.Named("telegram"),
 		}
 		if cfg.telegramWebhookURL != "" {
 			tc.Mode = telegram.Webhook
@@ -127,7 +130,8 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 		opts = append(opts, engine.WithAdapter(a))
 	}
 	if cfg.onebotListen != "" || cfg.onebotURL != "" {
-		oc := onebot.Config{Listen: cfg.onebotListen, URL: cfg.onebotURL, AccessToken: cfg.onebotToken, Logger: log.Named("onebot")}
+		oc := onebot.Config{Listen: cfg.onebotListen, URL: cfg.onebotURL, AccessToken: cfg.onebotToken,
+			AvoidDuplicates: cfg.onebotAvoidDups, Logger: log.Named("onebot")}
 		if cfg.onebotURL != "" {
 			oc.Mode = onebot.Forward
 		}

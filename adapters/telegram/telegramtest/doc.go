@@ -19,8 +19,10 @@
 // injects failures: flood control with retry_after for one chat or for all
 // ([Server.FloodWait]), a blocked chat ([Server.Block]), a group migrated
 // to a supergroup ([Server.Migrate]), or any [Fault] — an HTTP status, a
-// delay, a proxy's HTML error page — for the next N matching requests or
-// chosen by a rule function ([Server.InjectFunc]).
+// delay, a proxy's HTML error page, a connection reset after the request
+// was handled (the message is sent, the answer lost) or before — for the
+// next N matching requests or chosen by a rule function
+// ([Server.InjectFunc]).
 //
 // Edits behave as on Telegram: only the bot's own messages in a chat can
 // be edited (400 "Bad Request: message to edit not found" otherwise, or

@@ -29,7 +29,8 @@ type Request struct {
 }
 
 // Fault is a failure the server answers a request with instead of handling
-// it. The zero value matches every request and changes nothing.
+// it, or, with Reset, after handling it. The zero value matches every
+// request and changes nothing.
 type Fault struct {
 	// Method limits the fault to one method, such as "sendMessage"; empty
 	// means every method.
@@ -62,6 +63,18 @@ type Fault struct {
 	// HTML answers with an HTML page instead of JSON, as a proxy in front of
 	// the API does when the API is down; Status 0 then means 502.
 	HTML bool
+	// Reset handles the request as usual and then resets the connection
+	// instead of answering, as a proxy does that drops the connection
+	// right after the Bot API accepted a sendMessage: the message is sent
+	// and recorded ([Server.Sent]), but the bot gets "connection reset by
+	// peer" (or, through [Server.Client] of a server made [InMemory], an
+	// error wrapping [ErrReset]) once its request was written, and cannot
+	// tell whether it was. Status and HTML take precedence over it.
+	Reset bool
+	// Drop resets the connection without handling the request, once it was
+	// read: nothing happens, and the bot sees what Reset shows it. It takes
+	// precedence over Status, HTML and Reset.
+	Drop bool
 }
 
 func (f Fault) matches(r Request) bool {

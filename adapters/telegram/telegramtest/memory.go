@@ -1,9 +1,13 @@
 package telegramtest
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 )
 
 // memoryURL is the URL of a server made [InMemory]; no resolver knows the
@@ -35,14 +39,23 @@ func (s *Server) Client() *http.Client {
 	return &http.Client{Transport: memoryTransport{s}}
 }
 
+// ErrReset is what a request through [Server.Client] of a server made
+// [InMemory] fails with (wrapped) when a [Fault] with Reset or Drop hangs
+// up on it, as a listening server resets the connection.
+var ErrReset = errors.New("telegramtest: connection reset by peer")
+
 // memoryTransport serves each request with the server's handler on the
 // caller's goroutine.
 type memoryTransport struct{ s *Server }
 
 // RoundTrip serves req. It fails with the request context's error once
 // that ended (the handler of a long poll then returns without answering),
-// and with [ErrClosed] after [Server.Close], as a dial of a closed server
-// fails.
+// with [ErrClosed] after [Server.Close], as a dial of a closed server
+// fails, and with [ErrReset] when a fault hangs up. It reports its
+// progress to the request's httptrace.ClientTrace as a network transport
+// does: GetConn when it starts, WroteRequest once it has read the whole
+// body, before the handler runs; a request that fails before
+// WroteRequest surely did not reach the server.
 func (t memoryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	s := t.s
 	defer func() {
@@ -50,6 +63,10 @@ func (t memoryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			_ = req.Body.Close()
 		}
 	}()
+	trace := httptrace.ContextClientTrace(req.Context())
+	if trace != nil && trace.GetConn != nil {
+		trace.GetConn(req.URL.Host)
+	}
 	s.mu.Lock() // orders Add with Close's Wait: no Add after Close began
 	select {
 	case <-s.closed:
@@ -63,15 +80,26 @@ func (t memoryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}
+	body := []byte{}
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, fmt.Errorf("telegramtest: %s %s: reading the body: %w", req.Method, req.URL.Path, err)
+		}
+	}
+	if trace != nil && trace.WroteRequest != nil {
+		trace.WroteRequest(httptrace.WroteRequestInfo{})
+	}
 
 	r := req.Clone(req.Context()) // the handler parses into r, not req
-	if r.Body == nil {
-		r.Body = http.NoBody
-	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
 	r.RequestURI = r.URL.RequestURI()
 	r.RemoteAddr = "in-memory"
 	rec := httptest.NewRecorder()
-	s.serveHTTP(rec, r)
+	if s.serve(rec, r) {
+		return nil, fmt.Errorf("telegramtest: %s %s: %w", req.Method, req.URL.Path, ErrReset)
+	}
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -240,11 +241,37 @@ func init() {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.serve(w, r) {
+		hangUp(w)
+	}
+}
+
+// hangUp resets the connection of w, unanswered: the client sees
+// "connection reset by peer" once its request was written, as when a proxy
+// drops the connection.
+func hangUp(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // close with RST, not FIN
+	}
+	_ = conn.Close()
+}
+
+// serve answers r on w, or reports that its connection must be reset
+// instead of answered ([Fault] Reset and Drop), leaving w unwritten.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) (hangUp bool) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 || method == "" {
 		writeError(w, http.StatusNotFound, "Not Found", nil)
-		return
+		return false
 	}
 	if canon, ok := methods[strings.ToLower(method)]; ok {
 		method = canon
@@ -252,7 +279,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	params, files, err := readParams(w, r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "Bad Request: "+err.Error(), nil)
-		return
+		return false
 	}
 	s.mu.Lock()
 	s.requests[method]++
@@ -261,20 +288,32 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if token == "" || (s.token != "" && token != s.token) {
 		writeError(w, http.StatusUnauthorized, "Unauthorized", nil)
-		return
+		return false
 	}
 	req := Request{Method: method, Params: params}
 	req.ChatID, _ = s.chatID(params.Get("chat_id"))
 	if f := s.matchFault(req); f != nil {
 		if f.Delay > 0 && !s.sleep(r.Context(), f.Delay) {
-			return
+			return false
 		}
-		if f.Status != 0 || f.HTML {
+		switch {
+		case f.Drop:
+			return true
+		case f.Status != 0 || f.HTML:
 			writeFault(w, *f)
-			return
+			return false
+		case f.Reset:
+			// Handled as usual, the answer thrown away.
+			s.handle(httptest.NewRecorder(), r, method, params, files)
+			return true
 		}
 	}
+	s.handle(w, r, method, params, files)
+	return false
+}
 
+// handle carries out method and answers it on w.
+func (s *Server) handle(w http.ResponseWriter, r *http.Request, method string, params url.Values, files map[string]upload) {
 	switch method {
 	case "getMe":
 		writeResult(w, s.bot)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -552,5 +554,65 @@ func TestSentIsACopy(t *testing.T) {
 	all[0].Keyboard[0] = nil
 	if m := srv.Sent(1)[0]; *m.Keyboard[0][0].CallbackData != "b" || m.Keyboard[0][0].Text != "a" {
 		t.Fatalf("the server's record changed: %+v", m.Keyboard)
+	}
+}
+
+// A Reset fault handles the request and then hangs up, so the message is
+// sent although the client gets no answer; a Drop fault hangs up without
+// handling it. The client sees a failure after its request was written,
+// over a socket and in memory alike.
+func TestResetAndDrop(t *testing.T) {
+	for _, inMemory := range []bool{false, true} {
+		t.Run(fmt.Sprint("InMemory=", inMemory), func(t *testing.T) {
+			var opts []telegramtest.Option
+			if inMemory {
+				opts = append(opts, telegramtest.InMemory())
+			}
+			srv := telegramtest.NewServer(opts...)
+			defer srv.Close()
+			client := srv.Client()
+			defer client.CloseIdleConnections()
+			send := func(text string) (wrote bool, err error) {
+				trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+					if info.Err == nil {
+						wrote = true
+					}
+				}}
+				ctx := httptrace.WithClientTrace(context.Background(), trace)
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf(srv.Endpoint(), token, "sendMessage"),
+					strings.NewReader(url.Values{"chat_id": {"1"}, "text": {text}}.Encode()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				resp, err := client.Do(req)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				return wrote, err
+			}
+			srv.Inject(telegramtest.Fault{Method: "sendMessage", Reset: true, Times: 1})
+			srv.Inject(telegramtest.Fault{Method: "sendMessage", Drop: true, Reset: true, Times: 1})
+			for _, text := range []string{"reset", "dropped"} {
+				wrote, err := send(text)
+				if err == nil || !wrote {
+					t.Fatalf("%s: err %v, request written %v; want an error after the request was written", text, err, wrote)
+				}
+				if inMemory && !errors.Is(err, telegramtest.ErrReset) {
+					t.Fatalf("%s: err %v; want ErrReset", text, err)
+				}
+			}
+			if wrote, err := send("fine"); err != nil || !wrote {
+				t.Fatalf("after the faults: %v", err)
+			}
+			var texts []string
+			for _, m := range srv.Sent(1) {
+				texts = append(texts, m.Text)
+			}
+			if strings.Join(texts, ",") != "reset,fine" || srv.Requests("sendMessage") != 3 {
+				t.Fatalf("sent %q in %d requests; want the reset message and the last, in 3", texts, srv.Requests("sendMessage"))
+			}
+		})
 	}
 }

@@ -170,7 +170,10 @@
     state.joined = false;
     els.send.disabled = true;
     if (state.fatal) { return; }
-    if (had) {
+    if (e.code === 1013) {
+      // Refused for now (too many open tabs): say why while retrying.
+      showBanner('warn', 'The bot refused this tab: ' + (e.reason || 'it is too busy') + '. Retrying…', 0);
+    } else if (had) {
       state.lost = true;
       document.body.dataset.disconnects = String(Number(document.body.dataset.disconnects || 0) + 1);
       var why = 'Connection lost.';
