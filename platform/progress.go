@@ -64,6 +64,10 @@ type Progress struct {
 	LastErr error `json:"-"`
 	// DeadLettered is set when a dead-letter store kept the failed send.
 	DeadLettered bool `json:"-"`
+	// Journaled is set when a journal keeps the send until its outcome is
+	// final: a send cancelled before then (a forced shutdown) is taken up
+	// at the next start, and is no dead letter.
+	Journaled bool `json:"-"`
 
 	resumable bool
 }

@@ -23,6 +23,7 @@ import (
 // conversation is the state of one chat in conversation.
 type conversation struct {
 	events  []*pendingEvent // arrived during the conversation, oldest first
+	taken   []JournalRecord // journal records of the events the handler took
 	changed chan struct{}   // closed when events grows or the conversation ends
 	ended   error           // why it ended, once it has
 }
@@ -31,6 +32,7 @@ type conversation struct {
 // claimed first — a waiting handler or the event's queued task — has it.
 type pendingEvent struct {
 	ev      platform.Event
+	rec     JournalRecord // the event's journal record, or nil
 	claimed atomic.Bool
 }
 
@@ -46,7 +48,7 @@ func inboundKey(ev platform.Event) string {
 
 // listen returns the pending event to queue ev with if its chat is in
 // conversation, or nil. The caller queues ev, then calls heard or unheard.
-func (e *Engine) listen(key string, ev platform.Event) *pendingEvent {
+func (e *Engine) listen(key string, ev platform.Event, rec JournalRecord) *pendingEvent {
 	if e.conversing.Load() == 0 {
 		return nil
 	}
@@ -55,7 +57,7 @@ func (e *Engine) listen(key string, ev platform.Event) *pendingEvent {
 	if e.convs[key] == nil {
 		return nil
 	}
-	return &pendingEvent{ev: ev}
+	return &pendingEvent{ev: ev, rec: rec}
 }
 
 // heard lists pe, queued, in its chat's conversation.
@@ -84,21 +86,25 @@ func (e *Engine) overflow(key string, err error) {
 }
 
 // endConversation ends key's conversation, if any, when the handling of
-// the event whose handler started it is over.
-func (e *Engine) endConversation(key string) {
+// the event whose handler started it is over, and returns the journal
+// records of the events its handler took: they are done with the event.
+func (e *Engine) endConversation(key string) []JournalRecord {
 	if e.conversing.Load() == 0 {
-		return
+		return nil
 	}
 	e.convMu.Lock()
 	defer e.convMu.Unlock()
-	if c := e.convs[key]; c != nil {
-		delete(e.convs, key)
-		e.conversing.Add(-1)
-		if c.ended == nil {
-			c.ended = errHandlerDone
-		}
-		close(c.changed)
+	c := e.convs[key]
+	if c == nil {
+		return nil
 	}
+	delete(e.convs, key)
+	e.conversing.Add(-1)
+	if c.ended == nil {
+		c.ended = errHandlerDone
+	}
+	close(c.changed)
+	return c.taken
 }
 
 // errHandlerDone ends the waits of a conversation whose handler returned.
@@ -135,6 +141,11 @@ func (e *Engine) await(ctx context.Context, ev platform.Event, accept func(platf
 			seen++
 			if !pe.claimed.Load() && e.accepts(accept, pe.ev) && pe.claimed.CompareAndSwap(false, true) {
 				e.awaited.Add(1)
+				if pe.rec != nil {
+					e.convMu.Lock()
+					c.taken = append(c.taken, pe.rec)
+					e.convMu.Unlock()
+				}
 				return pe.ev, nil
 			}
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -60,7 +62,12 @@ type eventState struct {
 	e       *Engine
 	ctx     context.Context
 	event   platform.Event
-	chatKey string // "" when the event has no chat
+	chatKey string       // "" when the event has no chat
+	sends   atomic.Int64 // sends made for the event so far, by all its handlers
+	// interrupted is set when a conversation step ended because the engine
+	// stops: the handling did not end as the handler meant it to, and a
+	// journal keeps the event for the next start.
+	interrupted atomic.Bool
 
 	mu     sync.Mutex
 	logger *zap.Logger
@@ -182,7 +189,18 @@ func (c *Context) Reply(msg platform.OutboundMessage) *future.Future[platform.Se
 	if c.ev.chatKey == "" {
 		return future.Resolved(platform.SendResult{}, ErrNoChat)
 	}
-	return c.ev.e.send(c.ev.event.Platform, c.ev.chatKey, c.ev.event.Chat, msg)
+	return c.ev.e.send(c.ev.event.Platform, c.ev.chatKey, c.ev.nextSendID(), c.ev.event.Chat, msg)
+}
+
+// nextSendID returns the id of the event's next send for the journal: the
+// platform, the event's ID and the send's number, the same when the
+// handlers run again on the event; "" for an event without an ID.
+func (ev *eventState) nextSendID() string {
+	n := ev.sends.Add(1)
+	if ev.e.journal == nil || ev.event.ID == "" {
+		return ""
+	}
+	return ev.event.Platform + ":" + ev.event.ID + "/" + strconv.FormatInt(n, 10)
 }
 
 // ReplyText is shorthand for Reply(platform.TextMessage(text)).
@@ -233,7 +251,7 @@ func (c *Context) Send(chat platform.Chat, msg platform.OutboundMessage) *future
 	if chat.ID == "" {
 		return future.Resolved(platform.SendResult{}, ErrNoChat)
 	}
-	return c.ev.e.send(c.ev.event.Platform, chatKey(c.ev.event.Platform, chat.ID), chat, msg)
+	return c.ev.e.send(c.ev.event.Platform, chatKey(c.ev.event.Platform, chat.ID), c.ev.nextSendID(), chat, msg)
 }
 
 // Next waits for the next event of this event's chat that accept accepts
@@ -281,6 +299,9 @@ func (c *Context) next(ctx context.Context, accept func(platform.Event) bool, st
 	stop := context.AfterFunc(ev.ctx, func() { cancel(ev.ctx.Err()) })
 	defer stop()
 	got, err := ev.e.await(ctx, ev.event, accept, start)
+	if errors.Is(err, ErrEngineClosed) {
+		ev.interrupted.Store(true)
+	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			err = cause

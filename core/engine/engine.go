@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/infra/future"
 	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
@@ -78,6 +79,9 @@ type Stats struct {
 	Sends sender.SendStats
 	// DeadLetters is the number of failed sends kept for replay now.
 	DeadLetters int
+	// Duplicates counts events the journal had recorded before (the
+	// platform delivered them again): they were not handled again.
+	Duplicates uint64
 }
 
 // Engine routes inbound events from its adapters to the handlers whose
@@ -106,6 +110,9 @@ type Engine struct {
 	counters    *sender.Counters
 	deadLetters *sender.DeadLetterStore
 
+	// journal is the engine's journal (WithJournal), or nil.
+	journal *journalState
+
 	// submitSend queues a send's task: e.out.Submit, or a
 	// test's recorder.
 	submitSend func(key string, task func(context.Context) error) error
@@ -130,6 +137,7 @@ type Engine struct {
 	closeOnce sync.Once
 
 	received, dropped, matched, unmatched atomic.Uint64
+	duplicates                            atomic.Uint64
 	awaited                               atomic.Uint64
 	handlerErrors, handlerPanics          atomic.Uint64
 }
@@ -180,6 +188,10 @@ func New(opts ...Option) (*Engine, error) {
 		limitedLog:  ratelog.New(o.logger, 0),
 	}
 	e.matchers.Store(new([]*matcher))
+	if o.journal != nil {
+		e.journal = &journalState{j: o.journal, log: e.log, replayed: make(map[string]*future.Future[platform.SendResult])}
+		e.deadLetters.SetBackend(o.journal, func(err error) { e.journal.failed("dead letter", err) })
+	}
 
 	for _, a := range o.adapters {
 		name := a.Name()
@@ -300,18 +312,59 @@ func (e *Engine) Dispatcher() *OutboundDispatcher { return e.out }
 // ErrQueueFull when the chat already has WithInboundQueueSize events
 // waiting; the event is then not handled (and counted as dropped), and a
 // handler of the chat waiting in Next is told so at once.
+//
+// With a journal (WithJournal), HandleEvent records ev first, and returns
+// an error wrapping ErrJournal when the journal refuses; an event recorded
+// before (the platform delivered it again) is not handled again, and
+// HandleEvent returns nil.
 func (e *Engine) HandleEvent(ev platform.Event) error {
 	if e.closed.Load() {
 		return ErrEngineClosed
 	}
+	js := e.journal
+	if js == nil {
+		return e.enqueue(ev, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journalOpTimeout)
+	rec, dup, err := js.j.AppendEvent(ctx, ev)
+	cancel()
+	if err != nil {
+		e.dropped.Add(1)
+		return fmt.Errorf("engine: event %s from %s not taken: %w", ev.ID, ev.Platform, js.failed("event", err))
+	}
+	js.ok()
+	if dup {
+		e.duplicates.Add(1)
+		return nil
+	}
+	switch err := e.enqueue(ev, rec); {
+	case errors.Is(err, ErrEngineClosed):
+		// Recorded: the next start handles it.
+		return nil
+	case err != nil:
+		js.done(rec) // refused: the platform keeps it, or it is dropped
+		return err
+	}
+	return nil
+}
+
+// enqueue queues ev, journaled as rec (or not, with a nil rec), for its
+// handlers.
+func (e *Engine) enqueue(ev platform.Event, rec JournalRecord) error {
 	key := inboundKey(ev)
-	pe := e.listen(key, ev)
+	pe := e.listen(key, ev, rec)
 	err := e.in.Submit(key, func(ctx context.Context) error {
 		if pe != nil && !pe.claimed.CompareAndSwap(false, true) {
-			return nil // taken by a handler waiting in Next
+			return nil // taken by a handler waiting in Next, and done with its event
 		}
-		e.process(ctx, ev)
-		e.endConversation(key)
+		handled := e.process(ctx, ev)
+		taken := e.endConversation(key)
+		if js := e.journal; js != nil && handled {
+			for _, r := range taken {
+				js.done(r)
+			}
+			js.done(rec)
+		}
 		return nil
 	})
 	if pe != nil {
@@ -333,18 +386,22 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 	}
 }
 
-// process runs the matching handlers of one event.
-func (e *Engine) process(ctx context.Context, ev platform.Event) {
+// process runs the matching handlers of one event. It reports whether the
+// handling ended: false when a forced shutdown cancelled it, before or
+// while its handlers ran (a journal then keeps the event for the next
+// start).
+func (e *Engine) process(ctx context.Context, ev platform.Event) (handled bool) {
 	if ctx.Err() != nil {
 		// A forced shutdown cancelled the event before it was handled:
 		// running its handlers now would only have their replies refused.
 		e.dropped.Add(1)
-		return
+		return false
 	}
 	// scratch evaluates the matchers; each handler gets its own Context
 	// with its match, so a later matcher never changes what an earlier
 	// handler (or a goroutine it started) sees.
 	scratch := e.newContext(ctx, ev)
+	defer func() { handled = e.in.base.Err() == nil && !scratch.ev.interrupted.Load() }()
 	in := input{isMessage: ev.Kind == platform.EventMessage}
 	if in.isMessage {
 		in.cmd, in.isCommand = parseCommand(ev.Text, e.opts.prefixes)
@@ -373,6 +430,7 @@ func (e *Engine) process(ctx context.Context, ev platform.Event) {
 	if e.opts.fallback != nil {
 		e.run(scratch.withMatch(match{}), e.opts.fallback)
 	}
+	return
 }
 
 // test runs m's matcher and rules, recovering a panicking rule: it is
@@ -441,6 +499,10 @@ func (e *Engine) callOnError(c *Context, err error) {
 //     sent.
 //  3. The remaining adapters' Run is ended.
 //
+// With a journal (WithJournal), Run first takes up what it holds: the
+// sends not done, then the events not handled, and returns the journal's
+// error if it cannot read them.
+//
 // Run returns nil after a clean stop; the failing adapter's error if one
 // failed; and, joined to it, the Shutdown error if pending work had to be
 // interrupted. Run may be called once; it returns ErrAlreadyRunning after
@@ -454,6 +516,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
+	}
+	if e.journal != nil {
+		if err := e.recoverJournal(ctx); err != nil {
+			return err
+		}
 	}
 	errc := make(chan error, len(e.adapters))
 	var receivers, drainers sync.WaitGroup // adapters ended first, and Drainers
@@ -610,6 +677,7 @@ func (e *Engine) Stats() Stats {
 		Outbound:      e.out.Stats(),
 		Sends:         e.counters.Snapshot(),
 		DeadLetters:   e.deadLetters.Len(),
+		Duplicates:    e.duplicates.Load(),
 	}
 }
 
@@ -632,30 +700,19 @@ func (e *Engine) DeadLetterStore() *sender.DeadLetterStore { return e.deadLetter
 // is closed, or ctx ended) go back to the store, and their errors are
 // returned joined.
 func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
-	letters := e.deadLetters.Drain()
 	n := 0
 	var errs []error
-	for i, dl := range letters {
+	for _, dl := range e.deadLetters.List() {
 		if err := ctx.Err(); err != nil {
-			for _, rest := range letters[i:] {
-				e.deadLetters.Add(rest)
-			}
 			errs = append(errs, err)
 			break
 		}
 		req := dl.Request
-		s := e.senders[req.Platform]
-		if s == nil {
-			e.deadLetters.Add(dl)
-			errs = append(errs, fmt.Errorf("engine: replay: no adapter %q", req.Platform))
-			continue
-		}
-		err := e.out.Submit(chatKey(req.Platform, req.Target.ID), e.newSendTask(s, req).run)
-		if err != nil {
-			e.deadLetters.Add(dl)
+		if _, err := e.queueSend(chatKey(req.Platform, req.Target.ID), "", req); err != nil {
 			errs = append(errs, fmt.Errorf("engine: replay to %s:%s: %w", req.Platform, req.Target.ID, err))
 			continue
 		}
+		e.deadLetters.Remove(dl.ID)
 		n++
 	}
 	return n, errors.Join(errs...)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,20 +18,62 @@ type sendTask struct {
 	req      platform.SendRequest
 	f        *future.Future[platform.SendResult]
 	progress platform.Progress
+
+	// With a journal: the send's id and record, and, for a send taken up
+	// after a restart that was waiting, when its wait ends.
+	js        *journalState
+	id        string
+	rec       JournalRecord
+	notBefore time.Time
 }
 
 // send queues msg for chat (under key, on the named platform) and returns
-// its Future.
-func (e *Engine) send(platformName, key string, chat platform.Chat, msg platform.OutboundMessage) *future.Future[platform.SendResult] {
-	s := e.senders[platformName]
+// its Future. id names the send across runs of its handler (see Journal),
+// or is empty.
+func (e *Engine) send(platformName, key, id string, chat platform.Chat, msg platform.OutboundMessage) *future.Future[platform.SendResult] {
+	f, _ := e.queueSend(key, id, platform.SendRequest{Platform: platformName, Target: chat, Message: msg})
+	return f
+}
+
+// queueSend records req in the journal, if there is one, and queues it
+// under key. Its error says why it was not queued (no adapter, the journal
+// or the dispatcher refused); the Future is then resolved with it.
+func (e *Engine) queueSend(key, id string, req platform.SendRequest) (*future.Future[platform.SendResult], error) {
+	s := e.senders[req.Platform]
 	if s == nil {
-		return future.Resolved(platform.SendResult{}, ErrNoSender)
+		return future.Resolved(platform.SendResult{}, ErrNoSender), ErrNoSender
 	}
-	t := e.newSendTask(s, platform.SendRequest{Platform: platformName, Target: chat, Message: msg})
+	t := e.newSendTask(s, req)
+	if js := e.journal; js != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), journalOpTimeout)
+		rec, dup, err := js.j.AppendSend(ctx, id, req)
+		cancel()
+		switch {
+		case err != nil:
+			err = js.failed("send", err)
+			return future.Resolved(platform.SendResult{}, err), err
+		case dup:
+			// A handler run again after a restart repeats a send it made
+			// before: that one is being made again, or was made.
+			js.ok()
+			if f := js.replay(id); f != nil {
+				return f, nil
+			}
+			return future.Resolved(platform.SendResult{}, nil), nil
+		}
+		js.ok()
+		t.id, t.rec = id, rec
+		t.progress.Journaled = true
+	}
 	if err := e.submitSend(key, t.run); err != nil {
-		t.f.Resolve(platform.SendResult{}, fmt.Errorf("engine: send not queued: %w", err))
+		err = fmt.Errorf("engine: send not queued: %w", err)
+		t.f.Resolve(platform.SendResult{}, err)
+		if t.js != nil {
+			t.js.done(t.rec)
+		}
+		return t.f, err
 	}
-	return t.f
+	return t.f, nil
 }
 
 // newSendTask returns the task that sends req through s, its life bounded
@@ -41,7 +84,7 @@ func (e *Engine) newSendTask(s platform.Sender, req platform.SendRequest) *sendT
 	if life := e.out.cfg.maxLifetime; life > 0 {
 		deadline = now.Add(life)
 	}
-	t := &sendTask{s: s, req: req, f: future.New[platform.SendResult]()}
+	t := &sendTask{s: s, req: req, f: future.New[platform.SendResult](), js: e.journal}
 	t.progress = *platform.NewProgress(time.Time{}, deadline) // Started: at the first run
 	return t
 }
@@ -69,14 +112,52 @@ func (t *sendTask) run(ctx context.Context) error {
 		}
 		panic(r)
 	}()
+	if d := time.Until(t.notBefore); d > 0 {
+		// Taken up after a restart in the middle of a wait.
+		t.notBefore = time.Time{}
+		returned = true
+		return &platform.PauseError{Delay: d}
+	}
 	if t.progress.Started.IsZero() {
 		t.progress.Started = time.Now()
 	}
 	res, err := t.s.Send(platform.WithProgress(ctx, &t.progress), t.req)
 	returned = true
 	if _, paused := platform.PauseOf(err); paused {
+		t.save()
 		return err // not finished: the dispatcher runs it again
+	}
+	if r := t.progress.Reserved; r != nil {
+		r.Cancel() // tokens a layer reserved and the send no longer needs
+		t.progress.Reserved = nil
+	}
+	// The outcome is final: a failure is a dead letter by now (the chain's
+	// DeadLetters keeps it, in the journal too), so the record can go —
+	// unless a forced shutdown cancelled the send: the journal then keeps
+	// it for the next start (and it is no dead letter).
+	if t.js != nil && !cancelledJournaled(ctx, &t.progress, err) {
+		t.js.done(t.rec)
 	}
 	t.f.Resolve(res, err)
 	return err
+}
+
+// save records a paused send's progress in the journal, so that a restart
+// takes it up where it stopped.
+func (t *sendTask) save() {
+	if t.rec == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journalOpTimeout)
+	defer cancel()
+	if err := t.rec.Save(ctx, &t.progress); err != nil {
+		t.js.failed("save progress", err)
+	}
+}
+
+// cancelledJournaled reports whether a journaled send ended because its
+// context was cancelled: a forced shutdown, after which the journal keeps
+// the send to make it at the next start. DeadLetters does not keep it.
+func cancelledJournaled(ctx context.Context, p *platform.Progress, err error) bool {
+	return p.Journaled && errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
 }

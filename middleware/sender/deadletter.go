@@ -2,6 +2,8 @@ package sender
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,6 +26,22 @@ type DeadLetter struct {
 	Err error
 	// At is when the send was given up.
 	At time.Time
+	// ID names the letter in its store: the ID its backend gave it (see
+	// [DeadLetterBackend]), or one of the store's own. It is empty until
+	// the letter is in a store.
+	ID string
+}
+
+// DeadLetterBackend keeps a [DeadLetterStore]'s letters outside the
+// process, so that they survive a restart: the engine's journal does. A
+// store calls it, with no lock of its own held, for every letter it adds
+// and every letter it removes.
+type DeadLetterBackend interface {
+	// Keep stores dl and returns the ID it has in the backend.
+	Keep(dl DeadLetter) (id string, err error)
+	// Forget removes the letters with the given IDs; an ID it does not
+	// have is not an error.
+	Forget(ids ...string) error
 }
 
 // DeadLetterStore keeps the most recent dead letters, up to a capacity. When
@@ -45,6 +63,10 @@ type DeadLetterStore struct {
 	buf      []DeadLetter // oldest at head; grows by append until full, then wraps
 	head     int
 	dropped  uint64
+
+	backend DeadLetterBackend // nil: memory only
+	onErr   func(error)
+	seq     uint64 // numbers the letters no backend named
 }
 
 // NewDeadLetterStore returns an empty store keeping at most capacity dead
@@ -64,22 +86,107 @@ func (s *DeadLetterStore) Cap() int {
 	return s.capacity
 }
 
-// Add stores dl as the newest dead letter, dropping the oldest if s is full.
-func (s *DeadLetterStore) Add(dl DeadLetter) {
+// SetBackend makes s keep its letters in b too: from now on Add keeps each
+// letter there (recording its ID in the letter) and every removal forgets
+// it there. A failing backend call is reported to onErr (nil: ignored);
+// the store itself goes on. Call it before s is used.
+func (s *DeadLetterStore) SetBackend(b DeadLetterBackend, onErr func(error)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.backend, s.onErr = b, onErr
+}
+
+// Add stores dl as the newest dead letter, dropping the oldest if s is full.
+func (s *DeadLetterStore) Add(dl DeadLetter) {
+	if b := s.backendOf(); b != nil {
+		id, err := b.Keep(dl)
+		s.report(err)
+		dl.ID = id
+	}
+	s.add(dl, true)
+}
+
+// Restore adds letters its backend already keeps (those a restarted
+// process finds there), in order, as Add would but without keeping them
+// again.
+func (s *DeadLetterStore) Restore(letters []DeadLetter) {
+	for _, dl := range letters {
+		s.add(dl, true)
+	}
+}
+
+func (s *DeadLetterStore) add(dl DeadLetter, forgetDropped bool) {
+	s.mu.Lock()
+	if dl.ID == "" {
+		s.seq++
+		dl.ID = "mem-" + strconv.FormatUint(s.seq, 10)
+	}
 	if len(s.buf) < s.Cap() {
 		// Not full yet: head is still 0, as it only moves when an Add
 		// overwrites the oldest letter of a full buffer.
 		s.buf = append(s.buf, dl)
+		s.mu.Unlock()
 		return
 	}
+	old := s.buf[s.head]
 	s.buf[s.head] = dl
 	s.head++
 	if s.head == len(s.buf) {
 		s.head = 0
 	}
 	s.dropped++
+	b := s.backend
+	s.mu.Unlock()
+	if b != nil && forgetDropped && old.ID != "" {
+		s.report(b.Forget(old.ID))
+	}
+}
+
+// Remove takes the letters with the given IDs (see [DeadLetter]) out of
+// s and its backend, and returns how many it found in s.
+func (s *DeadLetterStore) Remove(ids ...string) int {
+	drop := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if id != "" {
+			drop[id] = true
+		}
+	}
+	s.mu.Lock()
+	all := s.copyLocked()
+	kept := all[:0]
+	for _, dl := range all {
+		if !drop[dl.ID] {
+			kept = append(kept, dl)
+		}
+	}
+	n := len(all) - len(kept)
+	if n > 0 {
+		s.buf, s.head = kept, 0
+	}
+	b := s.backend
+	s.mu.Unlock()
+	if b != nil && len(drop) > 0 {
+		s.report(b.Forget(ids...))
+	}
+	return n
+}
+
+func (s *DeadLetterStore) backendOf() DeadLetterBackend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.backend
+}
+
+func (s *DeadLetterStore) report(err error) {
+	if err == nil {
+		return
+	}
+	s.mu.Lock()
+	f := s.onErr
+	s.mu.Unlock()
+	if f != nil {
+		f(err)
+	}
 }
 
 // Len returns the number of dead letters in s.
@@ -105,14 +212,26 @@ func (s *DeadLetterStore) List() []DeadLetter {
 	return s.copyLocked()
 }
 
-// Drain removes every dead letter from s and returns them, oldest first.
-// The store is empty afterwards, and its buffer is released; Dropped is
-// kept.
+// Drain removes every dead letter from s (and its backend) and returns
+// them, oldest first. The store is empty afterwards, and its buffer is
+// released; Dropped is kept.
 func (s *DeadLetterStore) Drain() []DeadLetter {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := s.copyLocked()
 	s.buf, s.head = nil, 0
+	b := s.backend
+	s.mu.Unlock()
+	if b != nil {
+		var ids []string
+		for _, dl := range out {
+			if dl.ID != "" {
+				ids = append(ids, dl.ID)
+			}
+		}
+		if len(ids) > 0 {
+			s.report(b.Forget(ids...))
+		}
+	}
 	return out
 }
 
@@ -142,8 +261,12 @@ func DeadLetters(store *DeadLetterStore) SenderDecorator {
 		if o.Err == nil {
 			return
 		}
+		p := platform.ProgressOf(ctx)
+		if p != nil && p.Journaled && errors.Is(o.Err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) {
+			return // a journal keeps the send, to make it at the next start
+		}
 		store.Add(DeadLetter{Request: o.Request, Attempts: o.Attempts, Err: o.Err, At: time.Now()})
-		if p := platform.ProgressOf(ctx); p != nil {
+		if p != nil {
 			p.DeadLettered = true // for the observers outside
 		}
 	})

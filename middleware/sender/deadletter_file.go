@@ -11,8 +11,8 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
-// deadLetterJSON is one dead letter as Save writes it: the error becomes
-// its text, and whether it was permanent.
+// deadLetterJSON is one dead letter in JSON: the error becomes its text,
+// and whether it was permanent.
 type deadLetterJSON struct {
 	Request   platform.SendRequest `json:"request"`
 	Attempts  int                  `json:"attempts"`
@@ -21,18 +21,44 @@ type deadLetterJSON struct {
 	At        time.Time            `json:"at"`
 }
 
-// Save writes the dead letters of s to w, oldest first, one JSON object a
-// line, and leaves them in s; a process that stops can keep them for the
-// next to Load and replay. Each letter's error is kept as its text, and
+// MarshalJSON encodes dl without its ID: its error as its text, and
 // whether it was permanent ([platform.IsPermanent]).
+func (dl DeadLetter) MarshalJSON() ([]byte, error) {
+	j := deadLetterJSON{Request: dl.Request, Attempts: dl.Attempts, At: dl.At}
+	if dl.Err != nil {
+		j.Err, j.Permanent = dl.Err.Error(), platform.IsPermanent(dl.Err)
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON decodes what MarshalJSON wrote: the error comes back as an
+// error with the saved text, permanent if it was. A letter without a
+// target chat is refused with an error wrapping ErrBadDeadLetters.
+func (dl *DeadLetter) UnmarshalJSON(b []byte) error {
+	var j deadLetterJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if j.Request.Target.ID == "" {
+		return fmt.Errorf("%w: no target chat", ErrBadDeadLetters)
+	}
+	*dl = DeadLetter{Request: j.Request, Attempts: j.Attempts, At: j.At}
+	if j.Err != "" {
+		dl.Err = errors.New(j.Err)
+		if j.Permanent {
+			dl.Err = platform.Permanent(dl.Err)
+		}
+	}
+	return nil
+}
+
+// Save writes the dead letters of s to w, oldest first, one JSON object a
+// line (see [DeadLetter.MarshalJSON]), and leaves them in s; a process
+// that stops can keep them for the next to Load and replay.
 func (s *DeadLetterStore) Save(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	for _, dl := range s.List() {
-		j := deadLetterJSON{Request: dl.Request, Attempts: dl.Attempts, At: dl.At}
-		if dl.Err != nil {
-			j.Err, j.Permanent = dl.Err.Error(), platform.IsPermanent(dl.Err)
-		}
-		if err := enc.Encode(j); err != nil {
+		if err := enc.Encode(dl); err != nil {
 			return fmt.Errorf("sender: saving dead letters: %w", err)
 		}
 	}
@@ -57,19 +83,12 @@ func (s *DeadLetterStore) Load(r io.Reader) (int, error) {
 		if len(sc.Bytes()) == 0 {
 			continue
 		}
-		var j deadLetterJSON
-		if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
-			return n, fmt.Errorf("%w: line %d: %w", ErrBadDeadLetters, line, err)
-		}
-		if j.Request.Target.ID == "" {
-			return n, fmt.Errorf("%w: line %d: no target chat", ErrBadDeadLetters, line)
-		}
-		dl := DeadLetter{Request: j.Request, Attempts: j.Attempts, At: j.At}
-		if j.Err != "" {
-			dl.Err = errors.New(j.Err)
-			if j.Permanent {
-				dl.Err = platform.Permanent(dl.Err)
+		var dl DeadLetter
+		if err := json.Unmarshal(sc.Bytes(), &dl); err != nil {
+			if errors.Is(err, ErrBadDeadLetters) {
+				return n, fmt.Errorf("%w: line %d: no target chat", ErrBadDeadLetters, line)
 			}
+			return n, fmt.Errorf("%w: line %d: %w", ErrBadDeadLetters, line, err)
 		}
 		s.Add(dl)
 		n++

@@ -1,0 +1,416 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/platform"
+)
+
+// memJournal is an engine.Journal in memory, shared by the engines of a
+// test as a NATS server outlives the processes that use it: records are
+// kept until done, ids ever appended are duplicates, and refuse makes
+// every call fail.
+type memJournal struct {
+	mu      sync.Mutex
+	seq     int
+	events  []*memRecord
+	sends   []*memRecord
+	dead    map[string]sender.DeadLetter
+	deadSeq []string
+	ids     map[string]bool
+	refuse  error
+}
+
+type memRecord struct {
+	j        *memJournal
+	seq      int
+	id       string
+	ev       platform.Event
+	req      platform.SendRequest
+	progress platform.Progress
+	done     bool
+}
+
+func newMemJournal() *memJournal {
+	return &memJournal{dead: map[string]sender.DeadLetter{}, ids: map[string]bool{}}
+}
+
+func (j *memJournal) setRefuse(err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.refuse = err
+}
+
+func (j *memJournal) AppendEvent(_ context.Context, ev platform.Event) (engine.JournalRecord, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.refuse != nil {
+		return nil, false, j.refuse
+	}
+	id := "ev:" + ev.Platform + ":" + ev.ID
+	if ev.ID != "" && j.ids[id] {
+		return nil, true, nil
+	}
+	j.ids[id] = true
+	j.seq++
+	r := &memRecord{j: j, seq: j.seq, ev: ev}
+	j.events = append(j.events, r)
+	return r, false, nil
+}
+
+func (j *memJournal) AppendSend(_ context.Context, id string, req platform.SendRequest) (engine.JournalRecord, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.refuse != nil {
+		return nil, false, j.refuse
+	}
+	if id != "" && j.ids["send:"+id] {
+		return nil, true, nil
+	}
+	if id != "" {
+		j.ids["send:"+id] = true
+	}
+	j.seq++
+	r := &memRecord{j: j, seq: j.seq, id: id, req: req}
+	j.sends = append(j.sends, r)
+	return r, false, nil
+}
+
+func (j *memJournal) Recover(context.Context) (engine.Recovered, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var rec engine.Recovered
+	for _, r := range j.sends {
+		if !r.done {
+			rec.Sends = append(rec.Sends, engine.RecoveredSend{ID: r.id, Request: r.req, Progress: r.progress, Record: r})
+		}
+	}
+	for _, r := range j.events {
+		if !r.done {
+			rec.Events = append(rec.Events, engine.RecoveredEvent{Event: r.ev, Record: r})
+		}
+	}
+	for _, id := range j.deadSeq {
+		if dl, ok := j.dead[id]; ok {
+			rec.DeadLetters = append(rec.DeadLetters, dl)
+		}
+	}
+	return rec, nil
+}
+
+func (j *memJournal) Keep(dl sender.DeadLetter) (string, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.refuse != nil {
+		return "", j.refuse
+	}
+	j.seq++
+	dl.ID = fmt.Sprint("dl-", j.seq)
+	j.dead[dl.ID] = dl
+	j.deadSeq = append(j.deadSeq, dl.ID)
+	return dl.ID, nil
+}
+
+func (j *memJournal) Forget(ids ...string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, id := range ids {
+		delete(j.dead, id)
+	}
+	return nil
+}
+
+func (r *memRecord) Done(context.Context) error {
+	r.j.mu.Lock()
+	defer r.j.mu.Unlock()
+	if r.j.refuse != nil {
+		return r.j.refuse
+	}
+	r.done = true
+	return nil
+}
+
+func (r *memRecord) Save(_ context.Context, p *platform.Progress) error {
+	r.j.mu.Lock()
+	defer r.j.mu.Unlock()
+	r.progress = *p
+	return nil
+}
+
+// pending returns the events and sends not done.
+func (j *memJournal) pending() (events, sends int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, r := range j.events {
+		if !r.done {
+			events++
+		}
+	}
+	for _, r := range j.sends {
+		if !r.done {
+			sends++
+		}
+	}
+	return events, sends
+}
+
+// crash stops e as a killed process would look to its journal: what it
+// had not finished stays undone (a forced shutdown cancels it all).
+func crash(e *engine.Engine) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	_ = e.Shutdown(ctx)
+}
+
+// journaled returns an engine on mem and j with greet-like and count-like
+// handlers, and the channel Run's error arrives on.
+func journaled(t *testing.T, mem *memory.Adapter, j *memJournal, opts ...engine.Option) (*engine.Engine, <-chan error) {
+	t.Helper()
+	e, err := engine.New(append([]engine.Option{engine.WithAdapter(mem), engine.WithJournal(j)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.OnCommand("count", func(c *engine.Context) error {
+		for i := range 3 {
+			c.ReplyText(fmt.Sprint(i + 1))
+		}
+		return nil
+	})
+	e.OnCommand("greet", func(c *engine.Context) error {
+		answer, err := c.Prompt(c.Context(), platform.TextMessage("Your name?"))
+		if err != nil {
+			return err
+		}
+		c.ReplyText("Hello, " + answer.Text + "!")
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- e.Run(context.Background()) }()
+	return e, done
+}
+
+func sayID(mem *memory.Adapter, id, text string) {
+	mem.Emit(platform.Event{ID: id, Platform: mem.Name(), Kind: platform.EventMessage, Chat: dm, From: ann, Text: text})
+}
+
+// Events are recorded before they are taken and done when handled; sends
+// are recorded before Reply returns and done when delivered.
+func TestJournalRecordsAndDones(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		e, done := journaled(t, mem, j)
+		sayID(mem, "1", "/count")
+		if _, err := mem.WaitSent(testCtx(t), dm.ID, 3); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if ev, sends := j.pending(); ev != 0 || sends != 0 {
+			t.Fatalf("%d events and %d sends not done after handling", ev, sends)
+		}
+		if len(j.events) != 1 || len(j.sends) != 3 || j.sends[0].id != "memory:1/1" || j.sends[2].id != "memory:1/3" {
+			t.Fatalf("journal holds %d events and sends %+v", len(j.events), j.sends)
+		}
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// An event recorded before is a duplicate: taken, not handled again.
+func TestJournalDuplicateEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(j))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.OnCommand("count", func(c *engine.Context) error { c.ReplyText("x"); return nil })
+		ev := platform.Event{ID: "7", Platform: mem.Name(), Kind: platform.EventMessage, Chat: dm, From: ann, Text: "/count"}
+		for range 2 {
+			if err := e.HandleEvent(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(mem.Sent(dm.ID)); n != 1 || e.Stats().Duplicates != 1 {
+			t.Fatalf("%d replies, %d duplicates; want 1 and 1", n, e.Stats().Duplicates)
+		}
+	})
+}
+
+// After a crash, the next engine sends what was not sent, each chat in
+// order, once.
+func TestJournalRecoversAfterCrash(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		mem.SlowNext(dm.ID, time.Hour) // the first reply hangs: the process dies meanwhile
+		e, _ := journaled(t, mem, j, engine.WithHandlerConcurrency(1))
+		sayID(mem, "1", "/count")
+		synctest.Wait()
+		crash(e)
+		// The handler had returned: its event is done; its sends are not.
+		if ev, sends := j.pending(); ev != 0 || sends != 3 {
+			t.Fatalf("after the crash the journal holds %d events and %d sends; want 0 and 3", ev, sends)
+		}
+
+		mem2 := memory.New()
+		e2, done := journaled(t, mem2, j)
+		sent, err := mem2.WaitSent(testCtx(t), dm.ID, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := mem2.Texts(dm.ID); !slices.Equal(got, []string{"1", "2", "3"}) {
+			t.Fatalf("after the restart the chat got %q (%d sends); want 1, 2, 3 once", got, len(sent))
+		}
+		if ev, sends := j.pending(); ev != 0 || sends != 0 {
+			t.Fatalf("%d events and %d sends still pending", ev, sends)
+		}
+		if err := e2.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	})
+}
+
+// A conversation survives a crash: the handler runs again on its event,
+// its question is not sent again, and the answer is greeted once.
+func TestJournalConversationSurvivesCrash(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		e, _ := journaled(t, mem, j)
+		sayID(mem, "1", "/greet")
+		if _, err := mem.WaitSent(testCtx(t), dm.ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		crash(e)
+
+		mem2 := memory.New()
+		e2, done := journaled(t, mem2, j)
+		synctest.Wait()
+		if n := len(mem2.Sent(dm.ID)); n != 0 {
+			t.Fatalf("the question was sent again: %q", mem2.Texts(dm.ID))
+		}
+		sayID(mem2, "2", "Ann")
+		if _, err := mem2.WaitSent(testCtx(t), dm.ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := mem2.Texts(dm.ID); !slices.Equal(got, []string{"Hello, Ann!"}) {
+			t.Fatalf("after the restart: %q; want the greeting once", got)
+		}
+		if ev, sends := j.pending(); ev != 0 || sends != 0 {
+			t.Fatalf("%d events and %d sends still pending", ev, sends)
+		}
+		if err := e2.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	})
+}
+
+// While the journal refuses, events are refused and sends fail at once,
+// with ErrJournal; the outage is logged once, its end once.
+func TestJournalDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core, logs := observer.New(zap.InfoLevel)
+		mem, j := memory.New(), newMemJournal()
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(j), engine.WithLogger(zap.New(core)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		e.OnCommand("hi", func(c *engine.Context) error {
+			_, err := c.ReplyText("hello").Wait(c.Context())
+			got <- err
+			return nil
+		})
+		j.setRefuse(errors.New("nats: no responders"))
+		for i := range 5 {
+			err := e.HandleEvent(platform.Event{ID: fmt.Sprint(i), Platform: mem.Name(), Kind: platform.EventMessage, Chat: dm, From: ann, Text: "/hi"})
+			if !errors.Is(err, engine.ErrJournal) {
+				t.Fatalf("event while the journal refuses: %v; want ErrJournal", err)
+			}
+		}
+		j.setRefuse(nil)
+		if err := e.HandleEvent(platform.Event{ID: "10", Platform: mem.Name(), Kind: platform.EventMessage, Chat: dm, From: ann, Text: "/hi"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			t.Fatalf("reply once the journal is back: %v", err)
+		}
+		j.setRefuse(errors.New("insufficient resources"))
+		if err := e.HandleEvent(platform.Event{ID: "11", Platform: mem.Name(), Kind: platform.EventMessage, Chat: dm, From: ann, Text: "/hi"}); !errors.Is(err, engine.ErrJournal) {
+			t.Fatalf("event: %v", err)
+		}
+		j.setRefuse(nil)
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		down := logs.FilterMessageSnippet("the journal refuses").Len()
+		back := logs.FilterMessageSnippet("the journal is back").Len()
+		if down != 2 || back != 1 {
+			t.Fatalf("%d outage lines and %d recovery lines for two outages; want 2 and 1 (the second outage ends unlogged, with no call after it)", down, back)
+		}
+	})
+}
+
+// Dead letters are kept in the journal and come back after a restart;
+// replayed, they leave it.
+func TestJournalDeadLettersSurviveRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		mem.FailNext(dm.ID, platform.Permanent(errors.New("chat not found")))
+		e, _ := journaled(t, mem, j)
+		sayID(mem, "1", "/count")
+		if _, err := mem.WaitSent(testCtx(t), dm.ID, 2); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+
+		mem2 := memory.New()
+		e2, done := journaled(t, mem2, j)
+		synctest.Wait()
+		letters := e2.DeadLetters()
+		if len(letters) != 1 || letters[0].Request.Message.Text != "1" || !strings.HasPrefix(letters[0].ID, "dl-") {
+			t.Fatalf("dead letters after the restart: %+v", letters)
+		}
+		if n, err := e2.ReplayDeadLetters(context.Background()); n != 1 || err != nil {
+			t.Fatalf("replay = %d, %v", n, err)
+		}
+		if _, err := mem2.WaitSent(testCtx(t), dm.ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if rec, _ := j.Recover(context.Background()); len(rec.DeadLetters) != 0 || len(e2.DeadLetters()) != 0 {
+			t.Fatalf("replayed letters still kept: %+v", rec.DeadLetters)
+		}
+		if err := e2.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	})
+}
