@@ -201,6 +201,19 @@ func redact(s, token string) string {
 	return s
 }
 
+// redactedSecret replaces the webhook's secret token in redacted text.
+const redactedSecret = "<secret>"
+
+// redact returns s with the token (see [redact]) and the webhook's secret
+// token replaced.
+func (a *Adapter) redact(s string) string {
+	s = redact(s, a.cfg.Token)
+	if secret := a.cfg.Webhook.SecretToken; secret != "" {
+		s = strings.ReplaceAll(s, secret, redactedSecret)
+	}
+	return s
+}
+
 // minRedactedSecret is the shortest secret part [redact] replaces on its
 // own.
 const minRedactedSecret = 8

@@ -126,7 +126,10 @@ type WebhookConfig struct {
 	// "127.0.0.1:8080". Empty means the run serves nothing: mount
 	// [Adapter.WebhookHandler] in a server of your own. The run serves
 	// plain HTTP; Telegram needs HTTPS, so put a TLS terminating proxy in
-	// front.
+	// front. The server gives a request's header 10 s and the whole
+	// request 10 s, closes keep-alive connections idle for 60 s and keeps
+	// at most 256 connections open, closing the one idle longest to make
+	// room for a new one.
 	Listen string
 
 	// Path is the URL path the run's server answers updates on. Empty means

@@ -56,8 +56,12 @@
 // again after it was taken (after a timeout) is dropped. With
 // [WebhookConfig.MaxConnections] 1, the default, Telegram sends one update
 // at a time, so they arrive in order; more connections are faster but may
-// reorder a chat's updates. To mount the handler in an existing server
-// instead, leave Listen empty. Telegram requires HTTPS on ports 443, 80, 88
+// reorder a chat's updates. The run's server bounds a request's header
+// and body (10 s each: a stalled body is cut), idle connections (60 s)
+// and open connections (256, the idle ones closed first to make room),
+// and the handler reads at most 16 MiB of large bodies at once, answering
+// the others 503 with Retry-After (see [Adapter.WebhookHandler]). To mount
+// the handler in an existing server instead, leave Listen empty. Telegram requires HTTPS on ports 443, 80, 88
 // or 8443: put a TLS-terminating proxy in front of Listen.
 //
 // # Guarantees
