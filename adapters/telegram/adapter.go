@@ -184,7 +184,7 @@ func (a *Adapter) RunConfirmed(ctx context.Context, handle func(platform.Event) 
 	if ctx.Err() != nil && (err == nil || errors.Is(err, ctx.Err())) {
 		return nil
 	}
-	return scrub(err, a.cfg.Token)
+	return a.scrub(err)
 }
 
 func (a *Adapter) runOnce(ctx context.Context, handle func(platform.Event) error) error {
@@ -235,7 +235,7 @@ func (a *Adapter) retrying(ctx context.Context, fn func(context.Context) error) 
 		if fatal != nil {
 			return fatal
 		}
-		a.limited.Warn("telegram: request failed; retrying", zap.Error(scrub(err, a.cfg.Token)), zap.Duration("retry_in", wait))
+		a.limited.Warn("telegram: request failed; retrying", zap.Error(a.scrub(err)), zap.Duration("retry_in", wait))
 		if !backoff.Sleep(ctx, wait) {
 			return ctx.Err()
 		}
@@ -259,7 +259,7 @@ func (a *Adapter) answerCallbacks(ctx context.Context, ids <-chan string) {
 			_, err := a.request(cctx, "answerCallbackQuery", tgbotapi.NewCallback(id, ""))
 			cancel()
 			if err != nil && ctx.Err() == nil {
-				a.limited.Warn("telegram: answering a callback query failed", zap.Error(scrub(err, a.cfg.Token)))
+				a.limited.Warn("telegram: answering a callback query failed", zap.Error(a.scrub(err)))
 			}
 		}
 	}

@@ -140,7 +140,10 @@ type WebhookConfig struct {
 	// it in the X-Telegram-Bot-Api-Secret-Token header of every update, and
 	// requests without it are refused with 403. 1 to 256 characters of
 	// A-Z, a-z, 0-9, "_" and "-". Empty means requests are not checked
-	// (not recommended: anyone who finds the URL can inject updates).
+	// (not recommended: anyone who finds the URL can inject updates). It
+	// never appears in the adapter's errors or log lines ("<secret>"
+	// replaces it), so it should be long and random: a short one would
+	// mangle log text that happens to contain it.
 	SecretToken string
 
 	// URL is the public HTTPS URL Telegram posts updates to; a run
@@ -174,7 +177,10 @@ const pollGrace = 15 * time.Second
 // the token.
 func (cfg Config) normalize() (Config, error) {
 	bad := func(format string, args ...any) (Config, error) {
-		return Config{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+		// The values quoted may hold the token or the secret (an endpoint
+		// or URL with the token in it): redact them.
+		msg := redactSecrets(fmt.Sprintf(format, args...), cfg.Token, cfg.Webhook.SecretToken)
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalidConfig, msg)
 	}
 	if cfg.Token == "" {
 		return bad("no token")

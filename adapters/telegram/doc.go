@@ -149,6 +149,8 @@
 // followed, as its messages are numbered afresh. See [Adapter.Send].
 //
 // The token is part of every request URL. New accepts only tokens of the
-// form @BotFather gives; no error returned and no line logged by this
-// package contains the token, in any escaping.
+// form @BotFather gives; no error returned (New's included), no
+// APIError's Description and no line logged by this package contains the
+// token, in any escaping, or the webhook's secret token, even where an
+// answer, a configured URL or a path quotes them.
 package telegram

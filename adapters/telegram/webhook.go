@@ -176,7 +176,7 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		// Not taken: Telegram sends it again. Retry-After is advice;
 		// Telegram chooses its own pace.
 		a.limited.Warn("telegram: a webhook update was refused; Telegram will send it again",
-			zap.Int("update_id", u.UpdateID), zap.Error(err))
+			zap.Int("update_id", u.UpdateID), zap.Error(a.scrub(err)))
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "refused, send it again", http.StatusServiceUnavailable)
 		return
