@@ -23,7 +23,8 @@ import (
 // flight), redacts the token from the errors of the HTTP client (which carry
 // the request URL), records the HTTP status, which the library drops, and
 // follows the request through net/http/httptrace, to tell a failure before
-// the request reached Telegram from one after (see [boundClient.mayHaveArrived]).
+// the request reached Telegram from one after (see
+// [boundClient.mayHaveArrived]).
 //
 // A boundClient is used by one call on one goroutine; the trace hooks may
 // run on the transport's goroutines, hence the atomics.

@@ -18,11 +18,12 @@
 // [Config.PollTimeout] (30 s) on Telegram's side and is bound to the run's
 // context through the HTTP client (the library takes no context), so
 // RunConfirmed returns within a second of its context ending, even
-// mid-poll. A failed call is retried after an exponential backoff (0.5 s
-// doubling to 30 s, jittered), or after exactly the retry_after of a 429;
-// 401 ([ErrUnauthorized]) and 409 ([ErrConflict]: another process polls
-// with the same token) end the run. Only one process may poll a bot at a
-// time.
+// mid-poll (plus the confirming call described below, when updates are
+// left to confirm). A failed call is retried after an exponential backoff
+// (0.5 s doubling to 30 s, jittered), or after exactly the retry_after of
+// a 429; 401 ([ErrUnauthorized]) and 409 ([ErrConflict]: another process
+// polls with the same token) end the run. Only one process may poll a bot
+// at a time.
 //
 // The getUpdates offset confirms updates to Telegram, and it moves only
 // past updates the engine took. When the engine refuses an event (the
@@ -61,8 +62,10 @@
 // and open connections (256, the idle ones closed first to make room),
 // and the handler reads at most 16 MiB of large bodies at once, answering
 // the others 503 with Retry-After (see [Adapter.WebhookHandler]). To mount
-// the handler in an existing server instead, leave Listen empty. Telegram requires HTTPS on ports 443, 80, 88
-// or 8443: put a TLS-terminating proxy in front of Listen.
+// the handler in an existing server instead, leave Listen empty. Telegram
+// requires HTTPS on ports 443, 80, 88 or 8443: put a TLS-terminating proxy
+// in front of Listen. [Adapter.Stats] counts the updates taken, dropped as
+// duplicates, refused and skipped, and the webhook requests refused.
 //
 // # Guarantees
 //
