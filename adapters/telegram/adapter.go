@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/infra/backoff"
+	"github.com/heraldbot/herald/internal/httpserve"
 	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/platform"
 )
@@ -46,13 +47,19 @@ type Adapter struct {
 	run     atomic.Pointer[runState] // the active Run's delivery, for WebhookHandler
 
 	taken *ledger // updates handed on, kept between runs
+	stats counters
+
+	// The webhook's bounds; tests may change them before a run.
+	web    httpserve.Limits
+	budget *byteBudget // bytes of large webhook bodies read at once
 
 	// Owned by Run (which runs once at a time), kept between runs.
 	offset    int // next update ID to ask for
 	confirmed int // the offset the last getUpdates call that succeeded sent
 
 	addrMu sync.Mutex
-	addr   net.Addr // the webhook listener's address while Run serves it
+	addr   net.Addr          // the webhook listener's address while Run serves it
+	server *httpserve.Server // and its server
 }
 
 // New returns an adapter for cfg. It checks cfg and does no network I/O:
@@ -64,7 +71,10 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Adapter{cfg: cfg, log: cfg.Logger, limited: ratelog.New(cfg.Logger, 0), taken: newLedger()}, nil
+	return &Adapter{
+		cfg: cfg, log: cfg.Logger, limited: ratelog.New(cfg.Logger, 0), taken: newLedger(),
+		web: webhookLimits, budget: newByteBudget(webhookBodyBudget),
+	}, nil
 }
 
 // Name returns "telegram".
@@ -174,7 +184,7 @@ func (a *Adapter) RunConfirmed(ctx context.Context, handle func(platform.Event) 
 	if ctx.Err() != nil && (err == nil || errors.Is(err, ctx.Err())) {
 		return nil
 	}
-	return scrub(err, a.cfg.Token)
+	return a.scrub(err)
 }
 
 func (a *Adapter) runOnce(ctx context.Context, handle func(platform.Event) error) error {
@@ -197,7 +207,7 @@ func (a *Adapter) runOnce(ctx context.Context, handle func(platform.Event) error
 		defer close(answered)
 		a.answerCallbacks(answerCtx, answers)
 	}()
-	rs := &runState{handle: handle, username: me.UserName, answers: answers, log: a.log, taken: a.taken}
+	rs := &runState{handle: handle, username: me.UserName, answers: answers, log: a.log, limited: a.limited, taken: a.taken, stats: &a.stats}
 	a.run.Store(rs)
 	defer func() {
 		a.run.Store(nil)
@@ -225,7 +235,7 @@ func (a *Adapter) retrying(ctx context.Context, fn func(context.Context) error) 
 		if fatal != nil {
 			return fatal
 		}
-		a.log.Warn("telegram: request failed; retrying", zap.Error(scrub(err, a.cfg.Token)), zap.Duration("retry_in", wait))
+		a.limited.Warn("telegram: request failed; retrying", zap.Error(a.scrub(err)), zap.Duration("retry_in", wait))
 		if !backoff.Sleep(ctx, wait) {
 			return ctx.Err()
 		}
@@ -249,7 +259,7 @@ func (a *Adapter) answerCallbacks(ctx context.Context, ids <-chan string) {
 			_, err := a.request(cctx, "answerCallbackQuery", tgbotapi.NewCallback(id, ""))
 			cancel()
 			if err != nil && ctx.Err() == nil {
-				a.log.Warn("telegram: answering a callback query failed", zap.Error(scrub(err, a.cfg.Token)))
+				a.limited.Warn("telegram: answering a callback query failed", zap.Error(a.scrub(err)))
 			}
 		}
 	}
@@ -264,8 +274,15 @@ func (a *Adapter) WebhookAddr() net.Addr {
 	return a.addr
 }
 
-func (a *Adapter) setAddr(addr net.Addr) {
+func (a *Adapter) setAddr(addr net.Addr, srv *httpserve.Server) {
 	a.addrMu.Lock()
-	a.addr = addr
+	a.addr, a.server = addr, srv
 	a.addrMu.Unlock()
+}
+
+// webhookServer returns the server Run serves the webhook with, or nil.
+func (a *Adapter) webhookServer() *httpserve.Server {
+	a.addrMu.Lock()
+	defer a.addrMu.Unlock()
+	return a.server
 }

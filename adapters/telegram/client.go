@@ -23,7 +23,8 @@ import (
 // flight), redacts the token from the errors of the HTTP client (which carry
 // the request URL), records the HTTP status, which the library drops, and
 // follows the request through net/http/httptrace, to tell a failure before
-// the request reached Telegram from one after (see [boundClient.mayHaveArrived]).
+// the request reached Telegram from one after (see
+// [boundClient.mayHaveArrived]).
 //
 // A boundClient is used by one call on one goroutine; the trace hooks may
 // run on the transport's goroutines, hence the atomics.
@@ -130,7 +131,8 @@ func (a *Adapter) makeRequest(ctx context.Context, method string, params tgbotap
 }
 
 // failure maps err, the library's error for a call to method made through
-// bc, into Herald's error kinds with [classify], and marks it with
+// bc, into Herald's error kinds with [classify], with the token and secret
+// redacted from an [APIError]'s description, and marks it with
 // [platform.MaybeDelivered] when method posts a message (sendMessage,
 // sendPhoto, sendDocument: not an edit, which a repeat cannot duplicate)
 // and the call may have carried it out: it may have reached Telegram
@@ -141,6 +143,12 @@ func (a *Adapter) makeRequest(ctx context.Context, method string, params tgbotap
 // context's end while waiting) leave the outcome open.
 func (a *Adapter) failure(method string, err error, bc *boundClient) error {
 	cerr := classify(method, err, bc.status)
+	var ae *APIError
+	if errors.As(cerr, &ae) {
+		// A description may echo the request (a proxy's, a local Bot API
+		// server's): callers read it through errors.As.
+		ae.Description = a.redact(ae.Description)
+	}
 	if postsMessage(method) && bc.mayHaveArrived(err) && !refusedByTelegram(cerr) {
 		return platform.MaybeDelivered(cerr)
 	}
@@ -201,6 +209,25 @@ func redact(s, token string) string {
 	return s
 }
 
+// redactedSecret replaces the webhook's secret token in redacted text.
+const redactedSecret = "<secret>"
+
+// redact returns s with the token (see [redact]) and the webhook's secret
+// token replaced.
+func (a *Adapter) redact(s string) string {
+	return redactSecrets(s, a.cfg.Token, a.cfg.Webhook.SecretToken)
+}
+
+// redactSecrets returns s with token (see [redact]) and secret, the
+// webhook's secret token, replaced.
+func redactSecrets(s, token, secret string) string {
+	s = redact(s, token)
+	if secret != "" {
+		s = strings.ReplaceAll(s, secret, redactedSecret)
+	}
+	return s
+}
+
 // minRedactedSecret is the shortest secret part [redact] replaces on its
 // own.
 const minRedactedSecret = 8
@@ -248,11 +275,18 @@ func (e *scrubbedError) Unwrap() error { return e.err }
 // that wraps err, so errors.Is and errors.As (and with them the retry
 // classification) still work.
 func scrub(err error, token string) error {
-	if err == nil || token == "" {
+	return scrubWith(err, func(s string) string { return redact(s, token) })
+}
+
+// scrub is [scrub] for the adapter's token and webhook secret.
+func (a *Adapter) scrub(err error) error { return scrubWith(err, a.redact) }
+
+func scrubWith(err error, redact func(string) string) error {
+	if err == nil {
 		return err
 	}
 	msg := err.Error()
-	if red := redact(msg, token); red != msg {
+	if red := redact(msg); red != msg {
 		return &scrubbedError{msg: red, err: err}
 	}
 	return err

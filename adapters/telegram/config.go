@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -72,12 +73,31 @@ type Config struct {
 	// Webhook configures Webhook mode; it is unused in Polling mode.
 	Webhook WebhookConfig
 
-	// HTTPClient sends every request. Nil means a new http.Client with no
-	// timeout: each request is bounded by its context instead (Send's ctx;
-	// for getUpdates, PollTimeout plus a grace period). A client with a
-	// Timeout must allow more than PollTimeout in Polling mode, or New
-	// fails.
+	// HTTPClient sends every request. Nil means a client of the adapter's
+	// own, with no Timeout (each request is bounded by its context: Send's
+	// ctx; for getUpdates, PollTimeout plus a grace period), whose
+	// transport keeps MaxIdleConns idle connections to the Bot API for
+	// reuse, dials within 10 s, completes a TLS handshake within 10 s and
+	// waits for a response's header at most PollTimeout plus 15 s (so
+	// long polls are never cut), uses HTTP/2 where the server offers it,
+	// and takes proxies from the environment (HTTPS_PROXY, NO_PROXY), as
+	// http.DefaultTransport does. A client with a Timeout must allow more
+	// than PollTimeout in Polling mode, or New fails.
 	HTTPClient *http.Client
+
+	// MaxIdleConns is how many idle connections to the Bot API the
+	// adapter's own client (HTTPClient nil) keeps open for reuse. Zero
+	// means [DefaultMaxIdleConns] (514: the 512 sends Herald's dispatcher
+	// runs at once by default, its MaxInflight, plus the long poll and a
+	// callback answer). Over HTTP/1.1 (a local Bot API server, or a proxy
+	// speaking it) each request in flight needs a connection of its own,
+	// and one the transport cannot keep idle is closed, so the next send
+	// opens another: with http.DefaultTransport's 2 per host, 52,000
+	// replies opened about 45,000 connections. Raise it with the
+	// dispatcher's MaxInflight. Over HTTP/2 (api.telegram.org) one
+	// connection carries many requests, and the setting matters little.
+	// Negative values are invalid; it is unused with HTTPClient.
+	MaxIdleConns int
 
 	// Logger receives the adapter's log lines. Nil means zap.NewNop().
 	// Lines that could repeat for every update, request or send (a refused
@@ -126,7 +146,10 @@ type WebhookConfig struct {
 	// "127.0.0.1:8080". Empty means the run serves nothing: mount
 	// [Adapter.WebhookHandler] in a server of your own. The run serves
 	// plain HTTP; Telegram needs HTTPS, so put a TLS terminating proxy in
-	// front.
+	// front. The server gives a request's header 10 s and the whole
+	// request 10 s, closes keep-alive connections idle for 60 s and keeps
+	// at most 256 connections open, closing the one idle longest to make
+	// room for a new one.
 	Listen string
 
 	// Path is the URL path the run's server answers updates on. Empty means
@@ -137,7 +160,10 @@ type WebhookConfig struct {
 	// it in the X-Telegram-Bot-Api-Secret-Token header of every update, and
 	// requests without it are refused with 403. 1 to 256 characters of
 	// A-Z, a-z, 0-9, "_" and "-". Empty means requests are not checked
-	// (not recommended: anyone who finds the URL can inject updates).
+	// (not recommended: anyone who finds the URL can inject updates). It
+	// never appears in the adapter's errors or log lines ("<secret>"
+	// replaces it), so it should be long and random: a short one would
+	// mangle log text that happens to contain it.
 	SecretToken string
 
 	// URL is the public HTTPS URL Telegram posts updates to; a run
@@ -158,6 +184,41 @@ type WebhookConfig struct {
 	MaxConnections int
 }
 
+// DefaultMaxIdleConns is the idle connections the adapter's own HTTP
+// client keeps when [Config.MaxIdleConns] is zero: the 512 sends Herald's
+// dispatcher runs at once by default, plus the long poll and a callback
+// answer.
+const DefaultMaxIdleConns = 512 + 2
+
+// The adapter's own HTTP client's transport bounds; see [Config.HTTPClient].
+const (
+	dialTimeout         = 10 * time.Second
+	tlsHandshakeTimeout = 10 * time.Second
+	dialKeepAlive       = 30 * time.Second
+	// idleConnTimeout closes a connection idle that long, before a server
+	// is likely to (nginx, in front of api.telegram.org, keeps them 75 s
+	// by default): reusing one the server is closing fails after the
+	// request was written, an ambiguous failure.
+	idleConnTimeout = 60 * time.Second
+)
+
+// newHTTPClient returns the adapter's own HTTP client: see
+// [Config.HTTPClient].
+func newHTTPClient(pollTimeout time.Duration, maxIdle int) *http.Client {
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: dialKeepAlive}
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          maxIdle,
+		MaxIdleConnsPerHost:   maxIdle,
+		IdleConnTimeout:       idleConnTimeout,
+		TLSHandshakeTimeout:   tlsHandshakeTimeout,
+		ResponseHeaderTimeout: pollTimeout + pollGrace,
+		ExpectContinueTimeout: time.Second,
+	}}
+}
+
 // maxWebhookConnections is the most max_connections setWebhook accepts.
 const maxWebhookConnections = 100
 
@@ -171,7 +232,10 @@ const pollGrace = 15 * time.Second
 // the token.
 func (cfg Config) normalize() (Config, error) {
 	bad := func(format string, args ...any) (Config, error) {
-		return Config{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+		// The values quoted may hold the token or the secret (an endpoint
+		// or URL with the token in it): redact them.
+		msg := redactSecrets(fmt.Sprintf(format, args...), cfg.Token, cfg.Webhook.SecretToken)
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalidConfig, msg)
 	}
 	if cfg.Token == "" {
 		return bad("no token")
@@ -227,8 +291,14 @@ func (cfg Config) normalize() (Config, error) {
 			return bad("webhook URL %q is not an https URL", cfg.Webhook.URL)
 		}
 	}
+	switch {
+	case cfg.MaxIdleConns < 0:
+		return bad("negative MaxIdleConns %d", cfg.MaxIdleConns)
+	case cfg.MaxIdleConns == 0:
+		cfg.MaxIdleConns = DefaultMaxIdleConns
+	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		cfg.HTTPClient = newHTTPClient(cfg.PollTimeout, cfg.MaxIdleConns)
 	}
 	if t := cfg.HTTPClient.Timeout; cfg.Mode == Polling && t > 0 && t <= cfg.PollTimeout {
 		return bad("HTTPClient.Timeout %v must exceed PollTimeout %v, or long polls fail", t, cfg.PollTimeout)

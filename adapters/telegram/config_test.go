@@ -58,6 +58,7 @@ func TestConfigErrors(t *testing.T) {
 		{"negative max connections", Config{Token: token, Webhook: WebhookConfig{MaxConnections: -1}}},
 		{"too many max connections", Config{Token: token, Webhook: WebhookConfig{MaxConnections: 101}}},
 		{"client timeout under the poll timeout", Config{Token: token, HTTPClient: &http.Client{Timeout: 10 * time.Second}}},
+		{"negative idle connections", Config{Token: token, MaxIdleConns: -1}},
 	}
 	for _, tt := range tests {
 		_, err := New(tt.cfg)

@@ -3,11 +3,13 @@ package telegram
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -23,7 +25,9 @@ type runState struct {
 	username string
 	answers  chan<- string
 	log      *zap.Logger
+	limited  *ratelog.Logger
 	taken    *ledger
+	stats    *counters
 
 	mu     sync.Mutex // serialises deliveries; guards closed
 	closed bool
@@ -44,6 +48,7 @@ func (rs *runState) deliver(u *tgbotapi.Update) error {
 	}
 	done, whole := rs.taken.progress(u.UpdateID)
 	if whole {
+		rs.stats.duplicates.Add(1)
 		rs.log.Debug("telegram: dropping a duplicate update", zap.Int("update_id", u.UpdateID))
 		return nil
 	}
@@ -53,15 +58,17 @@ func (rs *runState) deliver(u *tgbotapi.Update) error {
 			if i > done {
 				rs.taken.record(u.UpdateID, i)
 			}
+			rs.stats.refused.Add(1)
 			return err
 		}
 	}
 	rs.taken.record(u.UpdateID, takenWhole)
+	rs.stats.taken.Add(1)
 	if cq := u.CallbackQuery; cq != nil && cq.ID != "" {
 		select {
 		case rs.answers <- cq.ID:
 		default:
-			rs.log.Warn("telegram: too many callback queries waiting; not answering one", zap.Int("update_id", u.UpdateID))
+			rs.limited.Warn("telegram: too many callback queries waiting; not answering one", zap.Int("update_id", u.UpdateID))
 		}
 	}
 	return nil
@@ -122,3 +129,53 @@ func (l *ledger) record(id, n int) {
 	}
 	l.taken[id] = n
 }
+
+// Stats counts what an [Adapter] did with the updates and webhook requests
+// it received since [New], across runs, as [Adapter.Stats] returns it. It
+// is a plain value; the zero value counts nothing.
+type Stats struct {
+	// Taken is how many updates were handed on whole: handle took every
+	// event of them.
+	Taken uint64
+	// Duplicates is how many updates were dropped because they had been
+	// taken before, among the last 1024: Telegram sent a webhook update
+	// again (after a timeout or a lost answer), or getUpdates returned one
+	// a confirmation did not reach. Each is logged at debug level.
+	Duplicates uint64
+	// Refused is how many times handle refused an event of an update (the
+	// update is then delivered again: asked for again in Polling mode,
+	// answered 503 in Webhook mode).
+	Refused uint64
+	// Malformed is how many updates were skipped because they did not
+	// decode or had no update_id.
+	Malformed uint64
+	// WebhookForbidden is how many webhook requests were refused with 403
+	// for a wrong or missing secret token.
+	WebhookForbidden uint64
+	// WebhookInvalid is how many webhook requests were refused before
+	// delivery for what they were: 405 (not POST), 400 (a body that could
+	// not be read in time, or is not JSON) and 413 (over 4 MiB).
+	WebhookInvalid uint64
+	// WebhookBusy is how many webhook requests with a large body were
+	// answered 503 with Retry-After because the bodies being read already
+	// held the bytes they may hold at once (see [Adapter.WebhookHandler]).
+	WebhookBusy uint64
+}
+
+// counters are an Adapter's [Stats], safe for concurrent use.
+type counters struct {
+	taken, duplicates, refused, malformed atomic.Uint64
+	forbidden, invalid, busy              atomic.Uint64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Taken: c.taken.Load(), Duplicates: c.duplicates.Load(), Refused: c.refused.Load(), Malformed: c.malformed.Load(),
+		WebhookForbidden: c.forbidden.Load(), WebhookInvalid: c.invalid.Load(), WebhookBusy: c.busy.Load(),
+	}
+}
+
+// Stats returns what the adapter did with the updates and webhook requests
+// it received so far: updates taken, dropped as duplicates, refused and
+// malformed, and webhook requests refused. It is safe for concurrent use.
+func (a *Adapter) Stats() Stats { return a.stats.snapshot() }

@@ -18,11 +18,12 @@
 // [Config.PollTimeout] (30 s) on Telegram's side and is bound to the run's
 // context through the HTTP client (the library takes no context), so
 // RunConfirmed returns within a second of its context ending, even
-// mid-poll. A failed call is retried after an exponential backoff (0.5 s
-// doubling to 30 s, jittered), or after exactly the retry_after of a 429;
-// 401 ([ErrUnauthorized]) and 409 ([ErrConflict]: another process polls
-// with the same token) end the run. Only one process may poll a bot at a
-// time.
+// mid-poll (plus the confirming call described below, when updates are
+// left to confirm). A failed call is retried after an exponential backoff
+// (0.5 s doubling to 30 s, jittered), or after exactly the retry_after of
+// a 429; 401 ([ErrUnauthorized]) and 409 ([ErrConflict]: another process
+// polls with the same token) end the run. Only one process may poll a bot
+// at a time.
 //
 // The getUpdates offset confirms updates to Telegram, and it moves only
 // past updates the engine took. When the engine refuses an event (the
@@ -56,9 +57,15 @@
 // again after it was taken (after a timeout) is dropped. With
 // [WebhookConfig.MaxConnections] 1, the default, Telegram sends one update
 // at a time, so they arrive in order; more connections are faster but may
-// reorder a chat's updates. To mount the handler in an existing server
-// instead, leave Listen empty. Telegram requires HTTPS on ports 443, 80, 88
-// or 8443: put a TLS-terminating proxy in front of Listen.
+// reorder a chat's updates. The run's server bounds a request's header
+// and body (10 s each: a stalled body is cut), idle connections (60 s)
+// and open connections (256, the idle ones closed first to make room),
+// and the handler reads at most 16 MiB of large bodies at once, answering
+// the others 503 with Retry-After (see [Adapter.WebhookHandler]). To mount
+// the handler in an existing server instead, leave Listen empty. Telegram
+// requires HTTPS on ports 443, 80, 88 or 8443: put a TLS-terminating proxy
+// in front of Listen. [Adapter.Stats] counts the updates taken, dropped as
+// duplicates, refused and skipped, and the webhook requests refused.
 //
 // # Guarantees
 //
@@ -145,6 +152,8 @@
 // followed, as its messages are numbered afresh. See [Adapter.Send].
 //
 // The token is part of every request URL. New accepts only tokens of the
-// form @BotFather gives; no error returned and no line logged by this
-// package contains the token, in any escaping.
+// form @BotFather gives; no error returned (New's included), no
+// APIError's Description and no line logged by this package contains the
+// token, in any escaping, or the webhook's secret token, even where an
+// answer, a configured URL or a path quotes them.
 package telegram

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heraldbot/herald/internal/leakcheck"
+	"github.com/heraldbot/herald/internal/ratelog"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"go.uber.org/goleak"
@@ -83,6 +84,22 @@ func assertNoToken(t *testing.T, err error) {
 // logged reports whether a log line's message contains msg.
 func logged(logs *observer.ObservedLogs, msg string) int {
 	return logs.FilterMessageSnippet(msg).Len()
+}
+
+// loggedLimited returns how many lines whose message contains msg were
+// written, and how many occurrences they account for: each line, plus the
+// occurrences left out before it (its "suppressed" field). Occurrences
+// left out since the last line are not counted: ratelog reports them with
+// the next line.
+func loggedLimited(logs *observer.ObservedLogs, msg string) (lines, occurrences int) {
+	for _, e := range logs.FilterMessageSnippet(msg).All() {
+		lines++
+		occurrences++
+		if n, ok := e.ContextMap()["suppressed"].(int64); ok {
+			occurrences += int(n)
+		}
+	}
+	return lines, occurrences
 }
 
 func waitCtx(t *testing.T) context.Context {
@@ -229,7 +246,8 @@ func updateFor(id int) *tgbotapi.Update {
 // testRunState returns a runState delivering to handle, with its own
 // ledger, as a Run of the bot "herald_bot" would make it.
 func testRunState(handle func(platform.Event) error) *runState {
-	return &runState{handle: handle, username: "herald_bot", answers: make(chan string, 1), log: testLogger(), taken: newLedger()}
+	return &runState{handle: handle, username: "herald_bot", answers: make(chan string, 1), log: testLogger(),
+		limited: ratelog.New(testLogger(), 0), taken: newLedger(), stats: &counters{}}
 }
 
 // activate makes a Run of a seem active, delivering to handle, without
@@ -237,7 +255,7 @@ func testRunState(handle func(platform.Event) error) *runState {
 // the end of the test.
 func activate(t *testing.T, a *Adapter, handle func(platform.Event) error) *runState {
 	rs := testRunState(handle)
-	rs.log, rs.taken = a.log, a.taken
+	rs.log, rs.limited, rs.taken, rs.stats = a.log, a.limited, a.taken, &a.stats
 	a.run.Store(rs)
 	t.Cleanup(func() { a.run.Store(nil) })
 	return rs

@@ -96,8 +96,8 @@ func (a *Adapter) poll(ctx context.Context, rs *runState) error {
 				}
 				wait := refusedDelay(refusals)
 				refusals++
-				a.log.Warn("telegram: an update was refused; asking for it again",
-					zap.Int("update_id", a.offset), zap.Error(refused), zap.Duration("retry_in", wait))
+				a.limited.Warn("telegram: an update was refused; asking for it again",
+					zap.Int("update_id", a.offset), zap.Error(a.scrub(refused)), zap.Duration("retry_in", wait))
 				if !backoff.Sleep(ctx, wait) {
 					return nil
 				}
@@ -130,7 +130,7 @@ func (a *Adapter) poll(ctx context.Context, rs *runState) error {
 			return fatal
 		}
 		attempt++
-		a.log.Warn("telegram: getUpdates failed; retrying", zap.Error(scrub(err, a.cfg.Token)), zap.Duration("retry_in", wait))
+		a.limited.Warn("telegram: getUpdates failed; retrying", zap.Error(a.scrub(err)), zap.Duration("retry_in", wait))
 		if !backoff.Sleep(ctx, wait) {
 			return nil
 		}
@@ -208,14 +208,15 @@ func (a *Adapter) deliverBatch(ctx context.Context, rs *runState, raws []json.Ra
 			if err != nil {
 				fields = append(fields, zap.Error(err))
 			}
-			a.log.Warn("telegram: skipping a malformed update", fields...)
+			a.stats.malformed.Add(1)
+			a.limited.Warn("telegram: skipping a malformed update", fields...)
 			if id > 0 {
 				a.offset = id + 1
 			}
 			continue
 		}
 		if u.UpdateID+1 < a.offset {
-			a.log.Info("telegram: update IDs went back; Telegram starts them afresh after a week without updates",
+			a.limited.Info("telegram: update IDs went back; Telegram starts them afresh after a week without updates",
 				zap.Int("update_id", u.UpdateID), zap.Int("offset", a.offset))
 		}
 		switch err := rs.deliver(&u); {
@@ -260,7 +261,7 @@ func (a *Adapter) confirm(ctx context.Context) {
 	defer cancel()
 	if _, err := a.getUpdates(cctx, a.offset, 1, 0); err != nil {
 		a.log.Warn("telegram: confirming handled updates failed; they may be delivered again",
-			zap.Int("offset", a.offset), zap.Error(scrub(err, a.cfg.Token)))
+			zap.Int("offset", a.offset), zap.Error(a.scrub(err)))
 		return
 	}
 	a.confirmed = a.offset

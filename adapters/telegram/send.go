@@ -123,7 +123,7 @@ import (
 // ChatID the target's ID, SentAt the local time Telegram accepted the edit.
 func (a *Adapter) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
 	res, err := a.send(ctx, req)
-	return res, scrub(err, a.cfg.Token)
+	return res, a.scrub(err)
 }
 
 func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {

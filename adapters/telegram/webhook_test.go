@@ -109,14 +109,23 @@ func TestWebhookRun(t *testing.T) {
 	}
 	r.none(t) // forged, malformed and duplicate updates were not handled
 
-	if n := logged(h.logs, "wrong secret token"); n != 2 {
-		t.Errorf("%d wrong-secret log lines; want 2", n)
+	// Each kind logged once (at most once every 10 s), each request
+	// counted; the duplicate logged at debug level.
+	if n := logged(h.logs, "wrong secret token"); n != 1 {
+		t.Errorf("%d wrong-secret log lines; want 1", n)
 	}
 	if n := logged(h.logs, "not JSON"); n != 1 {
 		t.Errorf("%d not-JSON log lines; want 1", n)
 	}
-	if n := logged(h.logs, "skipping a malformed update"); n != 2 {
-		t.Errorf("%d malformed-update log lines; want 2", n)
+	if n := logged(h.logs, "skipping a malformed update"); n != 1 {
+		t.Errorf("%d malformed-update log lines; want 1", n)
+	}
+	if n := logged(h.logs, "dropping a duplicate update"); n != 1 {
+		t.Errorf("%d duplicate log lines; want 1", n)
+	}
+	want := Stats{Taken: 2, Duplicates: 1, Malformed: 2, WebhookForbidden: 2, WebhookInvalid: 2}
+	if got := h.a.Stats(); got != want {
+		t.Errorf("Stats = %+v; want %+v", got, want)
 	}
 
 	if err := r.stop(t); err != nil {

@@ -1,6 +1,7 @@
 package webchat_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -71,6 +72,89 @@ func TestBrowserTabs(t *testing.T) {
 		t.Errorf("events = %+v; want one in each tab's private chat, from the same user", evs)
 	}
 	c.checkProblems()
+}
+
+// bannerHas is a JavaScript expression true when the banner shows a notice
+// containing text.
+func bannerHas(text string) string {
+	return `(() => { const b = document.getElementById('banner');
+		return !b.hidden && b.textContent.includes(` + jsString(text) + `) })()`
+}
+
+const bannerHidden = `document.getElementById('banner').hidden`
+
+// TestBrowserConnection drives what the page does around its connection:
+// a tab over MaxConnections says why it was refused while it retries and
+// gets in when another tab closes; "New chat" starts a new private chat,
+// which a reload keeps; a page that cannot reach the bot says so and
+// connects once the bot runs.
+func TestBrowserConnection(t *testing.T) {
+	c := startChromium(t)
+
+	t.Run("too many tabs", func(t *testing.T) {
+		ec := startEngine(t, webchat.Config{MaxConnections: 1}, nil)
+		one := c.newTab(t)
+		one.do(chromedp.Navigate(ec.a.URL()))
+		one.waitFor("the first tab's connection", connected)
+		two := c.newTab(t)
+		two.do(chromedp.Navigate(ec.a.URL()))
+		two.waitFor("the refusal", bannerHas("too many open tabs")+` && `+bannerHas("Retrying")+
+			` && document.getElementById('status').dataset.state !== 'connected' && document.getElementById('send').disabled`)
+		one.do(chromedp.Navigate("about:blank"))
+		two.waitFor("the second tab's connection", connected+` && `+bannerHidden)
+		two.do(chromedp.SendKeys(chromedp.ID("input"), "/echo two\n"))
+		two.waitFor("the reply", botTextsAre("two"))
+	})
+
+	t.Run("new chat", func(t *testing.T) {
+		ec := startEngine(t, webchat.Config{}, nil)
+		b := c.newTab(t)
+		b.do(chromedp.Navigate(ec.a.URL()))
+		b.waitFor("the connection", connected)
+		b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo one\n"))
+		b.waitFor("the reply", botTextsAre("one"))
+		old := b.eval(chatOf)
+		b.do(chromedp.Click(chromedp.ID("new-chat")))
+		b.waitFor("a new chat", connected+` && document.body.dataset.chat !== `+jsString(old)+
+			` && document.querySelectorAll('#log .msg').length === 0 && !document.getElementById('empty').hidden`)
+		chat := b.eval(chatOf)
+		b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo two\n"))
+		b.waitFor("the reply in the new chat", botTextsAre("two")+` && `+userTextsAre("/echo two"))
+		b.do(chromedp.Reload())
+		b.waitFor("the new chat after reload", connected+` && document.body.dataset.chat === `+jsString(chat)+
+			` && `+botTextsAre("two"))
+	})
+	c.checkProblems()
+
+	// Last: the refused handshakes make Chromium report errors, which
+	// checkProblems would count.
+	t.Run("bot not running", func(t *testing.T) {
+		a, err := webchat.New(webchat.Config{NoServer: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(a.Handler())
+		t.Cleanup(srv.Close)
+		b := c.newTab(t)
+		b.do(chromedp.Navigate(srv.URL + "/"))
+		b.waitFor("the notice", bannerHas("Cannot reach the bot")+
+			` && document.getElementById('status').dataset.state !== 'connected'`)
+
+		bot := newTestBot(a.Sender())
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx, bot.handle) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run = %v", err)
+			}
+			bot.stop()
+		})
+		b.waitFor("the connection once the bot runs", connected+` && `+bannerHidden)
+		b.do(chromedp.SendKeys(chromedp.ID("input"), "/ping\n"))
+		b.waitFor("pong", botTextsAre("pong"))
+	})
 }
 
 // TestBrowserBadInput faces the page with what could once leave it stuck

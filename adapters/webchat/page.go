@@ -6,25 +6,41 @@ import (
 	"path"
 )
 
-// static holds the chat page: plain HTML, CSS and JavaScript, with no
-// build step and nothing loaded from other sites.
+// static holds the chat page: plain HTML, CSS and JavaScript modules, with
+// no build step and nothing loaded from other sites. index.html loads
+// static/app.js as a module, which imports the others by relative URLs.
 //
-//go:embed static/index.html static/app.js static/style.css
+//go:embed static/index.html static/*.js static/*.css
 var static embed.FS
 
-// contentSecurityPolicy lets the page load only its own files, connect
-// only to its own WebSocket, and show images from messages (by URL or as
-// data URLs).
+// pageTypes maps the extensions of the files served under /static/ to
+// their media types. Browsers run a module script only if it is served
+// with a JavaScript type.
+var pageTypes = map[string]string{
+	".js":  "text/javascript; charset=utf-8",
+	".css": "text/css; charset=utf-8",
+}
+
+// contentSecurityPolicy lets the page load only its own files (module
+// scripts included, which 'self' allows only from the page's origin),
+// connect only to its own WebSocket, and show images from messages (by
+// URL or as data URLs). It allows no inline script and no eval.
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; " +
 	"img-src 'self' data: http: https:; connect-src 'self' ws: wss:; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// newHandler builds the adapter's HTTP handler on a ServeMux of its own.
+// newHandler builds the adapter's HTTP handler on a ServeMux of its own:
+// the page at "/", each embedded .js and .css file at "/static/NAME", and
+// the WebSocket at "/ws".
 func (a *Adapter) newHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", staticFile("static/index.html", "text/html; charset=utf-8"))
-	mux.Handle("GET /static/app.js", staticFile("static/app.js", "text/javascript; charset=utf-8"))
-	mux.Handle("GET /static/style.css", staticFile("static/style.css", "text/css; charset=utf-8"))
+	files, _ := static.ReadDir("static") // embedded: cannot fail
+	for _, f := range files {
+		if ct, ok := pageTypes[path.Ext(f.Name())]; ok {
+			mux.Handle("GET /static/"+f.Name(), staticFile("static/"+f.Name(), ct))
+		}
+	}
 	mux.HandleFunc("GET /ws", a.serveWS)
 	return mux
 }

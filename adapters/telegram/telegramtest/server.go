@@ -49,6 +49,14 @@ func WithBot(u tgbotapi.User) Option {
 	return optionFunc(func(s *Server) { s.bot = u; s.bot.IsBot = true })
 }
 
+// WithListener makes [NewServer] serve on ln instead of a new listener on
+// 127.0.0.1, so a test can wrap the listener (to count the connections a
+// client opens, say); [Server.Close] closes it. It is ignored with
+// [InMemory]. Repeated use keeps the last listener.
+func WithListener(ln net.Listener) Option {
+	return optionFunc(func(s *Server) { s.listener = ln })
+}
+
 // defaultBot is the identity a [Server] reports when no [WithBot] is given.
 var defaultBot = tgbotapi.User{ID: 1, IsBot: true, FirstName: "Herald Test Bot", UserName: "herald_test_bot"}
 
@@ -63,6 +71,7 @@ var defaultBot = tgbotapi.User{ID: 1, IsBot: true, FirstName: "Herald Test Bot",
 type Server struct {
 	ts       *httptest.Server // nil in memory
 	inMemory bool
+	listener net.Listener   // from WithListener, or nil
 	inflight sync.WaitGroup // requests served in memory
 	token    string
 	bot      tgbotapi.User
@@ -120,7 +129,17 @@ func NewServer(opts ...Option) *Server {
 	for _, o := range opts {
 		o.apply(s)
 	}
-	if !s.inMemory {
+	switch {
+	case s.inMemory:
+		if s.listener != nil {
+			_ = s.listener.Close()
+		}
+	case s.listener != nil:
+		s.ts = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
+		_ = s.ts.Listener.Close()
+		s.ts.Listener = s.listener
+		s.ts.Start()
+	default:
 		s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	}
 	return s

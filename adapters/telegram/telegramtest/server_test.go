@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -614,5 +616,47 @@ func TestResetAndDrop(t *testing.T) {
 				t.Fatalf("sent %q in %d requests; want the reset message and the last, in 3", texts, srv.Requests("sendMessage"))
 			}
 		})
+	}
+}
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	accepted atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted.Add(1)
+	}
+	return c, err
+}
+
+// WithListener serves on the listener given, which sees every connection.
+func TestWithListener(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &countingListener{Listener: inner}
+	srv := telegramtest.NewServer(telegramtest.WithListener(ln))
+	defer srv.Close()
+	if !strings.HasSuffix(srv.URL(), inner.Addr().String()) {
+		t.Fatalf("URL %s; want the listener's address %s", srv.URL(), inner.Addr())
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	for range 3 {
+		resp, err := client.Post(fmt.Sprintf(srv.Endpoint(), token, "getMe"), "application/x-www-form-urlencoded", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if n := ln.accepted.Load(); n != 1 {
+		t.Fatalf("%d connections accepted for 3 requests on one keep-alive client; want 1", n)
 	}
 }

@@ -1,0 +1,102 @@
+// composer.js — the message box: Enter sends and Shift+Enter adds a line,
+// the box grows with its text, a message longer than the server takes is
+// stopped before it is sent, and a message the server turns away for now
+// (busy, stopping) can go back into the box.
+
+const MAX_PENDING = 32;  // refs of sent messages remembered
+const MAX_HEIGHT = 160;  // px the box grows to at most
+const EXCERPT = 40;      // characters of a message quoted in a notice
+
+// Composer runs the form form with its textarea input and its submit
+// button. send(frame) sends a frame and reports whether it went out;
+// notify(kind, text, ms) shows a notice (see Banner.show in notices.js).
+export class Composer {
+  // maxText is the longest message, in UTF-8 bytes, the server takes.
+  maxText = 16384;
+
+  #input;
+  #button;
+  #send;
+  #notify;
+  #refSeq = 0;
+  #pending = new Map();   // ref of a sent message -> its text, until refused or forgotten
+  #enterHandled = false;
+
+  constructor({ form, input, button, send, notify }) {
+    this.#input = input;
+    this.#button = button;
+    this.#send = send;
+    this.#notify = notify;
+
+    // Enter sends and Shift+Enter adds a line. Some input paths
+    // (automation, a few IMEs) deliver the Enter's line break separately
+    // from its keydown, so the break that follows a handled Enter is
+    // dropped as well.
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      this.#submit();
+    });
+    input.addEventListener('keydown', (e) => {
+      this.#enterHandled = false;
+      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        this.#enterHandled = true;
+        this.#submit();
+      }
+    });
+    input.addEventListener('beforeinput', (e) => {
+      if (this.#enterHandled && (e.inputType === 'insertLineBreak' || e.inputType === 'insertParagraph')) {
+        e.preventDefault();
+      }
+      this.#enterHandled = false;
+    });
+    input.addEventListener('keyup', () => { this.#enterHandled = false; });
+    input.addEventListener('input', () => this.#autosize());
+  }
+
+  focus() { this.#input.focus(); }
+
+  // setEnabled enables or disables the send button.
+  setEnabled(on) { this.#button.disabled = !on; }
+
+  // refused tells the composer the server refused the frame with ref. If
+  // it was a message and giveBack is true, its text goes back into the
+  // box when the box is empty. It returns what to add to the refusal's
+  // notice: what happened to the message, or ''.
+  refused(ref, giveBack) {
+    if (typeof ref !== 'string' || !this.#pending.has(ref)) { return ''; }
+    const sent = this.#pending.get(ref);
+    this.#pending.delete(ref);
+    if (!giveBack) { return ''; }
+    if (!this.#input.value.trim()) {
+      this.#input.value = sent;
+      this.#autosize();
+      return ' Your message is back in the box.';
+    }
+    return ` Your message “${sent.length > EXCERPT ? `${sent.slice(0, EXCERPT)}…` : sent}” was not sent.`;
+  }
+
+  #autosize() {
+    this.#input.style.height = 'auto';
+    this.#input.style.height = `${Math.min(this.#input.scrollHeight, MAX_HEIGHT)}px`;
+  }
+
+  #submit() {
+    const text = this.#input.value;
+    if (!text.trim()) { return; }
+    if (new TextEncoder().encode(text).length > this.maxText) {
+      this.#notify('error', `This message is too long (at most ${this.maxText} bytes).`, 6000);
+      return;
+    }
+    const ref = `m${++this.#refSeq}`;
+    if (!this.#send({ type: 'message', text, ref })) {
+      this.#notify('warn', 'Not connected; your message is kept. Send it again when the chat is back.', 4000);
+      return;
+    }
+    this.#pending.set(ref, text);
+    if (this.#pending.size > MAX_PENDING) { this.#pending.delete(this.#pending.keys().next().value); }
+    this.#input.value = '';
+    this.#autosize();
+    this.#input.focus();
+  }
+}

@@ -1,0 +1,269 @@
+// render.js — the conversation on the page: ChatView shows the history a
+// connection starts with, new messages (text with its markup, a quote of
+// the message replied to, attachments, buttons), and edits of bot messages
+// in place. Nodes are built with createElement and textContent only (text
+// markup through markup.js), so nothing a message holds runs as script.
+
+import { el, renderText, safeURL } from './markup.js';
+
+const STICK_PX = 80; // autoscroll while the view is this close to the bottom
+
+// ChatView renders the messages of one chat into the log element; empty is
+// the hint shown while there is none. userId returns the page's user ID,
+// whose messages show as "You". onPress(messageID, data) sends a button's
+// callback and reports whether it went out.
+export class ChatView {
+  #log;
+  #empty;
+  #userId;
+  #onPress;
+  #byId = new Map(); // message ID -> its element
+
+  constructor({ log, empty, userId, onPress }) {
+    this.#log = log;
+    this.#empty = empty;
+    this.#userId = userId;
+    this.#onPress = onPress;
+  }
+
+  // clear removes every message.
+  clear() {
+    for (const box of this.#byId.values()) { box.remove(); }
+    this.#byId.clear();
+    this.#empty.hidden = false;
+  }
+
+  // showHistory replaces the conversation with messages, oldest first.
+  showHistory(messages) {
+    this.clear();
+    const frag = document.createDocumentFragment();
+    for (const m of messages) { frag.appendChild(this.#renderSafely(m)); }
+    this.#log.appendChild(frag);
+    this.#empty.hidden = this.#byId.size > 0;
+  }
+
+  // append adds a message at the end, unless it is shown already, and
+  // scrolls to it if the view was at the bottom or the message is the
+  // user's own.
+  append(m) {
+    if (!m || typeof m !== 'object' || !m.id || this.#byId.has(m.id)) { return; }
+    const stick = this.nearBottom() || this.#isMine(m);
+    this.#empty.hidden = true;
+    this.#log.appendChild(this.#renderSafely(m));
+    if (stick) { this.scrollToBottom(); }
+  }
+
+  // edit shows an edit of a bot message in place: its text (rendered as a
+  // new message's is), parse mode and buttons become the edit's (no
+  // buttons removes them), while its author, time, reply and attachments
+  // stay, and it is marked edited. The new parts are built before the old
+  // ones are touched, so an edit that cannot be rendered throws and leaves
+  // the message as it was. An edit of a message the page does not show is
+  // ignored.
+  edit(e) {
+    if (!e || typeof e !== 'object' || typeof e.id !== 'string') { return; }
+    const box = this.#byId.get(e.id);
+    if (!box) { return; }
+    const text = typeof e.text === 'string' ? e.text : '';
+    let body = null;
+    if (text) {
+      body = el('div', 'text');
+      renderText(body, text, e.parse_mode);
+    }
+    const rows = Array.isArray(e.buttons) ? e.buttons.filter(Array.isArray) : [];
+    const kb = rows.length ? this.#renderKeyboard(e.id, rows) : null;
+    const stick = this.nearBottom();
+
+    box.querySelector(':scope > .keyboard')?.remove();
+    const oldBody = box.querySelector(':scope > .text');
+    if (oldBody) {
+      if (body) { oldBody.replaceWith(body); } else { oldBody.remove(); }
+    } else if (body) {
+      // The text goes where a new message has it: before its attachments.
+      box.insertBefore(body, box.querySelector(':scope > .attachments'));
+    }
+    if (kb) { box.appendChild(kb); }
+    const meta = box.querySelector(':scope > .meta');
+    if (meta) { markEdited(meta, e.edited); }
+    // Replies that quote the message quote its new text.
+    for (const q of this.#log.querySelectorAll('.reply-to')) {
+      if (q.dataset.replyTo === e.id) { q.textContent = replyExcerpt(box); }
+    }
+    if (stick) { this.scrollToBottom(); }
+  }
+
+  nearBottom() {
+    const l = this.#log;
+    return l.scrollHeight - l.scrollTop - l.clientHeight < STICK_PX;
+  }
+
+  scrollToBottom() { this.#log.scrollTop = this.#log.scrollHeight; }
+
+  #isMine(m) { return !m.bot && m.from?.id === this.#userId(); }
+
+  // renderSafely renders m, or, if m cannot be shown, a notice in its
+  // place, so that one bad message never stops the history or the
+  // messages after it.
+  #renderSafely(m) {
+    try {
+      return this.#renderMessage(m);
+    } catch (e) {
+      console.warn(`webchat: cannot show message ${m?.id}:`, e);
+      const box = el('article', `msg broken ${m?.bot ? 'bot' : 'user'}`);
+      box.appendChild(el('div', 'text', '(this message cannot be shown)'));
+      if (typeof m?.id === 'string' && m.id) {
+        box.dataset.id = m.id;
+        this.#byId.set(m.id, box);
+      }
+      return box;
+    }
+  }
+
+  #renderMessage(m) {
+    const mine = this.#isMine(m);
+    const box = el('article', `msg ${m.bot ? 'bot' : 'user'}${mine ? ' mine' : ''}`);
+    box.dataset.id = m.id;
+    const meta = el('div', 'meta');
+    meta.appendChild(el('span', 'author', mine ? 'You' : (m.from?.name || (m.bot ? 'Bot' : 'Guest'))));
+    const when = new Date(m.time);
+    if (!isNaN(when)) {
+      const t = el('time', '', when.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }));
+      t.dateTime = m.time;
+      meta.appendChild(t);
+    }
+    if (m.edited) { markEdited(meta, m.edited); }
+    box.appendChild(meta);
+    if (m.reply_to) {
+      const target = this.#byId.get(m.reply_to);
+      if (target) { box.appendChild(renderReplyTo(target)); }
+    }
+    if (m.text) {
+      const body = el('div', 'text');
+      renderText(body, m.text, m.parse_mode);
+      box.appendChild(body);
+    }
+    // forEach, not for…of, here and in renderKeyboard: a string where a
+    // list belongs must fail (and show the notice), not be iterated.
+    if (m.attachments?.length) {
+      const list = el('div', 'attachments');
+      m.attachments.forEach((a) => list.appendChild(this.#renderAttachment(a)));
+      box.appendChild(list);
+    }
+    if (m.buttons?.length) { box.appendChild(this.#renderKeyboard(m.id, m.buttons)); }
+    this.#byId.set(m.id, box);
+    return box;
+  }
+
+  #renderAttachment(a) {
+    const fig = el('figure', `attachment ${a.kind || ''}`);
+    let name = a.file_name || '';
+    let src;
+    if (a.data) {
+      src = `data:${a.mime || 'application/octet-stream'};base64,${a.data}`;
+    } else {
+      src = safeURL(a.url);
+      if (!name && src) { name = fileNameOf(src); }
+    }
+    const isImage = a.kind === 'photo' && (a.data ? /^image\//.test(a.mime || '') : !!src);
+    if (!src) {
+      fig.appendChild(el('span', 'unsupported', '(an attachment with an unsupported link)'));
+    } else if (isImage) {
+      const img = el('img');
+      img.src = src;
+      img.alt = a.caption || name || 'Photo';
+      img.loading = 'lazy';
+      img.addEventListener('load', () => { if (this.nearBottom()) { this.scrollToBottom(); } });
+      fig.appendChild(img);
+    } else {
+      const doc = el('a', 'document', `📄 ${name || 'Document'}`);
+      doc.href = src;
+      if (a.data) {
+        doc.download = name || 'file';
+      } else {
+        doc.target = '_blank';
+        doc.rel = 'noopener noreferrer';
+      }
+      fig.appendChild(doc);
+    }
+    if (a.caption) { fig.appendChild(el('figcaption', '', a.caption)); }
+    return fig;
+  }
+
+  // renderKeyboard renders the button rows of the message messageID: URL
+  // buttons are links, the others send their data as a callback.
+  #renderKeyboard(messageID, rows) {
+    const kb = el('div', 'keyboard');
+    kb.setAttribute('role', 'group');
+    kb.setAttribute('aria-label', 'Buttons');
+    rows.forEach((row) => {
+      const r = el('div', 'kb-row');
+      row.forEach((b) => {
+        if (b.url) {
+          const href = safeURL(b.url);
+          if (href) {
+            const a = el('a', 'kb-btn kb-url', b.text);
+            a.href = href;
+            a.target = '_blank';
+            a.rel = 'noopener noreferrer';
+            r.appendChild(a);
+          }
+          return;
+        }
+        const btn = el('button', 'kb-btn', b.text);
+        btn.type = 'button';
+        btn.dataset.data = b.data;
+        btn.addEventListener('click', () => {
+          if (!this.#onPress(messageID, b.data)) { return; }
+          btn.classList.add('pressed');
+          setTimeout(() => btn.classList.remove('pressed'), 600);
+        });
+        r.appendChild(btn);
+      });
+      kb.appendChild(r);
+    });
+    return kb;
+  }
+}
+
+// renderReplyTo returns the quote of target at the top of a reply to it;
+// activating it shows target.
+function renderReplyTo(target) {
+  const b = el('button', 'reply-to', replyExcerpt(target));
+  b.dataset.replyTo = target.dataset.id;
+  b.type = 'button';
+  b.title = 'Show the message this answers';
+  b.addEventListener('click', () => {
+    target.scrollIntoView({ block: 'center' });
+    target.classList.add('flash');
+    setTimeout(() => target.classList.remove('flash'), 1200);
+  });
+  return b;
+}
+
+// replyExcerpt returns the quote of the message target shows in a reply
+// to it.
+function replyExcerpt(target) {
+  const quoted = target.querySelector(':scope > .text');
+  const excerpt = quoted ? quoted.textContent : '(attachment)';
+  return `↩ ${excerpt.length > 80 ? `${excerpt.slice(0, 80)}…` : excerpt}`;
+}
+
+// markEdited adds to a message's meta line, or updates, the mark of its
+// last edit at the time edited.
+function markEdited(meta, edited) {
+  let mark = meta.querySelector('.edited');
+  if (!mark) {
+    mark = el('span', 'edited', 'edited');
+    meta.appendChild(mark);
+  }
+  const when = new Date(edited);
+  mark.title = isNaN(when) ? 'Edited' : `Edited at ${when.toLocaleString()}`;
+}
+
+// fileNameOf returns the last part of a URL's path, decoded where it can
+// be (a bare '%' cannot), or the URL when the path has no name.
+function fileNameOf(src) {
+  let last = new URL(src).pathname.split('/').pop() || '';
+  try { last = decodeURIComponent(last); } catch { /* keep it encoded */ }
+  return last || src;
+}
