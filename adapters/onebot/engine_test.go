@@ -377,7 +377,7 @@ func TestEngineOneBot(t *testing.T) {
 				t.Errorf("%s got %q; want exactly pong, 1 … 5", c.key(), got)
 			}
 		}
-		if st := b.e.Stats(); st.Sends.Delivered != uint64(6*len(chats)) || st.Sends.Retried != 0 || st.DeadLetters != 0 {
+		if st := b.e.Stats(); st.Sends.Delivered != uint64(6*len(chats)) || st.Sends.Retries != 0 || st.DeadLetters != 0 {
 			t.Errorf("stats = %+v; want %d delivered, no retries, no dead letters", st.Sends, 6*len(chats))
 		}
 	})
@@ -580,7 +580,7 @@ func TestEngineOneBot(t *testing.T) {
 			if st.DeadLetters != 0 || st.Sends.Delivered != uint64(total) || st.Sends.DeadLettered != uint64(len(dead)) {
 				t.Errorf("stats = %+v; want %d delivered, %d dead-lettered then replayed", st, total, len(dead))
 			}
-			t.Logf("%d delivered before the replay, %d dead letters replayed, %d retries", before, len(dead), st.Sends.Retried)
+			t.Logf("%d delivered before the replay, %d dead letters replayed, %d retries", before, len(dead), st.Sends.Retries)
 		})
 	}
 }

@@ -131,7 +131,7 @@ func TestEngineTelegramEditMenu(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("Run = %v", err)
 		}
-		if st := e.Stats(); st.Sends.Delivered != 2 || st.Sends.Retried != 1 || st.DeadLetters != 0 {
+		if st := e.Stats(); st.Sends.Delivered != 2 || st.Sends.Retries != 1 || st.DeadLetters != 0 {
 			t.Errorf("stats %+v; want the menu and the edit delivered, the edit retried once, no dead letters", st.Sends)
 		}
 		if logs.FilterLoggerName("telegram").Len() == 0 || logs.FilterLoggerName("engine").Len() == 0 {

@@ -244,7 +244,7 @@ func TestEngineTelegram(t *testing.T) {
 			t.Errorf("server accepted %d messages; want %d", got, chats*(n+1))
 		}
 		st := b.e.Stats()
-		if st.Sends.Delivered != chats*(n+1) || st.Sends.Retried != 0 || st.DeadLetters != 0 || st.Outbound.Rejected != 0 || st.Dropped != 0 {
+		if st.Sends.Delivered != chats*(n+1) || st.Sends.Retries != 0 || st.DeadLetters != 0 || st.Outbound.Rejected != 0 || st.Dropped != 0 {
 			t.Errorf("stats = %+v; want %d delivered, no retries, dead letters, rejections or drops", st, chats*(n+1))
 		}
 		t.Logf("%d replies to %d chats in %v", chats*(n+1), chats, all[len(all)-1].Sub(start).Round(time.Millisecond))
@@ -332,7 +332,7 @@ func TestEngineTelegram(t *testing.T) {
 		if got := len(b.srv.Sent(flooded)) + len(b.srv.Sent(other)); got != 7 {
 			t.Errorf("%d messages accepted; want 7", got)
 		}
-		if st := b.e.Stats(); st.Sends.Delivered != 7 || st.Sends.Retried != 1 || st.DeadLetters != 0 {
+		if st := b.e.Stats(); st.Sends.Delivered != 7 || st.Sends.Retries != 1 || st.DeadLetters != 0 {
 			t.Errorf("stats = %+v; want 7 delivered, 1 retried, no dead letters", st.Sends)
 		}
 	})
@@ -362,7 +362,7 @@ func TestEngineTelegram(t *testing.T) {
 		if got := b.requests(chat); got != 3 {
 			t.Errorf("%d sendMessage requests; want 3 (one 500, then 2 accepted)", got)
 		}
-		if st := b.e.Stats(); st.Sends.Delivered != 2 || st.Sends.Retried != 1 || st.Sends.Attempts != 3 || st.DeadLetters != 0 {
+		if st := b.e.Stats(); st.Sends.Delivered != 2 || st.Sends.Retries != 1 || st.Sends.Attempts != 3 || st.DeadLetters != 0 {
 			t.Errorf("stats = %+v; want 2 delivered in 3 attempts, 1 retried, no dead letters", st.Sends)
 		}
 	})

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/infra/backoff"
-	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -58,11 +58,11 @@ func partPause(target platform.Chat) time.Duration {
 }
 
 // paceFor returns how long to pause before a later part when left parts,
-// this one included, are still to send: pause, or, when ctx's deadline
-// leaves less room than left pauses and partReserve for each part, an
-// equal share of what room there is (zero when there is none).
+// this one included, are still to send: pause, or, when the send's
+// deadline leaves less room than left pauses and partReserve for each
+// part, an equal share of what room there is (zero when there is none).
 func paceFor(ctx context.Context, pause time.Duration, left int) time.Duration {
-	deadline, ok := ctx.Deadline()
+	deadline, ok := sendDeadline(ctx)
 	if !ok {
 		return pause
 	}
@@ -71,12 +71,23 @@ func paceFor(ctx context.Context, pause time.Duration, left int) time.Duration {
 	return max(0, min(pause, spare/n))
 }
 
-// partsProgress is how far the sending of a message's parts has got. A
-// send that can be resumed (see package resume) keeps it in its
-// resume.Task between runs, under the adapter as key: instead of sleeping
+// sendDeadline returns the deadline of ctx's send: the end of its life for
+// a send the dispatcher resumes (see platform.Progress), whose runs each
+// have a deadline of their own; ctx's otherwise.
+func sendDeadline(ctx context.Context) (time.Time, bool) {
+	if p := platform.ProgressOf(ctx); p != nil && p.Resumable() {
+		return p.Deadline, !p.Deadline.IsZero()
+	}
+	return ctx.Deadline()
+}
+
+// partsProgress is how far the sending of a message's parts has got.
+// Between the runs of a send the dispatcher resumes, it is kept in the
+// send's platform.Progress (Platform, as partsState): instead of sleeping
 // through the pause before a part or the wait before a part's retry, Send
-// saves it and returns resume.Later's pause, so the dispatcher's worker
-// serves other chats meanwhile, and the next run carries on.
+// saves it and returns the Progress's pause, so the dispatcher's worker
+// serves other chats meanwhile, and the next run carries on — after a
+// restart too, when a journal keeps the Progress.
 type partsProgress struct {
 	parts   []part
 	dest    destination
@@ -87,37 +98,70 @@ type partsProgress struct {
 	waited  bool             // the wait before this attempt is over
 }
 
-// resumedParts returns, and takes out of ctx's resume.Task, the progress a
-// paused send saved; nil if there is none.
-func (a *Adapter) resumedParts(ctx context.Context) *partsProgress {
-	t := resume.FromContext(ctx)
-	if t == nil {
-		return nil
-	}
-	pr, _ := t.Value(a).(*partsProgress)
-	if pr != nil {
-		t.SetValue(a, nil)
-	}
-	return pr
+// partsState is partsProgress as platform.Progress keeps it: what cannot
+// be planned again from the request.
+type partsState struct {
+	Next     int    `json:"next"`
+	Attempt  int    `json:"attempt"`
+	Waited   bool   `json:"waited,omitempty"`
+	Last     int    `json:"last,omitempty"`
+	ChatID   string `json:"chat_id,omitempty"` // a supergroup the group became
+	Migrated bool   `json:"migrated,omitempty"`
 }
 
-// waitBefore waits d before the attempt at carries on from: in place, or,
-// when ctx's send can be resumed, by saving at (with its wait marked over)
-// and returning the pause for the caller to return. A nil error means the
-// wait is over and the attempt goes ahead.
+// resumedParts returns, and takes out of ctx's Progress, the progress a
+// paused send saved, its parts planned again from req; nil if there is
+// none (or it does not fit req).
+func (a *Adapter) resumedParts(ctx context.Context, req platform.SendRequest) *partsProgress {
+	p := platform.ProgressOf(ctx)
+	if p == nil || len(p.Platform) == 0 {
+		return nil
+	}
+	var st partsState
+	err := json.Unmarshal(p.Platform, &st)
+	p.Platform = nil
+	if err != nil {
+		return nil
+	}
+	parts, err := planMessage(req.Message)
+	if err != nil || st.Next < 1 || st.Next >= len(parts) {
+		return nil
+	}
+	dest := destination{chatID: req.Target.ID, migrated: st.Migrated}
+	if st.ChatID != "" {
+		dest.chatID = st.ChatID
+	}
+	if dest.chat, err = parseChat(dest.chatID); err != nil {
+		return nil
+	}
+	return &partsProgress{
+		parts: parts, dest: dest, pause: partPause(req.Target),
+		last: tgbotapi.Message{MessageID: st.Last}, next: st.Next, attempt: max(st.Attempt, 1), waited: st.Waited,
+	}
+}
+
+// waitBefore waits d before the attempt at carries on from, through ctx's
+// Progress (in place without one): for a send the dispatcher resumes, by
+// saving at (with its wait marked over) and returning the pause for the
+// caller to return. A nil error means the wait is over and the attempt
+// goes ahead.
 func (a *Adapter) waitBefore(ctx context.Context, at partsProgress, d time.Duration) error {
-	if t := resume.FromContext(ctx); t != nil && d > 0 {
-		err := resume.Later(ctx, d)
-		if _, ok := resume.DelayOf(err); ok {
-			at.waited = true
-			t.SetValue(a, &at)
+	p := platform.ProgressOf(ctx)
+	if p == nil {
+		if !backoff.Sleep(ctx, d) {
+			return ctx.Err()
 		}
-		return err
+		return nil
 	}
-	if !backoff.Sleep(ctx, d) {
-		return ctx.Err()
+	err := p.Wait(ctx, d)
+	if _, paused := platform.PauseOf(err); paused {
+		st := partsState{Next: at.next, Attempt: at.attempt, Waited: true, Last: at.last.MessageID, Migrated: at.dest.migrated}
+		if at.dest.migrated {
+			st.ChatID = at.dest.chatID
+		}
+		p.Platform, _ = json.Marshal(st) // cannot fail for these fields
 	}
-	return nil
+	return err
 }
 
 // sendLaterPart sends part pr.next (≥ 1) of pr.parts to pr.dest, once the
@@ -125,10 +169,10 @@ func (a *Adapter) waitBefore(ctx context.Context, at partsProgress, d time.Durat
 // caller must never retry the whole message: sendLaterPart paces the part
 // (see [paceFor]) and retries it itself, and its errors are all
 // [platform.Permanent], naming the part and saying that the earlier ones
-// were delivered, and match platform.ErrMaybeDelivered — except a resume
-// pause (see [partsProgress]), after which the next run carries on. It
-// waits out a 429's retry_after exactly (up to maxPartRetryAfter; it gives
-// up at once if the wait would outlast ctx's deadline) and backs off after
+// were delivered, and match platform.ErrMaybeDelivered — except a pause
+// (see [partsProgress]), after which the next run carries on. It waits
+// out a 429's retry_after exactly (up to maxPartRetryAfter; it gives up at
+// once if the wait would outlast the send's deadline) and backs off after
 // a 5xx or network failure, for maxPartAttempts attempts in all; a
 // permanent error, the end of ctx, or, with Config.AvoidDuplicates, a
 // failure after which the part may have been delivered ends it at once.
@@ -143,7 +187,7 @@ func (a *Adapter) sendLaterPart(ctx context.Context, pr *partsProgress) (tgbotap
 			"telegram: part %d of %d failed; %s delivered and must not be sent again: %w", i+1, n, delivered, err)))
 	}
 	waited := func(err error) (tgbotapi.Message, error) {
-		if _, ok := resume.DelayOf(err); ok {
+		if _, ok := platform.PauseOf(err); ok {
 			return tgbotapi.Message{}, err
 		}
 		return fail(err)
@@ -178,7 +222,7 @@ func (a *Adapter) sendLaterPart(ctx context.Context, pr *partsProgress) (tgbotap
 		} else if wait > maxPartRetryAfter {
 			return fail(fmt.Errorf("retry_after %v is over %v: %w", wait, maxPartRetryAfter, err))
 		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+		if deadline, ok := sendDeadline(ctx); ok && time.Until(deadline) < wait {
 			return fail(fmt.Errorf("waiting %v would outlast the deadline: %w", wait, err))
 		}
 		a.limited.Warn("telegram: a part of a long message failed; retrying it",
@@ -187,7 +231,7 @@ func (a *Adapter) sendLaterPart(ctx context.Context, pr *partsProgress) (tgbotap
 		retry := *pr
 		retry.attempt++
 		if werr := a.waitBefore(ctx, retry, wait); werr != nil {
-			if _, ok := resume.DelayOf(werr); ok {
+			if _, ok := platform.PauseOf(werr); ok {
 				return tgbotapi.Message{}, werr
 			}
 			return fail(fmt.Errorf("%w (after: %w)", werr, err))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
 	"github.com/heraldbot/herald/core/engine"
-	"github.com/heraldbot/herald/infra/resume"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -130,18 +129,18 @@ func TestLongMessageForceClosedBetweenParts(t *testing.T) {
 				text := strings.Repeat("x", 4000) + "\n" + strings.Repeat("y", 4000) + "\n" + strings.Repeat("z", 4000)
 				req := platform.SendRequest{Platform: Name, Target: platform.Chat{ID: "42", Type: platform.ChatPrivate}, Message: platform.TextMessage(text)}
 				errc := make(chan error, 1)
+				p := platform.NewProgress(time.Now(), time.Time{}) // as the engine's send task owns one
 				task := func(ctx context.Context) error {
+					if tc.resumable {
+						ctx = platform.WithProgress(ctx, p)
+					}
 					_, err := s.Send(ctx, req)
-					if _, ok := resume.DelayOf(err); !ok {
+					if _, ok := platform.PauseOf(err); !ok {
 						errc <- err
 					}
 					return err
 				}
-				if tc.resumable {
-					err = d.SubmitResumable("telegram:42", task)
-				} else {
-					err = d.Submit("telegram:42", task)
-				}
+				err = d.Submit("telegram:42", task)
 				if err != nil {
 					t.Fatal(err)
 				}

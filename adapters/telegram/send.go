@@ -45,10 +45,10 @@ import (
 // in a private chat, 3 s in a group or channel (Target.Type, or a
 // negative ID or @username), or, when ctx's deadline leaves less room, an
 // equal share of it, keeping 0.5 s for each part still to send. Under
-// Herald's dispatcher (a ctx carrying a resume.Task, see package resume)
+// Herald's dispatcher (a ctx carrying a resumable platform.Progress)
 // Send does not sleep through these pauses, nor through the waits before
 // a later part's retries (below): it saves how far it got and returns
-// resume.Later's pause, so the worker serves other chats meanwhile, and
+// the Progress's pause, so the worker serves other chats meanwhile, and
 // the next run sends the next part.
 //
 // The result's MessageID is the last message's ID, ChatID the chat it went
@@ -127,7 +127,7 @@ func (a *Adapter) Send(ctx context.Context, req platform.SendRequest) (platform.
 }
 
 func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	if pr := a.resumedParts(ctx); pr != nil {
+	if pr := a.resumedParts(ctx, req); pr != nil {
 		// A later run of a long message paused between its parts.
 		return a.sendParts(ctx, pr)
 	}

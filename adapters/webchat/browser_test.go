@@ -341,7 +341,7 @@ func TestBrowser(t *testing.T) {
 	if err := ec.stop(); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	if st := ec.e.Stats(); st.HandlerErrors != 0 || st.HandlerPanics != 0 || st.DeadLetters != 0 || st.Sends.Retried != 0 ||
+	if st := ec.e.Stats(); st.HandlerErrors != 0 || st.HandlerPanics != 0 || st.DeadLetters != 0 || st.Sends.Retries != 0 ||
 		st.Sends.Delivered != uint64(len(want)+1) {
 		t.Errorf("engine stats = %+v; want %d replies delivered and no failures", st, len(want)+1)
 	}

@@ -82,7 +82,7 @@ func TestEngineEditMenu(t *testing.T) {
 	if err := ec.stop(); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	if st := ec.e.Stats(); st.Sends.Delivered != 1+uint64(len(steps)) || st.Sends.Retried != 0 || st.DeadLetters != 0 ||
+	if st := ec.e.Stats(); st.Sends.Delivered != 1+uint64(len(steps)) || st.Sends.Retries != 0 || st.DeadLetters != 0 ||
 		st.HandlerErrors != 0 || st.HandlerPanics != 0 {
 		t.Errorf("engine stats = %+v; want the menu and %d edits delivered, no failures", st, len(steps))
 	}

@@ -187,7 +187,7 @@ func TestEngine(t *testing.T) {
 	}
 	wantSends := privates*(n+2) + len(want) + 1
 	st := ec.e.Stats()
-	if st.Sends.Delivered != uint64(wantSends) || st.Sends.Retried != 0 || st.DeadLetters != 0 ||
+	if st.Sends.Delivered != uint64(wantSends) || st.Sends.Retries != 0 || st.DeadLetters != 0 ||
 		st.HandlerErrors != 0 || st.HandlerPanics != 0 || st.Dropped != 0 {
 		t.Errorf("stats = %+v; want %d sends delivered at the first attempt and no failures", st, wantSends)
 	}
