@@ -423,19 +423,19 @@ func TestEngineTelegram(t *testing.T) {
 			presses []platform.Event
 		)
 		b := startTgEngine(t, func(e *engine.Engine) {
-			tgMust(t, e.OnCommand("buttons", func(c *engine.Context) error {
+			e.OnCommand("buttons", func(c *engine.Context) error {
 				c.Reply(platform.OutboundMessage{Text: "Choose", Buttons: [][]platform.Button{
 					{{Text: "Yes", Data: "yes"}, {Text: "No", Data: "no"}},
 				}})
 				return nil
-			}))
-			tgMust(t, e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
+			})
+			e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
 				mu.Lock()
 				presses = append(presses, c.Event())
 				mu.Unlock()
 				c.ReplyText("you pressed " + c.Event().Text)
 				return nil
-			}))
+			})
 		})
 		const chat = 901
 		b.say(chat, "/buttons")
@@ -521,7 +521,7 @@ func TestEngineTelegramBacklogOverQueue(t *testing.T) {
 	gate := make(chan struct{})
 	open := sync.OnceFunc(func() { close(gate) })
 	b := startTgEngine(t, func(e *engine.Engine) {
-		tgMust(t, e.OnEvent(platform.EventMessage, func(c *engine.Context) error {
+		e.OnEvent(platform.EventMessage, func(c *engine.Context) error {
 			<-gate
 			time.Sleep(time.Millisecond)
 			mu.Lock()
@@ -530,7 +530,7 @@ func TestEngineTelegramBacklogOverQueue(t *testing.T) {
 				close(all)
 			}
 			return nil
-		}))
+		})
 	}, engine.WithInboundQueueSize(8))
 	t.Cleanup(open) // before the engine is stopped, should the test fail first
 	for i := 1; i <= n; i++ {

@@ -52,13 +52,11 @@ func jsArray(s []string) string {
 func TestBrowserEdit(t *testing.T) {
 	c := startChromium(t)
 	ec := startEngine(t, webchat.Config{}, func(e *engine.Engine) error {
-		if err := e.OnCommand("menu", func(c *engine.Context) error {
+		e.OnCommand("menu", func(c *engine.Context) error {
 			c.Reply(drinkMenu())
 			return nil
-		}); err != nil {
-			return err
-		}
-		return e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
+		})
+		e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
 			id := c.Event().MessageID
 			if c.Text() == "done" {
 				c.Edit(id, platform.TextMessage("Enjoy your coffee"))
@@ -70,6 +68,7 @@ func TestBrowserEdit(t *testing.T) {
 				Buttons: [][]platform.Button{{{Text: "Back", Data: "back"}, {Text: "Done", Data: "done"}}}})
 			return nil
 		})
+		return nil
 	})
 
 	b := c.first()

@@ -166,11 +166,12 @@ func TestBrowserBadInput(t *testing.T) {
 
 	t.Run("document URL with a bare percent sign", func(t *testing.T) {
 		ec := startEngine(t, webchat.Config{}, func(e *engine.Engine) error {
-			return e.OnCommand("doc", func(c *engine.Context) error {
+			e.OnCommand("doc", func(c *engine.Context) error {
 				c.Reply(platform.OutboundMessage{Attachments: []platform.Attachment{
 					{Kind: platform.AttachDocument, URL: "https://example.com/report-100%.pdf"}}})
 				return nil
 			})
+			return nil
 		})
 		b := c.newTab(t)
 		b.do(chromedp.Navigate(ec.a.URL()))

@@ -225,25 +225,22 @@ func startBrowserBot(t *testing.T) (*engineChat, *eventLog) {
 	ec := startEngine(t, webchat.Config{}, func(e *engine.Engine) error {
 		for _, cmd := range []string{"buttons", "html", "md", "photo"} {
 			msg, _ := richReply("/" + cmd)
-			if err := e.OnCommand(cmd, func(c *engine.Context) error {
+			e.OnCommand(cmd, func(c *engine.Context) error {
 				c.Reply(msg)
 				return nil
-			}); err != nil {
-				return err
-			}
+			})
 		}
-		if err := e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
+		e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
 			c.ReplyText("you pressed " + c.Event().Text)
 			return nil
-		}); err != nil {
-			return err
-		}
+		})
 		// Before the plugins' handlers, so an event is logged before its
 		// reply can show.
-		return e.OnMessage(func(c *engine.Context) error {
+		e.OnMessage(func(c *engine.Context) error {
 			seen.add(c.Event())
 			return nil
 		}, engine.Priority(-1))
+		return nil
 	})
 	return ec, seen
 }

@@ -24,13 +24,11 @@ func drinkMenu() platform.OutboundMessage {
 // menu as last edited.
 func TestEngineEditMenu(t *testing.T) {
 	ec := startEngine(t, webchat.Config{}, func(e *engine.Engine) error {
-		if err := e.OnCommand("menu", func(c *engine.Context) error {
+		e.OnCommand("menu", func(c *engine.Context) error {
 			c.Reply(drinkMenu())
 			return nil
-		}); err != nil {
-			return err
-		}
-		return e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
+		})
+		e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
 			menu := drinkMenu()
 			if c.Text() != "back" {
 				menu = platform.OutboundMessage{Text: "You picked " + c.Text(), Buttons: [][]platform.Button{
@@ -40,6 +38,7 @@ func TestEngineEditMenu(t *testing.T) {
 			c.Edit(c.Event().MessageID, menu)
 			return nil
 		})
+		return nil
 	})
 	tab, hist := join(t, ec.a, hello{Name: "Ann"})
 	tab.SetWriteDeadline(time.Now().Add(ioTimeout))

@@ -21,7 +21,7 @@ import (
 func TestPromptConversation(t *testing.T) {
 	e, mem := newEngine(t)
 	var seen []string
-	must(t, e.OnCommand("name", func(c *engine.Context) error {
+	e.OnCommand("name", func(c *engine.Context) error {
 		ctx, cancel := context.WithTimeout(c.Context(), 10*time.Second)
 		defer cancel()
 		first, err := c.Prompt(ctx, platform.TextMessage("What is your name?"))
@@ -34,11 +34,11 @@ func TestPromptConversation(t *testing.T) {
 		}
 		c.ReplyText(fmt.Sprintf("%s likes %s", first.Text, color.Text))
 		return nil
-	}, engine.Block()))
-	must(t, e.OnMessage(func(c *engine.Context) error {
+	}, engine.Block())
+	e.OnMessage(func(c *engine.Context) error {
 		seen = append(seen, c.From().Name+": "+c.Text()) // one chat: handled one at a time
 		return nil
-	}, engine.Priority(10)))
+	}, engine.Priority(10))
 	runEngine(t, e)
 
 	mem.Say(group, ann, "/name")
@@ -79,7 +79,7 @@ func TestNextAcceptAndTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, mem := newEngine(t)
 		results := make(chan string, 2)
-		must(t, e.OnCommand("confirm", func(c *engine.Context) error {
+		e.OnCommand("confirm", func(c *engine.Context) error {
 			c.Reply(platform.OutboundMessage{Text: "Sure?", Buttons: [][]platform.Button{{{Text: "Yes", Data: "yes"}}}})
 			ctx, cancel := context.WithTimeout(c.Context(), time.Minute)
 			defer cancel()
@@ -90,11 +90,11 @@ func TestNextAcceptAndTimeout(t *testing.T) {
 			}
 			results <- "pressed " + ev.Text
 			return nil
-		}, engine.Block()))
-		must(t, e.OnMessage(func(c *engine.Context) error {
+		}, engine.Block())
+		e.OnMessage(func(c *engine.Context) error {
 			results <- "message " + c.Text()
 			return nil
-		}, engine.Priority(10)))
+		}, engine.Priority(10))
 		runEngine(t, e)
 
 		mem.Say(dm, ann, "/confirm")
@@ -128,21 +128,21 @@ func TestNextEnds(t *testing.T) {
 			return nil
 		})
 		errs := make(chan error, 3)
-		must(t, e.OnCommand("wait", func(c *engine.Context) error {
+		e.OnCommand("wait", func(c *engine.Context) error {
 			_, err := c.Next(context.Background(), nil)
 			errs <- err
 			return nil
-		}))
-		must(t, e.OnCommand("ask", func(c *engine.Context) error {
+		})
+		e.OnCommand("ask", func(c *engine.Context) error {
 			_, err := c.Prompt(context.Background(), platform.TextMessage("unsendable"))
 			errs <- err
 			return nil
-		}))
-		must(t, e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
+		})
+		e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
 			_, err := c.Next(context.Background(), nil)
 			errs <- err
 			return nil
-		}))
+		})
 		runEngine(t, e)
 
 		mem.Say(dm, ann, "/ask")
@@ -172,7 +172,7 @@ func TestNextTakesEventsThatArrivedMeanwhile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, mem := newEngine(t)
 		var got []string
-		must(t, e.OnCommand("two", func(c *engine.Context) error {
+		e.OnCommand("two", func(c *engine.Context) error {
 			for range 2 {
 				ev, err := c.Next(c.Context(), nil)
 				if err != nil {
@@ -182,11 +182,11 @@ func TestNextTakesEventsThatArrivedMeanwhile(t *testing.T) {
 				time.Sleep(time.Second) // busy: b and c arrive now
 			}
 			return nil
-		}, engine.Block()))
-		must(t, e.OnMessage(func(c *engine.Context) error {
+		}, engine.Block())
+		e.OnMessage(func(c *engine.Context) error {
 			got = append(got, "matcher "+c.Text())
 			return nil
-		}, engine.Priority(10)))
+		}, engine.Priority(10))
 		runEngine(t, e)
 		mem.Say(dm, ann, "/two")
 		synctest.Wait()
@@ -214,25 +214,25 @@ func TestNextOverflowAcceptAndLifetime(t *testing.T) {
 		errs := make(chan error, 2)
 		release := make(chan struct{})
 		var leftover *engine.Context
-		must(t, e.OnCommand("wait", func(c *engine.Context) error {
+		e.OnCommand("wait", func(c *engine.Context) error {
 			_, err := c.Next(context.Background(), nil)
 			errs <- err
 			return nil
-		}, engine.Block()))
-		must(t, e.OnCommand("slow", func(c *engine.Context) error {
+		}, engine.Block())
+		e.OnCommand("slow", func(c *engine.Context) error {
 			_, err := c.Next(c.Context(), func(platform.Event) bool { <-release; return false })
 			errs <- err
 			return nil
-		}, engine.Block()))
-		must(t, e.OnCommand("leave", func(c *engine.Context) error {
+		}, engine.Block())
+		e.OnCommand("leave", func(c *engine.Context) error {
 			leftover = c
 			return nil
-		}, engine.Block()))
+		}, engine.Block())
 		handled := make(chan string, 10)
-		must(t, e.OnMessage(func(c *engine.Context) error {
+		e.OnMessage(func(c *engine.Context) error {
 			handled <- c.Chat().ID + " " + c.Text()
 			return nil
-		}, engine.Priority(10)))
+		}, engine.Priority(10))
 		runEngine(t, e)
 
 		mem.Say(group, ann, "/wait")

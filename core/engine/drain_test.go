@@ -72,12 +72,12 @@ func TestRunDrainsBeforeClosingConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must(t, e.OnCommand("count", func(c *engine.Context) error {
+	e.OnCommand("count", func(c *engine.Context) error {
 		for _, s := range []string{"1", "2", "3", "4", "5"} {
 			c.ReplyText(s)
 		}
 		return nil
-	}))
+	})
 	for range 4 {
 		conn.SlowNext(dm.ID, 20*time.Millisecond) // replies still queued at the stop
 	}
@@ -138,14 +138,14 @@ func TestRunConfirmedReportsRefusals(t *testing.T) {
 	}
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
-	must(t, e.OnMessage(func(*engine.Context) error {
+	e.OnMessage(func(*engine.Context) error {
 		select {
 		case started <- struct{}{}:
 		default:
 		}
 		<-release
 		return nil
-	}))
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()

@@ -279,17 +279,33 @@ func (e *Engine) rateLimit(a platform.Adapter) sender.RateLimitConfig {
 }
 
 // Use registers plugins, in order. It stops at the first plugin whose
-// Register fails and returns its error, naming the plugin.
+// Register fails, or whose registrations panic with a registration error
+// (see OnCommand), and returns that error, naming the plugin.
 func (e *Engine) Use(plugins ...Plugin) error {
 	for _, p := range plugins {
 		if p == nil {
 			continue
 		}
-		if err := p.Register(e); err != nil {
+		if err := registerPlugin(e, p); err != nil {
 			return fmt.Errorf("engine: plugin %s: %w", p.Name(), err)
 		}
 	}
 	return nil
+}
+
+// registerPlugin runs p's Register, turning a registration panic into its
+// error.
+func registerPlugin(e *Engine, p Plugin) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			rerr, ok := r.(error)
+			if !ok || !errors.Is(rerr, ErrInvalidMatcher) && !errors.Is(rerr, ErrDuplicateCommand) {
+				panic(r)
+			}
+			err = rerr
+		}
+	}()
+	return p.Register(e)
 }
 
 // Sender returns the sender the engine uses for the named adapter: the

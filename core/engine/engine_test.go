@@ -114,7 +114,8 @@ func TestRouting(t *testing.T) {
 		{
 			name: "command with args and quotes",
 			setup: []reg{func(e *engine.Engine, r *recorder) error {
-				return e.OnCommand("echo", r.handler("echo"))
+				e.OnCommand("echo", r.handler("echo"))
+				return nil
 			}},
 			events: []platform.Event{msg(dm, ann, `/echo one "two three" 'four'`), msg(dm, ann, "echo no slash"), msg(dm, ann, "/echoes")},
 			want:   []string{"echo(echo|one,two three,four)"},
@@ -123,7 +124,8 @@ func TestRouting(t *testing.T) {
 			name: "command aliases, case and @botname",
 			opts: []engine.Option{engine.WithBotUsername("HeraldBot")},
 			setup: []reg{func(e *engine.Engine, r *recorder) error {
-				return e.OnCommand("help", r.handler("help"), engine.Aliases("h"))
+				e.OnCommand("help", r.handler("help"), engine.Aliases("h"))
+				return nil
 			}},
 			events: []platform.Event{msg(dm, ann, "/h"), msg(dm, ann, "/HELP@heraldbot"), msg(dm, ann, "/help@OtherBot"), msg(dm, ann, "/help@HeraldBot x")},
 			want:   []string{"help(h|)", "help(HELP|)", "help(help|x)"},
@@ -132,7 +134,8 @@ func TestRouting(t *testing.T) {
 			name: "custom command prefixes",
 			opts: []engine.Option{engine.WithCommandPrefixes("!", "/")},
 			setup: []reg{func(e *engine.Engine, r *recorder) error {
-				return e.OnCommand("ping", r.handler("ping"))
+				e.OnCommand("ping", r.handler("ping"))
+				return nil
 			}},
 			events: []platform.Event{msg(dm, ann, "!ping"), msg(dm, ann, "/ping"), msg(dm, ann, ".ping")},
 			want:   []string{"ping(ping|)", "ping(ping|)"},
@@ -140,14 +143,19 @@ func TestRouting(t *testing.T) {
 		{
 			name: "message prefix keyword fullmatch regex",
 			setup: []reg{
-				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("msg"), engine.Priority(10)) },
-				func(e *engine.Engine, r *recorder) error { return e.OnPrefix("say ", r.handler("prefix")) },
 				func(e *engine.Engine, r *recorder) error {
-					return e.OnKeyword("weather", r.handler("kw"), engine.Aliases("rain"))
+					e.OnMessage(r.handler("msg"), engine.Priority(10))
+					return nil
 				},
-				func(e *engine.Engine, r *recorder) error { return e.OnFullMatch("hi", r.handler("full")) },
+				func(e *engine.Engine, r *recorder) error { e.OnPrefix("say ", r.handler("prefix")); return nil },
 				func(e *engine.Engine, r *recorder) error {
-					return e.OnRegex(`^roll (\d+)d(\d+)$`, r.handler("re"))
+					e.OnKeyword("weather", r.handler("kw"), engine.Aliases("rain"))
+					return nil
+				},
+				func(e *engine.Engine, r *recorder) error { e.OnFullMatch("hi", r.handler("full")); return nil },
+				func(e *engine.Engine, r *recorder) error {
+					e.OnRegex(`^roll (\d+)d(\d+)$`, r.handler("re"))
+					return nil
 				},
 			},
 			events: []platform.Event{
@@ -163,10 +171,22 @@ func TestRouting(t *testing.T) {
 		{
 			name: "priority and registration order",
 			setup: []reg{
-				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("p5-a"), engine.Priority(5)) },
-				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("p1"), engine.Priority(1)) },
-				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("p5-b"), engine.Priority(5)) },
-				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("p-3"), engine.Priority(-3)) },
+				func(e *engine.Engine, r *recorder) error {
+					e.OnMessage(r.handler("p5-a"), engine.Priority(5))
+					return nil
+				},
+				func(e *engine.Engine, r *recorder) error {
+					e.OnMessage(r.handler("p1"), engine.Priority(1))
+					return nil
+				},
+				func(e *engine.Engine, r *recorder) error {
+					e.OnMessage(r.handler("p5-b"), engine.Priority(5))
+					return nil
+				},
+				func(e *engine.Engine, r *recorder) error {
+					e.OnMessage(r.handler("p-3"), engine.Priority(-3))
+					return nil
+				},
 			},
 			events: []platform.Event{msg(dm, ann, "x")},
 			want:   []string{"p-3", "p1", "p5-a", "p5-b"},
@@ -175,10 +195,17 @@ func TestRouting(t *testing.T) {
 			name: "block stops lower priorities only",
 			setup: []reg{
 				func(e *engine.Engine, r *recorder) error {
-					return e.OnCommand("stop", r.handler("stop"), engine.Priority(1), engine.Block())
+					e.OnCommand("stop", r.handler("stop"), engine.Priority(1), engine.Block())
+					return nil
 				},
-				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("same"), engine.Priority(1)) },
-				func(e *engine.Engine, r *recorder) error { return e.OnMessage(r.handler("lower"), engine.Priority(2)) },
+				func(e *engine.Engine, r *recorder) error {
+					e.OnMessage(r.handler("same"), engine.Priority(1))
+					return nil
+				},
+				func(e *engine.Engine, r *recorder) error {
+					e.OnMessage(r.handler("lower"), engine.Priority(2))
+					return nil
+				},
 			},
 			events: []platform.Event{msg(dm, ann, "/stop"), msg(dm, ann, "go")},
 			want:   []string{"stop(stop|)", "same", "same", "lower"},
@@ -187,13 +214,16 @@ func TestRouting(t *testing.T) {
 			name: "permissions",
 			setup: []reg{
 				func(e *engine.Engine, r *recorder) error {
-					return e.OnCommand("p", r.handler("private"), engine.PrivateOnly())
+					e.OnCommand("p", r.handler("private"), engine.PrivateOnly())
+					return nil
 				},
 				func(e *engine.Engine, r *recorder) error {
-					return e.OnCommand("g", r.handler("group"), engine.GroupOnly())
+					e.OnCommand("g", r.handler("group"), engine.GroupOnly())
+					return nil
 				},
 				func(e *engine.Engine, r *recorder) error {
-					return e.OnCommand("admin", r.handler("admin"), engine.UsersOnly("u2"))
+					e.OnCommand("admin", r.handler("admin"), engine.UsersOnly("u2"))
+					return nil
 				},
 			},
 			events: []platform.Event{
@@ -206,7 +236,8 @@ func TestRouting(t *testing.T) {
 			name: "rules with And Or Not",
 			setup: []reg{func(e *engine.Engine, r *recorder) error {
 				long := func(c *engine.Context) bool { return len(c.Text()) > 3 }
-				return e.On(engine.And(engine.IsGroup(), engine.Or(engine.FromUsers("u2"), long), engine.Not(engine.IsKind(platform.EventCallback))), r.handler("rule"))
+				e.On(engine.And(engine.IsGroup(), engine.Or(engine.FromUsers("u2"), long), engine.Not(engine.IsKind(platform.EventCallback))), r.handler("rule"))
+				return nil
 			}},
 			events: []platform.Event{
 				msg(group, bob, "hi"), msg(group, ann, "hi"), msg(group, ann, "hello"), msg(dm, bob, "hello"),
@@ -218,12 +249,14 @@ func TestRouting(t *testing.T) {
 			name: "event kinds",
 			setup: []reg{
 				func(e *engine.Engine, r *recorder) error {
-					return e.OnEvent(platform.EventMemberJoined, r.handler("joined"))
+					e.OnEvent(platform.EventMemberJoined, r.handler("joined"))
+					return nil
 				},
 				func(e *engine.Engine, r *recorder) error {
-					return e.OnEvent(platform.EventCallback, r.handler("callback"))
+					e.OnEvent(platform.EventCallback, r.handler("callback"))
+					return nil
 				},
-				func(e *engine.Engine, r *recorder) error { return e.OnCommand("x", r.handler("cmd")) },
+				func(e *engine.Engine, r *recorder) error { e.OnCommand("x", r.handler("cmd")); return nil },
 			},
 			events: []platform.Event{
 				{Platform: memory.DefaultName, Kind: platform.EventMemberJoined, Chat: group, From: bob},
@@ -257,33 +290,34 @@ func TestRouting(t *testing.T) {
 	}
 }
 
+// A registration mistake panics, as http.ServeMux.Handle does, with an
+// error saying what is wrong; Use returns it as the plugin's error.
 func TestRegistrationErrors(t *testing.T) {
 	e, _ := newEngine(t)
 	h := func(*engine.Context) error { return nil }
-	if err := e.OnCommand("start", h, engine.Aliases("go")); err != nil {
-		t.Fatal(err)
-	}
+	e.OnCommand("start", h, engine.Aliases("go"))
 	for _, tc := range []struct {
-		name string
-		err  error
-		want error
+		name     string
+		register func()
+		want     error
 	}{
-		{"duplicate", e.OnCommand("START", h), engine.ErrDuplicateCommand},
-		{"duplicate alias", e.OnCommand("begin", h, engine.Aliases("go")), engine.ErrDuplicateCommand},
-		{"nil handler", e.OnMessage(nil), engine.ErrInvalidMatcher},
-		{"empty command", e.OnCommand("", h), engine.ErrInvalidMatcher},
-		{"command with space", e.OnCommand("a b", h), engine.ErrInvalidMatcher},
-		{"bad regex", e.OnRegex("(", h), engine.ErrInvalidMatcher},
-		{"nil rule", e.On(nil, h), engine.ErrInvalidMatcher},
-		{"empty prefix", e.OnPrefix("", h), engine.ErrInvalidMatcher},
+		{"duplicate", func() { e.OnCommand("START", h) }, engine.ErrDuplicateCommand},
+		{"duplicate alias", func() { e.OnCommand("begin", h, engine.Aliases("go")) }, engine.ErrDuplicateCommand},
+		{"nil handler", func() { e.OnMessage(nil) }, engine.ErrInvalidMatcher},
+		{"empty command", func() { e.OnCommand("", h) }, engine.ErrInvalidMatcher},
+		{"command with space", func() { e.OnCommand("a b", h) }, engine.ErrInvalidMatcher},
+		{"bad regex", func() { e.OnRegex("(", h) }, engine.ErrInvalidMatcher},
+		{"nil rule", func() { e.On(nil, h) }, engine.ErrInvalidMatcher},
+		{"empty prefix", func() { e.OnPrefix("", h) }, engine.ErrInvalidMatcher},
 	} {
-		if !errors.Is(tc.err, tc.want) {
-			t.Errorf("%s: %v; want %v", tc.name, tc.err, tc.want)
+		if err := registrationPanic(tc.register); !errors.Is(err, tc.want) {
+			t.Errorf("%s: panicked with %v; want %v", tc.name, err, tc.want)
 		}
 	}
-	if err := e.OnCommand("start", h, engine.Priority(1)); err != nil {
-		t.Fatalf("same command at another priority: %v", err)
+	if err := e.Use(dupPlugin{}); !errors.Is(err, engine.ErrDuplicateCommand) || !strings.Contains(err.Error(), "plugin dup") {
+		t.Fatalf("Use of a plugin registering a duplicate = %v; want its error", err)
 	}
+	e.OnCommand("start", h, engine.Priority(1))
 	infos := e.Matchers()
 	if len(infos) != 2 || infos[0].Kind != "command" || !slices.Equal(infos[0].Words, []string{"start", "go"}) || infos[1].Priority != 1 {
 		t.Fatalf("Matchers = %+v", infos)
@@ -305,7 +339,7 @@ func TestInboundOrderAndConcurrency(t *testing.T) {
 	var running, peak atomic.Int32
 	var mu sync.Mutex
 	seen := map[string][]string{}
-	err := e.OnMessage(func(c *engine.Context) error {
+	e.OnMessage(func(c *engine.Context) error {
 		n := running.Add(1)
 		defer running.Add(-1)
 		for {
@@ -320,9 +354,6 @@ func TestInboundOrderAndConcurrency(t *testing.T) {
 		time.Sleep(50 * time.Microsecond)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var wg sync.WaitGroup
 	for c := range chats {
 		wg.Go(func() {
@@ -361,16 +392,14 @@ func TestInboundBackpressure(t *testing.T) {
 	e, _ := newEngine(t, engine.WithInboundQueueSize(2), engine.WithHandlerConcurrency(1))
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
-	if err := e.OnMessage(func(*engine.Context) error {
+	e.OnMessage(func(*engine.Context) error {
 		select {
 		case started <- struct{}{}:
 		default:
 		}
 		<-release
 		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	if err := e.HandleEvent(msg(dm, ann, "running")); err != nil {
 		t.Fatal(err)
 	}
@@ -410,9 +439,9 @@ func TestHandlerErrorsAndPanics(t *testing.T) {
 	)
 	boom := errors.New("boom")
 	r := &recorder{}
-	must(t, e.OnCommand("fail", func(*engine.Context) error { return boom }))
-	must(t, e.OnCommand("panic", func(*engine.Context) error { panic("oops") }))
-	must(t, e.OnMessage(r.handler("after"), engine.Priority(1)))
+	e.OnCommand("fail", func(*engine.Context) error { return boom })
+	e.OnCommand("panic", func(*engine.Context) error { panic("oops") })
+	e.OnMessage(r.handler("after"), engine.Priority(1))
 	for _, text := range []string{"/fail", "/panic", "/fail"} {
 		must(t, e.HandleEvent(msg(dm, ann, text)))
 	}
@@ -443,7 +472,7 @@ func TestHandlerErrorsAndPanics(t *testing.T) {
 func TestUnmatchedAndFallback(t *testing.T) {
 	r := &recorder{}
 	e, _ := newEngine(t, engine.WithFallback(r.handler("fallback")))
-	must(t, e.OnCommand("known", r.handler("known")))
+	e.OnCommand("known", r.handler("known"))
 	must(t, e.HandleEvent(msg(dm, ann, "/known")))
 	must(t, e.HandleEvent(msg(dm, ann, "/unknown")))
 	if err := e.Shutdown(testCtx(t)); err != nil {
@@ -464,10 +493,10 @@ func TestReplyFutureOutcomes(t *testing.T) { synctest.Test(t, testReplyFutureOut
 func testReplyFutureOutcomes(t *testing.T) {
 	e, mem := newEngine(t, engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1}))
 	futures := make(chan *future.Future[platform.SendResult], 10)
-	must(t, e.OnCommand("say", func(c *engine.Context) error {
+	e.OnCommand("say", func(c *engine.Context) error {
 		futures <- c.ReplyText(c.RawArgs())
 		return nil
-	}))
+	})
 	ctx := testCtx(t)
 	wait := func() (platform.SendResult, error) {
 		t.Helper()
@@ -522,12 +551,12 @@ func testReplyFutureOutcomes(t *testing.T) {
 func TestShutdownLosesNoReply(t *testing.T) {
 	e, mem := newEngine(t, engine.WithDispatcherConfig(engine.DispatcherConfig{MaxInflight: 3, QueueSize: 1000}))
 	var futures sync.Map
-	must(t, e.OnCommand("count", func(c *engine.Context) error {
+	e.OnCommand("count", func(c *engine.Context) error {
 		for i := 1; i <= 20; i++ {
 			futures.Store(fmt.Sprint(c.Chat().ID, "/", i), c.ReplyText(fmt.Sprint(i)))
 		}
 		return nil
-	}))
+	})
 	const chats = 30
 	for c := range chats {
 		must(t, e.HandleEvent(msg(memory.Private(fmt.Sprint(c)), ann, "/count")))
@@ -567,14 +596,14 @@ func testShutdownForced(t *testing.T) {
 	e, mem := newEngine(t, engine.WithDispatcherConfig(engine.DispatcherConfig{MaxInflight: 1}))
 	var futures []*future.Future[platform.SendResult]
 	var mu sync.Mutex
-	must(t, e.OnCommand("slow", func(c *engine.Context) error {
+	e.OnCommand("slow", func(c *engine.Context) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for range 3 {
 			futures = append(futures, c.ReplyText("x"))
 		}
 		return nil
-	}))
+	})
 	mem.SlowNext("", time.Hour)
 	must(t, e.HandleEvent(msg(dm, ann, "/slow")))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -594,10 +623,10 @@ func testShutdownForced(t *testing.T) {
 
 func TestRunWithAdapter(t *testing.T) {
 	e, mem := newEngine(t)
-	must(t, e.OnCommand("ping", func(c *engine.Context) error {
+	e.OnCommand("ping", func(c *engine.Context) error {
 		c.ReplyText("pong")
 		return nil
-	}))
+	})
 	runEngine(t, e)
 	mem.Say(dm, ann, "/ping")
 	sent, err := mem.WaitSent(testCtx(t), dm.ID, 1)
@@ -640,10 +669,10 @@ func TestRunStopsWhenAnAdapterFails(t *testing.T) {
 
 func TestDeadLettersReplay(t *testing.T) {
 	e, mem := newEngine(t)
-	must(t, e.OnCommand("say", func(c *engine.Context) error {
+	e.OnCommand("say", func(c *engine.Context) error {
 		c.ReplyText(c.RawArgs())
 		return nil
-	}))
+	})
 	down := atomic.Bool{}
 	down.Store(true)
 	mem.FailWhen(func(platform.SendRequest) error {
@@ -690,12 +719,12 @@ func TestDeadLettersReplay(t *testing.T) {
 func TestContextValuesShared(t *testing.T) {
 	e, _ := newEngine(t)
 	got := make(chan any, 1)
-	must(t, e.OnMessage(func(c *engine.Context) error { c.Set("user", "ann"); return nil }))
-	must(t, e.OnMessage(func(c *engine.Context) error {
+	e.OnMessage(func(c *engine.Context) error { c.Set("user", "ann"); return nil })
+	e.OnMessage(func(c *engine.Context) error {
 		v, _ := c.Get("user")
 		got <- v
 		return nil
-	}))
+	})
 	must(t, e.HandleEvent(msg(dm, ann, "x")))
 	if v := <-got; v != "ann" {
 		t.Fatalf("Get = %v", v)
@@ -709,7 +738,8 @@ func (p testPlugin) Register(e *engine.Engine) error {
 	if p.fail {
 		return errors.New("nope")
 	}
-	return e.OnCommand("plugged", func(*engine.Context) error { return nil }, engine.Description("from a plugin"))
+	e.OnCommand("plugged", func(*engine.Context) error { return nil }, engine.Description("from a plugin"))
+	return nil
 }
 
 func TestUse(t *testing.T) {
@@ -751,13 +781,13 @@ func testReplyAfterShutdown(t *testing.T) {
 		ctxErr, replyErr error
 	}
 	result := make(chan outcome, 1)
-	must(t, e.OnCommand("late", func(c *engine.Context) error {
+	e.OnCommand("late", func(c *engine.Context) error {
 		close(started)
 		<-release // ignores its context, like a careless handler
 		_, err := c.ReplyText("too late").Result()
 		result <- outcome{c.Context().Err(), err}
 		return nil
-	}))
+	})
 	must(t, e.HandleEvent(msg(dm, ann, "/late")))
 	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -780,4 +810,25 @@ func testReplyAfterShutdown(t *testing.T) {
 	if err := <-shut; !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown = %v", err)
 	}
+}
+
+// registrationPanic runs register and returns the error it panicked with,
+// or nil.
+func registrationPanic(register func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err, _ = r.(error)
+		}
+	}()
+	register()
+	return nil
+}
+
+// dupPlugin registers /start, which the test already has.
+type dupPlugin struct{}
+
+func (dupPlugin) Name() string { return "dup" }
+func (dupPlugin) Register(e *engine.Engine) error {
+	e.OnCommand("start", func(*engine.Context) error { return nil })
+	return nil
 }

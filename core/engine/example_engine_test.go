@@ -22,7 +22,7 @@ func ExampleEngine() {
 		panic(err)
 	}
 
-	err = e.OnCommand("echo", func(c *engine.Context) error {
+	e.OnCommand("echo", func(c *engine.Context) error {
 		// Reply queues the send and returns a Future at once.
 		f := c.ReplyText(strings.Join(c.Args(), " "))
 
@@ -34,9 +34,6 @@ func ExampleEngine() {
 		c.Logger().Info("echoed", zap.String("message_id", res.MessageID))
 		return nil
 	}, engine.Description("repeat what you say"))
-	if err != nil {
-		panic(err)
-	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -60,7 +57,7 @@ func ExampleEngine() {
 func ExampleContext_Reply() {
 	mem := memory.New()
 	e, _ := engine.New(engine.WithAdapter(mem))
-	_ = e.OnCommand("count", func(c *engine.Context) error {
+	e.OnCommand("count", func(c *engine.Context) error {
 		for i := 1; i <= 3; i++ {
 			c.ReplyText(fmt.Sprint(i)) // no Wait: the dispatcher keeps the order
 		}
@@ -80,13 +77,13 @@ func ExampleContext_Reply() {
 func ExampleContext_Edit() {
 	mem := memory.New()
 	e, _ := engine.New(engine.WithAdapter(mem))
-	_ = e.OnCommand("drink", func(c *engine.Context) error {
+	e.OnCommand("drink", func(c *engine.Context) error {
 		c.Reply(platform.OutboundMessage{Text: "Tea or coffee?", Buttons: [][]platform.Button{{
 			{Text: "Tea", Data: "tea"}, {Text: "Coffee", Data: "coffee"},
 		}}})
 		return nil
 	})
-	_ = e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
+	e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
 		c.Edit(c.Event().MessageID, platform.TextMessage("One "+c.Text()+", coming up."))
 		return nil
 	})
@@ -111,7 +108,7 @@ func ExampleContext_Edit() {
 func ExampleContext_Prompt() {
 	mem := memory.New()
 	e, _ := engine.New(engine.WithAdapter(mem))
-	_ = e.OnCommand("greet", func(c *engine.Context) error {
+	e.OnCommand("greet", func(c *engine.Context) error {
 		ctx, cancel := context.WithTimeout(c.Context(), time.Minute) // users may never answer
 		defer cancel()
 		answer, err := c.Prompt(ctx, platform.TextMessage("What is your name?"))
@@ -164,7 +161,7 @@ func ExampleMiddleware() {
 	}
 	mem := memory.New()
 	e, _ := engine.New(engine.WithAdapter(mem), engine.WithMiddleware(timed))
-	_ = e.OnCommand("restart", func(c *engine.Context) error {
+	e.OnCommand("restart", func(c *engine.Context) error {
 		c.ReplyText("Restarting…")
 		return nil
 	}, engine.Wrap(ownerOnly))

@@ -275,62 +275,75 @@ func (m *matcher) info() MatcherInfo {
 // "/name args" or "/name@BotName args"; names compare without regard to
 // case. Use Aliases for other names. The handler's Context has Command,
 // Args and RawArgs. Registering a name or alias that is already registered
-// at the same priority returns an error wrapping ErrDuplicateCommand.
-func (e *Engine) OnCommand(name string, h Handler, opts ...MatcherOption) error {
-	return e.register(&matcher{kind: kindCommand, words: []string{name}, handler: h}, opts)
+// at the same priority panics with an error wrapping ErrDuplicateCommand.
+//
+// Like the other On methods, OnCommand panics, as http.ServeMux.Handle
+// does, when the registration is a mistake — a nil handler, an empty or
+// malformed name, a duplicate — with an error wrapping ErrInvalidMatcher
+// or ErrDuplicateCommand: a bug in the program, found when it starts.
+// Engine.Use turns such a panic in a plugin's Register into its error.
+func (e *Engine) OnCommand(name string, h Handler, opts ...MatcherOption) {
+	e.register(&matcher{kind: kindCommand, words: []string{name}, handler: h}, opts)
 }
 
 // OnMessage runs h for every new message (platform.EventMessage).
-func (e *Engine) OnMessage(h Handler, opts ...MatcherOption) error {
-	return e.register(&matcher{kind: kindMessage, handler: h}, opts)
+func (e *Engine) OnMessage(h Handler, opts ...MatcherOption) {
+	e.register(&matcher{kind: kindMessage, handler: h}, opts)
 }
 
 // OnPrefix runs h for messages whose text starts with prefix (or an alias);
 // RawArgs and Args hold the rest.
-func (e *Engine) OnPrefix(prefix string, h Handler, opts ...MatcherOption) error {
-	return e.register(&matcher{kind: kindPrefix, words: []string{prefix}, handler: h}, opts)
+func (e *Engine) OnPrefix(prefix string, h Handler, opts ...MatcherOption) {
+	e.register(&matcher{kind: kindPrefix, words: []string{prefix}, handler: h}, opts)
 }
 
 // OnKeyword runs h for messages whose text contains keyword (or an alias).
-func (e *Engine) OnKeyword(keyword string, h Handler, opts ...MatcherOption) error {
-	return e.register(&matcher{kind: kindKeyword, words: []string{keyword}, handler: h}, opts)
+func (e *Engine) OnKeyword(keyword string, h Handler, opts ...MatcherOption) {
+	e.register(&matcher{kind: kindKeyword, words: []string{keyword}, handler: h}, opts)
 }
 
 // OnFullMatch runs h for messages whose text, without surrounding space, is
 // exactly text (or an alias).
-func (e *Engine) OnFullMatch(text string, h Handler, opts ...MatcherOption) error {
-	return e.register(&matcher{kind: kindFullMatch, words: []string{text}, handler: h}, opts)
+func (e *Engine) OnFullMatch(text string, h Handler, opts ...MatcherOption) {
+	e.register(&matcher{kind: kindFullMatch, words: []string{text}, handler: h}, opts)
 }
 
 // OnRegex runs h for messages whose text matches the regular expression
 // expr (Go's RE2 syntax); the handler's Context has the submatches. It
-// returns an error if expr does not compile.
-func (e *Engine) OnRegex(expr string, h Handler, opts ...MatcherOption) error {
+// panics, as regexp.MustCompile does, if expr does not compile.
+func (e *Engine) OnRegex(expr string, h Handler, opts ...MatcherOption) {
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return fmt.Errorf("%w: regex %q: %w", ErrInvalidMatcher, expr, err)
+		panic(fmt.Errorf("%w: regex %q: %w", ErrInvalidMatcher, expr, err))
 	}
-	return e.register(&matcher{kind: kindRegex, re: re, handler: h}, opts)
+	e.register(&matcher{kind: kindRegex, re: re, handler: h}, opts)
 }
 
 // OnEvent runs h for events of the given kind, such as
 // platform.EventCallback or platform.EventMemberJoined.
-func (e *Engine) OnEvent(kind platform.EventKind, h Handler, opts ...MatcherOption) error {
-	return e.register(&matcher{kind: kindEvent, eventKind: kind, handler: h}, opts)
+func (e *Engine) OnEvent(kind platform.EventKind, h Handler, opts ...MatcherOption) {
+	e.register(&matcher{kind: kindEvent, eventKind: kind, handler: h}, opts)
 }
 
 // On runs h for events the rule accepts, whatever their kind.
-func (e *Engine) On(rule Rule, h Handler, opts ...MatcherOption) error {
+func (e *Engine) On(rule Rule, h Handler, opts ...MatcherOption) {
 	if rule == nil {
-		return fmt.Errorf("%w: nil rule", ErrInvalidMatcher)
+		panic(fmt.Errorf("%w: nil rule", ErrInvalidMatcher))
 	}
-	return e.register(&matcher{kind: kindRule, rule: rule, handler: h}, opts)
+	e.register(&matcher{kind: kindRule, rule: rule, handler: h}, opts)
 }
 
 // register validates m and adds it to the matcher list, which stays sorted
-// by priority and then registration order. Events being handled keep the
-// list they started with.
-func (e *Engine) register(m *matcher, opts []MatcherOption) error {
+// by priority and then registration order, or panics with the error that
+// says why it cannot. Events being handled keep the list they started with.
+func (e *Engine) register(m *matcher, opts []MatcherOption) {
+	if err := e.add(m, opts); err != nil {
+		panic(err)
+	}
+}
+
+// add is register returning its error.
+func (e *Engine) add(m *matcher, opts []MatcherOption) error {
 	if m.handler == nil {
 		return fmt.Errorf("%w: nil handler", ErrInvalidMatcher)
 	}

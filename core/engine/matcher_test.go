@@ -17,7 +17,7 @@ func TestHandlerContextIsItsOwn(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var bad error
-	must(t, e.OnCommand("go", func(c *engine.Context) error {
+	e.OnCommand("go", func(c *engine.Context) error {
 		wg.Go(func() {
 			for {
 				if c.Command() != "go" || !slices.Equal(c.Args(), []string{"a"}) {
@@ -31,15 +31,15 @@ func TestHandlerContextIsItsOwn(t *testing.T) {
 			}
 		})
 		return nil
-	}))
+	})
 	done := make(chan struct{})
-	must(t, e.OnRegex(`^/go (a)$`, func(c *engine.Context) error {
+	e.OnRegex(`^/go (a)$`, func(c *engine.Context) error {
 		if c.Command() != "" || c.Matches()[1] != "a" {
 			bad = errors.New("second handler saw the first one's match")
 		}
 		close(done)
 		return nil
-	}, engine.Priority(1)))
+	}, engine.Priority(1))
 	must(t, e.HandleEvent(msg(dm, ann, "/go a")))
 	<-done
 	close(stop)
@@ -59,9 +59,9 @@ func TestRulePanics(t *testing.T) {
 		hookErrs = append(hookErrs, err)
 		mu.Unlock()
 	}))
-	must(t, e.On(func(*engine.Context) bool { panic("bad rule") }, r.handler("never")))
-	must(t, e.On(engine.And(nil, engine.Or(nil), engine.Not(engine.Not(nil))), r.handler("nil rules accept"), engine.Priority(1)))
-	must(t, e.OnMessage(r.handler("later"), engine.Priority(2)))
+	e.On(func(*engine.Context) bool { panic("bad rule") }, r.handler("never"))
+	e.On(engine.And(nil, engine.Or(nil), engine.Not(engine.Not(nil))), r.handler("nil rules accept"), engine.Priority(1))
+	e.OnMessage(r.handler("later"), engine.Priority(2))
 	must(t, e.HandleEvent(msg(dm, ann, "x")))
 	must(t, e.Shutdown(testCtx(t)))
 	if got := r.entries(); !slices.Equal(got, []string{"nil rules accept", "later"}) {
@@ -80,11 +80,11 @@ func TestRulePanics(t *testing.T) {
 func TestReplyWithoutChat(t *testing.T) {
 	e, _ := newEngine(t)
 	got := make(chan error, 1)
-	must(t, e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
+	e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
 		_, err := c.ReplyText("where to?").Result()
 		got <- err
 		return nil
-	}))
+	})
 	must(t, e.HandleEvent(platform.Event{Platform: "memory", Kind: platform.EventCallback, From: ann, Text: "data"}))
 	if err := <-got; !errors.Is(err, engine.ErrNoChat) {
 		t.Fatalf("Reply = %v; want ErrNoChat", err)

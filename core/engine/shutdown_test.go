@@ -15,10 +15,10 @@ import (
 // Shutdown makes Run return, after draining the replies handlers made.
 func TestShutdownStopsRun(t *testing.T) {
 	e, mem := newEngine(t)
-	must(t, e.OnCommand("hi", func(c *engine.Context) error {
+	e.OnCommand("hi", func(c *engine.Context) error {
 		c.ReplyText("hello")
 		return nil
-	}))
+	})
 	runDone := make(chan error, 1)
 	go func() { runDone <- e.Run(context.Background()) }()
 	mem.Say(dm, ann, "/hi")
@@ -50,14 +50,14 @@ func testForcedShutdownDropsQueuedEvents(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
 	var handled sync.Map
-	must(t, e.OnMessage(func(c *engine.Context) error {
+	e.OnMessage(func(c *engine.Context) error {
 		handled.Store(c.Text(), true)
 		if c.Text() == "first" {
 			close(started)
 			<-release
 		}
 		return nil
-	}))
+	})
 	must(t, e.HandleEvent(msg(dm, ann, "first")))
 	<-started
 	for _, s := range []string{"a", "b", "c"} {

@@ -31,7 +31,8 @@ func (*Plugin) Name() string { return "count" }
 
 // Register adds the /count command to e.
 func (*Plugin) Register(e *engine.Engine) error {
-	return e.OnCommand("count", handle, engine.Description("send N numbered messages, in order"))
+	e.OnCommand("count", handle, engine.Description("send N numbered messages, in order"))
+	return nil
 }
 
 // handle queues the replies without waiting for them. A chat's queue holds

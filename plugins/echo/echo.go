@@ -17,7 +17,7 @@ func (*Plugin) Name() string { return "echo" }
 
 // Register adds the /echo command to e.
 func (*Plugin) Register(e *engine.Engine) error {
-	return e.OnCommand("echo", func(c *engine.Context) error {
+	e.OnCommand("echo", func(c *engine.Context) error {
 		if c.RawArgs() == "" {
 			c.ReplyText(Usage)
 			return nil
@@ -25,4 +25,5 @@ func (*Plugin) Register(e *engine.Engine) error {
 		c.ReplyText(c.RawArgs())
 		return nil
 	}, engine.Description("repeat your text"))
+	return nil
 }

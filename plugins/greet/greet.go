@@ -33,7 +33,8 @@ func (*Plugin) Name() string { return "greet" }
 
 // Register adds the /greet command to e.
 func (*Plugin) Register(e *engine.Engine) error {
-	return e.OnCommand("greet", handle, engine.Description("ask your name, then greet you by it"))
+	e.OnCommand("greet", handle, engine.Description("ask your name, then greet you by it"))
+	return nil
 }
 
 // handle asks, waits for the answer, and greets. A user who does not

@@ -20,10 +20,11 @@ func (*Plugin) Name() string { return "help" }
 // Register adds the /help command (alias /start) to e. The list is built
 // when /help is used, so it includes commands registered later.
 func (*Plugin) Register(e *engine.Engine) error {
-	return e.OnCommand("help", func(c *engine.Context) error {
+	e.OnCommand("help", func(c *engine.Context) error {
 		c.ReplyText(Text(e.Matchers()))
 		return nil
 	}, engine.Aliases("start"), engine.Description("list the commands"))
+	return nil
 }
 
 // Text renders the help for the given matchers: one line per command, in

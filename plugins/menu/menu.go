@@ -36,13 +36,12 @@ func (*Plugin) Name() string { return "menu" }
 
 // Register adds /menu and the handler of the menu's buttons to e.
 func (*Plugin) Register(e *engine.Engine) error {
-	if err := e.On(pressed, handlePress); err != nil {
-		return err
-	}
-	return e.OnCommand("menu", func(c *engine.Context) error {
+	e.On(pressed, handlePress)
+	e.OnCommand("menu", func(c *engine.Context) error {
 		c.Reply(Menu())
 		return nil
 	}, engine.Description("show buttons; pressing one edits the message"))
+	return nil
 }
 
 // Menu returns the menu message: the question and a button per choice.

@@ -19,10 +19,11 @@ func (*Plugin) Name() string { return "stats" }
 
 // Register adds the /stats command to e.
 func (*Plugin) Register(e *engine.Engine) error {
-	return e.OnCommand("stats", func(c *engine.Context) error {
+	e.OnCommand("stats", func(c *engine.Context) error {
 		c.ReplyText(Text(e.Stats()))
 		return nil
 	}, engine.Description("show the bot's statistics"))
+	return nil
 }
 
 // Text renders engine statistics for a chat message.
