@@ -17,9 +17,14 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
-// Name is the adapter's platform name, [platform.Event.Platform] of its
+// DefaultName is the adapter's platform name, [platform.Event.Platform] of its
 // events.
-const Name = "onebot"
+const DefaultName = "onebot"
+
+// Name is DefaultName.
+//
+// Deprecated: Use [DefaultName], the name every adapter package uses.
+const Name = DefaultName
 
 // Adapter is a OneBot v11 adapter: it receives events from, and sends
 // messages through, OneBot implementations (go-cqhttp, NapCat, Lagrange, …)
@@ -40,7 +45,7 @@ type Adapter struct {
 	stopRecv atomic.Bool     // StopReceiving was called since the last Run ended
 
 	mu       sync.Mutex
-	running  bool                 // a Run is active, until its stop has finished; another Run gets ErrRunning
+	running  bool                 // a Run is active, until its stop has finished; another Run gets ErrAlreadyRunning
 	stopping bool                 // the active Run is stopping: connections are refused
 	handle   func(platform.Event) // Run's handle; nil when not running
 	conns    map[*conn]struct{}   // every open connection
@@ -110,7 +115,7 @@ func (a *Adapter) Name() string { return Name }
 //
 // One Run at a time: a call of Run while another is active, including one
 // whose context has ended but which is still closing its connections,
-// returns [ErrRunning] at once and changes nothing. Once Run has returned,
+// returns [ErrAlreadyRunning] at once and changes nothing. Once Run has returned,
 // Run may be called again; a call of [Adapter.StopReceiving] made before or
 // during a Run applies to that Run only.
 func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
@@ -120,7 +125,7 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	a.mu.Lock()
 	if a.running {
 		a.mu.Unlock()
-		return ErrRunning
+		return ErrAlreadyRunning
 	}
 	a.running, a.handle = true, handle
 	a.mu.Unlock()

@@ -70,9 +70,14 @@ var (
 	// cannot help.
 	ErrUnauthorized = errors.New("onebot: access token refused")
 
-	// ErrRunning: Run was called while an earlier call had not returned
+	// ErrAlreadyRunning: Run was called while an earlier call had not returned
 	// (including one still closing its connections after its context ended).
-	ErrRunning = errors.New("onebot: adapter already running")
+	ErrAlreadyRunning = errors.New("onebot: adapter already running")
+
+	// ErrRunning is ErrAlreadyRunning.
+	//
+	// Deprecated: Use [ErrAlreadyRunning], the name every adapter uses.
+	ErrRunning = ErrAlreadyRunning
 )
 
 // ActionError is a response with status "failed" (or another status that

@@ -25,7 +25,7 @@ func TestDecodeEventAndConvert(t *testing.T) {
 				"message_id":77,"user_id":42,"message":"hi &amp; &#91;ok&#93;[CQ:face,id=14]","raw_message":"x",
 				"sender":{"user_id":42,"nickname":"Ann","sex":"female","age":0}}`,
 			selfID: 10001, deliver: true,
-			want: platform.Event{ID: "10001:77", Platform: Name, Kind: platform.EventMessage,
+			want: platform.Event{ID: "10001:77", Platform: DefaultName, Kind: platform.EventMessage,
 				Chat: platform.Chat{ID: "10001:42", Type: platform.ChatPrivate},
 				From: platform.User{ID: "42", Name: "Ann"}, Text: "hi & [ok]", MessageID: "77", Time: ts},
 			check: func(t *testing.T, ev *Event) {
@@ -41,7 +41,7 @@ func TestDecodeEventAndConvert(t *testing.T) {
 				"message":[{"type":"reply","data":{"id":"-4"}},{"type":"at","data":{"qq":"10001"}},{"type":"text","data":{"text":" /ping "}},{"type":"text","data":{"text":"&amp;"}}],
 				"sender":{"user_id":42,"nickname":"Ann","card":"Annie","role":"admin"}}`,
 			selfID: 10001, deliver: true,
-			want: platform.Event{ID: "10001:-5", Platform: Name, Kind: platform.EventMessage,
+			want: platform.Event{ID: "10001:-5", Platform: DefaultName, Kind: platform.EventMessage,
 				Chat: platform.Chat{ID: "10001:999", Type: platform.ChatGroup},
 				From: platform.User{ID: "42", Name: "Annie"}, Text: " /ping &amp;", MessageID: "-5", ReplyToID: "-4", Time: ts},
 			check: func(t *testing.T, ev *Event) {
@@ -54,7 +54,7 @@ func TestDecodeEventAndConvert(t *testing.T) {
 			name:   "ids as strings, self id from the event when the connection has none",
 			in:     `{"time":"1700000000","self_id":"10002","post_type":"message","message_type":"group","message_id":"8","group_id":"7","user_id":"6","message":"x"}`,
 			selfID: 0, deliver: true,
-			want: platform.Event{ID: "10002:8", Platform: Name, Kind: platform.EventMessage,
+			want: platform.Event{ID: "10002:8", Platform: DefaultName, Kind: platform.EventMessage,
 				Chat: platform.Chat{ID: "10002:7", Type: platform.ChatGroup},
 				From: platform.User{ID: "6"}, Text: "x", MessageID: "8", Time: ts},
 		},
@@ -62,7 +62,7 @@ func TestDecodeEventAndConvert(t *testing.T) {
 			name:   "group temporary session is a private chat",
 			in:     `{"time":1700000000,"self_id":1,"post_type":"message","message_type":"private","sub_type":"group","message_id":3,"user_id":4,"group_id":5,"message":"t"}`,
 			selfID: 1, deliver: true,
-			want: platform.Event{ID: "1:3", Platform: Name, Kind: platform.EventMessage,
+			want: platform.Event{ID: "1:3", Platform: DefaultName, Kind: platform.EventMessage,
 				Chat: platform.Chat{ID: "1:4", Type: platform.ChatPrivate},
 				From: platform.User{ID: "4"}, Text: "t", MessageID: "3", Time: ts},
 		},
@@ -70,7 +70,7 @@ func TestDecodeEventAndConvert(t *testing.T) {
 			name:   "member joined",
 			in:     `{"time":1700000000,"self_id":1,"post_type":"notice","notice_type":"group_increase","sub_type":"approve","group_id":5,"operator_id":9,"user_id":4}`,
 			selfID: 1, deliver: true,
-			want: platform.Event{ID: "1:notice:1", Platform: Name, Kind: platform.EventMemberJoined,
+			want: platform.Event{ID: "1:notice:1", Platform: DefaultName, Kind: platform.EventMemberJoined,
 				Chat: platform.Chat{ID: "1:5", Type: platform.ChatGroup}, From: platform.User{ID: "4"}, Time: ts},
 			check: func(t *testing.T, ev *Event) {
 				if ev.OperatorID != 9 || ev.SubType != "approve" {
@@ -82,21 +82,21 @@ func TestDecodeEventAndConvert(t *testing.T) {
 			name:   "member left",
 			in:     `{"time":1700000000,"self_id":1,"post_type":"notice","notice_type":"group_decrease","sub_type":"kick","group_id":5,"operator_id":9,"user_id":4}`,
 			selfID: 1, deliver: true,
-			want: platform.Event{ID: "1:notice:1", Platform: Name, Kind: platform.EventMemberLeft,
+			want: platform.Event{ID: "1:notice:1", Platform: DefaultName, Kind: platform.EventMemberLeft,
 				Chat: platform.Chat{ID: "1:5", Type: platform.ChatGroup}, From: platform.User{ID: "4"}, Time: ts},
 		},
 		{
 			name:   "other notice",
 			in:     `{"time":1700000000,"self_id":1,"post_type":"notice","notice_type":"group_recall","group_id":5,"user_id":4,"operator_id":4,"message_id":12}`,
 			selfID: 1, deliver: true,
-			want: platform.Event{ID: "1:notice:1", Platform: Name, Kind: platform.EventOther,
+			want: platform.Event{ID: "1:notice:1", Platform: DefaultName, Kind: platform.EventOther,
 				Chat: platform.Chat{ID: "1:5", Type: platform.ChatGroup}, From: platform.User{ID: "4"}, Time: ts},
 		},
 		{
 			name:   "friend request",
 			in:     `{"time":1700000000,"self_id":1,"post_type":"request","request_type":"friend","user_id":4,"comment":"add me","flag":"f1"}`,
 			selfID: 1, deliver: true,
-			want: platform.Event{ID: "1:request:1", Platform: Name, Kind: platform.EventOther,
+			want: platform.Event{ID: "1:request:1", Platform: DefaultName, Kind: platform.EventOther,
 				Chat: platform.Chat{ID: "1:4", Type: platform.ChatPrivate}, From: platform.User{ID: "4"}, Text: "add me", Time: ts},
 			check: func(t *testing.T, ev *Event) {
 				if ev.Flag != "f1" || ev.RequestType != "friend" {
@@ -108,7 +108,7 @@ func TestDecodeEventAndConvert(t *testing.T) {
 			name:   "own message is not a message",
 			in:     `{"time":1700000000,"self_id":1,"post_type":"message_sent","message_type":"group","message_id":3,"user_id":1,"group_id":5,"message":"me"}`,
 			selfID: 1, deliver: true,
-			want: platform.Event{ID: "1:message_sent:1", Platform: Name, Kind: platform.EventOther,
+			want: platform.Event{ID: "1:message_sent:1", Platform: DefaultName, Kind: platform.EventOther,
 				Chat: platform.Chat{ID: "1:5", Type: platform.ChatGroup}, From: platform.User{ID: "1"}, Time: ts},
 		},
 		{
@@ -140,7 +140,7 @@ func TestDecodeEventAndConvert(t *testing.T) {
 			if tt.check != nil {
 				tt.check(t, ev)
 			}
-			got, ok := toPlatform(Name, ev, tt.selfID, 1)
+			got, ok := toPlatform(DefaultName, ev, tt.selfID, 1)
 			if ok != tt.deliver {
 				t.Fatalf("delivered = %v; want %v", ok, tt.deliver)
 			}
@@ -176,7 +176,7 @@ func TestEventTimeMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := time.Now().Add(-time.Second)
-	got, _ := toPlatform(Name, ev, 0, 1)
+	got, _ := toPlatform(DefaultName, ev, 0, 1)
 	if got.Time.Before(before) {
 		t.Fatalf("Time = %v; want about now", got.Time)
 	}
@@ -209,11 +209,11 @@ func FuzzDecodeEvent(f *testing.F) {
 		if ev.PostType == "" {
 			t.Fatal("decoded an event without post_type")
 		}
-		got, ok := toPlatform(Name, ev, ev.SelfID, 1)
+		got, ok := toPlatform(DefaultName, ev, ev.SelfID, 1)
 		if ok == (ev.PostType == PostMetaEvent) {
 			t.Fatalf("delivered = %v for post type %q", ok, ev.PostType)
 		}
-		if ok && (got.Platform != Name || got.ID == "" || got.Raw != ev) {
+		if ok && (got.Platform != DefaultName || got.ID == "" || got.Raw != ev) {
 			t.Fatalf("converted event = %+v", got)
 		}
 		if ok && got.Kind == platform.EventMessage && got.Text != ev.Message.Text() {

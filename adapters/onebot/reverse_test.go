@@ -336,8 +336,8 @@ func TestRunListenError(t *testing.T) {
 
 func TestRunTwiceAndRerun(t *testing.T) {
 	h := startAdapter(t, Config{})
-	if err := h.a.Run(context.Background(), nil); !errors.Is(err, ErrRunning) {
-		t.Fatalf("second Run = %v; want ErrRunning", err)
+	if err := h.a.Run(context.Background(), nil); !errors.Is(err, ErrAlreadyRunning) {
+		t.Fatalf("second Run = %v; want ErrAlreadyRunning", err)
 	}
 	if err := h.stop(); err != nil {
 		t.Fatal(err)
@@ -362,7 +362,7 @@ func TestRunTwiceAndRerun(t *testing.T) {
 }
 
 // TestRunWhileStopping ends a Run whose handle is stuck, so that it stays
-// stopping: meanwhile another Run is refused with ErrRunning, at once and
+// stopping: meanwhile another Run is refused with ErrAlreadyRunning, at once and
 // without disturbing the first, and so are new connections; once the
 // first Run has returned, a new Run works.
 func TestRunWhileStopping(t *testing.T) {
@@ -411,8 +411,8 @@ func TestRunWhileStopping(t *testing.T) {
 	}()
 	select {
 	case err := <-second:
-		if !errors.Is(err, ErrRunning) {
-			t.Errorf("Run while another is stopping = %v; want ErrRunning", err)
+		if !errors.Is(err, ErrAlreadyRunning) {
+			t.Errorf("Run while another is stopping = %v; want ErrAlreadyRunning", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("Run while another is stopping did not return at once")

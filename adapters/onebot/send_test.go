@@ -18,7 +18,7 @@ import (
 )
 
 func sendReq(chat platform.Chat, text string) platform.SendRequest {
-	return platform.SendRequest{Platform: Name, Target: chat, Message: platform.TextMessage(text)}
+	return platform.SendRequest{Platform: DefaultName, Target: chat, Message: platform.TextMessage(text)}
 }
 
 // TestEchoCorrelation puts 200 sends in flight on one connection and

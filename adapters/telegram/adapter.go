@@ -21,8 +21,13 @@ import (
 
 var _ platform.ConfirmingAdapter = (*Adapter)(nil)
 
-// Name is the adapter's [platform.Adapter] name and every event's Platform.
-const Name = "telegram"
+// DefaultName is the adapter's [platform.Adapter] name and every event's Platform.
+const DefaultName = "telegram"
+
+// Name is DefaultName.
+//
+// Deprecated: Use [DefaultName], the name every adapter package uses.
+const Name = DefaultName
 
 // Adapter connects Herald to Telegram's Bot API through
 // github.com/go-telegram-bot-api/telegram-bot-api/v5. It implements

@@ -54,7 +54,7 @@ func TestEngineTelegramEditMenu(t *testing.T) {
 			t.Fatal(err)
 		}
 		e, err := engine.New(engine.WithAdapter(a), engine.WithLogger(log.Named("engine")),
-			engine.WithRateLimit(Name, sender.TelegramLimits()))
+			engine.WithRateLimit(DefaultName, sender.TelegramLimits()))
 		if err != nil {
 			t.Fatal(err)
 		}

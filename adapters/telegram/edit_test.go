@@ -19,7 +19,7 @@ import (
 
 // editTo is the request that sends m, an edit or not, to chat.
 func editTo(chat string, m platform.OutboundMessage) platform.SendRequest {
-	return platform.SendRequest{Platform: Name, Target: platform.Chat{ID: chat}, Message: m}
+	return platform.SendRequest{Platform: DefaultName, Target: platform.Chat{ID: chat}, Message: m}
 }
 
 // menu is a message with two buttons.

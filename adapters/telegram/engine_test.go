@@ -204,7 +204,7 @@ func TestEngineTelegram(t *testing.T) {
 	t.Run("flood", func(t *testing.T) {
 		t.Parallel()
 		lim := sender.RateLimitConfig{Global: 400, GlobalBurst: 20, PerChat: 25, PerChatBurst: 3, PerGroup: 25, PerGroupBurst: 3}
-		b := startTgEngine(t, nil, engine.WithRateLimit(Name, lim))
+		b := startTgEngine(t, nil, engine.WithRateLimit(DefaultName, lim))
 		const chats, n = 30, 10
 		ids := make([]int64, chats)
 		for i := range ids {
@@ -255,7 +255,7 @@ func TestEngineTelegram(t *testing.T) {
 	t.Run("TelegramLimits", func(t *testing.T) {
 		t.Parallel()
 		lim := sender.TelegramLimits()
-		b := startTgEngine(t, nil, engine.WithRateLimit(Name, lim))
+		b := startTgEngine(t, nil, engine.WithRateLimit(DefaultName, lim))
 		const private, group = 501, -502
 		start := time.Now()
 		b.say(private, "/count 5")

@@ -123,7 +123,7 @@ func TestLongMessageForceClosedBetweenParts(t *testing.T) {
 				s := sender.Chain(ds...)(a)
 				d := engine.NewOutboundDispatcher(context.Background(), engine.DispatcherConfig{})
 				text := strings.Repeat("x", 4000) + "\n" + strings.Repeat("y", 4000) + "\n" + strings.Repeat("z", 4000)
-				req := platform.SendRequest{Platform: Name, Target: platform.Chat{ID: "42", Type: platform.ChatPrivate}, Message: platform.TextMessage(text)}
+				req := platform.SendRequest{Platform: DefaultName, Target: platform.Chat{ID: "42", Type: platform.ChatPrivate}, Message: platform.TextMessage(text)}
 				errc := make(chan error, 1)
 				p := platform.NewProgress(time.Now(), time.Time{}) // as the engine's send task owns one
 				task := func(ctx context.Context) error {

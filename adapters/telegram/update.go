@@ -43,7 +43,7 @@ import (
 func updateToEvents(u *tgbotapi.Update, botUsername string, now time.Time) []platform.Event {
 	base := platform.Event{
 		ID:       strconv.Itoa(u.UpdateID),
-		Platform: Name,
+		Platform: DefaultName,
 		Time:     now,
 		Raw:      u,
 	}

@@ -38,9 +38,14 @@ const (
 	httpHeadroom = 32
 )
 
-// PlatformName is the adapter's [Adapter.Name] and the Platform of its
+// DefaultName is the adapter's [Adapter.Name] and the Platform of its
 // events.
-const PlatformName = "webchat"
+const DefaultName = "webchat"
+
+// PlatformName is DefaultName.
+//
+// Deprecated: Use [DefaultName], the name every adapter package uses.
+const PlatformName = DefaultName
 
 // Errors of the adapter. Send errors wrap ErrNoConnection (retryable) or
 // ErrInvalidChatID (marked [platform.Permanent]).
@@ -54,8 +59,13 @@ var (
 	// (see the package doc for the forms of IDs).
 	ErrInvalidChatID = errors.New("webchat: invalid chat ID")
 
-	// ErrAlreadyStarted is returned by a second call of Run.
-	ErrAlreadyStarted = errors.New("webchat: Run already called")
+	// ErrAlreadyRunning is returned by a second call of Run.
+	ErrAlreadyRunning = errors.New("webchat: Run already called")
+
+	// ErrAlreadyStarted is ErrAlreadyRunning.
+	//
+	// Deprecated: Use [ErrAlreadyRunning], the name every adapter uses.
+	ErrAlreadyStarted = ErrAlreadyRunning
 )
 
 // RoomChatID returns the ID of the group chat that tabs opened with
@@ -67,7 +77,7 @@ func RoomChatID(room string) string { return roomPrefix + room }
 // use.
 //
 // An Adapter runs once: [Adapter.Run] serves the page and delivers events
-// until its context ends, and a later Run returns ErrAlreadyStarted (unless
+// until its context ends, and a later Run returns ErrAlreadyRunning (unless
 // the earlier one failed to listen). The [platform.Sender] from
 // [Adapter.Sender] works before, during and after Run; without open tabs
 // it fails with ErrNoConnection.
@@ -105,7 +115,7 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	zl := cfg.Logger.With(zap.String("platform", PlatformName))
+	zl := cfg.Logger.With(zap.String("platform", DefaultName))
 	a := &Adapter{
 		cfg:    cfg,
 		log:    zl,
@@ -135,7 +145,7 @@ func New(cfg Config) (*Adapter, error) {
 }
 
 // Name returns "webchat".
-func (a *Adapter) Name() string { return PlatformName }
+func (a *Adapter) Name() string { return DefaultName }
 
 // Sender returns the adapter's [platform.Sender]; see [Sender.Send].
 func (a *Adapter) Sender() platform.Sender { return &Sender{a: a} }
@@ -213,7 +223,7 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	a.runMu.Lock()
 	if a.started {
 		a.runMu.Unlock()
-		return ErrAlreadyStarted
+		return ErrAlreadyRunning
 	}
 	var ln net.Listener
 	if !a.cfg.NoServer {

@@ -761,8 +761,8 @@ func TestRunStops(t *testing.T) {
 	if _, _, err := dial(a, nil); err == nil {
 		t.Error("dial after Run succeeded")
 	}
-	if err := a.Run(context.Background(), bot.handle); !errors.Is(err, webchat.ErrAlreadyStarted) {
-		t.Errorf("second Run = %v; want ErrAlreadyStarted", err)
+	if err := a.Run(context.Background(), bot.handle); !errors.Is(err, webchat.ErrAlreadyRunning) {
+		t.Errorf("second Run = %v; want ErrAlreadyRunning", err)
 	}
 }
 

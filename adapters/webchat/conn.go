@@ -574,7 +574,7 @@ func (c *conn) message(text, ref string) {
 		return
 	}
 	ev := platform.Event{
-		Platform:  PlatformName,
+		Platform:  DefaultName,
 		Kind:      platform.EventMessage,
 		Chat:      ch.chat,
 		From:      user,
@@ -603,7 +603,7 @@ func (c *conn) callback(data, messageID, ref string) {
 		return
 	}
 	a.queueEventLocked(c, platform.Event{
-		Platform:  PlatformName,
+		Platform:  DefaultName,
 		Kind:      platform.EventCallback,
 		Chat:      c.chat.chat,
 		From:      c.user,
