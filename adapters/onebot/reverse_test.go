@@ -65,6 +65,7 @@ func TestReverseHandshake(t *testing.T) {
 			}
 			if ws != nil {
 				p := newPeer(t, ws, peerOpts{})
+				//lint:ignore SA1008 the table's literal keys are spelled as OneBot implementations send them
 				id, err := strconv.ParseInt(tt.header["X-Self-ID"][0], 10, 64)
 				if err != nil {
 					t.Fatal(err)

@@ -348,14 +348,13 @@ func TestEngineTelegram(t *testing.T) {
 		b.say(chat, "/ping")
 		b.say(chat, "/echo after")
 		ctx := waitCtx(t)
-		sent, err := b.srv.WaitSent(ctx, chat, 2)
-		if err != nil {
+		if _, err := b.srv.WaitSent(ctx, chat, 2); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.stop(t); err != nil {
 			t.Fatalf("Run = %v", err)
 		}
-		sent = b.srv.Sent(chat)
+		sent := b.srv.Sent(chat)
 		if got := tgTexts(sent); len(got) != 2 || !strings.HasPrefix(got[0], "pong") || got[1] != "after" {
 			t.Fatalf("chat got %q; want exactly pong, after", got)
 		}
@@ -567,9 +566,3 @@ func TestEngineTelegramBacklogOverQueue(t *testing.T) {
 	}
 }
 
-func tgMust(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
