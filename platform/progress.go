@@ -64,6 +64,9 @@ type Progress struct {
 	LastErr error `json:"-"`
 	// DeadLettered is set when a dead-letter store kept the failed send.
 	DeadLettered bool `json:"-"`
+	// Ended is when the send's outcome became final, as the first layer
+	// that saw it there recorded it.
+	Ended time.Time `json:"-"`
 	// Journaled is set when a journal keeps the send until its outcome is
 	// final: a send cancelled before then (a forced shutdown) is taken up
 	// at the next start, and is no dead letter.
@@ -112,9 +115,29 @@ func SendProgress(ctx context.Context) (context.Context, *Progress) {
 	if p := ProgressOf(ctx); p != nil {
 		return ctx, p
 	}
-	p := &Progress{Started: time.Now()}
-	return WithProgress(ctx, p), p
+	pc := &progressContext{Context: ctx}
+	pc.p.Started = time.Now()
+	return pc, &pc.p
 }
+
+// progressContext is a context carrying its own Progress: one allocation
+// for both, where WithProgress would take two.
+type progressContext struct {
+	context.Context
+	p Progress
+}
+
+// Value returns the Progress for ProgressOf's key and asks the parent for
+// any other.
+func (c *progressContext) Value(key any) any {
+	if _, ok := key.(progressKey); ok {
+		return &c.p
+	}
+	return c.Context.Value(key)
+}
+
+// String names the context for debugging, as the context package's own do.
+func (c *progressContext) String() string { return "platform.SendProgress" }
 
 // Wait waits d before the send goes on. For a resumable send it sets
 // NotBefore and returns a [*PauseError] for d at once, which the caller

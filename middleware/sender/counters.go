@@ -56,11 +56,14 @@ func (c *Counters) Snapshot() SendStats {
 // It must sit outside [Retry] to see a send's attempts, and outside
 // [DeadLetters] to count what DeadLetters stores; [Default] puts it just
 // outside DeadLetters. A nil c returns the sender unchanged.
-func Count(c *Counters) SenderDecorator {
+func Count(c *Counters) SenderDecorator { return Observe(c.observer()) }
+
+// observer returns Count's observer function, nil for a nil c.
+func (c *Counters) observer() func(context.Context, Outcome) {
 	if c == nil {
-		return Observe(nil)
+		return nil
 	}
-	return Observe(c.count)
+	return c.count
 }
 
 // count records one send's outcome.

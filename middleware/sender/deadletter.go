@@ -253,11 +253,15 @@ func (s *DeadLetterStore) copyLocked() []DeadLetter {
 // a retry-after was too long, or its context ended (a forced shutdown
 // cancels sends, and they must not vanish). Successful sends are not
 // stored. A nil store returns the sender unchanged.
-func DeadLetters(store *DeadLetterStore) SenderDecorator {
+func DeadLetters(store *DeadLetterStore) SenderDecorator { return Observe(keepDeadLetters(store)) }
+
+// keepDeadLetters returns DeadLetters' observer function, nil for a nil
+// store.
+func keepDeadLetters(store *DeadLetterStore) func(context.Context, Outcome) {
 	if store == nil {
-		return Observe(nil)
+		return nil
 	}
-	return Observe(func(ctx context.Context, o Outcome) {
+	return func(ctx context.Context, o Outcome) {
 		if o.Err == nil {
 			return
 		}
@@ -269,5 +273,5 @@ func DeadLetters(store *DeadLetterStore) SenderDecorator {
 		if p != nil {
 			p.DeadLettered = true // for the observers outside
 		}
-	})
+	}
 }

@@ -53,10 +53,8 @@ func Default(cfg DefaultConfig) SenderDecorator {
 		timeout = DefaultAttemptTimeout
 	}
 	return Chain(
-		Measure(cfg.Metrics),
-		Logging(cfg.Logger),
-		Count(cfg.Counters),
-		DeadLetters(cfg.DeadLetters),
+		// Metrics → Logging → Counters → DeadLetters, in one layer.
+		Observe(observeAll(cfg.Metrics.observer(), logOutcomes(cfg.Logger), cfg.Counters.observer(), keepDeadLetters(cfg.DeadLetters))),
 		Retry(cfg.Retry),
 		RateLimit(cfg.RateLimit),
 		Timeout(timeout),

@@ -29,11 +29,14 @@ const TextPrefixRunes = 32
 // Nothing else from the request is logged: not the rest of the text, not
 // attachments, captions or buttons. A nil logger logs nothing: Logging(nil)
 // returns the sender unchanged.
-func Logging(logger *zap.Logger) SenderDecorator {
+func Logging(logger *zap.Logger) SenderDecorator { return Observe(logOutcomes(logger)) }
+
+// logOutcomes returns Logging's observer function, nil for a nil logger.
+func logOutcomes(logger *zap.Logger) func(context.Context, Outcome) {
 	if logger == nil {
-		return Observe(nil)
+		return nil
 	}
-	return Observe(func(_ context.Context, o Outcome) {
+	return func(_ context.Context, o Outcome) {
 		level := zapcore.DebugLevel
 		if o.Err != nil {
 			level = zapcore.WarnLevel
@@ -60,7 +63,7 @@ func Logging(logger *zap.Logger) SenderDecorator {
 		}
 		fields = append(fields, zap.String("text", textPrefix(o.Request.Message.Text, TextPrefixRunes)))
 		ce.Write(fields...)
-	})
+	}
 }
 
 // textPrefix returns the first n runes of s, with "…" appended when s is

@@ -136,11 +136,14 @@ func registerError(what string, err error) error {
 // a DeadLetters decorator below kept it, its duration, and its attempts.
 // Put it outermost, as [Default] does, so the duration covers retries and
 // waits. A nil m returns the sender unchanged.
-func Measure(m *Metrics) SenderDecorator {
+func Measure(m *Metrics) SenderDecorator { return Observe(m.observer()) }
+
+// observer returns Measure's observer function, nil for a nil m.
+func (m *Metrics) observer() func(context.Context, Outcome) {
 	if m == nil {
-		return Observe(nil)
+		return nil
 	}
-	return Observe(m.record)
+	return m.record
 }
 
 func (m *Metrics) record(_ context.Context, o Outcome) {

@@ -19,12 +19,12 @@ type Outcome struct {
 	// Attempts is how many attempts the send made (see [Retry]; 1 without
 	// Retry, 0 when its context had ended before the first).
 	Attempts int
-	// Duration is the send's whole time, from its first run's start:
-	// retries, backoffs and rate-limit waits included.
-	Duration time.Duration
 	// DeadLettered is set when a [DeadLetters] decorator below kept the
 	// failed send.
 	DeadLettered bool
+	// Duration is the send's whole time, from its first run's start to
+	// its end: retries, backoffs and rate-limit waits included.
+	Duration time.Duration
 }
 
 // Kind classifies the outcome with [OutcomeOf].
@@ -53,13 +53,16 @@ func Observe(fn func(ctx context.Context, o Outcome)) SenderDecorator {
 			if _, paused := platform.PauseOf(err); paused {
 				return res, err
 			}
+			if p.Ended.IsZero() {
+				p.Ended = time.Now() // once, for every observer of the send
+			}
 			fn(ctx, Outcome{
 				Request:      req,
 				Result:       res,
 				Err:          err,
 				Attempts:     attemptsMade(p, err),
-				Duration:     time.Since(p.Started),
 				DeadLettered: p.DeadLettered,
+				Duration:     p.Ended.Sub(p.Started),
 			})
 			return res, err
 		})
@@ -69,8 +72,10 @@ func Observe(fn func(ctx context.Context, o Outcome)) SenderDecorator {
 // attemptsMade returns the attempts of a send that ended with err: those
 // Retry counted, or one without Retry.
 func attemptsMade(p *platform.Progress, err error) int {
-	if n, ok := AttemptsOf(err); ok {
-		return n
+	if err != nil {
+		if n, ok := AttemptsOf(err); ok {
+			return n
+		}
 	}
 	return max(p.Attempts, 1)
 }
@@ -124,3 +129,28 @@ func outcomeIndex(err error) int {
 // retry-after, a rate-limit token or a paused chat) cannot finish before
 // the send's deadline; it is [platform.ErrWouldExceedDeadline].
 var ErrWouldExceedDeadline = platform.ErrWouldExceedDeadline
+
+// observeAll returns one observer function that calls fns, innermost
+// first: the same as Chain(Observe(fns[0]), Observe(fns[1]), …), in one
+// layer instead of one per function. Nil functions are skipped; with none
+// left it returns nil.
+func observeAll(fns ...func(context.Context, Outcome)) func(context.Context, Outcome) {
+	var live []func(context.Context, Outcome)
+	for i := len(fns) - 1; i >= 0; i-- {
+		if fns[i] != nil {
+			live = append(live, fns[i])
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	return func(ctx context.Context, o Outcome) {
+		p := platform.ProgressOf(ctx)
+		for _, fn := range live {
+			fn(ctx, o)
+			if p != nil {
+				o.DeadLettered = p.DeadLettered // as the next layer out would see it
+			}
+		}
+	}
+}
