@@ -155,6 +155,7 @@ func (e *Engine) recoverJournal(ctx context.Context) error {
 		}
 		t := e.newSendTask(s, rs.Request)
 		t.id, t.rec = rs.ID, rs.Record
+		t.progress.Journaled = true
 		if !rs.Progress.Started.IsZero() {
 			t.progress.Started, t.progress.Attempts, t.progress.Platform = rs.Progress.Started, rs.Progress.Attempts, rs.Progress.Platform
 			if wait := time.Until(rs.Progress.NotBefore); wait > 0 {

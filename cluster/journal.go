@@ -1,0 +1,416 @@
+// Package cluster keeps Herald's journal on NATS JetStream: every event the
+// engine takes until its handling ended, every send until its outcome is
+// final, and the sends that failed for good, so that a process that dies
+// loses nothing (see engine.WithJournal). It speaks to any NATS server with
+// JetStream: the one package cluster/embedded runs inside the process, or a
+// cluster shared by several processes.
+//
+// What it writes, for a bot named B (Config.Bot):
+//
+//	stream IN_B   in.B.<platform>.<chat>    an event, until handled  (work queue; Msg-Id ev:<platform>:<event id>)
+//	stream OUT_B  out.B.<platform>.<chat>   a send, until final      (work queue; Msg-Id the send's id)
+//	stream DLQ_B  dlq.B.<platform>.<chat>   a dead letter            (kept until replayed or purged)
+//	bucket progress_B  <OUT sequence>       how far a waiting send got
+//
+// Platform names and chat IDs are escaped into subject tokens (a "." or a
+// space cannot be in one). Events and sends are JSON. JetStream drops a
+// publish whose Msg-Id it saw within the duplicate window
+// (Config.DuplicateWindow), which is what makes a handler that runs again
+// after a crash repeat no send.
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Defaults for the zero fields of [Config].
+const (
+	DefaultBot             = "herald"
+	DefaultDuplicateWindow = time.Hour
+)
+
+// Config configures [Open]. The zero value is a valid configuration.
+type Config struct {
+	// Bot names the bot, so that several bots can share one NATS server:
+	// it is part of every stream name and subject. Letters, digits, "-"
+	// and "_". Empty means DefaultBot ("herald").
+	Bot string
+
+	// Replicas is how many servers keep each stream. 0 means 1 on a
+	// single server and 3 on a cluster of three or more.
+	Replicas int
+
+	// DuplicateWindow is how long JetStream recognizes an event or a send
+	// it has seen, by its id: a platform's redelivery, or a send repeated
+	// by a handler run again after a restart, within it is dropped. It
+	// must outlast the longest restart and the longest conversation wait.
+	// 0 means DefaultDuplicateWindow (1 hour).
+	DuplicateWindow time.Duration
+
+	// MaxBytes bounds each stream's size; a full stream refuses new
+	// events and sends (the engine then refuses them with an error
+	// wrapping engine.ErrJournal) until what it holds is done. 0 means
+	// no bound but the server's store.
+	MaxBytes int64
+}
+
+// Journal is an engine.Journal on NATS JetStream. Create it with [Open];
+// it is safe for concurrent use.
+type Journal struct {
+	cfg      Config
+	js       jetstream.JetStream
+	in       jetstream.Stream
+	out      jetstream.Stream
+	dlq      jetstream.Stream
+	progress jetstream.KeyValue
+}
+
+var _ engine.Journal = (*Journal)(nil)
+
+// Open creates (or updates) the journal's streams and bucket on nc's
+// server and returns the journal. It fails when the server has no
+// JetStream, or refuses the streams.
+func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
+	if cfg.Bot == "" {
+		cfg.Bot = DefaultBot
+	}
+	if !validName(cfg.Bot) {
+		return nil, fmt.Errorf("cluster: bot name %q: want letters, digits, - and _", cfg.Bot)
+	}
+	if cfg.DuplicateWindow <= 0 {
+		cfg.DuplicateWindow = DefaultDuplicateWindow
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+		if n := clusterSize(ctx, nc); n >= 3 {
+			cfg.Replicas = 3
+		}
+	}
+	if _, err := js.AccountInfo(ctx); err != nil {
+		return nil, fmt.Errorf("cluster: the server has no JetStream: %w", err)
+	}
+	j := &Journal{cfg: cfg, js: js}
+	stream := func(kind string, retention jetstream.RetentionPolicy) (jetstream.Stream, error) {
+		s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:        strings.ToUpper(kind) + "_" + cfg.Bot,
+			Subjects:    []string{kind + "." + cfg.Bot + ".>"},
+			Retention:   retention,
+			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
+			Duplicates:  cfg.DuplicateWindow,
+			MaxBytes:    max(cfg.MaxBytes, -1),
+			Discard:     jetstream.DiscardNew,
+			AllowDirect: true,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: stream %s: %w", kind, err)
+		}
+		return s, nil
+	}
+	if j.in, err = stream("in", jetstream.WorkQueuePolicy); err != nil {
+		return nil, err
+	}
+	if j.out, err = stream("out", jetstream.WorkQueuePolicy); err != nil {
+		return nil, err
+	}
+	if j.dlq, err = stream("dlq", jetstream.LimitsPolicy); err != nil {
+		return nil, err
+	}
+	j.progress, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:   "progress_" + cfg.Bot,
+		Storage:  jetstream.FileStorage,
+		Replicas: cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: progress bucket: %w", err)
+	}
+	return j, nil
+}
+
+// clusterSize returns how many servers the connected cluster has, or 1
+// when it cannot tell.
+func clusterSize(ctx context.Context, nc *nats.Conn) int {
+	if !nc.IsConnected() {
+		return 1
+	}
+	urls := nc.DiscoveredServers()
+	return 1 + len(urls)
+}
+
+// eventData and sendData are what IN and OUT hold.
+type sendData struct {
+	ID      string               `json:"id,omitempty"`
+	Request platform.SendRequest `json:"request"`
+}
+
+// AppendEvent records ev in IN (see engine.Journal).
+func (j *Journal) AppendEvent(ctx context.Context, ev platform.Event) (engine.JournalRecord, bool, error) {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return nil, false, fmt.Errorf("cluster: event: %w", err)
+	}
+	var opts []jetstream.PublishOpt
+	if ev.ID != "" {
+		opts = append(opts, jetstream.WithMsgID("ev:"+ev.Platform+":"+ev.ID))
+	}
+	ack, err := j.js.Publish(ctx, j.subject("in", ev.Platform, chatOf(ev)), data, opts...)
+	if err != nil {
+		return nil, false, fmt.Errorf("cluster: record event: %w", err)
+	}
+	if ack.Duplicate {
+		return nil, true, nil
+	}
+	return &record{j: j, stream: j.in, seq: ack.Sequence}, false, nil
+}
+
+// chatOf returns the chat an event's subject names: its chat, or, for an
+// event without one, its user, as the engine's inbound queue does.
+func chatOf(ev platform.Event) string {
+	if ev.Chat.ID != "" {
+		return ev.Chat.ID
+	}
+	return "user:" + ev.From.ID
+}
+
+// AppendSend records a send in OUT (see engine.Journal).
+func (j *Journal) AppendSend(ctx context.Context, id string, req platform.SendRequest) (engine.JournalRecord, bool, error) {
+	data, err := json.Marshal(sendData{ID: id, Request: req})
+	if err != nil {
+		return nil, false, fmt.Errorf("cluster: send: %w", err)
+	}
+	var opts []jetstream.PublishOpt
+	if id != "" {
+		opts = append(opts, jetstream.WithMsgID("send:"+id))
+	}
+	ack, err := j.js.Publish(ctx, j.subject("out", req.Platform, req.Target.ID), data, opts...)
+	if err != nil {
+		return nil, false, fmt.Errorf("cluster: record send: %w", err)
+	}
+	if ack.Duplicate {
+		return nil, true, nil
+	}
+	return &record{j: j, stream: j.out, seq: ack.Sequence, send: true}, false, nil
+}
+
+// record is one message of IN or OUT.
+type record struct {
+	j      *Journal
+	stream jetstream.Stream
+	seq    uint64
+	send   bool
+	saved  bool // a progress entry exists for it
+}
+
+// Done removes the message, and a send's progress.
+func (r *record) Done(ctx context.Context) error {
+	if err := r.stream.DeleteMsg(ctx, r.seq); err != nil && !gone(err) {
+		return fmt.Errorf("cluster: done: %w", err)
+	}
+	if r.saved {
+		if err := r.j.progress.Purge(ctx, progressKey(r.seq)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("cluster: done: progress: %w", err)
+		}
+	}
+	return nil
+}
+
+// Save records a send's progress in the bucket.
+func (r *record) Save(ctx context.Context, p *platform.Progress) error {
+	if !r.send {
+		return nil
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("cluster: progress: %w", err)
+	}
+	if _, err := r.j.progress.Put(ctx, progressKey(r.seq), data); err != nil {
+		return fmt.Errorf("cluster: progress: %w", err)
+	}
+	r.saved = true
+	return nil
+}
+
+func progressKey(seq uint64) string { return strconv.FormatUint(seq, 10) }
+
+// gone reports whether err says a message is not there (already removed).
+func gone(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, jetstream.ErrMsgNotFound) || errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound ||
+		errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful)
+}
+
+// Recover returns what IN and OUT hold, in order, and the dead letters
+// (see engine.Journal).
+func (j *Journal) Recover(ctx context.Context) (engine.Recovered, error) {
+	var rec engine.Recovered
+	err := j.each(ctx, j.out, func(m *jetstream.RawStreamMsg) error {
+		var d sendData
+		if err := json.Unmarshal(m.Data, &d); err != nil {
+			return fmt.Errorf("send %d: %w", m.Sequence, err)
+		}
+		r := &record{j: j, stream: j.out, seq: m.Sequence, send: true}
+		rs := engine.RecoveredSend{ID: d.ID, Request: d.Request, Record: r}
+		if e, err := j.progress.Get(ctx, progressKey(m.Sequence)); err == nil {
+			r.saved = true
+			_ = json.Unmarshal(e.Value(), &rs.Progress) // a bad entry: start afresh
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("progress of send %d: %w", m.Sequence, err)
+		}
+		rec.Sends = append(rec.Sends, rs)
+		return nil
+	})
+	if err != nil {
+		return engine.Recovered{}, fmt.Errorf("cluster: recover sends: %w", err)
+	}
+	err = j.each(ctx, j.in, func(m *jetstream.RawStreamMsg) error {
+		var ev platform.Event
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			return fmt.Errorf("event %d: %w", m.Sequence, err)
+		}
+		rec.Events = append(rec.Events, engine.RecoveredEvent{Event: ev, Record: &record{j: j, stream: j.in, seq: m.Sequence}})
+		return nil
+	})
+	if err != nil {
+		return engine.Recovered{}, fmt.Errorf("cluster: recover events: %w", err)
+	}
+	err = j.each(ctx, j.dlq, func(m *jetstream.RawStreamMsg) error {
+		var dl sender.DeadLetter
+		if err := json.Unmarshal(m.Data, &dl); err != nil {
+			return fmt.Errorf("dead letter %d: %w", m.Sequence, err)
+		}
+		dl.ID = progressKey(m.Sequence)
+		rec.DeadLetters = append(rec.DeadLetters, dl)
+		return nil
+	})
+	if err != nil {
+		return engine.Recovered{}, fmt.Errorf("cluster: recover dead letters: %w", err)
+	}
+	return rec, nil
+}
+
+// each calls f for every message s holds, in order.
+func (j *Journal) each(ctx context.Context, s jetstream.Stream, f func(*jetstream.RawStreamMsg) error) error {
+	info, err := s.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.State.Msgs == 0 {
+		return nil
+	}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(">"))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := f(m); err != nil {
+			return err
+		}
+		seq = m.Sequence + 1
+	}
+	return nil
+}
+
+// opTimeout bounds a dead-letter call, which the store makes without a
+// context.
+const opTimeout = 10 * time.Second
+
+// Keep records a dead letter in DLQ; its ID is its sequence there.
+func (j *Journal) Keep(dl sender.DeadLetter) (string, error) {
+	data, err := json.Marshal(dl)
+	if err != nil {
+		return "", fmt.Errorf("cluster: dead letter: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	ack, err := j.js.Publish(ctx, j.subject("dlq", dl.Request.Platform, dl.Request.Target.ID), data)
+	if err != nil {
+		return "", fmt.Errorf("cluster: keep dead letter: %w", err)
+	}
+	return progressKey(ack.Sequence), nil
+}
+
+// Forget removes dead letters by the IDs Keep gave them.
+func (j *Journal) Forget(ids ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	var errs []error
+	for _, id := range ids {
+		seq, err := strconv.ParseUint(id, 10, 64)
+		if err != nil {
+			continue // not one of ours
+		}
+		if err := j.dlq.DeleteMsg(ctx, seq); err != nil && !gone(err) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cluster: forget dead letters: %w", err)
+	}
+	return nil
+}
+
+// subject returns kind.<bot>.<platform>.<chat> with the names escaped.
+func (j *Journal) subject(kind, platformName, chat string) string {
+	return kind + "." + j.cfg.Bot + "." + token(platformName) + "." + token(chat)
+}
+
+// token escapes s into one subject token: "%" and the bytes a token
+// cannot hold (".", "*", ">", white space and control characters) become
+// %XX; an empty s becomes "%".
+func token(s string) string {
+	if s == "" {
+		return "%"
+	}
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if badTokenByte(s[i]) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; badTokenByte(c) {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func badTokenByte(c byte) bool {
+	return c == '.' || c == '*' || c == '>' || c == '%' || c <= ' ' || c == 0x7f
+}
+
+func validName(s string) bool {
+	for _, r := range s {
+		if !(r == '-' || r == '_' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+			return false
+		}
+	}
+	return s != ""
+}
