@@ -33,6 +33,9 @@ type config struct {
 	logFormat             string
 	shutdownTimeout       time.Duration
 	deadLettersFile       string // "" when off
+	dataDir               string // the embedded NATS server's store; "" when off or with natsURL
+	natsURL               string // an external NATS server or cluster instead
+	dataSyncAlways        bool
 }
 
 // setting is one configuration value: an environment variable and the flag
@@ -68,6 +71,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		webchatAddr, metricsAddr, logFormat, shutdownTimeout                      string
 		deadLettersFile                                                           string
 		telegramAvoidDups, onebotAvoidDups                                        string
+		dataDir, natsURL, dataSync                                                string
 	}
 	settings := []setting{
 		{"TELEGRAM_BOT_TOKEN", "telegram-token", "", "Telegram bot token from @BotFather; enables the Telegram adapter", &raw.telegramToken},
@@ -84,7 +88,10 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		{"METRICS_ADDR", "metrics-addr", "", "address to serve Prometheus /metrics on (host:port); off when empty", &raw.metricsAddr},
 		{"LOG_FORMAT", "log-format", "console", `log format: "console" or "json"`, &raw.logFormat},
 		{"SHUTDOWN_TIMEOUT", "shutdown-timeout", "30s", "how long to let pending replies finish on SIGINT/SIGTERM", &raw.shutdownTimeout},
-		{"DEAD_LETTERS_FILE", "dead-letters-file", "", "file that keeps undelivered replies across restarts: saved at exit, replayed at start; off when empty", &raw.deadLettersFile},
+		{"DEAD_LETTERS_FILE", "dead-letters-file", "", "with DATA_DIR=off: file that keeps undelivered replies across restarts, saved at exit, replayed at start; off when empty", &raw.deadLettersFile},
+		{"DATA_DIR", "data-dir", "", `directory of the journal that keeps events and replies across crashes (an embedded NATS server's store); default: a per-user state directory ($XDG_STATE_HOME/herald); "off" keeps everything in memory`, &raw.dataDir},
+		{"DATA_SYNC", "data-sync", "default", `"default" (written to disk within 2 minutes: survives the process dying, SIGKILL and OOM) or "always" (every write synced: survives a power loss, about ten times the cost per write)`, &raw.dataSync},
+		{"NATS_URL", "nats-url", "", "NATS server or cluster (nats://host:4222, several separated by commas) that keeps the journal instead of the embedded one", &raw.natsURL},
 	}
 	bySetting := map[*string]setting{}
 	fs := flag.NewFlagSet("bot", flag.ContinueOnError)
@@ -125,6 +132,36 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		metricsAddr:           strings.TrimSpace(raw.metricsAddr),
 		logFormat:             strings.TrimSpace(raw.logFormat),
 		deadLettersFile:       strings.TrimSpace(raw.deadLettersFile),
+	}
+	switch sync := strings.TrimSpace(raw.dataSync); sync {
+	case "default", "":
+	case "always":
+		cfg.dataSyncAlways = true
+	default:
+		return config{}, bad(&raw.dataSync, `want "default" or "always", got %q`, raw.dataSync)
+	}
+	cfg.natsURL = strings.TrimSpace(raw.natsURL)
+	switch dir := strings.TrimSpace(raw.dataDir); {
+	case strings.EqualFold(dir, "off"):
+	case cfg.natsURL != "" && dir != "":
+		return config{}, bad(&raw.dataDir, "set either DATA_DIR (the embedded server) or NATS_URL (an external one), not both")
+	case cfg.natsURL != "":
+		for _, u := range strings.Split(cfg.natsURL, ",") {
+			if err := checkURL(strings.TrimSpace(u), "nats", "tls"); err != nil {
+				return config{}, bad(&raw.natsURL, "%v", err)
+			}
+		}
+	case dir != "":
+		cfg.dataDir = dir
+	default:
+		d, err := defaultDataDir(getenv)
+		if err != nil {
+			return config{}, bad(&raw.dataDir, "no default (%v): set one, or off", err)
+		}
+		cfg.dataDir = d
+	}
+	if cfg.deadLettersFile != "" && (cfg.dataDir != "" || cfg.natsURL != "") {
+		return config{}, bad(&raw.deadLettersFile, "the journal keeps undelivered replies: use DEAD_LETTERS_FILE only with DATA_DIR=off")
 	}
 	if f := cfg.deadLettersFile; f != "" {
 		if st, err := os.Stat(filepath.Dir(f)); err != nil || !st.IsDir() {
@@ -232,6 +269,26 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		cfg.metricsAddr = ""
 	}
 	return cfg, nil
+}
+
+// defaultDataDir returns the per-user state directory for the journal:
+// $XDG_STATE_HOME/herald, else ~/.local/state/herald — never the working
+// directory.
+func defaultDataDir(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "herald"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return "", err
+		}
+	}
+	if !filepath.IsAbs(home) {
+		return "", fmt.Errorf("home directory %q is not absolute", home)
+	}
+	return filepath.Join(home, ".local", "state", "herald"), nil
 }
 
 func lookup(getenv func(string) string, key string) (string, bool) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/heraldbot/herald/cluster/embedded"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,10 @@ var badConfigs = []struct {
 	{"telegram avoid duplicates", nil, []string{"TELEGRAM_AVOID_DUPLICATES", "maybe"}, "TELEGRAM_AVOID_DUPLICATES"},
 	{"onebot avoid duplicates", []string{"-onebot-avoid-duplicates=sometimes"}, nil, "ONEBOT_AVOID_DUPLICATES"},
 	{"onebot URL with a password", nil, []string{"ONEBOT_WS_URL", "ws://bot:pw@127.0.0.1:6700/"}, "ONEBOT_WS_URL"},
+	{"data sync", nil, []string{"DATA_SYNC", "sometimes"}, "DATA_SYNC"},
+	{"data dir and NATS URL", nil, []string{"DATA_DIR", "/tmp/x", "NATS_URL", "nats://127.0.0.1:4222"}, "DATA_DIR"},
+	{"NATS URL scheme", nil, []string{"NATS_URL", "http://127.0.0.1:4222"}, "NATS_URL"},
+	{"dead letters file with the journal", nil, []string{"DEAD_LETTERS_FILE", "/tmp/dl.jsonl"}, "DEAD_LETTERS_FILE"},
 	{"webhook secret", nil, []string{"TELEGRAM_BOT_TOKEN", "1:x", "TELEGRAM_WEBHOOK_URL", "https://x.example/h",
 		"TELEGRAM_WEBHOOK_LISTEN", ":8443", "TELEGRAM_WEBHOOK_SECRET", "has space"}, "TELEGRAM_WEBHOOK_SECRET"},
 }
@@ -143,5 +148,21 @@ func TestConfigErrorsHideURLSecrets(t *testing.T) {
 		if out := stdout.String() + stderr.String(); strings.Contains(out, secret) || !strings.Contains(out, "ONEBOT_WS_URL") {
 			t.Fatalf("%q: output %q shows the secret or names no setting", u, out)
 		}
+	}
+}
+
+// A second bot on a DATA_DIR in use stops with one line and exit code 2.
+func TestDataDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := embedded.Start(embedded.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), nil, env("DATA_DIR", dir, "WEBCHAT_ADDR", "127.0.0.1:0"), &stdout, &stderr)
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if code != 2 || len(lines) != 1 || !strings.Contains(lines[0], "DATA_DIR "+dir+" is in use by another bot") {
+		t.Fatalf("exit %d, stderr %q; want 2 and a line saying DATA_DIR is in use", code, stderr.String())
 	}
 }

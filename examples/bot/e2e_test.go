@@ -127,7 +127,8 @@ func botEnv(env ...string) []string {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		case strings.HasPrefix(name, "TELEGRAM_"), strings.HasPrefix(name, "ONEBOT_"), strings.HasPrefix(name, "WEBCHAT_"),
-			name == "METRICS_ADDR", name == "LOG_FORMAT", name == "SHUTDOWN_TIMEOUT", name == "DEAD_LETTERS_FILE":
+			name == "METRICS_ADDR", name == "LOG_FORMAT", name == "SHUTDOWN_TIMEOUT", name == "DEAD_LETTERS_FILE",
+			strings.HasPrefix(name, "DATA_"), name == "NATS_URL", name == "XDG_STATE_HOME":
 			continue
 		}
 		out = append(out, kv)
@@ -135,9 +136,16 @@ func botEnv(env ...string) []string {
 	return append(out, env...)
 }
 
+// startBot starts the bot binary with env; its journal is in a directory
+// of the test's own unless env sets DATA_DIR or NATS_URL.
 func startBot(t *testing.T, env ...string) *botProcess {
 	t.Helper()
 	cmd := exec.Command(botBinary(t))
+	if !slices.ContainsFunc(env, func(kv string) bool {
+		return strings.HasPrefix(kv, "DATA_DIR=") || strings.HasPrefix(kv, "NATS_URL=")
+	}) {
+		env = append(env, "DATA_DIR="+t.TempDir())
+	}
 	cmd.Env = botEnv(env...)
 	p := &botProcess{cmd: cmd, stdout: newLineBuffer(), stderr: newLineBuffer(), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
@@ -477,6 +485,7 @@ func TestE2EDeadLettersSurviveRestart(t *testing.T) {
 		"WEBCHAT_ADDR=off",
 		"LOG_FORMAT=json",
 		"DEAD_LETTERS_FILE=" + file,
+		"DATA_DIR=off",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -19,6 +19,9 @@
 //	METRICS_ADDR             serve Prometheus /metrics here (off by default)
 //	LOG_FORMAT               console (default) or json
 //	SHUTDOWN_TIMEOUT         grace period for pending replies on SIGINT/SIGTERM (default 30s)
+//	DATA_DIR                 the journal's directory (default $XDG_STATE_HOME/herald; "off": memory only)
+//	DATA_SYNC                default, or always (sync every write: survives a power loss)
+//	NATS_URL                 keep the journal on this NATS server or cluster instead
 //
 // A bad setting stops the bot with one line naming it and exit code 2. On
 // SIGINT or SIGTERM the bot stops taking events, sends every pending reply
@@ -39,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -48,6 +52,8 @@ import (
 	"github.com/heraldbot/herald/adapters/onebot"
 	"github.com/heraldbot/herald/adapters/telegram"
 	"github.com/heraldbot/herald/adapters/webchat"
+	"github.com/heraldbot/herald/cluster"
+	"github.com/heraldbot/herald/cluster/embedded"
 	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/internal/httpserve"
 	"github.com/heraldbot/herald/middleware/sender"
@@ -85,10 +91,59 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer log.Sync() //nolint:errcheck // nothing to do if stderr fails
 
 	if err := serve(ctx, cfg, log, stdout); err != nil {
+		if errors.Is(err, embedded.ErrLocked) {
+			fmt.Fprintf(stderr, "bot: DATA_DIR %s is in use by another bot: stop it, or give this one another DATA_DIR\n", cfg.dataDir)
+			return 2
+		}
 		log.Error("bot stopped", zap.Error(err))
 		return 1
 	}
 	return 0
+}
+
+// openJournal opens the journal the configuration asks for: on the
+// embedded NATS server in DATA_DIR, on the server at NATS_URL, or none.
+// release frees it once the engine has stopped.
+func openJournal(ctx context.Context, cfg config, log *zap.Logger) (j engine.Journal, release func(), err error) {
+	var nc *nats.Conn
+	var srv *embedded.Server
+	switch {
+	case cfg.natsURL != "":
+		nc, err = nats.Connect(cfg.natsURL, nats.Name("herald"), nats.MaxReconnects(-1),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS connection lost; reconnecting", zap.Error(err)) }),
+			nats.ReconnectHandler(func(*nats.Conn) { log.Info("NATS connection back") }))
+		if err != nil {
+			return nil, nil, fmt.Errorf("NATS_URL: %w", err)
+		}
+		log.Info("keeping the journal on NATS", zap.Strings("servers", nc.Servers()))
+	case cfg.dataDir != "":
+		srv, err = embedded.Start(embedded.Config{Dir: cfg.dataDir, SyncAlways: cfg.dataSyncAlways,
+			Logger: log.Named("nats").WithOptions(zap.IncreaseLevel(zap.WarnLevel))})
+		if err != nil {
+			return nil, nil, err
+		}
+		if nc, err = srv.Connect(); err != nil {
+			srv.Shutdown()
+			return nil, nil, err
+		}
+		log.Info("keeping the journal in DATA_DIR (DATA_DIR=off keeps everything in memory)",
+			zap.String("data_dir", srv.Dir()), zap.Bool("sync_always", cfg.dataSyncAlways))
+	default:
+		log.Info("no journal: events and replies are kept in memory only (DATA_DIR=off)")
+		return nil, func() {}, nil
+	}
+	release = func() {
+		nc.Close()
+		if srv != nil {
+			srv.Shutdown()
+		}
+	}
+	jr, err := cluster.Open(ctx, nc, cluster.Config{})
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return jr, release, nil
 }
 
 func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) error {
@@ -171,6 +226,15 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 			}
 		}()
 		log.Info("serving metrics", zap.String("url", "http://"+ln.Addr().String()+"/metrics"))
+	}
+
+	journal, closeJournal, err := openJournal(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeJournal()
+	if journal != nil {
+		opts = append(opts, engine.WithJournal(journal))
 	}
 
 	e, err := engine.New(opts...)
