@@ -11,12 +11,14 @@
 //	stream OUT_B  out.B.<platform>.<chat>   a send, until final      (work queue; Msg-Id the send's id)
 //	stream DLQ_B  dlq.B.<platform>.<chat>   a dead letter            (kept until replayed or purged)
 //	bucket progress_B  <OUT sequence>       how far a waiting send got
+//	bucket sent_B      <send id>            a send delivered while its event was still handled (TTL: the window)
 //
 // Platform names and chat IDs are escaped into subject tokens (a "." or a
 // space cannot be in one). Events and sends are JSON. JetStream drops a
 // publish whose Msg-Id it saw within the duplicate window
-// (Config.DuplicateWindow), which is what makes a handler that runs again
-// after a crash repeat no send.
+// (Config.DuplicateWindow) and still holds; a send delivered while its
+// event was still being handled is marked in sent_B. Together they make a
+// handler that runs again after a crash repeat no send.
 package cluster
 
 import (
@@ -76,6 +78,7 @@ type Journal struct {
 	out      jetstream.Stream
 	dlq      jetstream.Stream
 	progress jetstream.KeyValue
+	sent     jetstream.KeyValue
 }
 
 var _ engine.Journal = (*Journal)(nil)
@@ -141,6 +144,15 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: progress bucket: %w", err)
 	}
+	j.sent, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:   "sent_" + cfg.Bot,
+		TTL:      cfg.DuplicateWindow,
+		Storage:  jetstream.FileStorage,
+		Replicas: cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: sent bucket: %w", err)
+	}
 	return j, nil
 }
 
@@ -189,24 +201,52 @@ func chatOf(ev platform.Event) string {
 	return "user:" + ev.From.ID
 }
 
-// AppendSend records a send in OUT (see engine.Journal).
-func (j *Journal) AppendSend(ctx context.Context, id string, req platform.SendRequest) (engine.JournalRecord, bool, error) {
-	data, err := json.Marshal(sendData{ID: id, Request: req})
+// AppendSend records a send in OUT (see engine.Journal). A send with
+// Repeat set is first looked up in the marks of delivered sends.
+func (j *Journal) AppendSend(ctx context.Context, s engine.JournalSend) (engine.JournalAppend, error) {
+	if s.Repeat && s.ID != "" {
+		e, err := j.sent.Get(ctx, markKey(s.ID))
+		switch {
+		case err == nil:
+			var res platform.SendResult
+			_ = json.Unmarshal(e.Value(), &res) // a bad mark still says it was sent
+			return engine.JournalAppend{Duplicate: true, Delivered: &res}, nil
+		case !errors.Is(err, jetstream.ErrKeyNotFound):
+			return engine.JournalAppend{}, fmt.Errorf("cluster: look up a repeated send: %w", err)
+		}
+	}
+	data, err := json.Marshal(sendData{ID: s.ID, Request: s.Request})
 	if err != nil {
-		return nil, false, fmt.Errorf("cluster: send: %w", err)
+		return engine.JournalAppend{}, fmt.Errorf("cluster: send: %w", err)
 	}
 	var opts []jetstream.PublishOpt
-	if id != "" {
-		opts = append(opts, jetstream.WithMsgID("send:"+id))
+	if s.ID != "" {
+		opts = append(opts, jetstream.WithMsgID("send:"+s.ID))
 	}
-	ack, err := j.js.Publish(ctx, j.subject("out", req.Platform, req.Target.ID), data, opts...)
+	ack, err := j.js.Publish(ctx, j.subject("out", s.Request.Platform, s.Request.Target.ID), data, opts...)
 	if err != nil {
-		return nil, false, fmt.Errorf("cluster: record send: %w", err)
+		return engine.JournalAppend{}, fmt.Errorf("cluster: record send: %w", err)
 	}
 	if ack.Duplicate {
-		return nil, true, nil
+		return engine.JournalAppend{Duplicate: true}, nil
 	}
-	return &record{j: j, stream: j.out, seq: ack.Sequence, send: true}, false, nil
+	return engine.JournalAppend{Record: &record{j: j, stream: j.out, seq: ack.Sequence, send: true, id: s.ID}}, nil
+}
+
+// markKey turns a send's id into a key of the sent bucket: KV keys allow
+// letters, digits, "-", "_", "=", "." and "/", and a "." separates tokens,
+// so anything else is escaped as _XX.
+func markKey(id string) string {
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c == '-' || c == '=' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "_%02X", c)
+		}
+	}
+	return b.String()
 }
 
 // record is one message of IN or OUT.
@@ -215,11 +255,22 @@ type record struct {
 	stream jetstream.Stream
 	seq    uint64
 	send   bool
-	saved  bool // a progress entry exists for it
+	id     string // a send's id
+	saved  bool   // a progress entry exists for it
 }
 
-// Done removes the message, and a send's progress.
-func (r *record) Done(ctx context.Context) error {
+// Done removes the message, and a send's progress, after marking it
+// delivered if asked to.
+func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error {
+	if delivered != nil && r.id != "" {
+		data, err := json.Marshal(delivered)
+		if err != nil {
+			return fmt.Errorf("cluster: mark: %w", err)
+		}
+		if _, err := r.j.sent.Put(ctx, markKey(r.id), data); err != nil {
+			return fmt.Errorf("cluster: mark delivered: %w", err)
+		}
+	}
 	if err := r.stream.DeleteMsg(ctx, r.seq); err != nil && !gone(err) {
 		return fmt.Errorf("cluster: done: %w", err)
 	}

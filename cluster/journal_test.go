@@ -93,32 +93,34 @@ func TestJournalRoundTrip(t *testing.T) {
 	if _, dup, err := j.AppendEvent(ctx, event("1", "b.c", "again")); err != nil || !dup {
 		t.Fatalf("the same event again: duplicate %v, %v; want a duplicate", dup, err)
 	}
-	if err := evs[1].Done(ctx); err != nil {
+	if err := evs[1].Done(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := evs[1].Done(ctx); err != nil {
+	if err := evs[1].Done(ctx, nil); err != nil {
 		t.Fatalf("Done twice: %v", err)
 	}
-	s1, _, err := j.AppendSend(ctx, "memory:0/1", sendTo("a", "one"))
+	a1, err := j.AppendSend(ctx, engine.JournalSend{ID: "memory:0/1", Request: sendTo("a", "one")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, dup, err := j.AppendSend(ctx, "memory:0/1", sendTo("a", "one")); err != nil || !dup {
-		t.Fatalf("a send repeated with its id: duplicate %v, %v", dup, err)
+	s1 := a1.Record
+	if a, err := j.AppendSend(ctx, engine.JournalSend{ID: "memory:0/1", Request: sendTo("a", "one")}); err != nil || !a.Duplicate {
+		t.Fatalf("a send repeated with its id: %+v, %v", a, err)
 	}
-	s2, _, err := j.AppendSend(ctx, "", sendTo("a", "two"))
+	a2, err := j.AppendSend(ctx, engine.JournalSend{Request: sendTo("a", "two")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s2 := a2.Record
 	p := platform.NewProgress(time.Unix(100, 0), time.Time{})
 	p.Attempts, p.Platform = 2, []byte(`{"next":1}`)
 	if err := s2.Save(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := j.AppendSend(ctx, "", sendTo("b", "three")); err != nil {
+	if _, err := j.AppendSend(ctx, engine.JournalSend{Request: sendTo("b", "three")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s1.Done(ctx); err != nil {
+	if err := s1.Done(ctx, &platform.SendResult{MessageID: "77", ChatID: "a"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -143,13 +145,19 @@ func TestJournalRoundTrip(t *testing.T) {
 	if got := rec.Sends[0].Progress; got.Attempts != 2 || string(got.Platform) != `{"next":1}` || !got.Started.Equal(time.Unix(100, 0)) {
 		t.Fatalf("progress recovered %+v", got)
 	}
+	// The delivered send, repeated by its handler after the restart, is
+	// known by its mark, with its result.
+	if a, err := j.AppendSend(ctx, engine.JournalSend{ID: "memory:0/1", Request: sendTo("a", "one"), Repeat: true}); err != nil ||
+		!a.Duplicate || a.Delivered == nil || a.Delivered.MessageID != "77" {
+		t.Fatalf("a delivered send repeated after a restart: %+v, %v; want a duplicate with its result", a, err)
+	}
 	for _, s := range rec.Sends {
-		if err := s.Record.Done(ctx); err != nil {
+		if err := s.Record.Done(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, e := range rec.Events {
-		if err := e.Record.Done(ctx); err != nil {
+		if err := e.Record.Done(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,22 +201,22 @@ func TestJournalFull(t *testing.T) {
 	var recs []engine.JournalRecord
 	var err error
 	for i := 0; i < 1000; i++ {
-		var rec engine.JournalRecord
-		rec, _, err = j.AppendSend(ctx, "", sendTo("c", fmt.Sprintf("a reply of some length, number %d", i)))
+		var a engine.JournalAppend
+		a, err = j.AppendSend(ctx, engine.JournalSend{Request: sendTo("c", fmt.Sprintf("a reply of some length, number %d", i))})
 		if err != nil {
 			break
 		}
-		recs = append(recs, rec)
+		recs = append(recs, a.Record)
 	}
 	if err == nil || len(recs) == 0 {
 		t.Fatalf("a 4 KiB stream took %d sends, last error %v", len(recs), err)
 	}
 	for _, r := range recs {
-		if err := r.Done(ctx); err != nil {
+		if err := r.Done(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := j.AppendSend(ctx, "", sendTo("c", "after")); err != nil {
+	if _, err := j.AppendSend(ctx, engine.JournalSend{Request: sendTo("c", "after")}); err != nil {
 		t.Fatalf("after the sends were done: %v", err)
 	}
 }
@@ -311,6 +319,65 @@ func TestEngineOnJournalAcrossRestart(t *testing.T) {
 	}
 	if want := []string{"1", "2", "3", "Your name?", "Hello, Ann!"}; !slices.Equal(texts, want) {
 		t.Fatalf("after the restart the chat got %q; want %q", texts, want)
+	}
+	if err := e2.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done2
+	srv2.stop()
+}
+
+// A conversation whose question was delivered before the crash is not
+// asked again: the delivered send is marked while its event is handled.
+func TestConversationAskedOnceAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxFor(t)
+	chat, user := memory.Private("1"), memory.User("1", "Ann")
+	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
+		srv := startServer(t, dir, embedded.Config{})
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.OnCommand("greet", func(c *engine.Context) error {
+			q, err := c.ReplyText("Your name?").Wait(c.Context())
+			if err != nil {
+				return err
+			}
+			answer, err := c.Next(c.Context(), nil)
+			if err != nil {
+				return err
+			}
+			c.ReplyText("Hello, " + answer.Text + "! (asked in " + q.MessageID + ")")
+			return nil
+		})
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		return srv, e, done
+	}
+	mem := memory.New()
+	srv, e, done := start(mem)
+	mem.Emit(platform.Event{ID: "1", Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: user, Text: "/greet"})
+	sent, err := mem.WaitSent(ctx, chat.ID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := sent[0].MessageID
+	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_ = e.Shutdown(sctx)
+	cancel()
+	<-done
+	srv.stop()
+
+	mem2 := memory.New()
+	srv2, e2, done2 := start(mem2)
+	mem2.Emit(platform.Event{ID: "2", Platform: mem2.Name(), Kind: platform.EventMessage, Chat: chat, From: user, Text: "Ann"})
+	got, err := mem2.WaitSent(ctx, chat.ID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Hello, Ann! (asked in " + asked + ")"; len(got) != 1 || got[0].Message.Text != want {
+		t.Fatalf("after the restart: %q; want only %q", mem2.Texts(chat.ID), want)
 	}
 	if err := e2.Shutdown(ctx); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,12 @@ import (
 // it. A claimed event's queued task then skips it; the others are handled
 // by the matchers after the handler, in their order. No user code runs on
 // the adapter's goroutine or under the engine's lock.
+//
+// A handler run again on an event taken up from the journal at start may
+// wait for an answer the user sent while the bot was down, which arrives
+// before the handler reaches Next: for such a chat the conversation is
+// opened when its first recovered event is queued (see expectConversation),
+// so the events queued behind it are offered to the handler's Next.
 
 // conversation is the state of one chat in conversation.
 type conversation struct {
@@ -105,6 +111,19 @@ func (e *Engine) endConversation(key string) []JournalRecord {
 	}
 	close(c.changed)
 	return c.taken
+}
+
+// expectConversation opens key's conversation, if none is open, before
+// its handler asks: the events queued from now on are listed in it. The
+// handling of the event queued just before ends it, as its own Next
+// would have.
+func (e *Engine) expectConversation(key string) {
+	e.convMu.Lock()
+	defer e.convMu.Unlock()
+	if e.convs[key] == nil {
+		e.convs[key] = &conversation{changed: make(chan struct{})}
+		e.conversing.Add(1)
+	}
 }
 
 // errHandlerDone ends the waits of a conversation whose handler returned.

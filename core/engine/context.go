@@ -68,6 +68,12 @@ type eventState struct {
 	// stops: the handling did not end as the handler meant it to, and a
 	// journal keeps the event for the next start.
 	interrupted atomic.Bool
+	// recovered is set for an event taken up from the journal at start:
+	// its handlers run again, and their sends may repeat delivered ones.
+	recovered bool
+	// settled is set once the handling ended and the journal has the
+	// event done: it will not run again, nor its sends repeat.
+	settled atomic.Bool
 
 	mu     sync.Mutex
 	logger *zap.Logger
@@ -82,13 +88,18 @@ type match struct {
 	groups  []string // a regex matcher's submatches
 }
 
-// newContext returns the Context for ev's handling, with no match yet.
-func (e *Engine) newContext(ctx context.Context, ev platform.Event) *Context {
+// newEventState returns the state of ev's handling with ctx.
+func (e *Engine) newEventState(ctx context.Context, ev platform.Event) *eventState {
 	st := &eventState{e: e, ctx: ctx, event: ev}
 	if ev.Chat.ID != "" {
 		st.chatKey = chatKey(ev.Platform, ev.Chat.ID)
 	}
-	return &Context{ev: st}
+	return st
+}
+
+// newContext returns the Context for ev's handling, with no match yet.
+func (e *Engine) newContext(ctx context.Context, ev platform.Event) *Context {
+	return &Context{ev: e.newEventState(ctx, ev)}
 }
 
 // withMatch returns a Context for another handler of the same event, with
@@ -189,7 +200,7 @@ func (c *Context) Reply(msg platform.OutboundMessage) *future.Future[platform.Se
 	if c.ev.chatKey == "" {
 		return future.Resolved(platform.SendResult{}, ErrNoChat)
 	}
-	return c.ev.e.send(c.ev.event.Platform, c.ev.chatKey, c.ev.nextSendID(), c.ev.event.Chat, msg)
+	return c.ev.e.send(c.ev, c.ev.chatKey, c.ev.event.Chat, msg)
 }
 
 // nextSendID returns the id of the event's next send for the journal: the
@@ -251,7 +262,7 @@ func (c *Context) Send(chat platform.Chat, msg platform.OutboundMessage) *future
 	if chat.ID == "" {
 		return future.Resolved(platform.SendResult{}, ErrNoChat)
 	}
-	return c.ev.e.send(c.ev.event.Platform, chatKey(c.ev.event.Platform, chat.ID), c.ev.nextSendID(), chat, msg)
+	return c.ev.e.send(c.ev, chatKey(c.ev.event.Platform, chat.ID), chat, msg)
 }
 
 // Next waits for the next event of this event's chat that accept accepts

@@ -339,7 +339,7 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 	}
 	js := e.journal
 	if js == nil {
-		return e.enqueue(ev, nil)
+		return e.enqueue(ev, nil, false)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), journalOpTimeout)
 	rec, dup, err := js.j.AppendEvent(ctx, ev)
@@ -353,33 +353,38 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 		e.duplicates.Add(1)
 		return nil
 	}
-	switch err := e.enqueue(ev, rec); {
+	switch err := e.enqueue(ev, rec, false); {
 	case errors.Is(err, ErrEngineClosed):
 		// Recorded: the next start handles it.
 		return nil
 	case err != nil:
-		js.done(rec) // refused: the platform keeps it, or it is dropped
+		js.done(rec, nil) // refused: the platform keeps it, or it is dropped
 		return err
 	}
 	return nil
 }
 
 // enqueue queues ev, journaled as rec (or not, with a nil rec), for its
-// handlers.
-func (e *Engine) enqueue(ev platform.Event, rec JournalRecord) error {
+// handlers; recovered says ev was taken up from the journal at start.
+func (e *Engine) enqueue(ev platform.Event, rec JournalRecord, recovered bool) error {
 	key := inboundKey(ev)
 	pe := e.listen(key, ev, rec)
 	err := e.in.Submit(key, func(ctx context.Context) error {
 		if pe != nil && !pe.claimed.CompareAndSwap(false, true) {
 			return nil // taken by a handler waiting in Next, and done with its event
 		}
-		handled := e.process(ctx, ev)
+		st := e.newEventState(ctx, ev)
+		st.recovered = recovered
+		handled := e.process(st)
 		taken := e.endConversation(key)
 		if js := e.journal; js != nil && handled {
 			for _, r := range taken {
-				js.done(r)
+				js.done(r, nil)
 			}
-			js.done(rec)
+			js.done(rec, nil)
+		}
+		if handled {
+			st.settled.Store(true) // else the journal keeps it, to run again
 		}
 		return nil
 	})
@@ -406,7 +411,8 @@ func (e *Engine) enqueue(ev platform.Event, rec JournalRecord) error {
 // handling ended: false when a forced shutdown cancelled it, before or
 // while its handlers ran (a journal then keeps the event for the next
 // start).
-func (e *Engine) process(ctx context.Context, ev platform.Event) (handled bool) {
+func (e *Engine) process(st *eventState) (handled bool) {
+	ctx, ev := st.ctx, st.event
 	if ctx.Err() != nil {
 		// A forced shutdown cancelled the event before it was handled:
 		// running its handlers now would only have their replies refused.
@@ -416,8 +422,8 @@ func (e *Engine) process(ctx context.Context, ev platform.Event) (handled bool) 
 	// scratch evaluates the matchers; each handler gets its own Context
 	// with its match, so a later matcher never changes what an earlier
 	// handler (or a goroutine it started) sees.
-	scratch := e.newContext(ctx, ev)
-	defer func() { handled = e.in.base.Err() == nil && !scratch.ev.interrupted.Load() }()
+	scratch := &Context{ev: st}
+	defer func() { handled = e.in.base.Err() == nil && !st.interrupted.Load() }()
 	in := input{isMessage: ev.Kind == platform.EventMessage}
 	if in.isMessage {
 		in.cmd, in.isCommand = parseCommand(ev.Text, e.opts.prefixes)
@@ -724,7 +730,7 @@ func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
 			break
 		}
 		req := dl.Request
-		if _, err := e.queueSend(chatKey(req.Platform, req.Target.ID), "", req); err != nil {
+		if _, err := e.queueSend(chatKey(req.Platform, req.Target.ID), JournalSend{Request: req}, nil); err != nil {
 			errs = append(errs, fmt.Errorf("engine: replay to %s:%s: %w", req.Platform, req.Target.ID, err))
 			continue
 		}

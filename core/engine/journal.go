@@ -34,11 +34,11 @@ type Journal interface {
 	// (the platform delivered it again): the engine then does not handle
 	// it again.
 	AppendEvent(ctx context.Context, ev platform.Event) (rec JournalRecord, duplicate bool, err error)
-	// AppendSend records a send. A non-empty id names the send across
-	// runs of the handler that makes it (the event's ID and the send's
-	// number): a send whose id was recorded before is a duplicate, not
-	// recorded again.
-	AppendSend(ctx context.Context, id string, req platform.SendRequest) (rec JournalRecord, duplicate bool, err error)
+	// AppendSend records a send. A send whose ID was recorded before, and
+	// is not done, is a duplicate, not recorded again; so is one marked
+	// delivered (see JournalRecord.Done), whose result the journal then
+	// returns — it looks for marks only for a send with Repeat set.
+	AppendSend(ctx context.Context, s JournalSend) (JournalAppend, error)
 	// Recover returns what is recorded and not done: the sends, then the
 	// events, each in the order they were recorded, and the dead letters.
 	Recover(ctx context.Context) (Recovered, error)
@@ -46,11 +46,36 @@ type Journal interface {
 	sender.DeadLetterBackend
 }
 
+// JournalSend is a send for [Journal.AppendSend].
+type JournalSend struct {
+	// ID, when not empty, names the send across runs of the handler that
+	// makes it: the platform, the event's ID and the send's number.
+	ID      string
+	Request platform.SendRequest
+	// Repeat is set for a send of a handler run again on an event taken up
+	// after a restart: it may have been delivered before, and marked so.
+	Repeat bool
+}
+
+// JournalAppend is what [Journal.AppendSend] did.
+type JournalAppend struct {
+	// Record is the send's record; nil for a duplicate.
+	Record JournalRecord
+	// Duplicate is set when the send was recorded before.
+	Duplicate bool
+	// Delivered is the result of a duplicate marked delivered, or nil.
+	Delivered *platform.SendResult
+}
+
 // JournalRecord is one event or send a [Journal] holds.
 type JournalRecord interface {
 	// Done removes the record: the event's handling ended, or the send's
-	// outcome is final.
-	Done(ctx context.Context) error
+	// outcome is final. A non-nil delivered marks a send with an ID
+	// delivered, with its result, for as long as the journal recognizes
+	// duplicates: the engine asks for it when the send's event is still
+	// being handled (a crash then runs its handler again, which repeats
+	// the send). Events get nil.
+	Done(ctx context.Context, delivered *platform.SendResult) error
 	// Save records how far a send got (the parts of a long text delivered,
 	// a wait it is in), so that a send taken up again after a restart goes
 	// on from there. Events ignore it.
@@ -117,13 +142,13 @@ func (js *journalState) ok() {
 
 // done marks rec done, logging a failure: the record then stays, and its
 // event is handled again (or its send made again) after a restart.
-func (js *journalState) done(rec JournalRecord) {
+func (js *journalState) done(rec JournalRecord, delivered *platform.SendResult) {
 	if rec == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), journalOpTimeout)
 	defer cancel()
-	if err := rec.Done(ctx); err != nil {
+	if err := rec.Done(ctx, delivered); err != nil {
 		js.failed("done", err)
 		return
 	}
@@ -171,10 +196,19 @@ func (e *Engine) recoverJournal(ctx context.Context) error {
 			e.log.Warn("engine: a journaled send could not be queued; it is kept for the next start", zap.Error(err))
 		}
 	}
+	expected := map[string]bool{}
 	for _, re := range rec.Events {
-		if err := e.enqueue(re.Event, re.Record); err != nil {
+		if err := e.enqueue(re.Event, re.Record, true); err != nil {
 			e.log.Warn("engine: a journaled event could not be queued; it is kept for the next start",
 				zap.String("platform", re.Event.Platform), zap.String("event", re.Event.ID), zap.Error(err))
+			continue
+		}
+		// Its handler may be a conversation the crash cut off: the answer
+		// may be queued behind it already (recovered, or sent while the bot
+		// was down).
+		if key := inboundKey(re.Event); !expected[key] {
+			expected[key] = true
+			e.expectConversation(key)
 		}
 	}
 	if n := len(rec.Sends) + len(rec.Events); n > 0 || len(rec.DeadLetters) > 0 {

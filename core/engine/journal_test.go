@@ -32,6 +32,7 @@ type memJournal struct {
 	dead    map[string]sender.DeadLetter
 	deadSeq []string
 	ids     map[string]bool
+	marks   map[string]platform.SendResult // sends marked delivered, by id
 	refuse  error
 }
 
@@ -46,7 +47,7 @@ type memRecord struct {
 }
 
 func newMemJournal() *memJournal {
-	return &memJournal{dead: map[string]sender.DeadLetter{}, ids: map[string]bool{}}
+	return &memJournal{dead: map[string]sender.DeadLetter{}, ids: map[string]bool{}, marks: map[string]platform.SendResult{}}
 }
 
 func (j *memJournal) setRefuse(err error) {
@@ -72,22 +73,37 @@ func (j *memJournal) AppendEvent(_ context.Context, ev platform.Event) (engine.J
 	return r, false, nil
 }
 
-func (j *memJournal) AppendSend(_ context.Context, id string, req platform.SendRequest) (engine.JournalRecord, bool, error) {
+func (j *memJournal) AppendSend(_ context.Context, s engine.JournalSend) (engine.JournalAppend, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.refuse != nil {
-		return nil, false, j.refuse
+		return engine.JournalAppend{}, j.refuse
 	}
-	if id != "" && j.ids["send:"+id] {
-		return nil, true, nil
+	if s.ID != "" && j.ids["send:"+s.ID] {
+		return engine.JournalAppend{Duplicate: true}, nil
 	}
-	if id != "" {
-		j.ids["send:"+id] = true
+	if res, ok := j.marks[s.ID]; ok && s.Repeat {
+		return engine.JournalAppend{Duplicate: true, Delivered: &res}, nil
+	}
+	if s.ID != "" {
+		j.ids["send:"+s.ID] = true
 	}
 	j.seq++
-	r := &memRecord{j: j, seq: j.seq, id: id, req: req}
+	r := &memRecord{j: j, seq: j.seq, id: s.ID, req: s.Request}
 	j.sends = append(j.sends, r)
-	return r, false, nil
+	return engine.JournalAppend{Record: r}, nil
+}
+
+// forgetIDs forgets the ids of what is done, as a server restart makes
+// JetStream's duplicate detection forget the messages it removed.
+func (j *memJournal) forgetIDs() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, r := range j.sends {
+		if r.done {
+			delete(j.ids, "send:"+r.id)
+		}
+	}
 }
 
 func (j *memJournal) Recover(context.Context) (engine.Recovered, error) {
@@ -134,13 +150,16 @@ func (j *memJournal) Forget(ids ...string) error {
 	return nil
 }
 
-func (r *memRecord) Done(context.Context) error {
+func (r *memRecord) Done(_ context.Context, delivered *platform.SendResult) error {
 	r.j.mu.Lock()
 	defer r.j.mu.Unlock()
 	if r.j.refuse != nil {
 		return r.j.refuse
 	}
 	r.done = true
+	if delivered != nil {
+		r.j.marks[r.id] = *delivered
+	}
 	return nil
 }
 
@@ -304,6 +323,7 @@ func TestJournalConversationSurvivesCrash(t *testing.T) {
 		}
 		synctest.Wait()
 		crash(e)
+		j.forgetIDs() // the delivered question is known by its mark only
 
 		mem2 := memory.New()
 		e2, done := journaled(t, mem2, j)

@@ -19,57 +19,64 @@ type sendTask struct {
 	f        *future.Future[platform.SendResult]
 	progress platform.Progress
 
-	// With a journal: the send's id and record, and, for a send taken up
-	// after a restart that was waiting, when its wait ends.
+	// With a journal: the send's id and record, the event whose handler
+	// made it (nil for others), and, for a send taken up after a restart
+	// that was waiting, when its wait ends.
 	js        *journalState
 	id        string
 	rec       JournalRecord
+	ev        *eventState
 	notBefore time.Time
 }
 
-// send queues msg for chat (under key, on the named platform) and returns
-// its Future. id names the send across runs of its handler (see Journal),
-// or is empty.
-func (e *Engine) send(platformName, key, id string, chat platform.Chat, msg platform.OutboundMessage) *future.Future[platform.SendResult] {
-	f, _ := e.queueSend(key, id, platform.SendRequest{Platform: platformName, Target: chat, Message: msg})
+// send queues msg, a send of ev's handler, for chat (under key) and
+// returns its Future.
+func (e *Engine) send(ev *eventState, key string, chat platform.Chat, msg platform.OutboundMessage) *future.Future[platform.SendResult] {
+	req := platform.SendRequest{Platform: ev.event.Platform, Target: chat, Message: msg}
+	f, _ := e.queueSend(key, JournalSend{ID: ev.nextSendID(), Request: req, Repeat: ev.recovered}, ev)
 	return f
 }
 
-// queueSend records req in the journal, if there is one, and queues it
-// under key. Its error says why it was not queued (no adapter, the journal
-// or the dispatcher refused); the Future is then resolved with it.
-func (e *Engine) queueSend(key, id string, req platform.SendRequest) (*future.Future[platform.SendResult], error) {
-	s := e.senders[req.Platform]
-	if s == nil {
+// queueSend records s in the journal, if there is one, and queues it
+// under key; ev is the event whose handler made it, or nil. Its error says
+// why it was not queued (no adapter, the journal or the dispatcher
+// refused); the Future is then resolved with it.
+func (e *Engine) queueSend(key string, s JournalSend, ev *eventState) (*future.Future[platform.SendResult], error) {
+	snd := e.senders[s.Request.Platform]
+	if snd == nil {
 		return future.Resolved(platform.SendResult{}, ErrNoSender), ErrNoSender
 	}
-	t := e.newSendTask(s, req)
+	t := e.newSendTask(snd, s.Request)
 	if js := e.journal; js != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), journalOpTimeout)
-		rec, dup, err := js.j.AppendSend(ctx, id, req)
+		a, err := js.j.AppendSend(ctx, s)
 		cancel()
 		switch {
 		case err != nil:
 			err = js.failed("send", err)
 			return future.Resolved(platform.SendResult{}, err), err
-		case dup:
+		case a.Duplicate:
 			// A handler run again after a restart repeats a send it made
 			// before: that one is being made again, or was made.
 			js.ok()
-			if f := js.replay(id); f != nil {
+			if f := js.replay(s.ID); f != nil {
 				return f, nil
 			}
-			return future.Resolved(platform.SendResult{}, nil), nil
+			var res platform.SendResult
+			if a.Delivered != nil {
+				res = *a.Delivered
+			}
+			return future.Resolved(res, nil), nil
 		}
 		js.ok()
-		t.id, t.rec = id, rec
+		t.id, t.rec, t.ev = s.ID, a.Record, ev
 		t.progress.Journaled = true
 	}
 	if err := e.submitSend(key, t.run); err != nil {
 		err = fmt.Errorf("engine: send not queued: %w", err)
 		t.f.Resolve(platform.SendResult{}, err)
 		if t.js != nil {
-			t.js.done(t.rec)
+			t.js.done(t.rec, nil)
 		}
 		return t.f, err
 	}
@@ -136,7 +143,11 @@ func (t *sendTask) run(ctx context.Context) error {
 	// unless a forced shutdown cancelled the send: the journal then keeps
 	// it for the next start (and it is no dead letter).
 	if t.js != nil && !cancelledJournaled(ctx, &t.progress, err) {
-		t.js.done(t.rec)
+		var delivered *platform.SendResult
+		if err == nil && t.id != "" && t.ev != nil && !t.ev.settled.Load() {
+			delivered = &res // its handler may run again: remember it was sent
+		}
+		t.js.done(t.rec, delivered)
 	}
 	t.f.Resolve(res, err)
 	return err
