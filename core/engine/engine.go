@@ -82,6 +82,9 @@ type Stats struct {
 	// Duplicates counts events the journal had recorded before (the
 	// platform delivered them again): they were not handled again.
 	Duplicates uint64
+	// Journal counts what the journal holds for this process, not done
+	// yet; zero without a journal.
+	Journal JournalStats
 }
 
 // Engine routes inbound events from its adapters to the handlers whose
@@ -229,6 +232,7 @@ func New(opts ...Option) (*Engine, error) {
 		err := errors.Join(
 			m.Register(newDispatcherCollector("outbound", e.out.Stats)),
 			m.Register(newDispatcherCollector("inbound", e.in.Stats)),
+			m.Register(newJournalCollector(e.journalStats)),
 		)
 		if err != nil {
 			return nil, fmt.Errorf("engine: metrics: %w", err)
@@ -353,12 +357,13 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 		e.duplicates.Add(1)
 		return nil
 	}
+	js.events.Add(1)
 	switch err := e.enqueue(ev, rec, false); {
 	case errors.Is(err, ErrEngineClosed):
 		// Recorded: the next start handles it.
 		return nil
 	case err != nil:
-		js.done(rec, nil) // refused: the platform keeps it, or it is dropped
+		js.doneEvent(rec) // refused: the platform keeps it, or it is dropped
 		return err
 	}
 	return nil
@@ -379,9 +384,9 @@ func (e *Engine) enqueue(ev platform.Event, rec JournalRecord, recovered bool) e
 		taken := e.endConversation(key)
 		if js := e.journal; js != nil && handled {
 			for _, r := range taken {
-				js.done(r, nil)
+				js.doneEvent(r)
 			}
-			js.done(rec, nil)
+			js.doneEvent(rec)
 		}
 		if handled {
 			st.settled.Store(true) // else the journal keeps it, to run again
@@ -700,7 +705,15 @@ func (e *Engine) Stats() Stats {
 		Sends:         e.counters.Snapshot(),
 		DeadLetters:   e.deadLetters.Len(),
 		Duplicates:    e.duplicates.Load(),
+		Journal:       e.journalStats(),
 	}
+}
+
+func (e *Engine) journalStats() JournalStats {
+	if js := e.journal; js != nil {
+		return JournalStats{Events: js.events.Load(), Sends: js.sends.Load()}
+	}
+	return JournalStats{}
 }
 
 // DeadLetters returns a copy of the failed sends kept for replay, oldest

@@ -117,6 +117,10 @@ type journalState struct {
 	// when it begins and once when it ends, not per event or send.
 	down atomic.Bool
 
+	// events and sends count the records this process holds and has not
+	// done: events not handled yet, sends not final (see JournalStats).
+	events, sends atomic.Int64
+
 	// replayed holds the Futures of recovered sends by their ids, so that
 	// a handler run again after a restart, repeating a send, gets the
 	// Future of the one being sent again.
@@ -140,12 +144,33 @@ func (js *journalState) ok() {
 	}
 }
 
+// JournalStats counts what this process holds in its journal and has not
+// done yet: Events recorded and not handled, Sends recorded and not final.
+// Both are zero once every reply was sent and every event handled: the
+// moment a crash can repeat nothing.
+type JournalStats struct {
+	Events, Sends int64
+}
+
+// doneEvent and doneSend mark an event's or a send's record done (see
+// done) and count it out.
+func (js *journalState) doneEvent(rec JournalRecord) {
+	if rec != nil {
+		js.done(rec, nil)
+		js.events.Add(-1)
+	}
+}
+
+func (js *journalState) doneSend(rec JournalRecord, delivered *platform.SendResult) {
+	if rec != nil {
+		js.done(rec, delivered)
+		js.sends.Add(-1)
+	}
+}
+
 // done marks rec done, logging a failure: the record then stays, and its
 // event is handled again (or its send made again) after a restart.
 func (js *journalState) done(rec JournalRecord, delivered *platform.SendResult) {
-	if rec == nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), journalOpTimeout)
 	defer cancel()
 	if err := rec.Done(ctx, delivered); err != nil {
@@ -172,6 +197,8 @@ func (e *Engine) recoverJournal(ctx context.Context) error {
 		return fmt.Errorf("engine: journal: recover: %w", err)
 	}
 	e.deadLetters.Restore(rec.DeadLetters)
+	js.sends.Add(int64(len(rec.Sends)))
+	js.events.Add(int64(len(rec.Events)))
 	for _, rs := range rec.Sends {
 		s := e.senders[rs.Request.Platform]
 		if s == nil {

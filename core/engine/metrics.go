@@ -73,3 +73,26 @@ func (c *dispatcherCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(s))
 	}
 }
+
+// journalCollector exports JournalStats:
+//
+//	herald_journal_pending{kind="events"|"sends"}  gauge  Events, Sends
+type journalCollector struct {
+	stats func() JournalStats
+	desc  *prometheus.Desc
+}
+
+func newJournalCollector(stats func() JournalStats) *journalCollector {
+	return &journalCollector{stats: stats, desc: prometheus.NewDesc("herald_journal_pending",
+		"Events recorded in the journal and not handled yet, and sends recorded and not final.", []string{"kind"}, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (c *journalCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *journalCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(s.Events), "events")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(s.Sends), "sends")
+}

@@ -69,6 +69,7 @@ func (e *Engine) queueSend(key string, s JournalSend, ev *eventState) (*future.F
 			return future.Resolved(res, nil), nil
 		}
 		js.ok()
+		js.sends.Add(1)
 		t.id, t.rec, t.ev = s.ID, a.Record, ev
 		t.progress.Journaled = true
 	}
@@ -76,7 +77,7 @@ func (e *Engine) queueSend(key string, s JournalSend, ev *eventState) (*future.F
 		err = fmt.Errorf("engine: send not queued: %w", err)
 		t.f.Resolve(platform.SendResult{}, err)
 		if t.js != nil {
-			t.js.done(t.rec, nil)
+			t.js.doneSend(t.rec, nil)
 		}
 		return t.f, err
 	}
@@ -147,7 +148,7 @@ func (t *sendTask) run(ctx context.Context) error {
 		if err == nil && t.id != "" && t.ev != nil && !t.ev.settled.Load() {
 			delivered = &res // its handler may run again: remember it was sent
 		}
-		t.js.done(t.rec, delivered)
+		t.js.doneSend(t.rec, delivered)
 	}
 	t.f.Resolve(res, err)
 	return err
