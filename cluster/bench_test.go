@@ -1,0 +1,100 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/cluster"
+	"github.com/heraldbot/herald/cluster/embedded"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// BenchmarkJournalEvent is core/engine's BenchmarkEngineEvent with the
+// journal: one op is one event end to end, recorded in IN before it is
+// taken, its reply recorded in OUT before Reply returns, both removed once
+// done, on the embedded server in a temporary directory. It reports the
+// process's CPU time per event (cpu-µs/op: client and server, both in
+// process) and events per second; journal=off is the same without one.
+//
+// Run: go test -run='^$' -bench=JournalEvent -benchtime=20000x ./cluster
+func BenchmarkJournalEvent(b *testing.B) {
+	for _, mode := range []string{"off", "default", "always"} {
+		b.Run("journal="+mode, func(b *testing.B) {
+			opts := []engine.Option{
+				engine.WithInboundQueueSize(1 << 20),
+				engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1 << 20}),
+			}
+			if mode != "off" {
+				s, err := embedded.Start(embedded.Config{Dir: b.TempDir(), SyncAlways: mode == "always"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Shutdown()
+				nc, err := s.Connect()
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer nc.Close()
+				j, err := cluster.Open(context.Background(), nc, cluster.Config{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				opts = append(opts, engine.WithJournal(j))
+			}
+			benchEvents(b, opts)
+		})
+	}
+}
+
+func benchEvents(b *testing.B, opts []engine.Option) {
+	const chats = 1000
+	mem := memory.New()
+	e, err := engine.New(append([]engine.Option{engine.WithAdapter(mem)}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.OnCommand("ping", func(c *engine.Context) error {
+		c.ReplyText("pong")
+		return nil
+	})
+	events := make([]platform.Event, chats)
+	for i := range events {
+		chat := memory.Private(fmt.Sprint(1000 + i))
+		events[i] = platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat,
+			From: memory.User(chat.ID, "user"), Text: "/ping", Time: time.Now()}
+	}
+	cpu0 := cpuTime()
+	start := time.Now()
+	b.ResetTimer()
+	for i := range b.N {
+		ev := events[i%chats]
+		ev.ID = fmt.Sprint(i)
+		if err := e.HandleEvent(ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for e.Stats().Sends.Delivered < uint64(b.N) || e.Stats().Journal != (engine.JournalStats{}) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	b.StopTimer()
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	if err := e.Shutdown(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// cpuTime returns the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
