@@ -105,8 +105,8 @@ func LimitsOf(l platform.Limits) RateLimitConfig {
 // RateLimit returns a decorator that delays sends to stay within cfg's limits.
 //
 // A send waits, in this order, for: its chat (and its platform) to stop
-// being paused; a per-chat token and, for a group, a per-group token; then a
-// global token, taken last so the global budget is spent as close to the
+// being paused; per-chat tokens and, for a group, per-group tokens; then
+// global tokens, taken last so the global budget is spent as close to the
 // actual send as possible. Each wait is bounded by the send's context: if the
 // context ends, the send returns at once with an error wrapping ctx.Err(),
 // and if a wait cannot finish before the context's deadline it is not
@@ -114,6 +114,12 @@ func LimitsOf(l platform.Limits) RateLimitConfig {
 // [ErrWouldExceedDeadline] and carries the wait as a retry-after
 // ([platform.RetryAfterOf]). In both cases the tokens the send reserved and
 // was still waiting for are given back.
+//
+// A send takes req.Message.Cost() tokens of each kind ([platform.OutboundMessage]
+// Cost): one, or one per attachment of an album, which a platform counts
+// as that many messages. A cost above a limiter's burst is reserved in
+// several reservations of at most the burst each, so the send waits until
+// the bucket has refilled that many tokens.
 //
 // Waits go through the send's [platform.Progress]: for a send the engine's
 // dispatcher resumes, a wait pauses the send instead of sleeping, and the
@@ -230,7 +236,7 @@ func (l *rateLimiter) Send(ctx context.Context, req platform.SendRequest) (platf
 				return platform.SendResult{}, err
 			}
 		}
-		if err := w.waitTokens(ctx, ls); err != nil {
+		if err := w.waitTokens(ctx, ls, req.Message.Cost()); err != nil {
 			return platform.SendResult{}, err
 		}
 	}
@@ -363,7 +369,7 @@ type waiter struct {
 type heldTokens struct {
 	owner      *rateLimiter
 	chatTaken  bool // the chat and group tokens are reserved
-	rc, rg, rp *rate.Reservation
+	rc, rg, rp reservation
 	spent      bool        // the tokens were used by a call to the sender below
 	next       *heldTokens // another limiter's, in the same Progress
 }
@@ -402,19 +408,19 @@ func saveHeld(p *platform.Progress, h *heldTokens) {
 	p.Reserved = h
 }
 
-// waitTokens takes a chat token (and a group token) and then a global token,
-// waiting for each as the limiters say, and gives back reserved tokens it
-// was still waiting for when it stops early. A resumed send takes the
-// tokens it reserved before it paused.
-func (w *waiter) waitTokens(ctx context.Context, ls lease) error {
+// waitTokens takes n chat tokens (and group tokens) and then n global
+// tokens, waiting for each as the limiters say, and gives back reserved
+// tokens it was still waiting for when it stops early. A resumed send
+// takes the tokens it reserved before it paused.
+func (w *waiter) waitTokens(ctx context.Context, ls lease, n int) error {
 	h := &w.held
 	now := time.Now()
 	if !h.chatTaken {
 		if ls.chat != nil {
-			h.rc = ls.chat.ReserveN(now, 1)
+			h.rc = reserve(ls.chat, now, n)
 		}
 		if ls.group != nil {
-			h.rg = ls.group.ReserveN(now, 1)
+			h.rg = reserve(ls.group, now, n)
 		}
 		h.chatTaken = true
 	}
@@ -435,7 +441,7 @@ func (w *waiter) waitTokens(ctx context.Context, ls lease) error {
 	}
 	now = time.Now()
 	if h.rp == nil {
-		h.rp = ls.global.ReserveN(now, 1)
+		h.rp = reserve(ls.global, now, n)
 	}
 	if d = h.rp.DelayFrom(now); d > 0 {
 		return w.wait(ctx, d, "global limit")
@@ -464,12 +470,41 @@ func (w *waiter) wait(ctx context.Context, d time.Duration, what string) error {
 	return waitError(what, d, err)
 }
 
-func cancelReservations(rs ...*rate.Reservation) {
+func cancelReservations(rs ...reservation) {
 	now := time.Now()
 	for _, r := range rs {
-		if r != nil {
-			r.CancelAt(now)
-		}
+		r.CancelAt(now)
+	}
+}
+
+// reservation is n tokens reserved at one limiter for one send: one
+// rate.Reservation per burst's worth of them, since ReserveN refuses more
+// than the burst at once. nil holds none.
+type reservation []*rate.Reservation
+
+// reserve reserves n (at least 1) tokens of lim at now.
+func reserve(lim *rate.Limiter, now time.Time, n int) reservation {
+	n = max(n, 1)
+	b := max(lim.Burst(), 1)
+	r := make(reservation, 0, (n+b-1)/b)
+	for ; n > 0; n -= b {
+		r = append(r, lim.ReserveN(now, min(n, b)))
+	}
+	return r
+}
+
+// DelayFrom is how long after now the last of the tokens may be used.
+func (r reservation) DelayFrom(now time.Time) time.Duration {
+	if len(r) == 0 {
+		return 0
+	}
+	return r[len(r)-1].DelayFrom(now)
+}
+
+// CancelAt gives the tokens back, the latest reserved first.
+func (r reservation) CancelAt(now time.Time) {
+	for i := len(r) - 1; i >= 0; i-- {
+		r[i].CancelAt(now)
 	}
 }
 

@@ -379,3 +379,54 @@ func TestRateLimitResumedKeepsItsTokens(t *testing.T) {
 		checkResumed(t, res, 1)
 	})
 }
+
+// An album costs a token per attachment, also above the burst, in place
+// and resumed; a cancelled album gives all of its tokens back.
+func TestRateLimitAlbumCost(t *testing.T) {
+	album := func(n int) platform.SendRequest {
+		r := req("a")
+		r.Message = platform.OutboundMessage{Album: true}
+		for range n {
+			r.Message.Attachments = append(r.Message.Attachments, platform.Attachment{Kind: platform.AttachPhoto, URL: "u"})
+		}
+		return r
+	}
+	for _, mode := range sendModes {
+		for _, cfg := range []sender.RateLimitConfig{{PerChat: 1, PerChatBurst: 3}, {Global: 1, GlobalBurst: 3}} {
+			t.Run(fmt.Sprintf("%+v/%s", cfg, mode.name), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					r := &recorder{}
+					s, _ := inMode(mode.resumed, sender.RateLimit(cfg)(r))
+					start := time.Now()
+					// 3 tokens at once: an album of 5 waits for 2 more.
+					if _, err := s.Send(context.Background(), album(5)); err != nil {
+						t.Fatal(err)
+					}
+					if got := time.Since(start); got != 2*time.Second {
+						t.Fatalf("album of 5 sent at %v; want 2s", got)
+					}
+					// The bucket is empty: a text waits a second.
+					if _, err := s.Send(context.Background(), req("a")); err != nil {
+						t.Fatal(err)
+					}
+					if got := time.Since(start); got != 3*time.Second {
+						t.Fatalf("text after the album at %v; want 3s", got)
+					}
+					// An album of 4 given up at once gives its 4 tokens back.
+					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					_, err := s.Send(ctx, album(4))
+					cancel()
+					if !errors.Is(err, sender.ErrWouldExceedDeadline) {
+						t.Fatalf("album that cannot wait = %v; want ErrWouldExceedDeadline", err)
+					}
+					if _, err := s.Send(context.Background(), req("a")); err != nil {
+						t.Fatal(err)
+					}
+					if got := time.Since(start); got != 4*time.Second {
+						t.Fatalf("text after the cancelled album at %v; want 4s", got)
+					}
+				})
+			})
+		}
+	}
+}
