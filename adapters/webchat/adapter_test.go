@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,7 +57,7 @@ func TestPingPong(t *testing.T) {
 		From: platform.User{ID: h.User.ID, Name: "Ann"},
 		Text: "/ping", MessageID: echo.ID, Time: ev.Time,
 	}
-	if ev != want || ev.ID == "" || ev.Time.Before(before.Add(-time.Second)) {
+	if !reflect.DeepEqual(ev, want) || ev.ID == "" || ev.Time.Before(before.Add(-time.Second)) {
 		t.Errorf("event = %+v; want %+v", ev, want)
 	}
 	if a.Name() != "webchat" {
