@@ -67,6 +67,23 @@
 //   - Send with a cancelled or expired context fails at once with an error
 //     wrapping the context's error, and nothing reaches the peer; a send the
 //     peer holds up returns within 5 seconds of its context's end;
+//   - every attachment kind arrives with its bytes and caption, an album
+//     of three photos arrives in order, a deletion (DeleteID) removes
+//     the message, and a reply keyboard and its removal arrive as sent;
+//     on a platform without one of them ([Features.UnsupportedMedia],
+//     [Features.NoAlbum], [Features.NoDelete],
+//     [Features.NoReplyKeyboard]) it is refused with a permanent error
+//     wrapping [platform.ErrUnsupported];
+//   - a file a user sends ([FilePeer]) arrives as an event attachment
+//     that the adapter's [platform.Downloader] fetches whole and refuses
+//     with [platform.ErrFileTooLarge] under a smaller limit; a button
+//     press ([PressPeer]) arrives with a QueryID and the
+//     [platform.CallbackAnswerer]'s answer reaches the peer; "typing"
+//     through the [platform.ChatActor] succeeds and reaches an
+//     [ActionPeer]; an inline query and a chosen result ([InlinePeer])
+//     arrive as events and the [platform.InlineAnswerer]'s answer reaches
+//     the peer; an adapter without one of these (see [Features]) refuses
+//     it with [platform.ErrUnsupported], if it has the method at all;
 //   - failures the peer answers with map onto the platform's error kinds:
 //     a refusal is permanent, a flood limit is a retry-after error with the
 //     requested wait, a temporary failure is neither; the failed message is

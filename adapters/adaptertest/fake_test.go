@@ -90,6 +90,14 @@ func (f *fake) send(ctx context.Context, req platform.SendRequest) (platform.Sen
 		}
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("fake: %w", err))
 	}
+	if req.Message.Album && f.defect != "album delivered" {
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("fake: %w: no albums", platform.ErrUnsupported))
+	}
+	for _, at := range req.Message.Attachments {
+		if at.Kind == platform.AttachSticker {
+			return platform.SendResult{}, platform.Permanent(fmt.Errorf("fake: %w: no stickers", platform.ErrUnsupported))
+		}
+	}
 	f.mu.Lock()
 	var fault adaptertest.Fault
 	if fs := f.faults[chatID]; len(fs) > 0 {
@@ -116,6 +124,10 @@ func (f *fake) send(ctx context.Context, req platform.SendRequest) (platform.Sen
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if id := req.Message.DeleteID; id != "" && f.defect != "delete as new message" {
+		f.inbox.Delete(chatID, id) // a message gone already counts as deleted
+		return platform.SendResult{MessageID: id, ChatID: chatID, SentAt: time.Now()}, nil
+	}
 	if id := req.Message.EditID; id != "" && f.defect != "edit as new message" {
 		if !f.inbox.Edit(chatID, id, req.Message) {
 			return platform.SendResult{}, platform.Permanent(fmt.Errorf("fake: no message %s in %s to edit", id, chatID))

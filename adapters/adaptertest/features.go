@@ -1,5 +1,11 @@
 package adaptertest
 
+import (
+	"slices"
+
+	"github.com/heraldbot/herald/platform"
+)
+
 // Features says what a platform, or the fake that stands in for it in
 // tests, cannot do; [TestAdapter] skips or relaxes the checks that need it.
 // The zero value claims every feature: every check runs.
@@ -71,6 +77,74 @@ type Features struct {
 	// good, and, if the peer is a [ShowingPeer], the chat then shows the
 	// edit in place.
 	NoEdit bool
+
+	// UnsupportedMedia lists the attachment kinds the platform cannot
+	// send: the suite checks that a message with one is refused with a
+	// permanent error wrapping [platform.ErrUnsupported], and that
+	// nothing arrives. Every other kind must arrive as sent: one message
+	// holding the file's bytes, with its caption (not for stickers and
+	// video notes, which have none). Unused with NoAttachments.
+	UnsupportedMedia []platform.AttachmentKind
+
+	// NoAlbum means the platform cannot send several attachments as one
+	// album ([platform.OutboundMessage] Album): the suite checks that one
+	// is refused with a permanent error wrapping [platform.ErrUnsupported].
+	// False means an album of three photos must arrive, its photos in
+	// order, as one message or several. Unused with NoAttachments.
+	NoAlbum bool
+
+	// NoDelete means the platform cannot delete messages: the suite
+	// checks that a deletion ([platform.OutboundMessage] DeleteID) is
+	// refused with a permanent error wrapping [platform.ErrUnsupported].
+	// False means the result names the deleted message and, if the peer
+	// is a [ShowingPeer], the chat no longer shows it.
+	NoDelete bool
+
+	// NoReplyKeyboard means the platform has no reply keyboards: the
+	// suite checks that a message with one ([platform.ReplyKeyboard]
+	// Rows) is refused with a permanent error wrapping
+	// [platform.ErrUnsupported], while one that only removes the keyboard
+	// (Remove) is accepted and its text arrives. False means the peer
+	// must receive the keyboard, and the removal, as sent.
+	NoReplyKeyboard bool
+
+	// NoDownload means the adapter cannot fetch the files its events
+	// carry: it does not implement [platform.Downloader], or its Download
+	// fails with a permanent error wrapping [platform.ErrUnsupported].
+	// False means it is a Downloader and the peer a [FilePeer]: a file a
+	// user sends arrives as an event attachment that Download fetches
+	// whole, and refuses with [platform.ErrFileTooLarge] under a smaller
+	// limit.
+	NoDownload bool
+
+	// NoCallbackAnswer means the platform has no answers to button
+	// presses: the adapter does not implement [platform.CallbackAnswerer],
+	// or its AnswerCallback fails with a permanent error wrapping
+	// [platform.ErrUnsupported]. False means it is a CallbackAnswerer and
+	// the peer a [PressPeer]: a press arrives as an EventCallback with a
+	// QueryID, and the answer reaches the peer.
+	NoCallbackAnswer bool
+
+	// NoChatAction means the platform shows no chat actions: the adapter
+	// does not implement [platform.ChatActor], or its SendChatAction
+	// fails with a permanent error wrapping [platform.ErrUnsupported].
+	// False means it is a ChatActor whose "typing" succeeds and, if the
+	// peer is an [ActionPeer], reaches the peer.
+	NoChatAction bool
+
+	// NoInline means the platform has no inline queries: the adapter does
+	// not implement [platform.InlineAnswerer], or its AnswerInline fails
+	// with a permanent error wrapping [platform.ErrUnsupported]. False
+	// means it is an InlineAnswerer and the peer an [InlinePeer]: a query
+	// and a chosen result arrive as events, and the answer reaches the
+	// peer.
+	NoInline bool
+}
+
+// unsupportedMedia reports whether f lists kind as one the platform
+// cannot send.
+func (f Features) unsupportedMedia(kind platform.AttachmentKind) bool {
+	return slices.Contains(f.UnsupportedMedia, kind)
 }
 
 // Length of the long text when Features.MaxText is zero.

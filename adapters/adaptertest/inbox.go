@@ -10,8 +10,8 @@ import (
 // Inbox records the messages a fake peer received, per chat, and lets
 // [Peer.Received] wait for them: a peer calls Add as messages arrive and
 // implements Received with Wait. A peer of a platform that edits messages
-// records them with AddID instead, applies edits with Edit, and implements
-// [ShowingPeer] with Shown. The zero value is an empty Inbox ready to use;
+// records them with AddID instead, applies edits with Edit and deletions
+// with Delete, and implements [ShowingPeer] with Shown. The zero value is an empty Inbox ready to use;
 // it is safe for concurrent use.
 type Inbox struct {
 	mu      sync.Mutex
@@ -72,8 +72,25 @@ func (b *Inbox) Edit(chatID, id string, msg platform.OutboundMessage) bool {
 	return false
 }
 
+// Delete removes the message with ID id from what the chat with ID chatID
+// shows, as the platform deleted it; Wait still returns it, as received.
+// It reports false, changing nothing, when the chat shows no message with
+// that ID.
+func (b *Inbox) Delete(chatID, id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, s := range b.shown[chatID] {
+		if s.id == id && id != "" {
+			b.shown[chatID] = append(b.shown[chatID][:i:i], b.shown[chatID][i+1:]...)
+			b.notifyLocked()
+			return true
+		}
+	}
+	return false
+}
+
 // Shown returns the messages received in the chat with ID chatID, oldest
-// first, each with its latest edit applied.
+// first, each with its latest edit applied, without the deleted ones.
 func (b *Inbox) Shown(chatID string) []platform.OutboundMessage {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -28,6 +28,9 @@ func TestAdapter(t *testing.T, h Harness, f Features) {
 			{"Stop", testStop},
 			{"CanceledContext", testRunCanceled},
 			{"StopReceiving", testStopReceiving},
+			{"Download", testDownload},
+			{"CallbackAnswer", testCallbackAnswer},
+			{"Inline", testInline},
 		}},
 		{"Send", []subtest{
 			{"Text", testSendText},
@@ -46,6 +49,11 @@ func TestAdapter(t *testing.T, h Harness, f Features) {
 			{"DeadlineInFlight", testDeadlineInFlight},
 			{"AfterRun", testSendAfterRun},
 			{"Edit", testEdit},
+			{"Media", testMedia},
+			{"Album", testAlbum},
+			{"Delete", testDelete},
+			{"ReplyKeyboard", testReplyKeyboard},
+			{"ChatAction", testChatAction},
 		}},
 		{"Fault", []subtest{
 			{"Permanent", testFaultPermanent},

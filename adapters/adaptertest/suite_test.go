@@ -9,6 +9,7 @@ import (
 	"github.com/heraldbot/herald/internal/leakcheck"
 
 	"github.com/heraldbot/herald/adapters/adaptertest"
+	"github.com/heraldbot/herald/platform"
 )
 
 // TestMain fails the run if the tests leave goroutines behind.
@@ -17,7 +18,16 @@ func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 // TestFakeConforms runs the suite against the correct fake: the defects
 // below are then the only reason the suite fails for them.
 func TestFakeConforms(t *testing.T) {
-	adaptertest.TestAdapter(t, fakeHarness(""), adaptertest.Features{})
+	adaptertest.TestAdapter(t, fakeHarness(""), fakeFeatures)
+}
+
+// fakeFeatures are what the fake cannot do: it refuses albums and stickers,
+// and has no downloads, answers, chat actions or inline queries, so the
+// suite's checks of refusals run against it (the memory adapter's
+// conformance test runs the checks of those capabilities).
+var fakeFeatures = adaptertest.Features{
+	NoAlbum: true, UnsupportedMedia: []platform.AttachmentKind{platform.AttachSticker},
+	NoDownload: true, NoCallbackAnswer: true, NoChatAction: true, NoInline: true,
 }
 
 // defectEnv names the defect TestDefectHelper runs the suite against.
@@ -31,7 +41,7 @@ func TestDefectHelper(t *testing.T) {
 	if defect == "" {
 		t.Skip("run by TestSuiteCatchesDefects")
 	}
-	adaptertest.TestAdapter(t, fakeHarness(defect), adaptertest.Features{})
+	adaptertest.TestAdapter(t, fakeHarness(defect), fakeFeatures)
 }
 
 // TestSuiteCatchesDefects checks that the suite fails, with a message that
@@ -59,6 +69,8 @@ func TestSuiteCatchesDefects(t *testing.T) {
 		{"duplicate events", "Run/Events", "want 40, one per message"},
 		{"receives after StopReceiving", "Run/StopReceiving", "want only the one said before StopReceiving"},
 		{"edit as new message", "Send/Edit", "edit result names message"},
+		{"delete as new message", "Send/Delete", "deletion result names message"},
+		{"album delivered", "Send/Album", "want a permanent error wrapping platform.ErrUnsupported"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.ReplaceAll(tt.defect, " ", "_"), func(t *testing.T) {

@@ -17,8 +17,9 @@ const DefaultName = "memory"
 // ErrAlreadyRunning is returned by a second concurrent call to Run.
 var ErrAlreadyRunning = errors.New("memory: adapter already running")
 
-// Sent is a message the bot sent through the adapter, or an edit of one
-// (Message.EditID set, and MessageID the edited message's).
+// Sent is a message the bot sent through the adapter, an edit of one
+// (Message.EditID set, and MessageID the edited message's) or a deletion
+// (Message.DeleteID set, and MessageID the deleted message's).
 type Sent struct {
 	Chat      platform.Chat
 	Message   platform.OutboundMessage
@@ -29,6 +30,12 @@ type Sent struct {
 // Adapter is an in-memory platform.Adapter. Events injected with Say, Press
 // and Emit before Run starts are delivered, in order, when it starts. Its
 // methods are safe for concurrent use. Create it with New.
+//
+// It has every capability package platform describes: it implements
+// platform.Downloader (files injected with SayFile), platform.CallbackAnswerer
+// (see Answers), platform.ChatActor (Actions) and platform.InlineAnswerer
+// (Query, Choose and InlineAnswers), sends every attachment kind and albums,
+// and carries out edits and deletions (Shown shows the chat as it is now).
 type Adapter struct {
 	name string
 
@@ -43,6 +50,13 @@ type Adapter struct {
 	faults    []fault
 	rules     []func(platform.SendRequest) error
 	changed   chan struct{}
+
+	files    map[string][]byte          // by FileID, from SayFile
+	deleted  map[string]map[string]bool // chat ID → deleted message IDs
+	answered map[string]bool            // QueryIDs answered
+	answers  []Answer
+	actions  map[string][]Action
+	inline   []InlineAnswer
 }
 
 type fault struct {
@@ -62,10 +76,14 @@ func WithName(name string) Option { return func(a *Adapter) { a.name = name } }
 // New returns an Adapter.
 func New(opts ...Option) *Adapter {
 	a := &Adapter{
-		name:    DefaultName,
-		sent:    make(map[string][]Sent),
-		calls:   make(map[string]int),
-		changed: make(chan struct{}),
+		name:     DefaultName,
+		sent:     make(map[string][]Sent),
+		calls:    make(map[string]int),
+		changed:  make(chan struct{}),
+		files:    make(map[string][]byte),
+		deleted:  make(map[string]map[string]bool),
+		answered: make(map[string]bool),
+		actions:  make(map[string][]Action),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -122,7 +140,8 @@ func (a *Adapter) Say(chat platform.Chat, user platform.User, text string) platf
 	return a.Emit(platform.Event{Kind: platform.EventMessage, Chat: chat, From: user, Text: text})
 }
 
-// Press injects a press of an inline button with the given callback data.
+// Press injects a press of an inline button with the given callback data;
+// the event's QueryID names it for AnswerCallback.
 func (a *Adapter) Press(chat platform.Chat, user platform.User, data string) platform.Event {
 	return a.Emit(platform.Event{Kind: platform.EventCallback, Chat: chat, From: user, Text: data})
 }
@@ -135,8 +154,9 @@ func (a *Adapter) PressOn(chat platform.Chat, user platform.User, messageID, dat
 }
 
 // Emit injects ev. It fills Platform with the adapter's name, and ID,
-// MessageID (for messages) and Time when they are empty, and returns the
-// event as delivered.
+// MessageID (for messages), QueryID (for button presses and inline
+// queries) and Time when they are empty, and returns the event as
+// delivered.
 func (a *Adapter) Emit(ev platform.Event) platform.Event {
 	a.deliverMu.Lock()
 	defer a.deliverMu.Unlock()
@@ -148,6 +168,9 @@ func (a *Adapter) Emit(ev platform.Event) platform.Event {
 	}
 	if ev.MessageID == "" && (ev.Kind == platform.EventMessage || ev.Kind == platform.EventEditedMessage) {
 		ev.MessageID = "in-" + strconv.Itoa(a.seq)
+	}
+	if ev.QueryID == "" && (ev.Kind == platform.EventCallback || ev.Kind == platform.EventInlineQuery) {
+		ev.QueryID = "q-" + strconv.Itoa(a.seq)
 	}
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
@@ -208,9 +231,20 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 	defer a.mu.Unlock()
 	s := Sent{Chat: req.Target, Message: req.Message, At: time.Now()}
 	if id := req.Message.EditID; id != "" {
-		if !a.hasMessageLocked(chatID, id) {
+		if !a.hasMessageLocked(chatID, id) || a.deleted[chatID][id] {
 			return platform.SendResult{}, platform.Permanent(fmt.Errorf("memory: edit: %w: no message %s in chat %s", ErrNoMessage, id, chatID))
 		}
+		s.MessageID = id
+	} else if id := req.Message.DeleteID; id != "" {
+		// A message deleted before counts as deleted: a delete repeated
+		// after a lost answer succeeds.
+		if !a.hasMessageLocked(chatID, id) {
+			return platform.SendResult{}, platform.Permanent(fmt.Errorf("memory: delete: %w: no message %s in chat %s", ErrNoMessage, id, chatID))
+		}
+		if a.deleted[chatID] == nil {
+			a.deleted[chatID] = make(map[string]bool)
+		}
+		a.deleted[chatID][id] = true
 		s.MessageID = id
 	} else {
 		a.msgSeq++
@@ -222,8 +256,9 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 	return platform.SendResult{MessageID: s.MessageID, ChatID: chatID, SentAt: s.At}, nil
 }
 
-// ErrNoMessage is wrapped by the permanent error of an edit of a message
-// the adapter did not send to that chat.
+// ErrNoMessage is wrapped by the permanent error of an edit or deletion of
+// a message the adapter did not send to that chat (or, for an edit, one
+// deleted since).
 var ErrNoMessage = errors.New("memory: no such message")
 
 func (a *Adapter) hasMessageLocked(chatID, id string) bool {
@@ -289,13 +324,17 @@ func (a *Adapter) Sent(chatID string) []Sent {
 
 // Shown returns the messages of chatID as its users see them now: in the
 // order sent, each with its latest edit applied (Message is the edit's and
-// At its time; Message.EditID is set on edited ones).
+// At its time; Message.EditID is set on edited ones), without the deleted
+// ones.
 func (a *Adapter) Shown(chatID string) []Sent {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var shown []Sent
 	index := map[string]int{}
 	for _, s := range a.sent[chatID] {
+		if s.Message.DeleteID != "" || a.deleted[chatID][s.MessageID] {
+			continue
+		}
 		if i, ok := index[s.MessageID]; ok {
 			shown[i] = s
 			continue
@@ -307,7 +346,7 @@ func (a *Adapter) Shown(chatID string) []Sent {
 }
 
 // Texts returns the texts of the messages sent to chatID so far, edits
-// included, in the order sent.
+// included (a deletion's text is empty), in the order sent.
 func (a *Adapter) Texts(chatID string) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()

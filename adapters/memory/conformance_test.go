@@ -51,13 +51,25 @@ func (p memPeer) Say(_ context.Context, chat platform.Chat, from platform.User, 
 	return nil
 }
 
+// Received returns the messages sent to chat: edits and deletions, which
+// Sent records too, are not messages.
 func (p memPeer) Received(ctx context.Context, chat platform.Chat, n int) ([]platform.OutboundMessage, error) {
-	sent, err := p.a.WaitSent(ctx, chat.ID, n)
-	msgs := make([]platform.OutboundMessage, len(sent))
-	for i, s := range sent {
-		msgs[i] = s.Message
+	for {
+		var msgs []platform.OutboundMessage
+		for _, s := range p.a.Sent(chat.ID) {
+			if s.Message.EditID == "" && s.Message.DeleteID == "" {
+				msgs = append(msgs, s.Message)
+			}
+		}
+		if len(msgs) >= n {
+			return msgs, nil
+		}
+		select {
+		case <-ctx.Done():
+			return msgs, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
 	}
-	return msgs, err
 }
 
 var _ adaptertest.ShowingPeer = memPeer{}
@@ -84,5 +96,76 @@ func (p memPeer) Inject(chat platform.Chat, f adaptertest.Fault) error {
 	default:
 		return fmt.Errorf("memory peer: fault %v: %w", f.Kind, adaptertest.ErrUnsupported)
 	}
+	return nil
+}
+
+var (
+	_ adaptertest.FilePeer   = memPeer{}
+	_ adaptertest.PressPeer  = memPeer{}
+	_ adaptertest.ActionPeer = memPeer{}
+	_ adaptertest.InlinePeer = memPeer{}
+)
+
+func (p memPeer) SayFile(_ context.Context, chat platform.Chat, from platform.User, at platform.Attachment, data []byte) error {
+	p.a.SayFile(chat, from, at, data)
+	return nil
+}
+
+func (p memPeer) Press(_ context.Context, chat platform.Chat, from platform.User, messageID, data string) error {
+	p.a.PressOn(chat, from, messageID, data)
+	return nil
+}
+
+func (p memPeer) Answered(ctx context.Context, ev platform.Event) (platform.CallbackAnswer, error) {
+	for n := 1; ; n++ {
+		got, err := p.a.WaitAnswers(ctx, n)
+		if err != nil {
+			return platform.CallbackAnswer{}, err
+		}
+		if a := got[n-1]; a.Event.QueryID == ev.QueryID {
+			return a.Callback, nil
+		}
+	}
+}
+
+func (p memPeer) Actions(ctx context.Context, chat platform.Chat, n int) ([]platform.ChatAction, error) {
+	for {
+		var out []platform.ChatAction
+		for _, a := range p.a.Actions(chat.ID) {
+			out = append(out, a.Action)
+		}
+		if len(out) >= n {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func (p memPeer) Query(_ context.Context, from platform.User, text string) error {
+	p.a.Query(from, text)
+	return nil
+}
+
+func (p memPeer) InlineAnswered(ctx context.Context, ev platform.Event) (platform.InlineAnswer, error) {
+	for {
+		for _, a := range p.a.InlineAnswers() {
+			if a.Event.QueryID == ev.QueryID {
+				return a.Answer, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return platform.InlineAnswer{}, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func (p memPeer) Choose(_ context.Context, from platform.User, resultID, text string) error {
+	p.a.Choose(from, resultID, text)
 	return nil
 }
