@@ -116,6 +116,9 @@ type Engine struct {
 	// journal is the engine's journal (WithJournal), or nil.
 	journal *journalState
 
+	// state holds sessions and the schedule (session.go, schedule.go).
+	state *stateful
+
 	// submitSend queues a send's task: e.out.Submit, or a
 	// test's recorder.
 	submitSend func(key string, task func(context.Context) error) error
@@ -191,6 +194,7 @@ func New(opts ...Option) (*Engine, error) {
 		limitedLog:  ratelog.New(o.logger, 0),
 	}
 	e.matchers.Store(new([]*matcher))
+	e.state = newStateful(e)
 	if o.journal != nil {
 		e.journal = &journalState{j: o.journal, log: e.log, replayed: make(map[string]*future.Future[platform.SendResult])}
 		e.deadLetters.SetBackend(o.journal, func(err error) { e.journal.failed("dead letter", err) })
@@ -284,7 +288,7 @@ func (e *Engine) rateLimit(a platform.Adapter) sender.RateLimitConfig {
 
 // Use registers plugins, in order. It stops at the first plugin whose
 // Register fails, or whose registrations panic with a registration error
-// (see OnCommand), and returns that error, naming the plugin.
+// (see OnCommand and Every), and returns that error, naming the plugin.
 func (e *Engine) Use(plugins ...Plugin) error {
 	for _, p := range plugins {
 		if p == nil {
@@ -303,7 +307,7 @@ func registerPlugin(e *Engine, p Plugin) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			rerr, ok := r.(error)
-			if !ok || !errors.Is(rerr, ErrInvalidMatcher) && !errors.Is(rerr, ErrDuplicateCommand) {
+			if !ok || !errors.Is(rerr, ErrInvalidMatcher) && !errors.Is(rerr, ErrDuplicateCommand) && !errors.Is(rerr, ErrInvalidJob) {
 				panic(r)
 			}
 			err = rerr
@@ -315,8 +319,12 @@ func registerPlugin(e *Engine, p Plugin) (err error) {
 // Sender returns the sender the engine uses for the named adapter: the
 // adapter's Sender wrapped in the sender middleware chain. It returns nil
 // for an unknown name. Sending through it directly bypasses the
-// OutboundDispatcher and its per-chat order; handlers use Context.Reply
-// and Context.Send.
+// OutboundDispatcher — its per-chat order (a send through it may overtake
+// the chat's queued replies), its bounds and its shutdown, which does not
+// wait for it — and the journal, which does not keep it; the chain's
+// retries, rate limits and dead letters still apply. Handlers use
+// Context.Reply and Context.Send, other code Engine.Send and Engine.Edit,
+// which go through all of it.
 func (e *Engine) Sender(adapterName string) platform.Sender { return e.senders[adapterName] }
 
 // Dispatcher returns the engine's OutboundDispatcher.
@@ -549,6 +557,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	e.state.start() // scheduled jobs and sends, after what the journal held
 	errc := make(chan error, len(e.adapters))
 	var receivers, drainers sync.WaitGroup // adapters ended first, and Drainers
 	var stopReceivers, stopDrainers []context.CancelFunc
@@ -662,6 +671,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	e.state.stop() // no more scheduled runs begin; the handler pool ends those begun
 	e.in.Close()
 	err := e.in.Drain(ctx)
 	if err == nil {

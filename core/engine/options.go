@@ -38,6 +38,7 @@ type options struct {
 	metrics            *sender.Metrics
 	deadLetters        *sender.DeadLetterStore
 	journal            Journal
+	state              stateOptions
 	handlerConcurrency int
 	inboundQueueSize   int
 	handlerTimeout     time.Duration

@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/platform"
+)
+
+// A SendOption configures one send of [Engine.Send] or [Engine.Edit].
+type SendOption interface {
+	applySend(*sendOptions)
+}
+
+type sendOptions struct {
+	id string
+}
+
+type sendOptionFunc func(*sendOptions)
+
+func (f sendOptionFunc) applySend(o *sendOptions) { f(o) }
+
+// SendID names a send for the journal (see [WithJournal]), so that making
+// it again — a job run again after a crash, a notification repeated by
+// the system that asked for it — sends it once: a send whose id the
+// journal saw within its duplicate window (an hour by default) and still
+// knows is not made again, and its Future resolves with the result of the
+// first when the engine has it, or an empty result. Ids are the bot's
+// own: choose them so that two different sends never share one. Without
+// a journal, SendID does nothing. Repeated use keeps the last; "" means
+// none.
+func SendID(id string) SendOption {
+	return sendOptionFunc(func(o *sendOptions) { o.id = id })
+}
+
+// Send queues msg for chat of the adapter platformName (its Name, such as
+// telegram.DefaultName) and returns at once, for code outside handlers:
+// notifications, jobs (see Every), or a goroutine of the bot's own. It
+// has Context.Reply's guarantees and goes the same way: through the
+// OutboundDispatcher, after every send queued before it for the same chat
+// (replies included), and through the whole sender chain — rate limits,
+// retries, dead letters — and, with a journal (WithJournal), into the
+// journal before Send returns.
+//
+// The Future is never nil and is always resolved: with the sender's result
+// or error, or at once with ErrNoChat for a chat without an ID,
+// ErrNoSender for an adapter the engine does not have, an error wrapping
+// ErrJournal when the journal refuses, or the dispatcher's refusal
+// (ErrQueueFull; ErrDispatcherClosed once Shutdown drained the handlers).
+// Sends made before Run starts are sent at once; with a journal, make them
+// once Run runs, since Run begins by taking up the sends the journal holds
+// and would make them a second time.
+func (e *Engine) Send(platformName string, chat platform.Chat, msg platform.OutboundMessage, opts ...SendOption) *future.Future[platform.SendResult] {
+	var o sendOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applySend(&o)
+		}
+	}
+	f, _ := e.sendOut(platformName, chat, msg, o.id)
+	return f
+}
+
+// Edit queues an edit of the bot's message messageID in chat of the
+// adapter platformName, as Context.Edit does in a handler: the message's
+// text and buttons become msg's. It has Send's guarantees, and its Future
+// fails at once with a permanent error wrapping platform.ErrInvalidMessage
+// for an empty messageID; platforms that cannot edit fail it with
+// platform.ErrUnsupported.
+func (e *Engine) Edit(platformName string, chat platform.Chat, messageID string, msg platform.OutboundMessage, opts ...SendOption) *future.Future[platform.SendResult] {
+	if messageID == "" {
+		return future.Resolved(platform.SendResult{}, platform.Permanent(fmt.Errorf("%w: Edit without a message ID", platform.ErrInvalidMessage)))
+	}
+	msg.EditID = messageID
+	return e.Send(platformName, chat, msg, opts...)
+}
+
+// sendOut queues a send made outside handlers, named id for the journal
+// (none if ""), and returns its Future and, if it was not queued, why.
+func (e *Engine) sendOut(platformName string, chat platform.Chat, msg platform.OutboundMessage, id string) (*future.Future[platform.SendResult], error) {
+	if chat.ID == "" {
+		return future.Resolved(platform.SendResult{}, ErrNoChat), ErrNoChat
+	}
+	s := JournalSend{Request: platform.SendRequest{Platform: platformName, Target: chat, Message: msg}}
+	if id != "" && e.journal != nil {
+		s.ID = "out/" + id // a handler's is platform:event/n, and no adapter name holds a "/"
+	}
+	return e.queueSend(chatKey(platformName, chat.ID), s, nil)
+}
