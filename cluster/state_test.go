@@ -1,0 +1,212 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/cluster"
+	"github.com/heraldbot/herald/cluster/embedded"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/internal/storetest"
+	"github.com/heraldbot/herald/platform"
+)
+
+func sessionStore(t *testing.T, nc *nats.Conn, cfg cluster.Config) *cluster.StateStore {
+	t.Helper()
+	s, err := cluster.NewSessionStore(ctxFor(t), nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func scheduleStore(t *testing.T, nc *nats.Conn, cfg cluster.Config) *cluster.StateStore {
+	t.Helper()
+	s, err := cluster.NewScheduleStore(ctxFor(t), nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestStateStoreSuite(t *testing.T) {
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	n := 0
+	storetest.Run(t, func(t *testing.T) engine.StateStore {
+		n++
+		return sessionStore(t, srv.nc, cluster.Config{Bot: fmt.Sprint("suite", n)})
+	}, storetest.Features{TTLUnit: time.Second})
+}
+
+// What a store holds survives a restart of the server, and is read by
+// another connection (another process) as written.
+func TestStateStoreAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := ctxFor(t)
+	srv := startServer(t, dir, embedded.Config{})
+	s := sessionStore(t, srv.nc, cluster.Config{})
+	rev, err := s.Create(ctx, "chat/memory/1/count", []byte("41"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(ctx, "chat/memory/1/count", []byte("42"), rev, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	srv.stop()
+
+	srv = startServer(t, dir, embedded.Config{})
+	other, err := srv.s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	s = sessionStore(t, other, cluster.Config{})
+	v, _, err := s.Get(ctx, "chat/memory/1/count")
+	if err != nil || string(v) != "42" {
+		t.Fatalf("after a restart: %q, %v", v, err)
+	}
+}
+
+// With the server gone, calls fail with the context's end or an error,
+// and do not hang.
+func TestStateStoreServerDown(t *testing.T) {
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	s := sessionStore(t, srv.nc, cluster.Config{})
+	srv.s.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, _, err := s.Get(ctx, "k"); err == nil || errors.Is(err, engine.ErrStateNotFound) {
+		t.Fatalf("Get with the server down: %v", err)
+	}
+	if _, err := s.Create(ctx, "k", []byte("v"), 0); err == nil {
+		t.Fatal("Create with the server down: no error")
+	}
+}
+
+// Two engines — two processes — sharing the KV store update one user's
+// state at once from many chats: compare and swap loses no update.
+func TestSessionsSharedByProcesses(t *testing.T) {
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	key := engine.NewUserSession[int]("n", 0)
+	const chats, each = 8, 5
+	var engines []*engine.Engine
+	var mems []*memory.Adapter
+	for range 2 {
+		nc, err := srv.s.Connect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		mem := memory.New()
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithSessionStore(sessionStore(t, nc, cluster.Config{})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.OnCommand("inc", func(c *engine.Context) error {
+			_, err := key.Update(c, func(n *int) error { *n++; return nil })
+			return err
+		})
+		engines, mems = append(engines, e), append(mems, mem)
+	}
+	for i := range each {
+		for c := range chats {
+			for p, e := range engines {
+				if err := e.HandleEvent(platform.Event{ID: fmt.Sprint(p, c, i), Platform: "memory", Kind: platform.EventMessage,
+					Chat: memory.Private(fmt.Sprint(c)), From: memory.User("u", "U"), Text: "/inc"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, e := range engines {
+		if err := e.Shutdown(ctxFor(t)); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.Stats().HandlerErrors; n != 0 {
+			t.Errorf("%d handler errors", n)
+		}
+	}
+	n, err := key.Of(engines[0], "memory", "u").Get(ctxFor(t))
+	if want := 2 * chats * each; err != nil || n != want {
+		t.Fatalf("the user's count is %d, %v; want %d", n, err, want)
+	}
+}
+
+// A delayed send scheduled by a bot that then stopped is made by the next
+// one on the same server, once; its sends are journaled.
+func TestDelayedSendAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServer(t, dir, embedded.Config{})
+	start := func(nc *nats.Conn) (*memory.Adapter, func()) {
+		mem := memory.New()
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, nc, cluster.Config{})),
+			engine.WithScheduleStore(scheduleStore(t, nc, cluster.Config{})), engine.WithSchedulePoll(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- e.Run(ctx) }()
+		return mem, func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	// The first bot schedules, and stops before the send is due.
+	e, err := engine.New(engine.WithAdapter(memory.New()), engine.WithJournal(open(t, srv.nc, cluster.Config{})),
+		engine.WithScheduleStore(scheduleStore(t, srv.nc, cluster.Config{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SendAfter(ctxFor(t), time.Second, "memory", memory.Private("1"), platform.TextMessage("tea")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Shutdown(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	srv.stop()
+
+	srv = startServer(t, dir, embedded.Config{})
+	var mems []*memory.Adapter
+	var stops []func()
+	for range 2 { // two processes: one sends it
+		nc, err := srv.s.Connect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		mem, stop := start(nc)
+		mems, stops = append(mems, mem), append(stops, stop)
+	}
+	total := func() int { return len(mems[0].Texts("1")) + len(mems[1].Texts("1")) }
+	for deadline := time.Now().Add(10 * time.Second); total() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // a second send would come by now
+	for _, stop := range stops {
+		stop()
+	}
+	var got []string
+	for _, mem := range mems {
+		got = append(got, mem.Texts("1")...)
+	}
+	if !slices.Equal(got, []string{"tea"}) {
+		t.Fatalf("the processes sent %q; want one tea", got)
+	}
+}
+
+func TestStateStoreRefusesBadBotName(t *testing.T) {
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	if _, err := cluster.NewSessionStore(ctxFor(t), srv.nc, cluster.Config{Bot: "a.b"}); err == nil {
+		t.Fatal("a bot name with a dot: no error")
+	}
+}
