@@ -78,6 +78,10 @@ type eventState struct {
 	mu     sync.Mutex
 	logger *zap.Logger
 	values map[string]any
+
+	// act is what the handling does besides sending: answers, presses
+	// Next took, the chat action (callback.go, chataction.go).
+	act interactions
 }
 
 // match is what a matcher found in an event, for the handler it runs.
@@ -319,6 +323,7 @@ func (c *Context) next(ctx context.Context, accept func(platform.Event) bool, st
 		}
 		return platform.Event{}, err
 	}
+	ev.tookPress(got) // answered at the end of the handling, unless answered
 	return got, nil
 }
 

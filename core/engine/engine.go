@@ -389,6 +389,7 @@ func (e *Engine) enqueue(ev platform.Event, rec JournalRecord, recovered bool) e
 		st := e.newEventState(ctx, ev)
 		st.recovered = recovered
 		handled := e.process(st)
+		e.endInteractions(st) // stop the chat action, answer unanswered presses
 		taken := e.endConversation(key)
 		if js := e.journal; js != nil && handled {
 			for _, r := range taken {
