@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,5 +209,53 @@ func TestStateStoreRefusesBadBotName(t *testing.T) {
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	if _, err := cluster.NewSessionStore(ctxFor(t), srv.nc, cluster.Config{Bot: "a.b"}); err == nil {
 		t.Fatal("a bot name with a dot: no error")
+	}
+}
+
+// Two processes sharing the schedule bucket make each run of a job once
+// between them.
+func TestEveryOnceAcrossProcessesOnKV(t *testing.T) {
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	const interval = 300 * time.Millisecond
+	var mu sync.Mutex
+	var runs []time.Time
+	var stops []func()
+	start := time.Now()
+	for range 2 {
+		nc, err := srv.s.Connect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		e, err := engine.New(engine.WithAdapter(memory.New()), engine.WithScheduleStore(scheduleStore(t, nc, cluster.Config{})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Every("tick", interval, func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			runs = append(runs, time.Now())
+			return nil
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- e.Run(ctx) }()
+		stops = append(stops, func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	time.Sleep(7*interval + interval/2)
+	for _, stop := range stops {
+		stop()
+	}
+	beats := int(time.Since(start) / interval)
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d runs in %d intervals", len(runs), beats)
+	if n := len(runs); n > beats || n < beats-3 {
+		t.Fatalf("%d runs in %d intervals by two processes; want one per interval", n, beats)
 	}
 }

@@ -608,7 +608,9 @@ func (s *scheduler) fireDue(ctx context.Context) time.Time {
 	s.mu.Unlock()
 	for _, key := range due {
 		err := s.e.in.Submit(schedTaskKey(key), func(tctx context.Context) error {
-			s.settle(key, s.run(tctx, key))
+			next := time.Now().Add(s.poll) // if the job calls runtime.Goexit
+			defer func() { s.settle(key, next) }()
+			next = s.run(tctx, key)
 			return nil
 		})
 		if err != nil {

@@ -47,9 +47,13 @@ func SendID(id string) SendOption {
 // ErrNoSender for an adapter the engine does not have, an error wrapping
 // ErrJournal when the journal refuses, or the dispatcher's refusal
 // (ErrQueueFull; ErrDispatcherClosed once Shutdown drained the handlers).
-// Sends made before Run starts are sent at once; with a journal, make them
-// once Run runs, since Run begins by taking up the sends the journal holds
-// and would make them a second time.
+//
+// In a handler, prefer Context.Send: a handler run again on its event after
+// a restart repeats Context.Send's sends under the same ids, so they are
+// not made twice, while an Engine.Send there is (unless it has a SendID).
+// Sends made before Run starts are queued at once; with a journal, make
+// them once Run runs, since Run begins by taking up the sends the journal
+// holds, and would make them a second time.
 func (e *Engine) Send(platformName string, chat platform.Chat, msg platform.OutboundMessage, opts ...SendOption) *future.Future[platform.SendResult] {
 	var o sendOptions
 	for _, opt := range opts {

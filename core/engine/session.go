@@ -249,11 +249,14 @@ const SessionUpdateAttempts = 10
 // chat state there is nothing to retry in practice: a chat's events are
 // handled one at a time, in order, so the handlers of a chat see and make
 // its updates in the chat's order, and a Get followed by Update in a
-// handler sees no other write in between. User state is shared by the
-// user's chats, handled concurrently: two chats' updates may conflict,
-// and the retry makes both count. The same holds with a store shared by
-// several processes (package cluster's StateStore), whose reads see the
-// last write.
+// handler sees no other write in between — unless code outside the chat's
+// handlers (a job, a goroutine a handler left) writes it too. User state
+// is shared by the user's chats, handled concurrently: two chats' updates
+// may conflict, and the retry makes both count. The same holds with a
+// store shared by several processes (package cluster's StateStore), whose
+// reads see the last write: each chat is handled by one process at a
+// time, and should two overlap (a takeover), compare and swap still loses
+// no update.
 //
 // A SessionKey is safe for concurrent use and may serve several engines.
 type SessionKey[T any] struct {
