@@ -98,15 +98,13 @@ func TestSessionsSharedByProcesses(t *testing.T) {
 	key := engine.NewUserSession[int]("n", 0)
 	const chats, each = 8, 5
 	var engines []*engine.Engine
-	var mems []*memory.Adapter
 	for range 2 {
 		nc, err := srv.s.Connect()
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		mem := memory.New()
-		e, err := engine.New(engine.WithAdapter(mem), engine.WithSessionStore(sessionStore(t, nc, cluster.Config{})))
+		e, err := engine.New(engine.WithAdapter(memory.New()), engine.WithSessionStore(sessionStore(t, nc, cluster.Config{})))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +112,7 @@ func TestSessionsSharedByProcesses(t *testing.T) {
 			_, err := key.Update(c, func(n *int) error { *n++; return nil })
 			return err
 		})
-		engines, mems = append(engines, e), append(mems, mem)
+		engines = append(engines, e)
 	}
 	for i := range each {
 		for c := range chats {

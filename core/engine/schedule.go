@@ -467,7 +467,7 @@ func (s *scheduler) loop(ctx context.Context) {
 
 // register looks up each job registered since the last call in the
 // store, creating its entry if it has none; one it could not look up is
-// tried again at the next poll.
+// tried again as the loop goes round (at the next poll at the latest).
 func (s *scheduler) register(ctx context.Context) {
 	s.mu.Lock()
 	fresh := s.fresh
@@ -485,7 +485,7 @@ func (s *scheduler) register(ctx context.Context) {
 	}
 	if len(retry) > 0 {
 		s.mu.Lock()
-		s.fresh = append(s.fresh, retry...) // the next poll's pass takes them
+		s.fresh = append(s.fresh, retry...)
 		s.mu.Unlock()
 	}
 }
@@ -538,6 +538,16 @@ func (s *scheduler) ensure(ctx context.Context, j *jobSpec) error {
 // list follows the delayed sends in the store it does not know yet, and
 // forgets those no longer there; each new one is read once.
 func (s *scheduler) list(ctx context.Context) {
+	// Only what was followed before the listing began can be missing from
+	// it: a SendAt meanwhile may not be listed yet.
+	s.mu.Lock()
+	before := make(map[string]bool)
+	for k := range s.known {
+		if strings.HasPrefix(k, "send/") {
+			before[k] = true
+		}
+	}
+	s.mu.Unlock()
 	keys, err := s.store.Keys(ctx, "send/")
 	if err != nil {
 		if ctx.Err() == nil {
@@ -554,8 +564,8 @@ func (s *scheduler) list(ctx context.Context) {
 			unknown = append(unknown, k)
 		}
 	}
-	for k := range s.known {
-		if strings.HasPrefix(k, "send/") && !listed[k] {
+	for k := range before {
+		if !listed[k] {
 			delete(s.known, k)
 		}
 	}
@@ -685,7 +695,12 @@ func (s *scheduler) run(ctx context.Context, key string) time.Time {
 		r := en.Send
 		if _, err := s.e.sendOut(r.Platform, r.Target, r.Message, key); err != nil {
 			s.e.limitedLog.Warn("engine: a delayed send was refused; trying again", zap.String("key", key), zap.Error(err))
-			return retry // claimed by us: taken again then
+			// Give the claim up, so that another process may make it.
+			en.Owner, en.Until = "", time.Time{}
+			rctx, cancel := wctx()
+			defer cancel()
+			_, _ = s.write(rctx, key, &en, rev)
+			return retry
 		}
 		dctx, cancel := wctx()
 		defer cancel()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/infra/future"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -420,6 +421,30 @@ func TestSendAtRepeatedIsSentOnce(t *testing.T) {
 		}
 		if store.Len() != 0 {
 			t.Fatalf("the schedule still holds %d entries", store.Len())
+		}
+	})
+}
+
+// A delayed send the dispatcher refuses (the chat's queue is full) is
+// tried again at the next poll, not lost.
+func TestSendAtRefusedIsTriedAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := startProcess(t, engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1})).run(t)
+		p.mem.SlowNext(dm.ID, time.Minute)
+		p.e.Send(p.mem.Name(), dm, platform.TextMessage("slow"))
+		synctest.Wait() // running
+		if _, err := p.e.Send(p.mem.Name(), dm, platform.TextMessage("queued")).Result(); !errors.Is(err, future.ErrNotReady) {
+			t.Fatalf("the second send: %v", err)
+		}
+		if _, err := p.e.SendAfter(context.Background(), time.Second, p.mem.Name(), dm, platform.TextMessage("delayed")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Minute)
+		if got := p.mem.Texts(dm.ID); !slices.Equal(got, []string{"slow", "queued", "delayed"}) {
+			t.Fatalf("the chat got %q", got)
+		}
+		if sent := p.mem.Sent(dm.ID); sent[2].At.Sub(sent[1].At) > engine.DefaultSchedulePoll {
+			t.Errorf("the delayed send came %v after the queue had room; want within a poll", sent[2].At.Sub(sent[1].At))
 		}
 	})
 }
