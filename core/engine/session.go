@@ -259,6 +259,8 @@ const SessionUpdateAttempts = 10
 // no update.
 //
 // A SessionKey is safe for concurrent use and may serve several engines.
+// Make it with NewChatSession or NewUserSession; the zero value is a chat
+// session named "" that never expires.
 type SessionKey[T any] struct {
 	name string
 	ttl  time.Duration
