@@ -42,6 +42,7 @@ import (
 const (
 	DefaultBot             = "herald"
 	DefaultDuplicateWindow = time.Hour
+	DefaultPartitions      = 64
 )
 
 // Config configures [Open]. The zero value is a valid configuration.
@@ -61,6 +62,12 @@ type Config struct {
 	// must outlast the longest restart and the longest conversation wait.
 	// 0 means DefaultDuplicateWindow (1 hour).
 	DuplicateWindow time.Duration
+
+	// Partitions is how many partitions IN's events are split into by
+	// chat, for the processes of a bot to share (see Shared). It is fixed
+	// when IN is created: an existing IN keeps its own. 0 means
+	// DefaultPartitions (64).
+	Partitions int
 
 	// MaxBytes bounds each stream's size; a full stream refuses new
 	// events and sends (the engine then refuses them with an error
@@ -96,6 +103,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if cfg.DuplicateWindow <= 0 {
 		cfg.DuplicateWindow = DefaultDuplicateWindow
 	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = DefaultPartitions
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -111,7 +121,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	}
 	j := &Journal{cfg: cfg, js: js}
 	stream := func(kind string, retention jetstream.RetentionPolicy) (jetstream.Stream, error) {
-		s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		sc := jetstream.StreamConfig{
 			Name:        strings.ToUpper(kind) + "_" + cfg.Bot,
 			Subjects:    []string{kind + "." + cfg.Bot + ".>"},
 			Retention:   retention,
@@ -121,7 +131,23 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 			MaxBytes:    max(cfg.MaxBytes, -1),
 			Discard:     jetstream.DiscardNew,
 			AllowDirect: true,
-		})
+		}
+		if kind == "in" {
+			// in.B.<platform>.<chat> is kept as in.B.<partition>.<platform>.<chat>.
+			sc.SubjectTransform = &jetstream.SubjectTransformConfig{
+				Source:      "in." + cfg.Bot + ".*.*",
+				Destination: fmt.Sprintf("in.%s.{{partition(%d,1,2)}}.{{wildcard(1)}}.{{wildcard(2)}}", cfg.Bot, cfg.Partitions),
+			}
+			if old, err := js.Stream(ctx, sc.Name); err == nil {
+				if t := old.CachedInfo().Config.SubjectTransform; t != nil {
+					sc.SubjectTransform = t // the partitions are fixed at creation
+					if n, ok := partitionsOf(t.Destination); ok {
+						j.cfg.Partitions = n
+					}
+				}
+			}
+		}
+		s, err := ensureStream(ctx, js, sc)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: stream %s: %w", kind, err)
 		}
@@ -136,7 +162,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if j.dlq, err = stream("dlq", jetstream.LimitsPolicy); err != nil {
 		return nil, err
 	}
-	j.progress, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	j.progress, err = ensureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:   "progress_" + cfg.Bot,
 		Storage:  jetstream.FileStorage,
 		Replicas: cfg.Replicas,
@@ -144,7 +170,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: progress bucket: %w", err)
 	}
-	j.sent, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	j.sent, err = ensureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:   "sent_" + cfg.Bot,
 		TTL:      cfg.DuplicateWindow,
 		Storage:  jetstream.FileStorage,
@@ -205,14 +231,10 @@ func chatOf(ev platform.Event) string {
 // Repeat set is first looked up in the marks of delivered sends.
 func (j *Journal) AppendSend(ctx context.Context, s engine.JournalSend) (engine.JournalAppend, error) {
 	if s.Repeat && s.ID != "" {
-		e, err := j.sent.Get(ctx, markKey(s.ID))
-		switch {
-		case err == nil:
-			var res platform.SendResult
-			_ = json.Unmarshal(e.Value(), &res) // a bad mark still says it was sent
+		if res, ok, err := j.mark(ctx, s.ID); err != nil {
+			return engine.JournalAppend{}, err
+		} else if ok {
 			return engine.JournalAppend{Duplicate: true, Delivered: &res}, nil
-		case !errors.Is(err, jetstream.ErrKeyNotFound):
-			return engine.JournalAppend{}, fmt.Errorf("cluster: look up a repeated send: %w", err)
 		}
 	}
 	data, err := json.Marshal(sendData{ID: s.ID, Request: s.Request})
@@ -231,6 +253,34 @@ func (j *Journal) AppendSend(ctx context.Context, s engine.JournalSend) (engine.
 		return engine.JournalAppend{Duplicate: true}, nil
 	}
 	return engine.JournalAppend{Record: &record{j: j, stream: j.out, seq: ack.Sequence, send: true, id: s.ID}}, nil
+}
+
+// mark returns the result a send with id was marked delivered with, if it
+// was.
+func (j *Journal) mark(ctx context.Context, id string) (platform.SendResult, bool, error) {
+	e, err := j.sent.Get(ctx, markKey(id))
+	switch {
+	case err == nil:
+		var res platform.SendResult
+		_ = json.Unmarshal(e.Value(), &res) // a bad mark still says it was sent
+		return res, true, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return platform.SendResult{}, false, nil
+	default:
+		return platform.SendResult{}, false, fmt.Errorf("cluster: look up a repeated send: %w", err)
+	}
+}
+
+// putMark marks the send id delivered with res.
+func (j *Journal) putMark(ctx context.Context, id string, res *platform.SendResult) error {
+	data, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("cluster: mark: %w", err)
+	}
+	if _, err := j.sent.Put(ctx, markKey(id), data); err != nil {
+		return fmt.Errorf("cluster: mark delivered: %w", err)
+	}
+	return nil
 }
 
 // markKey turns a send's id into a key of the sent bucket: KV keys allow
@@ -263,12 +313,8 @@ type record struct {
 // delivered if asked to.
 func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error {
 	if delivered != nil && r.id != "" {
-		data, err := json.Marshal(delivered)
-		if err != nil {
-			return fmt.Errorf("cluster: mark: %w", err)
-		}
-		if _, err := r.j.sent.Put(ctx, markKey(r.id), data); err != nil {
-			return fmt.Errorf("cluster: mark delivered: %w", err)
+		if err := r.j.putMark(ctx, r.id, delivered); err != nil {
+			return err
 		}
 	}
 	if err := r.stream.DeleteMsg(ctx, r.seq); err != nil && !gone(err) {
@@ -418,6 +464,20 @@ func (j *Journal) Forget(ids ...string) error {
 		return fmt.Errorf("cluster: forget dead letters: %w", err)
 	}
 	return nil
+}
+
+// partitionsOf reads N from a destination with {{partition(N,...)}}.
+func partitionsOf(dest string) (int, bool) {
+	_, rest, ok := strings.Cut(dest, "{{partition(")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ",")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(num))
+	return n, err == nil && n > 0
 }
 
 // subject returns kind.<bot>.<platform>.<chat> with the names escaped.

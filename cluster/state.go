@@ -79,7 +79,7 @@ func openState(ctx context.Context, nc *nats.Conn, cfg Config, kind string) (*St
 		}
 	}
 	bucket := kind + "_" + cfg.Bot
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := ensureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:         bucket,
 		History:        1,
 		Storage:        jetstream.FileStorage,

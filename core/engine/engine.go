@@ -113,8 +113,10 @@ type Engine struct {
 	counters    *sender.Counters
 	deadLetters *sender.DeadLetterStore
 
-	// journal is the engine's journal (WithJournal), or nil.
+	// journal is the engine's journal (WithJournal), or nil; cluster is
+	// set too when it is a Cluster.
 	journal *journalState
+	cluster *clusterState
 
 	// state holds sessions and the schedule (session.go, schedule.go).
 	state *stateful
@@ -198,6 +200,9 @@ func New(opts ...Option) (*Engine, error) {
 	if o.journal != nil {
 		e.journal = &journalState{j: o.journal, log: e.log, replayed: make(map[string]*future.Future[platform.SendResult])}
 		e.deadLetters.SetBackend(o.journal, func(err error) { e.journal.failed("dead letter", err) })
+		if c, ok := o.journal.(Cluster); ok {
+			e.cluster = &clusterState{c: c, remote: map[string]*future.Future[platform.SendResult]{}}
+		}
 	}
 
 	for _, a := range o.adapters {
@@ -364,6 +369,9 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 	if dup {
 		e.duplicates.Add(1)
 		return nil
+	}
+	if e.cluster != nil {
+		return nil // the owner of its chat's partition handles it
 	}
 	js.events.Add(1)
 	switch err := e.enqueue(ev, rec, false); {
@@ -552,6 +560,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
+	}
+	if e.cluster != nil {
+		return e.runCluster(ctx)
 	}
 	if e.journal != nil {
 		if err := e.recoverJournal(ctx); err != nil {

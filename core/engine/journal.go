@@ -65,6 +65,9 @@ type JournalAppend struct {
 	Duplicate bool
 	// Delivered is the result of a duplicate marked delivered, or nil.
 	Delivered *platform.SendResult
+	// Key, with a Cluster, names the send to ClusterMember.Result: the
+	// gateway makes it, and this process hears its outcome.
+	Key string
 }
 
 // JournalRecord is one event or send a [Journal] holds.
@@ -97,6 +100,10 @@ type RecoveredSend struct {
 	// Progress is what the last Save recorded, or the zero value.
 	Progress platform.Progress
 	Record   JournalRecord
+	// Fence, if not nil, is asked before each run of the send: an error
+	// (a gateway's lease ran out) ends the send with it at once, without
+	// making it and without Done, for another to make.
+	Fence func() error
 }
 
 // RecoveredEvent is an event recorded whose handling did not end.

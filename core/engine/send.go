@@ -27,6 +27,7 @@ type sendTask struct {
 	rec       JournalRecord
 	ev        *eventState
 	notBefore time.Time
+	fence     func() error
 }
 
 // send queues msg, a send of ev's handler, for chat (under key) and
@@ -69,6 +70,9 @@ func (e *Engine) queueSend(key string, s JournalSend, ev *eventState) (*future.F
 			return future.Resolved(res, nil), nil
 		}
 		js.ok()
+		if e.cluster != nil {
+			return e.awaitRemote(a.Key), nil // the gateway makes it
+		}
 		js.sends.Add(1)
 		t.id, t.rec, t.ev = s.ID, a.Record, ev
 		t.progress.Journaled = true
@@ -120,6 +124,13 @@ func (t *sendTask) run(ctx context.Context) error {
 		}
 		panic(r)
 	}()
+	if t.fence != nil {
+		if err := t.fence(); err != nil {
+			returned = true
+			t.f.Resolve(platform.SendResult{}, err) // not made, not done: another makes it
+			return nil
+		}
+	}
 	if d := time.Until(t.notBefore); d > 0 {
 		// Taken up after a restart in the middle of a wait.
 		t.notBefore = time.Time{}
@@ -145,7 +156,7 @@ func (t *sendTask) run(ctx context.Context) error {
 	// it for the next start (and it is no dead letter).
 	if t.js != nil && !cancelledJournaled(ctx, &t.progress, err) {
 		var delivered *platform.SendResult
-		if err == nil && t.id != "" && t.ev != nil && !t.ev.settled.Load() {
+		if err == nil && t.id != "" && (t.ev == nil || !t.ev.settled.Load()) {
 			delivered = &res // its handler may run again: remember it was sent
 		}
 		t.js.doneSend(t.rec, delivered)

@@ -1,0 +1,281 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// ErrLeaseLost is what a send a gateway stops making fails with: its lease
+// ran out (the gateway was paused or cut off), and the next gateway makes
+// the send instead.
+var ErrLeaseLost = errors.New("cluster: the gateway's lease is lost")
+
+// lead is the gateway of one platform account, while this member holds
+// its lease: the adapter's connection and the account's sends.
+type lead struct {
+	s       *Shared
+	m       engine.ClusterMember
+	name    string
+	rev     uint64
+	renewed atomic.Int64 // UnixNano of the last renewal
+
+	ctx    context.Context // the adapter's connection and the sends' fence
+	cancel context.CancelFunc
+	ran    chan struct{}
+
+	it     jetstream.MessagesContext
+	pulled chan struct{}
+
+	mu      sync.Mutex
+	pending int
+}
+
+// renewLeases takes the leases of the accounts nobody holds, renews those
+// this member holds, and gives up those it cannot renew.
+func (r *membership) renewLeases(ctx context.Context) {
+	s := r.s
+	for _, name := range r.m.Adapters() {
+		key := token(name)
+		if l := r.leads[name]; l != nil {
+			if time.Since(time.Unix(0, l.renewed.Load())) < s.cfg.LeaseTTL/3 {
+				continue
+			}
+			rev, err := s.leases.Update(ctx, key, []byte(s.cfg.Node), l.rev)
+			if err == nil {
+				l.rev = rev
+				l.renewed.Store(time.Now().UnixNano())
+				continue
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("cluster: lost the lease; no longer the gateway", zap.String("adapter", name), zap.Error(err))
+			l.lose()
+			delete(r.leads, name)
+			s.leading.Delete(name)
+			continue
+		}
+		rev, err := s.leases.Create(ctx, key, []byte(s.cfg.Node))
+		if err != nil {
+			if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
+				s.log.Warn("cluster: cannot take a lease", zap.String("adapter", name), zap.Error(err))
+			}
+			continue
+		}
+		l, err := r.lead(ctx, name, rev)
+		if err != nil {
+			s.log.Warn("cluster: cannot lead", zap.String("adapter", name), zap.Error(err))
+			_ = s.leases.Delete(ctx, key, jetstream.LastRevision(rev))
+			continue
+		}
+		r.leads[name] = l
+		s.leading.Store(name, true)
+		if r.live != nil && len(r.live) > 1 {
+			s.takeovers.Add(1)
+		}
+		s.log.Info("cluster: holding the lease: this member is the gateway", zap.String("adapter", name))
+	}
+}
+
+// lead starts the gateway of name: the adapter's connection, and the
+// account's sends from OUT, reset to the ack floor so that those the
+// previous gateway left come first, in order.
+func (r *membership) lead(ctx context.Context, name string, rev uint64) (*lead, error) {
+	s := r.s
+	cname := "out-" + markKey(name)
+	cons, err := s.out.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       cname,
+		FilterSubject: "out." + s.Journal.cfg.Bot + "." + token(name) + ".>",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       s.cfg.AckWait,
+		MaxAckPending: 10000,
+		MaxDeliver:    -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", cname, err)
+	}
+	if _, err := s.out.ResetConsumer(ctx, cname); err != nil {
+		return nil, fmt.Errorf("reset %s: %w", cname, err)
+	}
+	it, err := cons.Messages(jetstream.PullExpiry(time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", cname, err)
+	}
+	l := &lead{s: s, m: r.m, name: name, rev: rev, ran: make(chan struct{}), it: it, pulled: make(chan struct{})}
+	l.renewed.Store(time.Now().UnixNano())
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	go l.connect()
+	go l.pull()
+	return l, nil
+}
+
+// valid reports whether the lease is still surely this member's: renewed
+// within two thirds of its TTL, so a gateway paused past that does not
+// send (fencing), and the member connected, so that what it sends it can
+// also record as sent.
+func (l *lead) valid() error {
+	if l.ctx.Err() != nil || !l.s.nc.IsConnected() || time.Since(time.Unix(0, l.renewed.Load())) > l.s.cfg.LeaseTTL*2/3 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// connect runs the adapter's connection while the lease lasts, again after
+// a pause if it fails.
+func (l *lead) connect() {
+	defer close(l.ran)
+	for l.ctx.Err() == nil {
+		err := l.m.Lead(l.ctx, l.name)
+		if l.ctx.Err() != nil {
+			return
+		}
+		l.s.log.Error("cluster: the gateway's connection failed; trying again", zap.String("adapter", l.name), zap.Error(err))
+		select {
+		case <-time.After(5 * time.Second):
+		case <-l.ctx.Done():
+		}
+	}
+}
+
+// pull hands the account's sends to the member's dispatcher, in order.
+func (l *lead) pull() {
+	defer close(l.pulled)
+	for {
+		msg, err := l.it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return
+			}
+			continue
+		}
+		l.send(msg)
+	}
+}
+
+func (l *lead) send(msg jetstream.Msg) {
+	s := l.s
+	var d sendData
+	if err := json.Unmarshal(msg.Data(), &d); err != nil {
+		s.log.Warn("cluster: a send in OUT does not decode; dropping it", zap.Error(err))
+		_ = msg.Term()
+		return
+	}
+	meta, _ := msg.Metadata()
+	rec := &outRecord{l: l, msg: msg, id: d.ID}
+	rs := engine.RecoveredSend{ID: d.ID, Request: d.Request, Record: rec, Fence: l.valid}
+	if meta != nil {
+		rec.seq = meta.Sequence.Stream
+		if meta.NumDelivered > 1 {
+			s.redeliveries.Add(1)
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, opTimeout)
+		if e, err := s.progress.Get(ctx, progressKey(rec.seq)); err == nil {
+			rec.saved = true
+			_ = json.Unmarshal(e.Value(), &rs.Progress)
+		}
+		cancel()
+	}
+	reply, key := msg.Headers().Get(hdrReply), msg.Headers().Get(hdrKey)
+	l.mu.Lock()
+	l.pending++
+	l.mu.Unlock()
+	err := l.m.Send(rs, func(res platform.SendResult, err error) {
+		l.mu.Lock()
+		l.pending--
+		l.mu.Unlock()
+		if errors.Is(err, ErrLeaseLost) || reply == "" {
+			return // the next gateway makes it, and answers
+		}
+		o := outcome{Key: key, Result: res}
+		if err != nil {
+			o.Err, o.Permanent = err.Error(), platform.IsPermanent(err)
+		}
+		if b, merr := json.Marshal(o); merr == nil {
+			_ = s.nc.Publish(reply, b)
+		}
+	})
+	if err != nil {
+		l.mu.Lock()
+		l.pending--
+		l.mu.Unlock()
+		s.log.Warn("cluster: a send could not be queued; the server offers it again", zap.Error(err))
+		_ = msg.NakWithDelay(time.Second)
+	}
+}
+
+// stopTaking stops pulling sends; those taken go on.
+func (l *lead) stopTaking() {
+	l.it.Stop()
+	<-l.pulled
+}
+
+// lose stops the gateway at once: the lease is another's now.
+func (l *lead) lose() {
+	l.cancel()
+	l.stopTaking()
+	<-l.ran
+}
+
+// release gives the lease up, once the sends taken are done: the next
+// gateway takes it at once.
+func (l *lead) release(ctx context.Context) {
+	l.stopTaking()
+	l.cancel()
+	<-l.ran
+	_ = l.s.leases.Delete(ctx, token(l.name), jetstream.LastRevision(l.rev))
+}
+
+// outRecord is a send a gateway took from OUT: done is a synchronous ack
+// (the send's removal is confirmed before its chat's next send starts),
+// after marking it delivered when it has an id.
+type outRecord struct {
+	l     *lead
+	msg   jetstream.Msg
+	id    string
+	seq   uint64
+	saved bool
+}
+
+// Done marks the send delivered (a handler run again after a crash may
+// repeat it: the gateway cannot tell whether its event is done, so every
+// send with an id is marked) and acknowledges it.
+func (r *outRecord) Done(ctx context.Context, delivered *platform.SendResult) error {
+	s := r.l.s
+	if delivered != nil && r.id != "" {
+		if err := s.putMark(ctx, r.id, delivered); err != nil {
+			return err
+		}
+	}
+	if err := r.msg.DoubleAck(ctx); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+		return fmt.Errorf("cluster: done: %w", err)
+	}
+	if r.saved {
+		_ = s.progress.Purge(ctx, progressKey(r.seq))
+	}
+	return nil
+}
+
+// Save records how far the send got, for the next gateway.
+func (r *outRecord) Save(ctx context.Context, p *platform.Progress) error {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("cluster: progress: %w", err)
+	}
+	if _, err := r.l.s.progress.Put(ctx, strconv.FormatUint(r.seq, 10), data); err != nil {
+		return fmt.Errorf("cluster: progress: %w", err)
+	}
+	r.saved = true
+	return nil
+}

@@ -1,0 +1,416 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Defaults for the zero fields of [SharedConfig].
+const (
+	DefaultHeartbeat = time.Second
+	DefaultMemberTTL = 5 * time.Second
+	DefaultPinnedTTL = 10 * time.Second
+	DefaultLeaseTTL  = 10 * time.Second
+	DefaultAckWait   = 2 * time.Minute
+)
+
+// pinGroup is the priority group of the pinned partition consumers.
+const pinGroup = "herald"
+
+// SharedConfig configures [OpenShared]. Its zero value is valid.
+type SharedConfig struct {
+	Config
+
+	// Node names this process among the bot's; the names of the live
+	// processes must differ. Empty means the host name and the process
+	// ID.
+	Node string
+
+	// Heartbeat is how often the process says it is alive, and MemberTTL
+	// how long after its last heartbeat the others count it gone and
+	// take its partitions. 0 means 1 s and 5 s.
+	Heartbeat, MemberTTL time.Duration
+
+	// PinnedTTL is how long a partition stays with a process that stopped
+	// pulling it (it died) before another may take it. 0 means 10 s.
+	PinnedTTL time.Duration
+
+	// LeaseTTL is how long a gateway's lease on a platform account lasts
+	// unless renewed (every LeaseTTL/3): another process leads the
+	// account at most that long after the gateway died. 0 means 10 s.
+	LeaseTTL time.Duration
+
+	// AckWait is how long an event or a send may stay unacknowledged
+	// before the server offers it again; the process says "in progress"
+	// for those it still works on. 0 means 2 minutes.
+	AckWait time.Duration
+
+	// Logger receives the moves of partitions and leases. Nil means none.
+	Logger *zap.Logger
+}
+
+// Shared is a journal shared by the processes of one bot, an
+// engine.Cluster: given to engine.WithJournal, it makes the engine a
+// member (see engine.Cluster).
+//
+// IN is split into Partitions by chat (a subject transform, fixed when IN
+// is created). The live members, known by heartbeats in a bucket with a
+// TTL, share the partitions by rendezvous hashing, so a member joining or
+// leaving moves about 1/N of them; each partition has one durable pull
+// consumer pinned to one member at a time (PriorityPolicy pinned_client),
+// the safety net while two members disagree. A member taking a partition
+// from a member that is gone first resets its consumer to the ack floor,
+// so the events the other left unacknowledged come first, in order.
+//
+// Each platform account has a gateway: the member holding its lease (a
+// key with a TTL in a bucket, renewed by compare-and-swap). It runs the
+// adapter's connection and consumes the account's sends from OUT, making
+// them through its dispatcher and sender chain, so the platform's rate
+// limits hold for the whole bot, and answers each send's outcome to the
+// member that made it. A gateway that cannot renew its lease stops
+// sending at once.
+//
+// Create it with [OpenShared]; it is safe for concurrent use.
+type Shared struct {
+	*Journal
+	cfg     SharedConfig
+	nc      *nats.Conn
+	log     *zap.Logger
+	members jetstream.KeyValue
+	leases  jetstream.KeyValue
+	results string // the subject this member hears outcomes on
+
+	takeovers, redeliveries atomic.Uint64
+	owned                   atomic.Int64
+	sendSeq                 atomic.Uint64 // numbers this member's sends, for their keys
+	leading                 sync.Map      // adapter name → true
+}
+
+var _ engine.Cluster = (*Shared)(nil)
+
+// OpenShared opens the journal (see [Open]) and the buckets the members
+// share, and returns it as a Shared.
+func OpenShared(ctx context.Context, nc *nats.Conn, cfg SharedConfig) (*Shared, error) {
+	if cfg.Node == "" {
+		host, _ := os.Hostname()
+		cfg.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.Heartbeat, DefaultHeartbeat)
+	def(&cfg.MemberTTL, DefaultMemberTTL)
+	def(&cfg.PinnedTTL, DefaultPinnedTTL)
+	def(&cfg.LeaseTTL, DefaultLeaseTTL)
+	def(&cfg.AckWait, DefaultAckWait)
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	j, err := Open(ctx, nc, cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	s := &Shared{Journal: j, cfg: cfg, nc: nc, log: log.With(zap.String("node", cfg.Node)),
+		results: "herald." + j.cfg.Bot + ".result." + token(cfg.Node)}
+	s.members, err = ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
+		Bucket: "members_" + j.cfg.Bot, TTL: cfg.MemberTTL, Storage: jetstream.MemoryStorage, Replicas: j.cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: members bucket: %w", err)
+	}
+	s.leases, err = ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
+		Bucket: "leases_" + j.cfg.Bot, TTL: cfg.LeaseTTL, Storage: jetstream.FileStorage, Replicas: j.cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: leases bucket: %w", err)
+	}
+	return s, nil
+}
+
+// SharedStats counts what a member did in its cluster.
+type SharedStats struct {
+	// Partitions is how many partitions this member owns now.
+	Partitions int
+	// Leading lists the platform accounts whose lease it holds now.
+	Leading []string
+	// Takeovers counts partitions and leases it took from a member that
+	// was gone.
+	Takeovers uint64
+	// Redeliveries counts events and sends it got that the server had
+	// delivered before (to a member that died, or to this one before a
+	// restart).
+	Redeliveries uint64
+}
+
+// Stats returns the member's figures.
+func (s *Shared) Stats() SharedStats {
+	st := SharedStats{Partitions: int(s.owned.Load()), Takeovers: s.takeovers.Load(), Redeliveries: s.redeliveries.Load()}
+	s.leading.Range(func(k, _ any) bool {
+		st.Leading = append(st.Leading, k.(string))
+		return true
+	})
+	slices.Sort(st.Leading)
+	return st
+}
+
+// AppendEvent records ev in IN, for the member owning its partition.
+func (s *Shared) AppendEvent(ctx context.Context, ev platform.Event) (engine.JournalRecord, bool, error) {
+	_, dup, err := s.Journal.AppendEvent(ctx, ev)
+	return nil, dup, err
+}
+
+// resultHeaders name, on a send in OUT, where its outcome goes.
+const (
+	hdrReply = "Herald-Reply"
+	hdrKey   = "Herald-Key"
+)
+
+// AppendSend records a send in OUT, for the gateway of its account; its
+// outcome comes back under the returned key.
+func (s *Shared) AppendSend(ctx context.Context, snd engine.JournalSend) (engine.JournalAppend, error) {
+	if snd.Repeat && snd.ID != "" {
+		if res, ok, err := s.mark(ctx, snd.ID); err != nil {
+			return engine.JournalAppend{}, err
+		} else if ok {
+			return engine.JournalAppend{Duplicate: true, Delivered: &res}, nil
+		}
+	}
+	data, err := json.Marshal(sendData{ID: snd.ID, Request: snd.Request})
+	if err != nil {
+		return engine.JournalAppend{}, fmt.Errorf("cluster: send: %w", err)
+	}
+	key := s.cfg.Node + "/" + strconv.FormatUint(s.sendSeq.Add(1), 10)
+	msg := nats.NewMsg(s.subject("out", snd.Request.Platform, snd.Request.Target.ID))
+	msg.Data = data
+	msg.Header.Set(hdrReply, s.results)
+	msg.Header.Set(hdrKey, key)
+	var opts []jetstream.PublishOpt
+	if snd.ID != "" {
+		opts = append(opts, jetstream.WithMsgID("send:"+snd.ID))
+	}
+	ack, err := s.js.PublishMsg(ctx, msg, opts...)
+	if err != nil {
+		return engine.JournalAppend{}, fmt.Errorf("cluster: record send: %w", err)
+	}
+	if ack.Duplicate {
+		return engine.JournalAppend{Duplicate: true}, nil
+	}
+	return engine.JournalAppend{Key: key}, nil
+}
+
+// Recover returns only the dead letters: the members take up events and
+// sends through their consumers.
+func (s *Shared) Recover(ctx context.Context) (engine.Recovered, error) {
+	rec, err := s.Journal.Recover(ctx)
+	return engine.Recovered{DeadLetters: rec.DeadLetters}, err
+}
+
+// outcome is a send's outcome as the gateway answers it.
+type outcome struct {
+	Key       string              `json:"key"`
+	Result    platform.SendResult `json:"result"`
+	Err       string              `json:"error,omitempty"`
+	Permanent bool                `json:"permanent,omitempty"`
+}
+
+// Join takes part in the cluster for m until ctx ends (see engine.Cluster).
+func (s *Shared) Join(ctx context.Context, m engine.ClusterMember) error {
+	sub, err := s.nc.Subscribe(s.results, func(msg *nats.Msg) {
+		var o outcome
+		if json.Unmarshal(msg.Data, &o) != nil {
+			return
+		}
+		var err error
+		if o.Err != "" {
+			err = errors.New(o.Err)
+			if o.Permanent {
+				err = platform.Permanent(err)
+			}
+		}
+		m.Result(o.Key, o.Result, err)
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: results: %w", err)
+	}
+	defer sub.Unsubscribe()
+
+	run := &membership{s: s, m: m, parts: map[int]*partition{}, leads: map[string]*lead{}}
+	err = run.loop(ctx)
+	// Leave: stop taking, finish what was taken, then let go.
+	run.stopTaking()
+	stopCtx, cancel := platform.StopContext(ctx, 30*time.Second)
+	defer cancel()
+	if derr := m.Drain(stopCtx); derr != nil {
+		s.log.Warn("cluster: left with work unfinished; the next owners take it up", zap.Error(derr))
+	}
+	run.letGo()
+	return err
+}
+
+// membership is one Join's state.
+type membership struct {
+	s     *Shared
+	m     engine.ClusterMember
+	parts map[int]*partition
+	leads map[string]*lead
+	live  []string // the members last seen, sorted
+}
+
+// loop keeps the member alive, its partitions and leases current, until
+// ctx ends.
+func (r *membership) loop(ctx context.Context) error {
+	s := r.s
+	beat := time.NewTicker(s.cfg.Heartbeat)
+	defer beat.Stop()
+	for {
+		if _, err := s.members.Put(ctx, token(s.cfg.Node), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
+			s.log.Warn("cluster: heartbeat failed", zap.Error(err))
+		}
+		if live, err := r.liveMembers(ctx); err == nil {
+			r.assign(ctx, live)
+		} else if ctx.Err() == nil {
+			s.log.Warn("cluster: cannot read the members", zap.Error(err))
+		}
+		r.renewLeases(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-beat.C:
+		}
+	}
+}
+
+func (r *membership) liveMembers(ctx context.Context) ([]string, error) {
+	keys, err := r.s.members.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return []string{token(r.s.cfg.Node)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(keys, token(r.s.cfg.Node)) {
+		keys = append(keys, token(r.s.cfg.Node))
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// owner returns the member that owns partition p among live: rendezvous
+// hashing, so a change of members moves only the partitions of the
+// members that came or went.
+func owner(live []string, p int) string {
+	var best string
+	var bestScore uint64
+	for _, m := range live {
+		h := fnv.New64a()
+		h.Write([]byte(m))
+		if sc := mix64(h.Sum64() ^ (uint64(p)+1)*0x9e3779b97f4a7c15); best == "" || sc > bestScore {
+			best, bestScore = m, sc
+		}
+	}
+	return best
+}
+
+// mix64 is splitmix64's finalizer: every input bit moves every output
+// bit, so scores of similar names are not ordered alike.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// assign takes the partitions live gives this member and gives up the
+// others.
+func (r *membership) assign(ctx context.Context, live []string) {
+	s := r.s
+	me := token(s.cfg.Node)
+	prev := r.live
+	r.live = live
+	var gained, lost []int
+	for p := 0; p < s.Journal.cfg.Partitions; p++ {
+		mine := owner(live, p) == me
+		_, have := r.parts[p]
+		switch {
+		case mine && !have:
+			before := ""
+			if prev != nil {
+				before = owner(prev, p)
+			}
+			// The partition was another member's that is still alive:
+			// it hands it over (finishes, then unpins). Otherwise whoever
+			// had it is gone (or this is a start): take it up from its
+			// ack floor.
+			handover := before != "" && before != me && slices.Contains(live, before)
+			part, err := r.take(ctx, p, !handover)
+			if err != nil {
+				s.log.Warn("cluster: cannot take a partition", zap.Int("partition", p), zap.Error(err))
+				continue
+			}
+			r.parts[p] = part
+			gained = append(gained, p)
+		case !mine && have:
+			part := r.parts[p]
+			delete(r.parts, p)
+			lost = append(lost, p)
+			go func() { // hands it over once its events are done
+				rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				part.release(rctx)
+			}()
+		}
+	}
+	s.owned.Store(int64(len(r.parts)))
+	if len(gained)+len(lost) > 0 {
+		s.log.Info("cluster: partitions moved", zap.Strings("members", live), zap.Ints("gained", gained),
+			zap.Ints("lost", lost), zap.Int("owned", len(r.parts)))
+	}
+}
+
+// stopTaking stops every partition and OUT consumer: nothing new is taken.
+func (r *membership) stopTaking() {
+	for _, p := range r.parts {
+		p.halt()
+	}
+	for _, l := range r.leads {
+		l.stopTaking()
+	}
+}
+
+// letGo unpins the partitions, gives up the leases and the membership, so
+// that the others take them at once.
+func (r *membership) letGo() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for p, part := range r.parts {
+		part.release(ctx)
+		delete(r.parts, p)
+	}
+	r.s.owned.Store(0)
+	for name, l := range r.leads {
+		l.release(ctx)
+		delete(r.leads, name)
+	}
+	_ = r.s.members.Delete(ctx, token(r.s.cfg.Node))
+}

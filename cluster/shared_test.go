@@ -1,0 +1,209 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/cluster"
+	"github.com/heraldbot/herald/cluster/embedded"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// fast are TTLs short enough for tests.
+var fast = cluster.SharedConfig{
+	Heartbeat: 200 * time.Millisecond, MemberTTL: time.Second,
+	PinnedTTL: 2 * time.Second, LeaseTTL: 2 * time.Second,
+	Config: cluster.Config{Partitions: 8},
+}
+
+// member is one process of a bot in a test: an engine on a Shared journal.
+type member struct {
+	name string
+	nc   *nats.Conn
+	j    *cluster.Shared
+	e    *engine.Engine
+	done chan error
+}
+
+func startMember(t *testing.T, s *embedded.Server, mem *memory.Adapter, name string) *member {
+	t.Helper()
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fast
+	cfg.Node = name
+	j, err := cluster.OpenShared(ctxFor(t), nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(j), engine.WithShutdownTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.OnCommand("count", func(c *engine.Context) error {
+		n, _ := strconv.Atoi(c.RawArgs())
+		for i := range n {
+			c.ReplyText(strconv.Itoa(i + 1))
+		}
+		return nil
+	})
+	e.OnCommand("who", func(c *engine.Context) error {
+		res, err := c.ReplyText("asked").Wait(c.Context())
+		if err != nil {
+			return err
+		}
+		c.ReplyText(name + " " + res.MessageID) // the gateway's result reached the handler's process
+		return nil
+	})
+	m := &member{name: name, nc: nc, j: j, e: e, done: make(chan error, 1)}
+	go func() { m.done <- e.Run(context.Background()) }()
+	t.Cleanup(func() { m.stop(t) })
+	return m
+}
+
+func (m *member) stop(t *testing.T) {
+	select {
+	case <-m.done:
+		return
+	default:
+	}
+	if err := m.e.Shutdown(ctxFor(t)); err != nil {
+		t.Errorf("%s: Shutdown: %v", m.name, err)
+	}
+	<-m.done
+	m.done <- nil
+	m.nc.Close()
+}
+
+// waitFor waits until cond holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx := ctxFor(t)
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Three members share the partitions and one gateway: every reply arrives
+// once, in order per chat, and a handler's Future gets the gateway's
+// result wherever the handler ran.
+func TestSharedThreeMembers(t *testing.T) {
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	mem := memory.New()
+	members := []*member{startMember(t, srv.s, mem, "a"), startMember(t, srv.s, mem, "b"), startMember(t, srv.s, mem, "c")}
+	waitFor(t, "the partitions to spread", func() bool {
+		total, leaders := 0, 0
+		for _, m := range members {
+			st := m.j.Stats()
+			if st.Partitions == 0 {
+				return false
+			}
+			total += st.Partitions
+			leaders += len(st.Leading)
+		}
+		return total == 8 && leaders == 1
+	})
+	const chats, n = 20, 5
+	for c := range chats {
+		chat := memory.Private(fmt.Sprint(100 + c))
+		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: memory.User(chat.ID, "u"), Text: "/count " + strconv.Itoa(n)})
+		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: memory.User(chat.ID, "u"), Text: "/who"})
+	}
+	want := []string{"1", "2", "3", "4", "5", "asked"}
+	handledBy := map[string]bool{}
+	for c := range chats {
+		id := fmt.Sprint(100 + c)
+		sent, err := mem.WaitSent(ctxFor(t), id, n+2)
+		if err != nil {
+			t.Fatalf("chat %s: %v: %q", id, err, mem.Texts(id))
+		}
+		got := mem.Texts(id)
+		if !slices.Equal(got[:n+1], want) || len(got) != n+2 {
+			t.Fatalf("chat %s got %q; want %q then who", id, got, want)
+		}
+		var who, msgID string
+		fmt.Sscan(got[n+1], &who, &msgID)
+		if msgID != sent[n].MessageID {
+			t.Fatalf("chat %s: the handler on %s saw message %q; the gateway sent %q", id, who, msgID, sent[n].MessageID)
+		}
+		handledBy[who] = true
+	}
+	if len(handledBy) < 2 {
+		t.Fatalf("every chat was handled by %v; want the work spread", handledBy)
+	}
+}
+
+// A member that dies (its connection cut, nothing handed over) loses
+// nothing: the others take its partitions, and the lease if it was the
+// gateway, and the replies arrive, in order per chat.
+func TestSharedMemberDies(t *testing.T) {
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	mem := memory.New()
+	members := []*member{startMember(t, srv.s, mem, "a"), startMember(t, srv.s, mem, "b"), startMember(t, srv.s, mem, "c")}
+	waitFor(t, "the partitions to spread", func() bool {
+		for _, m := range members {
+			if m.j.Stats().Partitions == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	var gw *member
+	for _, m := range members {
+		if len(m.j.Stats().Leading) == 1 {
+			gw = m
+		}
+	}
+	const chats, n = 20, 30
+	mem.SlowNext("", 0)
+	var wg sync.WaitGroup
+	for c := range chats {
+		chat := memory.Private(fmt.Sprint(200 + c))
+		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: memory.User(chat.ID, "u"), Text: "/count " + strconv.Itoa(n)})
+	}
+	waitFor(t, "some replies", func() bool { return len(mem.Texts("200")) >= 3 })
+	// The gateway dies: its connection is cut, its engine stopped hard.
+	gw.nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	_ = gw.e.Shutdown(ctx)
+	cancel()
+	wg.Wait()
+	for c := range chats {
+		id := fmt.Sprint(200 + c)
+		waitFor(t, "chat "+id+"'s replies", func() bool { return len(dedupStrings(mem.Texts(id))) >= n })
+		got := mem.Texts(id)
+		d := dedupStrings(got)
+		for i, s := range d {
+			if s != strconv.Itoa(i+1) {
+				t.Fatalf("chat %s got %q; want 1..%d in order", id, got, n)
+			}
+		}
+		if len(got)-n > 1 {
+			t.Fatalf("chat %s got %d replies twice for one death: %q", id, len(got)-n, got)
+		}
+	}
+}
+
+func dedupStrings(ss []string) []string {
+	var out []string
+	for i, s := range ss {
+		if i == 0 || s != ss[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
