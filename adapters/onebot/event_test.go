@@ -2,6 +2,7 @@ package onebot
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -151,7 +152,7 @@ func TestDecodeEventAndConvert(t *testing.T) {
 				t.Errorf("Raw = %v; want the decoded event", got.Raw)
 			}
 			got.Raw = nil
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("event\n got %+v\nwant %+v", got, tt.want)
 			}
 		})
