@@ -127,7 +127,13 @@ func testAlbum(t *testing.T, h Harness, f Features) {
 	var got []platform.Attachment
 	var msgs []platform.OutboundMessage
 	for len(got) < len(album.Attachments) && len(msgs) < len(album.Attachments) {
-		msgs = e.received(chat, len(msgs)+1)
+		ctx, cancel := e.ctx(patience)
+		var err error
+		msgs, err = e.peer.Received(ctx, chat, len(msgs)+1)
+		cancel()
+		if err != nil {
+			t.Fatalf("chat %s: Peer.Received: %v; got %s", chat.ID, err, abridge(texts(msgs)))
+		}
 		got = got[:0]
 		for _, m := range msgs {
 			for _, at := range m.Attachments {

@@ -21,7 +21,8 @@ import (
 
 var _ platform.ConfirmingAdapter = (*Adapter)(nil)
 
-// DefaultName is the adapter's [platform.Adapter] name and every event's Platform.
+// DefaultName is the adapter's [platform.Adapter] name, and every event's Platform,
+// unless [Config.Name] gives another.
 const DefaultName = "telegram"
 
 // Name is DefaultName.
@@ -51,12 +52,16 @@ type Adapter struct {
 	running atomic.Bool
 	run     atomic.Pointer[runState] // the active Run's delivery, for WebhookHandler
 
-	taken *ledger // updates handed on, kept between runs
-	stats counters
+	taken   *ledger       // updates handed on, kept between runs
+	presses *pressTracker // button presses handed on, and their answers
+	stats   counters
 
-	// The webhook's bounds; tests may change them before a run.
-	web    httpserve.Limits
-	budget *byteBudget // bytes of large webhook bodies read at once
+	// The webhook's bounds, and how long a press waits for an answer
+	// before the run answers it (autoAnswerAfter); tests may change them
+	// before a run.
+	web        httpserve.Limits
+	budget     *byteBudget // bytes of large webhook bodies read at once
+	autoAnswer time.Duration
 
 	// Owned by Run (which runs once at a time), kept between runs.
 	offset    int // next update ID to ask for
@@ -77,13 +82,14 @@ func New(cfg Config) (*Adapter, error) {
 		return nil, err
 	}
 	return &Adapter{
-		cfg: cfg, log: cfg.Logger, limited: ratelog.New(cfg.Logger, 0), taken: newLedger(),
-		web: webhookLimits, budget: newByteBudget(webhookBodyBudget),
+		cfg: cfg, log: cfg.Logger, limited: ratelog.New(cfg.Logger, 0), taken: newLedger(), presses: newPressTracker(),
+		web: webhookLimits, budget: newByteBudget(webhookBodyBudget), autoAnswer: autoAnswerAfter,
 	}, nil
 }
 
-// Name returns "telegram".
-func (a *Adapter) Name() string { return Name }
+// Name returns the adapter's name: [Config.Name], DefaultName ("telegram")
+// unless configured.
+func (a *Adapter) Name() string { return a.cfg.Name }
 
 // Limits returns the budget Telegram publishes for bots: about 30 messages
 // a second overall, one a second to a chat and 20 a minute to a group, in
@@ -164,10 +170,11 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 // and an update delivered again after it was taken (a webhook request
 // Telegram repeated after a timeout) is dropped: RunConfirmed remembers the
 // last 1024 update IDs taken. Updates that do not decode are skipped with
-// a log line. Callback queries are answered (answerCallbackQuery with no
-// text, so the user's spinner stops) once handle took them, by a goroutine
-// of RunConfirmed's, so the answer never holds up the updates behind it;
-// answers still queued when RunConfirmed returns are dropped.
+// a log line. Button presses (callback queries) are left for the engine
+// to answer (see [Adapter.AnswerCallback]: the handler's answer, or an
+// empty one once the handling ended); one nothing answered within 10 s of
+// its arrival is answered empty by a goroutine of RunConfirmed's, so the
+// user's button stops spinning before Telegram would refuse a late answer.
 //
 // RunConfirmed returns nil when ctx ended, within a second even in the
 // middle of a long poll, plus the confirming call if one is needed. It
@@ -206,13 +213,12 @@ func (a *Adapter) runOnce(ctx context.Context, handle func(platform.Event) error
 	}
 
 	answerCtx, stopAnswers := context.WithCancel(ctx)
-	answers := make(chan string, answerQueue)
 	answered := make(chan struct{})
 	go func() {
 		defer close(answered)
-		a.answerCallbacks(answerCtx, answers)
+		a.answerLate(answerCtx)
 	}()
-	rs := &runState{handle: handle, username: me.UserName, answers: answers, log: a.log, limited: a.limited, taken: a.taken, stats: &a.stats}
+	rs := &runState{name: a.cfg.Name, handle: handle, username: me.UserName, presses: a.presses, log: a.log, limited: a.limited, taken: a.taken, stats: &a.stats}
 	a.run.Store(rs)
 	defer func() {
 		a.run.Store(nil)
@@ -243,29 +249,6 @@ func (a *Adapter) retrying(ctx context.Context, fn func(context.Context) error) 
 		a.limited.Warn("telegram: request failed; retrying", zap.Error(a.scrub(err)), zap.Duration("retry_in", wait))
 		if !backoff.Sleep(ctx, wait) {
 			return ctx.Err()
-		}
-	}
-}
-
-// Callback answering.
-const (
-	answerQueue   = 64              // callbacks waiting to be answered
-	answerTimeout = 5 * time.Second // bound on one answerCallbackQuery
-)
-
-// answerCallbacks answers the callback queries sent on ids until ctx ends.
-func (a *Adapter) answerCallbacks(ctx context.Context, ids <-chan string) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case id := <-ids:
-			cctx, cancel := context.WithTimeout(ctx, answerTimeout)
-			_, err := a.request(cctx, "answerCallbackQuery", tgbotapi.NewCallback(id, ""))
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				a.limited.Warn("telegram: answering a callback query failed", zap.Error(a.scrub(err)))
-			}
 		}
 	}
 }

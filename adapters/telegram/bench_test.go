@@ -25,7 +25,7 @@ func BenchmarkUpdateToEvents(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if evs := updateToEvents(&u, "herald_bot", testNow); len(evs) != 1 {
+		if evs := updateToEvents(DefaultName, &u, "herald_bot", testNow); len(evs) != 1 {
 			b.Fatal(evs)
 		}
 	}

@@ -130,11 +130,38 @@ func (a *Adapter) makeRequest(ctx context.Context, method string, params tgbotap
 	return resp.Result, nil
 }
 
+// upload calls method with params and files: as a multipart upload when
+// a file needs one, else with the files' references (URLs, file IDs) as
+// parameters, like the library's Request does for a Chattable. Its errors
+// are [Adapter.request]'s.
+func (a *Adapter) upload(ctx context.Context, method string, params tgbotapi.Params, files []tgbotapi.RequestFile) (json.RawMessage, error) {
+	b, bc := a.bot(ctx)
+	var resp *tgbotapi.APIResponse
+	var err error
+	needsUpload := false
+	for _, f := range files {
+		needsUpload = needsUpload || f.Data.NeedsUpload()
+	}
+	if needsUpload {
+		resp, err = b.UploadFiles(method, params, files)
+	} else {
+		for _, f := range files {
+			params[f.Name] = f.Data.SendData()
+		}
+		resp, err = b.MakeRequest(method, params)
+	}
+	if err != nil {
+		return nil, a.failure(method, err, bc)
+	}
+	return resp.Result, nil
+}
+
 // failure maps err, the library's error for a call to method made through
 // bc, into Herald's error kinds with [classify], with the token and secret
 // redacted from an [APIError]'s description, and marks it with
 // [platform.MaybeDelivered] when method posts a message (sendMessage,
-// sendPhoto, sendDocument: not an edit, which a repeat cannot duplicate)
+// sendPhoto and the other sends of a file, sendMediaGroup: not an edit
+// or a deletion, which a repeat cannot duplicate)
 // and the call may have carried it out: it may have reached Telegram
 // ([boundClient.mayHaveArrived]) and no answer of Telegram's says it was
 // refused. Telegram's own error answers below 500 (a 400, 403, 429) are
@@ -159,7 +186,8 @@ func (a *Adapter) failure(method string, err error, bc *boundClient) error {
 // would post twice.
 func postsMessage(method string) bool {
 	switch method {
-	case "sendMessage", "sendPhoto", "sendDocument":
+	case "sendMessage", "sendPhoto", "sendDocument", "sendVideo", "sendAudio", "sendVoice",
+		"sendAnimation", "sendSticker", "sendVideoNote", "sendMediaGroup":
 		return true
 	}
 	return false

@@ -39,6 +39,14 @@ const DefaultPollTimeout = 30 * time.Second
 // the HTTPClient and Logger it points to are shared and must be safe for
 // concurrent use, as http.Client and zap.Logger are.
 type Config struct {
+	// Name is the adapter's name ([Adapter.Name]): every event's Platform
+	// and the first part of the engine's keys for the bot's chats, rate
+	// limits (engine.WithRateLimit) and journal. Empty means DefaultName,
+	// "telegram". Give each bot its own when one engine runs several:
+	// they then have separate budgets, queues and keys. 1 to 64 letters,
+	// digits, "_", "-" and "." (no ":", which separates a key's parts).
+	Name string
+
 	// Token is the bot's token from @BotFather, such as
 	// "123456:AAE-x_yz": digits, a colon, then letters, digits, "_" and
 	// "-" (New refuses anything else, so the token needs no escaping in a
@@ -52,6 +60,17 @@ type Config struct {
 	// Point it at a local Bot API server, or at a telegramtest.Server's
 	// Endpoint in tests.
 	APIEndpoint string
+
+	// FileEndpoint is the URL of the files getFile names, as a format with
+	// two %s verbs, the token and then the file_path, like
+	// tgbotapi.FileEndpoint ("https://api.telegram.org/file/bot%s/%s").
+	// Empty means APIEndpoint with its "/bot%s/" replaced by
+	// "/file/bot%s/", which is the Bot API's own layout and a
+	// telegramtest.Server's; with an APIEndpoint of another form,
+	// [Adapter.Download] then fails. A local Bot API server in --local
+	// mode gives absolute paths on its own disk instead, which the adapter
+	// does not read.
+	FileEndpoint string
 
 	// Mode says how updates arrive: [Polling] (what empty means) or
 	// [Webhook].
@@ -222,6 +241,9 @@ func newHTTPClient(pollTimeout time.Duration, maxIdle int) *http.Client {
 // maxWebhookConnections is the most max_connections setWebhook accepts.
 const maxWebhookConnections = 100
 
+// namePattern is the form of an adapter's name.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
 // tokenPattern is the form of a bot token.
 var tokenPattern = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
 
@@ -252,6 +274,24 @@ func (cfg Config) normalize() (Config, error) {
 	if u, err := url.Parse(fmt.Sprintf(cfg.APIEndpoint, "token", "method")); err != nil ||
 		(u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return bad("APIEndpoint %q is not an http or https URL format", cfg.APIEndpoint)
+	}
+	if cfg.Name == "" {
+		cfg.Name = DefaultName
+	}
+	if !namePattern.MatchString(cfg.Name) {
+		return bad("name %q is not 1 to 64 letters, digits, _, - and .", cfg.Name)
+	}
+	if cfg.FileEndpoint == "" && strings.Contains(cfg.APIEndpoint, "/bot%s/") {
+		cfg.FileEndpoint = strings.Replace(cfg.APIEndpoint, "/bot%s/", "/file/bot%s/", 1)
+	}
+	if cfg.FileEndpoint != "" {
+		if strings.Count(cfg.FileEndpoint, "%s") != 2 || strings.Count(cfg.FileEndpoint, "%") != 2 {
+			return bad("FileEndpoint %q must have exactly two %%s verbs (token, file path)", cfg.FileEndpoint)
+		}
+		if u, err := url.Parse(fmt.Sprintf(cfg.FileEndpoint, "token", "path")); err != nil ||
+			(u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("FileEndpoint %q is not an http or https URL format", cfg.FileEndpoint)
+		}
 	}
 	switch cfg.Mode {
 	case "":

@@ -82,16 +82,25 @@ func (p *tgWebhookPeer) Say(ctx context.Context, chat platform.Chat, from platfo
 	if err != nil {
 		return fmt.Errorf("telegram peer: user ID %q: %w", from.ID, err)
 	}
+	id := int(p.seq.Add(1))
+	tc := &tgbotapi.Chat{ID: chatID, Type: telegramtest.ChatType(chatID), Title: chat.Title}
+	return p.post(ctx, tgbotapi.Update{UpdateID: id, Message: &tgbotapi.Message{
+		MessageID: id, From: &tgbotapi.User{ID: userID, FirstName: from.Name},
+		Date: int(time.Now().Unix()), Chat: tc, Text: text,
+	}})
+}
+
+// post POSTs u to the webhook as Telegram would, with the next update ID
+// if it has none.
+func (p *tgWebhookPeer) post(ctx context.Context, u tgbotapi.Update) error {
 	addr := p.h.a.WebhookAddr()
 	if addr == nil {
 		return errors.New("telegram peer: the webhook is not served")
 	}
-	id := int(p.seq.Add(1))
-	tc := &tgbotapi.Chat{ID: chatID, Type: telegramtest.ChatType(chatID), Title: chat.Title}
-	body, err := json.Marshal(tgbotapi.Update{UpdateID: id, Message: &tgbotapi.Message{
-		MessageID: id, From: &tgbotapi.User{ID: userID, FirstName: from.Name},
-		Date: int(time.Now().Unix()), Chat: tc, Text: text,
-	}})
+	if u.UpdateID == 0 {
+		u.UpdateID = int(p.seq.Add(1))
+	}
+	body, err := json.Marshal(u)
 	if err != nil {
 		return err
 	}
@@ -110,6 +119,46 @@ func (p *tgWebhookPeer) Say(ctx context.Context, chat platform.Chat, from platfo
 		return fmt.Errorf("telegram peer: webhook answered %s", resp.Status)
 	}
 	return nil
+}
+
+// SayFile, Press, Query and Choose POST their updates to the webhook.
+
+func (p *tgWebhookPeer) SayFile(ctx context.Context, chat platform.Chat, from platform.User, at platform.Attachment, data []byte) error {
+	chatID, user, err := ids(chat, from)
+	if err != nil {
+		return err
+	}
+	return p.post(ctx, p.h.srv.UserFileUpdate(chatID, user, telegramtest.UserFile{
+		Kind: string(at.Kind), Name: at.FileName, MIMEType: at.MIMEType, Data: data, Caption: at.Caption,
+	}))
+}
+
+func (p *tgWebhookPeer) Press(ctx context.Context, chat platform.Chat, from platform.User, messageID, data string) error {
+	chatID, user, err := ids(chat, from)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.Atoi(messageID)
+	if err != nil {
+		return fmt.Errorf("telegram peer: message ID %q: %w", messageID, err)
+	}
+	return p.post(ctx, p.h.srv.CallbackUpdate(chatID, user, id, data))
+}
+
+func (p *tgWebhookPeer) Query(ctx context.Context, from platform.User, text string) error {
+	_, user, err := ids(platform.Chat{}, from)
+	if err != nil {
+		return err
+	}
+	return p.post(ctx, p.h.srv.InlineQueryUpdate(user, text, "sender"))
+}
+
+func (p *tgWebhookPeer) Choose(ctx context.Context, from platform.User, resultID, text string) error {
+	_, user, err := ids(platform.Chat{}, from)
+	if err != nil {
+		return err
+	}
+	return p.post(ctx, tgbotapi.Update{ChosenInlineResult: &tgbotapi.ChosenInlineResult{ResultID: resultID, From: &user, Query: text}})
 }
 
 // tgPeer drives a telegramtest server for the suite. User n has the ID
@@ -229,15 +278,129 @@ func (p *tgPeer) Shown(_ context.Context, chat platform.Chat) ([]platform.Outbou
 	if err != nil {
 		return nil, fmt.Errorf("telegram peer: chat ID %q: %w", chat.ID, err)
 	}
-	sent := p.h.srv.Sent(chatID)
-	msgs := make([]platform.OutboundMessage, len(sent))
-	for i, m := range sent {
-		if now, ok := p.h.srv.Message(chatID, m.MessageID); ok {
-			m = now
+	var msgs []platform.OutboundMessage
+	for _, m := range p.h.srv.Sent(chatID) {
+		now, ok := p.h.srv.Message(chatID, m.MessageID)
+		if !ok {
+			continue // deleted
 		}
-		msgs[i] = outboundOf(m)
+		msgs = append(msgs, outboundOf(now))
 	}
 	return msgs, nil
+}
+
+var (
+	_ adaptertest.FilePeer   = (*tgPeer)(nil)
+	_ adaptertest.PressPeer  = (*tgPeer)(nil)
+	_ adaptertest.ActionPeer = (*tgPeer)(nil)
+	_ adaptertest.InlinePeer = (*tgPeer)(nil)
+)
+
+// ids reads the suite's chat and user as Telegram IDs.
+func ids(chat platform.Chat, from platform.User) (int64, tgbotapi.User, error) {
+	chatID, err := strconv.ParseInt(chat.ID, 10, 64)
+	if err != nil && chat.ID != "" {
+		return 0, tgbotapi.User{}, fmt.Errorf("telegram peer: chat ID %q: %w", chat.ID, err)
+	}
+	userID, err := strconv.ParseInt(from.ID, 10, 64)
+	if err != nil {
+		return 0, tgbotapi.User{}, fmt.Errorf("telegram peer: user ID %q: %w", from.ID, err)
+	}
+	return chatID, tgbotapi.User{ID: userID, FirstName: from.Name}, nil
+}
+
+func (p *tgPeer) SayFile(_ context.Context, chat platform.Chat, from platform.User, at platform.Attachment, data []byte) error {
+	chatID, user, err := ids(chat, from)
+	if err != nil {
+		return err
+	}
+	p.h.srv.SendUserFile(chatID, user, telegramtest.UserFile{
+		Kind: string(at.Kind), Name: at.FileName, MIMEType: at.MIMEType, Data: data, Caption: at.Caption,
+	})
+	return nil
+}
+
+func (p *tgPeer) Press(_ context.Context, chat platform.Chat, from platform.User, messageID, data string) error {
+	chatID, user, err := ids(chat, from)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.Atoi(messageID)
+	if err != nil {
+		return fmt.Errorf("telegram peer: message ID %q: %w", messageID, err)
+	}
+	p.h.srv.PushCallback(chatID, user, id, data)
+	return nil
+}
+
+func (p *tgPeer) Answered(ctx context.Context, ev platform.Event) (platform.CallbackAnswer, error) {
+	var got platform.CallbackAnswer
+	err := p.h.srv.WaitUntil(ctx, func() bool {
+		for _, a := range p.h.srv.CallbackAnswers() {
+			if a.CallbackQueryID == ev.QueryID {
+				got = platform.CallbackAnswer{Text: a.Text, Alert: a.ShowAlert, URL: a.URL}
+				return true
+			}
+		}
+		return false
+	})
+	return got, err
+}
+
+func (p *tgPeer) Actions(ctx context.Context, chat platform.Chat, n int) ([]platform.ChatAction, error) {
+	chatID, err := strconv.ParseInt(chat.ID, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("telegram peer: chat ID %q: %w", chat.ID, err)
+	}
+	var got []platform.ChatAction
+	err = p.h.srv.WaitUntil(ctx, func() bool {
+		got = got[:0]
+		for _, a := range p.h.srv.ChatActions(chatID) {
+			got = append(got, platform.ChatAction(a.Action))
+		}
+		return len(got) >= n
+	})
+	return got, err
+}
+
+func (p *tgPeer) Query(_ context.Context, from platform.User, text string) error {
+	_, user, err := ids(platform.Chat{}, from)
+	if err != nil {
+		return err
+	}
+	p.h.srv.PushInlineQuery(user, text, "sender")
+	return nil
+}
+
+func (p *tgPeer) InlineAnswered(ctx context.Context, ev platform.Event) (platform.InlineAnswer, error) {
+	a, err := p.h.srv.WaitInlineAnswer(ctx, ev.QueryID)
+	if err != nil {
+		return platform.InlineAnswer{}, err
+	}
+	out := platform.InlineAnswer{CacheTime: time.Duration(a.CacheTime) * time.Second, Personal: a.IsPersonal, NextOffset: a.NextOffset}
+	for _, r := range a.Results {
+		res := platform.InlineResult{ID: r.ID, Title: r.Title, Description: r.Description, ThumbnailURL: r.ThumbnailURL}
+		if r.Type == "article" {
+			res.Message.Text = r.Text
+		} else {
+			kind := map[string]platform.AttachmentKind{"gif": platform.AttachAnimation}[r.Type]
+			if kind == "" {
+				kind = platform.AttachmentKind(r.Type)
+			}
+			res.Message.Attachments = []platform.Attachment{{Kind: kind, URL: r.URL, FileID: r.FileID, Caption: r.Caption}}
+		}
+		out.Results = append(out.Results, res)
+	}
+	return out, nil
+}
+
+func (p *tgPeer) Choose(_ context.Context, from platform.User, resultID, text string) error {
+	_, user, err := ids(platform.Chat{}, from)
+	if err != nil {
+		return err
+	}
+	p.h.srv.PushChosenInlineResult(user, resultID, text)
+	return nil
 }
 
 func (p *tgPeer) Inject(chat platform.Chat, f adaptertest.Fault) error {
@@ -288,12 +451,25 @@ func outboundOf(m telegramtest.SentMessage) platform.OutboundMessage {
 		out.ReplyToID = strconv.Itoa(m.ReplyToMessageID)
 	}
 	switch m.Kind {
-	case "photo", "document":
+	case "text":
+		out.Text = m.Text
+	default:
 		out.Attachments = []platform.Attachment{{
 			Kind: platform.AttachmentKind(m.Kind), URL: m.FileURL, Data: m.FileData, FileName: m.FileName, Caption: m.Text,
 		}}
-	default:
-		out.Text = m.Text
+	}
+	if rk := m.ReplyKeyboard; rk != nil {
+		out.Keyboard = &platform.ReplyKeyboard{OneTime: rk.OneTimeKeyboard, Placeholder: rk.InputFieldPlaceholder}
+		for _, row := range rk.Keyboard {
+			var texts []string
+			for _, b := range row {
+				texts = append(texts, b.Text)
+			}
+			out.Keyboard.Rows = append(out.Keyboard.Rows, texts)
+		}
+	}
+	if m.RemoveKeyboard {
+		out.Keyboard = &platform.ReplyKeyboard{Remove: true}
 	}
 	for _, row := range m.Keyboard {
 		r := make([]platform.Button, len(row))

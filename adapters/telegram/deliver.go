@@ -21,9 +21,10 @@ const seenWindow = 1024
 
 // runState is one Run's delivery of updates to handle.
 type runState struct {
+	name     string // the adapter's, every event's Platform
 	handle   func(platform.Event) error
 	username string
-	answers  chan<- string
+	presses  *pressTracker
 	log      *zap.Logger
 	limited  *ratelog.Logger
 	taken    *ledger
@@ -38,8 +39,9 @@ type runState struct {
 // before (a duplicate is dropped). Otherwise it returns the error with
 // which handle refused an event, or errRunEnded, and u is not recorded as
 // taken; the events of it handle took before the refusal are recorded,
-// and skipped when u is delivered again. A callback query is queued for
-// answering once taken.
+// and skipped when u is delivered again. A callback query is noted in
+// rs.presses as arrived, before handle sees it (a handler may answer it at
+// once), and forgotten again if handle refuses it.
 func (rs *runState) deliver(u *tgbotapi.Update) error {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -52,11 +54,20 @@ func (rs *runState) deliver(u *tgbotapi.Update) error {
 		rs.log.Debug("telegram: dropping a duplicate update", zap.Int("update_id", u.UpdateID))
 		return nil
 	}
-	evs := updateToEvents(u, rs.username, time.Now().UTC())
+	now := time.Now()
+	evs := updateToEvents(rs.name, u, rs.username, now.UTC())
+	press := ""
+	if cq := u.CallbackQuery; cq != nil && cq.ID != "" && rs.presses != nil {
+		press = cq.ID
+		rs.presses.add(press, now)
+	}
 	for i := done; i < len(evs); i++ {
 		if err := rs.handle(evs[i]); err != nil {
 			if i > done {
 				rs.taken.record(u.UpdateID, i)
+			}
+			if press != "" {
+				rs.presses.forget(press)
 			}
 			rs.stats.refused.Add(1)
 			return err
@@ -64,13 +75,6 @@ func (rs *runState) deliver(u *tgbotapi.Update) error {
 	}
 	rs.taken.record(u.UpdateID, takenWhole)
 	rs.stats.taken.Add(1)
-	if cq := u.CallbackQuery; cq != nil && cq.ID != "" {
-		select {
-		case rs.answers <- cq.ID:
-		default:
-			rs.limited.Warn("telegram: too many callback queries waiting; not answering one", zap.Int("update_id", u.UpdateID))
-		}
-	}
 	return nil
 }
 

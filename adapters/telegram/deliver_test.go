@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
@@ -37,7 +38,8 @@ func TestLedgerWindow(t *testing.T) {
 }
 
 // A refused update is not recorded as taken: delivered again, it is handed
-// on again, and a callback query is answered only once it was taken.
+// on again, and a button press waits for its answer only once it was
+// taken.
 func TestDeliverRefused(t *testing.T) {
 	refuse := errors.New("queue full")
 	var (
@@ -51,14 +53,12 @@ func TestDeliverRefused(t *testing.T) {
 		got = append(got, ev.ID)
 		return nil
 	})
-	answers := make(chan string, 2)
-	rs.answers = answers
 	cb := &tgbotapi.Update{UpdateID: 5, CallbackQuery: &tgbotapi.CallbackQuery{ID: "cb5", Data: "x"}}
 	if err := rs.deliver(cb); !errors.Is(err, refuse) {
 		t.Fatalf("deliver = %v; want the refusal", err)
 	}
-	if len(answers) != 0 {
-		t.Fatal("a refused callback query was answered")
+	if ids, next := rs.presses.due(time.Now().Add(time.Hour), autoAnswerAfter); len(ids) != 0 || !next.IsZero() {
+		t.Fatalf("a refused press is waiting for an answer: %q, %v", ids, next)
 	}
 	refusing = false
 	for range 2 { // taken, then a duplicate
@@ -66,8 +66,11 @@ func TestDeliverRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !slices.Equal(got, []string{"5"}) || len(answers) != 1 {
-		t.Fatalf("events %q, %d answers; want [5] and 1", got, len(answers))
+	if !slices.Equal(got, []string{"5"}) {
+		t.Fatalf("events %q; want [5]", got)
+	}
+	if ids, _ := rs.presses.due(time.Now().Add(autoAnswerAfter), autoAnswerAfter); !slices.Equal(ids, []string{"cb5"}) {
+		t.Fatalf("presses due for an answer: %q; want the one taken", ids)
 	}
 }
 

@@ -565,4 +565,3 @@ func TestEngineTelegramBacklogOverQueue(t *testing.T) {
 		t.Errorf("stats = %+v; want some refusals and %d events received", st, n)
 	}
 }
-

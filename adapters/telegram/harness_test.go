@@ -246,7 +246,7 @@ func updateFor(id int) *tgbotapi.Update {
 // testRunState returns a runState delivering to handle, with its own
 // ledger, as a Run of the bot "herald_bot" would make it.
 func testRunState(handle func(platform.Event) error) *runState {
-	return &runState{handle: handle, username: "herald_bot", answers: make(chan string, 1), log: testLogger(),
+	return &runState{name: DefaultName, handle: handle, username: "herald_bot", presses: newPressTracker(), log: testLogger(),
 		limited: ratelog.New(testLogger(), 0), taken: newLedger(), stats: &counters{}}
 }
 
@@ -255,7 +255,7 @@ func testRunState(handle func(platform.Event) error) *runState {
 // the end of the test.
 func activate(t *testing.T, a *Adapter, handle func(platform.Event) error) *runState {
 	rs := testRunState(handle)
-	rs.log, rs.limited, rs.taken, rs.stats = a.log, a.limited, a.taken, &a.stats
+	rs.log, rs.limited, rs.taken, rs.stats, rs.presses, rs.name = a.log, a.limited, a.taken, &a.stats, a.presses, a.Name()
 	a.run.Store(rs)
 	t.Cleanup(func() { a.run.Store(nil) })
 	return rs

@@ -105,11 +105,18 @@ func TestPollCommandsAndCallbacks(t *testing.T) {
 	if evs[2].Text != "after" {
 		t.Fatalf("third event = %+v", evs[2])
 	}
-	if err := h.srv.WaitUntil(ctx, func() bool { return len(h.srv.CallbackAnswers()) == 1 }); err != nil {
-		t.Fatalf("callback not answered: %v", err)
+	// The press waits for its answer: the handler's.
+	if evs[1].QueryID != cb || len(h.srv.CallbackAnswers()) != 0 {
+		t.Fatalf("press %+v, answers %+v; want the query %s, unanswered", evs[1], h.srv.CallbackAnswers(), cb)
 	}
-	if a := h.srv.CallbackAnswers()[0]; a.CallbackQueryID != cb {
-		t.Fatalf("answered %+v; want %s", a, cb)
+	if err := h.a.AnswerCallback(ctx, evs[1], platform.CallbackAnswer{Text: "Voted", Alert: true}); err != nil {
+		t.Fatal(err)
+	}
+	if a := h.srv.CallbackAnswers(); len(a) != 1 || a[0].CallbackQueryID != cb || a[0].Text != "Voted" || !a[0].ShowAlert {
+		t.Fatalf("answered %+v; want %s with the text, as an alert", a, cb)
+	}
+	if err := h.a.AnswerCallback(ctx, evs[1], platform.CallbackAnswer{}); !errors.Is(err, platform.ErrAlreadyAnswered) || !platform.IsPermanent(err) {
+		t.Fatalf("second answer = %v; want a permanent ErrAlreadyAnswered", err)
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)

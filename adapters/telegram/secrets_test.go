@@ -178,6 +178,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// (logged), a failing confirming call (logged), and a 409 that ends
 	// the run, all echoing.
 	p := newAdapter(Config{APIEndpoint: srv.Endpoint(), Webhook: WebhookConfig{SecretToken: webhookSecret}})
+	p.autoAnswer = 10 * time.Millisecond // the run answers the press nothing answered at once
 	srv.Inject(telegramtest.Fault{Method: "getUpdates", Status: 500, Description: echoing, Times: 1})
 	srv.Inject(telegramtest.Fault{Method: "answerCallbackQuery", Status: 500, Description: echoing})
 	srv.InjectFunc(func(r telegramtest.Request) *telegramtest.Fault {
@@ -198,6 +199,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		})
 	}()
 	waitLogged(t, logs, "answering a callback query failed")
+	check("callback answer", p.AnswerCallback(t.Context(), platform.Event{ID: "x", Kind: platform.EventCallback, QueryID: "other"}, platform.CallbackAnswer{Text: "hi"}))
 	srv.SendUserMessage(1, ann, "stop")
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)

@@ -141,6 +141,9 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 	if m.EditID != "" {
 		return a.edit(ctx, req)
 	}
+	if m.DeleteID != "" {
+		return a.delete(ctx, req)
+	}
 	chat, err := parseChat(req.Target.ID)
 	if err != nil {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))
@@ -240,15 +243,26 @@ func parseChat(id string) (chatRef, error) {
 	return chatRef{id: n}, nil
 }
 
-// part is one Telegram message of an OutboundMessage.
+// part is one Telegram message of an OutboundMessage, or one album.
 type part struct {
-	kind      platform.AttachmentKind // "" for text
+	kind      platform.AttachmentKind // "" for text, kindAlbum for an album
 	text      string                  // the text, or the caption
 	file      tgbotapi.RequestFileData
 	parseMode string
 	replyTo   int
-	keyboard  *tgbotapi.InlineKeyboardMarkup
+	markup    any    // an inline keyboard, a reply keyboard or its removal; nil for none
+	items     []part // an album's photos, videos, documents or audio
 }
+
+// kindAlbum is the kind of a part that is an album (sendMediaGroup).
+const kindAlbum platform.AttachmentKind = "album"
+
+// maxAlbum is the most attachments one album holds; maxPlaceholder the
+// longest placeholder of a reply keyboard, in characters.
+const (
+	maxAlbum       = 10
+	maxPlaceholder = 64
+)
 
 // parseModes maps Herald's parse modes to Telegram's.
 var parseModes = map[platform.ParseMode]string{
@@ -278,41 +292,154 @@ func planMessage(m platform.OutboundMessage) ([]part, error) {
 			parts = append(parts, part{text: t, parseMode: mode})
 		}
 	}
+	files := make([]part, 0, len(m.Attachments))
 	for i, at := range m.Attachments {
-		if n := utf16Len(at.Caption); n > maxCaptionUnits {
-			return nil, fmt.Errorf("%w: attachment %d: caption of %d characters is over Telegram's %d",
-				platform.ErrInvalidMessage, i, n, maxCaptionUnits)
+		p, err := filePart(at, mode)
+		if err != nil {
+			return nil, fmt.Errorf("attachment %d: %w", i, err)
 		}
-		p := part{kind: at.Kind, text: at.Caption, parseMode: mode}
-		if at.URL != "" {
-			p.file = tgbotapi.FileURL(at.URL)
-		} else {
-			name := at.FileName
-			if name == "" {
-				name = map[platform.AttachmentKind]string{platform.AttachPhoto: "photo.jpg"}[at.Kind]
-				if name == "" {
-					name = "file"
-				}
-			}
-			p.file = tgbotapi.FileBytes{Name: name, Bytes: at.Data}
-		}
-		if p.text == "" {
-			p.parseMode = ""
-		}
-		parts = append(parts, p)
+		files = append(files, p)
 	}
+	if m.Album && len(files) > 1 {
+		album, err := albumPart(files)
+		if err != nil {
+			return nil, err
+		}
+		files = []part{album}
+	}
+	parts = append(parts, files...)
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("%w: the text is only white space", platform.ErrInvalidMessage)
 	}
 	parts[0].replyTo = replyTo
-	if len(m.Buttons) > 0 {
-		kb, err := keyboard(m.Buttons)
-		if err != nil {
-			return nil, err
+	markup, err := markupOf(m)
+	if err != nil {
+		return nil, err
+	}
+	if markup != nil {
+		if parts[len(parts)-1].kind == kindAlbum {
+			return nil, fmt.Errorf("%w: an album carries no buttons or reply keyboard (sendMediaGroup has no reply_markup); send them in a message of their own",
+				platform.ErrUnsupported)
 		}
-		parts[len(parts)-1].keyboard = kb
+		parts[len(parts)-1].markup = markup
 	}
 	return parts, nil
+}
+
+// filePart returns the part that sends at with its caption in mode.
+// Stickers and video notes have no caption, and a video note cannot be
+// sent by URL: those are refused as unsupported.
+func filePart(at platform.Attachment, mode string) (part, error) {
+	if n := utf16Len(at.Caption); n > maxCaptionUnits {
+		return part{}, fmt.Errorf("%w: caption of %d characters is over Telegram's %d", platform.ErrInvalidMessage, n, maxCaptionUnits)
+	}
+	switch at.Kind {
+	case platform.AttachSticker, platform.AttachVideoNote:
+		if at.Caption != "" {
+			return part{}, fmt.Errorf("%w: a %s has no caption on Telegram", platform.ErrUnsupported, at.Kind)
+		}
+	}
+	if at.Kind == platform.AttachVideoNote && at.URL != "" {
+		return part{}, fmt.Errorf("%w: Telegram cannot send a video note by URL; upload it or give its FileID", platform.ErrUnsupported)
+	}
+	p := part{kind: at.Kind, text: at.Caption, parseMode: mode}
+	switch {
+	case at.URL != "":
+		p.file = tgbotapi.FileURL(at.URL)
+	case at.FileID != "":
+		p.file = tgbotapi.FileID(at.FileID)
+	default:
+		name := at.FileName
+		if name == "" {
+			name = defaultFileNames[at.Kind]
+		}
+		if name == "" {
+			name = "file"
+		}
+		p.file = tgbotapi.FileBytes{Name: name, Bytes: at.Data}
+	}
+	if p.text == "" {
+		p.parseMode = ""
+	}
+	return p, nil
+}
+
+// defaultFileNames name uploaded bytes without a FileName, by kind.
+var defaultFileNames = map[platform.AttachmentKind]string{
+	platform.AttachPhoto:     "photo.jpg",
+	platform.AttachVideo:     "video.mp4",
+	platform.AttachAnimation: "animation.mp4",
+	platform.AttachVoice:     "voice.ogg",
+	platform.AttachAudio:     "audio.mp3",
+	platform.AttachSticker:   "sticker.webp",
+	platform.AttachVideoNote: "video_note.mp4",
+}
+
+// albumPart returns the part that sends items as one album: 2 to 10
+// photos and videos, or documents only, or audio only, as Telegram allows.
+func albumPart(items []part) (part, error) {
+	if len(items) > maxAlbum {
+		return part{}, fmt.Errorf("%w: an album of %d attachments is over Telegram's %d", platform.ErrInvalidMessage, len(items), maxAlbum)
+	}
+	group := func(k platform.AttachmentKind) string {
+		switch k {
+		case platform.AttachPhoto, platform.AttachVideo:
+			return "photos and videos"
+		case platform.AttachDocument:
+			return "documents"
+		case platform.AttachAudio:
+			return "audio"
+		}
+		return ""
+	}
+	first := group(items[0].kind)
+	for i, it := range items {
+		g := group(it.kind)
+		if g == "" {
+			return part{}, fmt.Errorf("%w: attachment %d: a %s cannot be in a Telegram album (photos and videos, documents, or audio)",
+				platform.ErrUnsupported, i, it.kind)
+		}
+		if g != first {
+			return part{}, fmt.Errorf("%w: attachment %d: a Telegram album holds %s, not a %s too", platform.ErrUnsupported, i, first, it.kind)
+		}
+	}
+	return part{kind: kindAlbum, items: items}, nil
+}
+
+// markupOf returns m's reply_markup: the inline keyboard of Buttons, the
+// reply keyboard of Keyboard, or nil. A message has one of them on
+// Telegram.
+func markupOf(m platform.OutboundMessage) (any, error) {
+	kb, err := keyboard(m.Buttons)
+	if err != nil {
+		return nil, err
+	}
+	rk := m.Keyboard
+	switch {
+	case rk == nil && kb == nil:
+		return nil, nil
+	case rk == nil:
+		return kb, nil
+	case kb != nil:
+		return nil, fmt.Errorf("%w: a Telegram message carries inline buttons or a reply keyboard, not both", platform.ErrUnsupported)
+	case rk.Remove:
+		return tgbotapi.ReplyKeyboardRemove{RemoveKeyboard: true}, nil
+	}
+	if n := utf16Len(rk.Placeholder); n > maxPlaceholder {
+		return nil, fmt.Errorf("%w: a keyboard placeholder of %d characters is over Telegram's %d", platform.ErrInvalidMessage, n, maxPlaceholder)
+	}
+	out := tgbotapi.ReplyKeyboardMarkup{ResizeKeyboard: true, OneTimeKeyboard: rk.OneTime, InputFieldPlaceholder: rk.Placeholder}
+	for _, row := range rk.Rows {
+		if len(row) == 0 {
+			continue
+		}
+		buttons := make([]tgbotapi.KeyboardButton, len(row))
+		for i, text := range row {
+			buttons[i] = tgbotapi.KeyboardButton{Text: text}
+		}
+		out.Keyboard = append(out.Keyboard, buttons)
+	}
+	return out, nil
 }
 
 func keyboard(rows [][]platform.Button) (*tgbotapi.InlineKeyboardMarkup, error) {
@@ -348,26 +475,36 @@ func (p part) chattable(chat chatRef) (string, tgbotapi.Chattable) {
 		ReplyToMessageID:         p.replyTo,
 		AllowSendingWithoutReply: p.replyTo != 0,
 	}
-	if p.keyboard != nil {
-		base.ReplyMarkup = p.keyboard
+	if p.markup != nil {
+		base.ReplyMarkup = p.markup
 	}
+	file := tgbotapi.BaseFile{BaseChat: base, File: p.file}
 	switch p.kind {
 	case platform.AttachPhoto:
-		return "sendPhoto", tgbotapi.PhotoConfig{
-			BaseFile: tgbotapi.BaseFile{BaseChat: base, File: p.file},
-			Caption:  p.text, ParseMode: p.parseMode,
-		}
+		return "sendPhoto", tgbotapi.PhotoConfig{BaseFile: file, Caption: p.text, ParseMode: p.parseMode}
 	case platform.AttachDocument:
-		return "sendDocument", tgbotapi.DocumentConfig{
-			BaseFile: tgbotapi.BaseFile{BaseChat: base, File: p.file},
-			Caption:  p.text, ParseMode: p.parseMode,
-		}
+		return "sendDocument", tgbotapi.DocumentConfig{BaseFile: file, Caption: p.text, ParseMode: p.parseMode}
+	case platform.AttachVideo:
+		return "sendVideo", tgbotapi.VideoConfig{BaseFile: file, Caption: p.text, ParseMode: p.parseMode}
+	case platform.AttachAudio:
+		return "sendAudio", tgbotapi.AudioConfig{BaseFile: file, Caption: p.text, ParseMode: p.parseMode}
+	case platform.AttachVoice:
+		return "sendVoice", tgbotapi.VoiceConfig{BaseFile: file, Caption: p.text, ParseMode: p.parseMode}
+	case platform.AttachAnimation:
+		return "sendAnimation", tgbotapi.AnimationConfig{BaseFile: file, Caption: p.text, ParseMode: p.parseMode}
+	case platform.AttachSticker:
+		return "sendSticker", tgbotapi.StickerConfig{BaseFile: file}
+	case platform.AttachVideoNote:
+		return "sendVideoNote", tgbotapi.VideoNoteConfig{BaseFile: file}
 	default:
 		return "sendMessage", tgbotapi.MessageConfig{BaseChat: base, Text: p.text, ParseMode: p.parseMode}
 	}
 }
 
 func (a *Adapter) sendPart(ctx context.Context, chat chatRef, p part) (tgbotapi.Message, error) {
+	if p.kind == kindAlbum {
+		return a.sendAlbum(ctx, chat, p)
+	}
 	method, c := p.chattable(chat)
 	raw, err := a.request(ctx, method, c)
 	if err != nil {
@@ -382,4 +519,52 @@ func (a *Adapter) sendPart(ctx context.Context, chat chatRef, p part) (tgbotapi.
 		return tgbotapi.Message{}, nil
 	}
 	return msg, nil
+}
+
+// inputMediaTypes are the InputMedia types of the kinds an album holds.
+var inputMediaTypes = map[platform.AttachmentKind]string{
+	platform.AttachPhoto: "photo", platform.AttachVideo: "video",
+	platform.AttachDocument: "document", platform.AttachAudio: "audio",
+}
+
+// sendAlbum sends the album p with sendMediaGroup: uploaded bytes go as
+// multipart files named in the media JSON as attach://file-N. It returns
+// the album's last message.
+func (a *Adapter) sendAlbum(ctx context.Context, chat chatRef, p part) (tgbotapi.Message, error) {
+	type inputMedia struct {
+		Type      string `json:"type"`
+		Media     string `json:"media"`
+		Caption   string `json:"caption,omitempty"`
+		ParseMode string `json:"parse_mode,omitempty"`
+	}
+	media := make([]inputMedia, len(p.items))
+	var files []tgbotapi.RequestFile
+	for i, it := range p.items {
+		media[i] = inputMedia{Type: inputMediaTypes[it.kind], Caption: it.text, ParseMode: it.parseMode}
+		if it.file.NeedsUpload() {
+			name := "file-" + strconv.Itoa(i)
+			media[i].Media = "attach://" + name
+			files = append(files, tgbotapi.RequestFile{Name: name, Data: it.file})
+		} else {
+			media[i].Media = it.file.SendData()
+		}
+	}
+	params := make(tgbotapi.Params)
+	_ = params.AddFirstValid("chat_id", chat.id, chat.username) // an int64 or a string: cannot fail
+	params.AddNonZero("reply_to_message_id", p.replyTo)
+	params.AddBool("allow_sending_without_reply", p.replyTo != 0)
+	if err := params.AddInterface("media", media); err != nil {
+		return tgbotapi.Message{}, fmt.Errorf("telegram: sendMediaGroup: %w", err)
+	}
+	raw, err := a.upload(ctx, "sendMediaGroup", params, files)
+	if err != nil {
+		return tgbotapi.Message{}, err
+	}
+	var msgs []tgbotapi.Message
+	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
+		a.limited.Warn("telegram: an album was delivered, but the answer's result is unreadable; its IDs are unknown",
+			zap.String("method", "sendMediaGroup"), zap.Error(err))
+		return tgbotapi.Message{}, nil
+	}
+	return msgs[len(msgs)-1], nil
 }

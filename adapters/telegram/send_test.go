@@ -232,7 +232,7 @@ func TestSendInvalid(t *testing.T) {
 	}
 	// 64 bytes of callback data and 1024 caption characters are fine.
 	_, err := h.a.Send(t.Context(), sendTo("1", platform.OutboundMessage{
-		Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, URL: "u", Caption: long[:2*maxCaptionUnits]}},
+		Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, URL: "https://example.com/u.png", Caption: long[:2*maxCaptionUnits]}},
 		Buttons:     [][]platform.Button{{{Text: "b", Data: strings.Repeat("d", 64)}}},
 	}))
 	if err != nil {

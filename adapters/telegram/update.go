@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -11,15 +12,17 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
-// updateToEvents maps one Telegram update to Herald events. botUsername is
-// the bot's own username (without "@"), for commands; now stands in for
-// times Telegram does not give. It never panics, whatever the update holds,
+// updateToEvents maps one Telegram update to Herald events of the adapter
+// named name (every event's Platform). botUsername is the bot's own
+// username (without "@"), for commands; now stands in for times Telegram
+// does not give. It never panics, whatever the update holds,
 // and never calls Update.FromChat (which panics on an inline callback).
 //
 //   - message, channel_post → [platform.EventMessage]; edited_message,
 //     edited_channel_post → [platform.EventEditedMessage]. Text is the text
 //     or, for media, the caption. A channel post's From is the channel
 //     (sender_chat). Time is the message's date (the edit date for edits).
+//     Media are Attachments (see [attachmentsOf]).
 //   - A command addressed to this bot, "/cmd@ThisBot args", becomes
 //     "/cmd args" (the username is compared case-insensitively). A command
 //     addressed to another bot, "/cmd@OtherBot", yields no event: it is
@@ -28,22 +31,28 @@ import (
 //     [platform.EventMemberJoined] per member, and one with
 //     left_chat_member a [platform.EventMemberLeft]; From is the member.
 //   - callback_query → [platform.EventCallback] with Text the callback
-//     data, MessageID the message carrying the button and Time now. A
-//     callback from an inline message has no chat: Chat is empty. A
+//     data, QueryID the callback query's ID, MessageID the message
+//     carrying the button and Time now. A callback from an inline message
+//     has no chat: Chat is empty, and Inline.MessageID is the inline
+//     message's ID. A
 //     message without a message_id (0, which no message has) leaves
 //     MessageID empty, so an edit of it is refused before any request
 //     instead of going to a message that does not exist.
-//   - Anything else (inline queries, chat member updates, polls, ...) →
+//   - inline_query → [platform.EventInlineQuery]: From, Text the query,
+//     QueryID its ID, Inline.Offset and Inline.ChatType; chosen_inline_result
+//     → [platform.EventInlineResult]: From, Text the query, Inline.ResultID
+//     and Inline.MessageID (inline_message_id). Neither has a chat.
+//   - Anything else (chat member updates, polls, ...) →
 //     [platform.EventOther] with the chat and user the update names, if
 //     any.
 //
 // Event IDs are the update ID; when one update yields several events, the
 // second and later have ".N" appended (N counting from 1). Every event's
 // Raw is u.
-func updateToEvents(u *tgbotapi.Update, botUsername string, now time.Time) []platform.Event {
+func updateToEvents(name string, u *tgbotapi.Update, botUsername string, now time.Time) []platform.Event {
 	base := platform.Event{
 		ID:       strconv.Itoa(u.UpdateID),
-		Platform: DefaultName,
+		Platform: name,
 		Time:     now,
 		Raw:      u,
 	}
@@ -61,20 +70,32 @@ func updateToEvents(u *tgbotapi.Update, botUsername string, now time.Time) []pla
 		ev := base
 		ev.Kind = platform.EventCallback
 		ev.Text = cq.Data
+		ev.QueryID = cq.ID
 		ev.From = userOf(cq.From)
+		ev.Inline.MessageID = cq.InlineMessageID
 		if cq.Message != nil {
 			ev.Chat = chatOf(cq.Message.Chat)
 			ev.MessageID = messageID(cq.Message.MessageID)
 		}
 		return []platform.Event{ev}
+	case u.InlineQuery != nil:
+		q := u.InlineQuery
+		ev := base
+		ev.Kind = platform.EventInlineQuery
+		ev.From, ev.Text, ev.QueryID = userOf(q.From), q.Query, q.ID
+		ev.Inline = platform.InlineQuery{Offset: q.Offset, ChatType: q.ChatType}
+		return []platform.Event{ev}
+	case u.ChosenInlineResult != nil:
+		r := u.ChosenInlineResult
+		ev := base
+		ev.Kind = platform.EventInlineResult
+		ev.From, ev.Text = userOf(r.From), r.Query
+		ev.Inline = platform.InlineQuery{ResultID: r.ResultID, MessageID: r.InlineMessageID}
+		return []platform.Event{ev}
 	}
 	ev := base
 	ev.Kind = platform.EventOther
 	switch {
-	case u.InlineQuery != nil:
-		ev.From, ev.Text = userOf(u.InlineQuery.From), u.InlineQuery.Query
-	case u.ChosenInlineResult != nil:
-		ev.From, ev.Text = userOf(u.ChosenInlineResult.From), u.ChosenInlineResult.Query
 	case u.MyChatMember != nil:
 		ev.Chat, ev.From = chatOf(&u.MyChatMember.Chat), userOf(&u.MyChatMember.From)
 		ev.Time = unixOr(u.MyChatMember.Date, now)
@@ -150,6 +171,7 @@ func messageEvents(base platform.Event, m *tgbotapi.Message, kind platform.Event
 	if ev.Text == "" {
 		ev.Text = m.Caption
 	}
+	ev.Attachments = attachmentsOf(m)
 	text, ok := normalizeCommand(ev.Text, botUsername)
 	if !ok {
 		return nil
@@ -242,4 +264,70 @@ func unixOr(secs int, def time.Time) time.Time {
 		return def
 	}
 	return time.Unix(int64(secs), 0).UTC()
+}
+
+// attachmentsOf returns the files of m as attachments, each with m's
+// caption: a photo (its largest size, with Sizes listing all of them,
+// smallest first, as Telegram orders them), an animation (a GIF, which
+// Telegram also describes as a document: it is one attachment, the
+// animation), a document, a video, a video note (Width and Height its
+// diameter), an audio, a voice note or a sticker, with the file ID,
+// name, MIME type, size in bytes, dimensions and duration Telegram gives.
+// It is nil for a message without a file.
+func attachmentsOf(m *tgbotapi.Message) []platform.Attachment {
+	at := platform.Attachment{Caption: m.Caption}
+	secs := func(s int) time.Duration { // not negative, and no overflow
+		return time.Duration(min(max(int64(s), 0), int64(math.MaxInt64/time.Second))) * time.Second
+	}
+	switch {
+	case len(m.Photo) > 0:
+		at.Kind = platform.AttachPhoto
+		at.Sizes = make([]platform.PhotoSize, 0, len(m.Photo))
+		for _, p := range m.Photo {
+			at.Sizes = append(at.Sizes, platform.PhotoSize{FileID: p.FileID, Width: p.Width, Height: p.Height, Size: max(int64(p.FileSize), 0)})
+		}
+		largest := at.Sizes[0]
+		for _, p := range at.Sizes[1:] {
+			if p.Width*p.Height >= largest.Width*largest.Height {
+				largest = p
+			}
+		}
+		at.FileID, at.Width, at.Height, at.Size = largest.FileID, largest.Width, largest.Height, largest.Size
+	case m.Animation != nil:
+		a := m.Animation
+		at.Kind, at.FileID, at.FileName, at.MIMEType, at.Size = platform.AttachAnimation, a.FileID, a.FileName, a.MimeType, int64(a.FileSize)
+		at.Width, at.Height, at.Duration = a.Width, a.Height, secs(a.Duration)
+	case m.Document != nil:
+		d := m.Document
+		at.Kind, at.FileID, at.FileName, at.MIMEType, at.Size = platform.AttachDocument, d.FileID, d.FileName, d.MimeType, int64(d.FileSize)
+	case m.Video != nil:
+		v := m.Video
+		at.Kind, at.FileID, at.FileName, at.MIMEType, at.Size = platform.AttachVideo, v.FileID, v.FileName, v.MimeType, int64(v.FileSize)
+		at.Width, at.Height, at.Duration = v.Width, v.Height, secs(v.Duration)
+	case m.VideoNote != nil:
+		v := m.VideoNote
+		at.Kind, at.FileID, at.Size = platform.AttachVideoNote, v.FileID, int64(v.FileSize)
+		at.Width, at.Height, at.Duration = v.Length, v.Length, secs(v.Duration)
+	case m.Audio != nil:
+		a := m.Audio
+		at.Kind, at.FileID, at.FileName, at.MIMEType, at.Size = platform.AttachAudio, a.FileID, a.FileName, a.MimeType, int64(a.FileSize)
+		at.Duration = secs(a.Duration)
+	case m.Voice != nil:
+		v := m.Voice
+		at.Kind, at.FileID, at.MIMEType, at.Size = platform.AttachVoice, v.FileID, v.MimeType, int64(v.FileSize)
+		at.Duration = secs(v.Duration)
+	case m.Sticker != nil:
+		st := m.Sticker
+		at.Kind, at.FileID, at.Size, at.Width, at.Height = platform.AttachSticker, st.FileID, int64(st.FileSize), st.Width, st.Height
+		switch {
+		case st.IsAnimated:
+			at.MIMEType = "application/x-tgsticker"
+		default:
+			at.MIMEType = "image/webp"
+		}
+	default:
+		return nil
+	}
+	at.Size = max(at.Size, 0)
+	return []platform.Attachment{at}
 }

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,7 +68,8 @@ func TestUpdateToEvents(t *testing.T) {
 		{
 			name: "reply and caption",
 			json: `{"update_id":15,"message":{"message_id":8,"from":` + annJSON + `,"chat":{"id":-5,"type":"group","title":"g"},"date":1772362800,"caption":"look","photo":[{"file_id":"f","file_unique_id":"u","width":1,"height":1}],"reply_to_message":{"message_id":2,"chat":{"id":-5,"type":"group"},"date":1}}}`,
-			want: []platform.Event{{ID: "15", Kind: platform.EventMessage, Chat: platform.Chat{ID: "-5", Type: platform.ChatGroup, Title: "g"}, From: ann, Text: "look", MessageID: "8", ReplyToID: "2", Time: at}},
+			want: []platform.Event{{ID: "15", Kind: platform.EventMessage, Chat: platform.Chat{ID: "-5", Type: platform.ChatGroup, Title: "g"}, From: ann, Text: "look", MessageID: "8", ReplyToID: "2", Time: at,
+				Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, FileID: "f", Width: 1, Height: 1, Caption: "look", Sizes: []platform.PhotoSize{{FileID: "f", Width: 1, Height: 1}}}}}},
 		},
 		{
 			name: "edited message uses the edit date",
@@ -88,17 +90,17 @@ func TestUpdateToEvents(t *testing.T) {
 		{
 			name: "callback with a message",
 			json: `{"update_id":19,"callback_query":{"id":"cb1","from":` + annJSON + `,"message":{"message_id":21,"chat":` + groupJSON + `,"date":1},"chat_instance":"ci","data":"vote:yes"}}`,
-			want: []platform.Event{{ID: "19", Kind: platform.EventCallback, Chat: group, From: ann, Text: "vote:yes", MessageID: "21", Time: testNow}},
+			want: []platform.Event{{ID: "19", Kind: platform.EventCallback, Chat: group, From: ann, Text: "vote:yes", MessageID: "21", Time: testNow, QueryID: "cb1"}},
 		},
 		{
 			name: "callback from an inline message has no chat",
 			json: `{"update_id":20,"callback_query":{"id":"cb2","from":` + annJSON + `,"inline_message_id":"im","chat_instance":"ci","data":"x"}}`,
-			want: []platform.Event{{ID: "20", Kind: platform.EventCallback, From: ann, Text: "x", Time: testNow}},
+			want: []platform.Event{{ID: "20", Kind: platform.EventCallback, From: ann, Text: "x", Time: testNow, QueryID: "cb2", Inline: platform.InlineQuery{MessageID: "im"}}},
 		},
 		{
 			name: "callback whose message has no message_id",
 			json: `{"update_id":27,"callback_query":{"id":"cb3","from":` + annJSON + `,"message":{"chat":` + groupJSON + `,"date":0},"chat_instance":"ci","data":"menu"}}`,
-			want: []platform.Event{{ID: "27", Kind: platform.EventCallback, Chat: group, From: ann, Text: "menu", Time: testNow}},
+			want: []platform.Event{{ID: "27", Kind: platform.EventCallback, Chat: group, From: ann, Text: "menu", Time: testNow, QueryID: "cb3"}},
 		},
 		{
 			name: "reply to a message without message_id",
@@ -119,9 +121,67 @@ func TestUpdateToEvents(t *testing.T) {
 			want: []platform.Event{{ID: "22", Kind: platform.EventMemberLeft, Chat: group, From: platform.User{ID: "8", Name: "Bo"}, MessageID: "31", Time: at}},
 		},
 		{
-			name: "inline query is other",
-			json: `{"update_id":23,"inline_query":{"id":"q","from":` + annJSON + `,"query":"cats","offset":""}}`,
-			want: []platform.Event{{ID: "23", Kind: platform.EventOther, From: ann, Text: "cats", Time: testNow}},
+			name: "inline query",
+			json: `{"update_id":23,"inline_query":{"id":"q","from":` + annJSON + `,"query":"cats","offset":"20","chat_type":"sender"}}`,
+			want: []platform.Event{{ID: "23", Kind: platform.EventInlineQuery, From: ann, Text: "cats", Time: testNow, QueryID: "q",
+				Inline: platform.InlineQuery{Offset: "20", ChatType: "sender"}}},
+		},
+		{
+			name: "chosen inline result",
+			json: `{"update_id":29,"chosen_inline_result":{"result_id":"r1","from":` + annJSON + `,"query":"cats","inline_message_id":"im2"}}`,
+			want: []platform.Event{{ID: "29", Kind: platform.EventInlineResult, From: ann, Text: "cats", Time: testNow,
+				Inline: platform.InlineQuery{ResultID: "r1", MessageID: "im2"}}},
+		},
+		{
+			name: "photo in sizes, the largest first",
+			json: `{"update_id":30,"message":{"message_id":40,"from":` + annJSON + `,"chat":` + privateJSON + `,"date":1772362800,"photo":[` +
+				`{"file_id":"s","file_unique_id":"us","width":90,"height":60,"file_size":900},{"file_id":"l","file_unique_id":"ul","width":1280,"height":853,"file_size":99000},` +
+				`{"file_id":"m","file_unique_id":"um","width":320,"height":213,"file_size":9000}]}}`,
+			want: []platform.Event{{ID: "30", Kind: platform.EventMessage, Chat: private, From: ann, MessageID: "40", Time: at,
+				Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, FileID: "l", Width: 1280, Height: 853, Size: 99000, Sizes: []platform.PhotoSize{
+					{FileID: "s", Width: 90, Height: 60, Size: 900}, {FileID: "l", Width: 1280, Height: 853, Size: 99000}, {FileID: "m", Width: 320, Height: 213, Size: 9000}}}}}},
+		},
+		{
+			name: "document",
+			json: `{"update_id":31,"message":{"message_id":41,"chat":` + privateJSON + `,"date":1772362800,"caption":"the report","document":{"file_id":"d","file_unique_id":"ud","file_name":"r.pdf","mime_type":"application/pdf","file_size":12345}}}`,
+			want: []platform.Event{{ID: "31", Kind: platform.EventMessage, Chat: private, Text: "the report", MessageID: "41", Time: at,
+				Attachments: []platform.Attachment{{Kind: platform.AttachDocument, FileID: "d", FileName: "r.pdf", MIMEType: "application/pdf", Size: 12345, Caption: "the report"}}}},
+		},
+		{
+			name: "an animation is not also a document",
+			json: `{"update_id":32,"message":{"message_id":42,"chat":` + privateJSON + `,"date":1772362800,"animation":{"file_id":"a","file_unique_id":"ua","width":320,"height":240,"duration":3,"mime_type":"video/mp4","file_size":500},"document":{"file_id":"a","file_unique_id":"ua","mime_type":"video/mp4"}}}`,
+			want: []platform.Event{{ID: "32", Kind: platform.EventMessage, Chat: private, MessageID: "42", Time: at,
+				Attachments: []platform.Attachment{{Kind: platform.AttachAnimation, FileID: "a", MIMEType: "video/mp4", Size: 500, Width: 320, Height: 240, Duration: 3 * time.Second}}}},
+		},
+		{
+			name: "voice with a duration",
+			json: `{"update_id":33,"message":{"message_id":43,"chat":` + privateJSON + `,"date":1772362800,"voice":{"file_id":"v","file_unique_id":"uv","duration":7,"mime_type":"audio/ogg","file_size":4000}}}`,
+			want: []platform.Event{{ID: "33", Kind: platform.EventMessage, Chat: private, MessageID: "43", Time: at,
+				Attachments: []platform.Attachment{{Kind: platform.AttachVoice, FileID: "v", MIMEType: "audio/ogg", Size: 4000, Duration: 7 * time.Second}}}},
+		},
+		{
+			name: "video with a negative size",
+			json: `{"update_id":34,"message":{"message_id":44,"chat":` + privateJSON + `,"date":1772362800,"video":{"file_id":"vi","file_unique_id":"u","width":640,"height":360,"duration":12,"file_name":"c.mp4","mime_type":"video/mp4","file_size":-3}}}`,
+			want: []platform.Event{{ID: "34", Kind: platform.EventMessage, Chat: private, MessageID: "44", Time: at,
+				Attachments: []platform.Attachment{{Kind: platform.AttachVideo, FileID: "vi", FileName: "c.mp4", MIMEType: "video/mp4", Width: 640, Height: 360, Duration: 12 * time.Second}}}},
+		},
+		{
+			name: "video note",
+			json: `{"update_id":35,"message":{"message_id":45,"chat":` + privateJSON + `,"date":1772362800,"video_note":{"file_id":"n","file_unique_id":"u","length":240,"duration":5,"file_size":70}}}`,
+			want: []platform.Event{{ID: "35", Kind: platform.EventMessage, Chat: private, MessageID: "45", Time: at,
+				Attachments: []platform.Attachment{{Kind: platform.AttachVideoNote, FileID: "n", Width: 240, Height: 240, Duration: 5 * time.Second, Size: 70}}}},
+		},
+		{
+			name: "audio",
+			json: `{"update_id":36,"message":{"message_id":46,"chat":` + privateJSON + `,"date":1772362800,"audio":{"file_id":"au","file_unique_id":"u","duration":200,"title":"t","file_name":"s.mp3","mime_type":"audio/mpeg","file_size":3000000}}}`,
+			want: []platform.Event{{ID: "36", Kind: platform.EventMessage, Chat: private, MessageID: "46", Time: at,
+				Attachments: []platform.Attachment{{Kind: platform.AttachAudio, FileID: "au", FileName: "s.mp3", MIMEType: "audio/mpeg", Size: 3000000, Duration: 200 * time.Second}}}},
+		},
+		{
+			name: "animated sticker",
+			json: `{"update_id":37,"message":{"message_id":47,"chat":` + privateJSON + `,"date":1772362800,"sticker":{"file_id":"st","file_unique_id":"u","width":512,"height":512,"is_animated":true}}}`,
+			want: []platform.Event{{ID: "37", Kind: platform.EventMessage, Chat: private, MessageID: "47", Time: at,
+				Attachments: []platform.Attachment{{Kind: platform.AttachSticker, FileID: "st", Width: 512, Height: 512, MIMEType: "application/x-tgsticker"}}}},
 		},
 		{
 			name: "my_chat_member is other, with chat and date",
@@ -145,7 +205,7 @@ func TestUpdateToEvents(t *testing.T) {
 			if err := json.Unmarshal([]byte(tt.json), &u); err != nil {
 				t.Fatalf("bad test JSON: %v", err)
 			}
-			got := updateToEvents(&u, "herald_bot", testNow)
+			got := updateToEvents(DefaultName, &u, "herald_bot", testNow)
 			if len(got) != len(tt.want) {
 				t.Fatalf("got %d events %+v; want %d", len(got), got, len(tt.want))
 			}
@@ -155,7 +215,7 @@ func TestUpdateToEvents(t *testing.T) {
 				}
 				w := tt.want[i]
 				w.Platform, w.Raw = "telegram", got[i].Raw
-				if got[i] != w {
+				if !reflect.DeepEqual(got[i], w) {
 					t.Errorf("event %d =\n %+v\nwant\n %+v", i, got[i], w)
 				}
 			}
@@ -201,6 +261,10 @@ func FuzzUpdateToEvent(f *testing.F) {
 		`{"update_id":7,"poll_answer":{},"pre_checkout_query":{},"shipping_query":{},"chosen_inline_result":{}}`,
 		`{"update_id":8,"message":{"text":"/\u00ff@","date":-5,"edit_date":99999999999}}`,
 		`{}`, `null`, `[]`, `{"update_id":"x"}`,
+		`{"update_id":9,"message":{"photo":[{"file_id":"a","width":-1,"height":99999999999,"file_size":-7},{}],"caption":"c"}}`,
+		`{"update_id":10,"message":{"animation":{"file_id":"a","duration":-4},"document":{"file_id":"a"},"voice":{},"sticker":{"is_animated":true}}}`,
+		`{"update_id":11,"inline_query":{"id":"q","query":"x","offset":"o"},"callback_query":{"id":"c"}}`,
+		`{"update_id":12,"message":{"photo":[]}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -209,18 +273,76 @@ func FuzzUpdateToEvent(f *testing.F) {
 		if json.Unmarshal(data, &u) != nil {
 			return
 		}
-		for _, ev := range updateToEvents(&u, "herald_bot", testNow) {
+		for _, ev := range updateToEvents(DefaultName, &u, "herald_bot", testNow) {
 			if ev.Platform != "telegram" || ev.Raw != &u || ev.Kind == "" {
 				t.Fatalf("bad event %+v", ev)
 			}
 			if id := strconv.Itoa(u.UpdateID); ev.ID != id && !strings.HasPrefix(ev.ID, id+".") {
 				t.Fatalf("event ID %q for update %d", ev.ID, u.UpdateID)
 			}
+			checkAttachments(t, ev.Attachments)
+			if (ev.Kind == platform.EventInlineQuery || ev.Kind == platform.EventInlineResult) && ev.Chat.ID != "" {
+				t.Fatalf("inline event with a chat: %+v", ev)
+			}
 			// Normalised text is a fixed point: no "@herald_bot" left on a
 			// command, and never a command for another bot.
-			if again, ok := normalizeCommand(ev.Text, "herald_bot"); ev.Kind != platform.EventCallback && ev.Kind != platform.EventOther && (!ok || again != ev.Text) {
+			if again, ok := normalizeCommand(ev.Text, "herald_bot"); ev.Kind != platform.EventCallback && ev.Kind != platform.EventOther &&
+				ev.Kind != platform.EventInlineQuery && ev.Kind != platform.EventInlineResult && (!ok || again != ev.Text) {
 				t.Fatalf("text %q normalises again to %q, %v", ev.Text, again, ok)
 			}
 		}
+	})
+}
+
+// checkAttachments fails unless every attachment decoded from an update
+// has a known kind, at most one, sizes and a duration that are not
+// negative, and, for a photo, its FileID among its Sizes.
+func checkAttachments(t *testing.T, atts []platform.Attachment) {
+	t.Helper()
+	if len(atts) > 1 {
+		t.Fatalf("%d attachments from one message; want at most 1", len(atts))
+	}
+	for _, at := range atts {
+		probe := platform.OutboundMessage{Attachments: []platform.Attachment{{Kind: at.Kind, URL: "u"}}}
+		if err := probe.Validate(); err != nil {
+			t.Fatalf("attachment of an unknown kind %q", at.Kind)
+		}
+		if at.Size < 0 || at.Duration < 0 {
+			t.Fatalf("attachment with size %d, duration %v", at.Size, at.Duration)
+		}
+		if at.Kind == platform.AttachPhoto {
+			found := false
+			for _, ps := range at.Sizes {
+				found = found || ps.FileID == at.FileID
+				if ps.Size < 0 {
+					t.Fatalf("photo size with %d bytes", ps.Size)
+				}
+			}
+			if !found {
+				t.Fatalf("photo %q not among its sizes %+v", at.FileID, at.Sizes)
+			}
+		} else if len(at.Sizes) > 0 {
+			t.Fatalf("a %s with photo sizes", at.Kind)
+		}
+	}
+}
+
+// FuzzAttachmentsOf decodes arbitrary messages into attachments: never a
+// panic, and always attachments checkAttachments accepts.
+func FuzzAttachmentsOf(f *testing.F) {
+	for _, s := range []string{
+		`{"photo":[{"file_id":"a","width":2,"height":2},{"file_id":"b","width":1,"height":9}]}`,
+		`{"document":{"file_id":"d","file_name":"x","mime_type":"text/plain","file_size":3}}`,
+		`{"video":{"file_id":"v","duration":-1,"file_size":-9}}`, `{"video_note":{"length":-3}}`,
+		`{"audio":{}}`, `{"voice":{"duration":99999999999}}`, `{"sticker":{}}`, `{"animation":{}}`, `{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m tgbotapi.Message
+		if json.Unmarshal(data, &m) != nil {
+			return
+		}
+		checkAttachments(t, attachmentsOf(&m))
 	})
 }

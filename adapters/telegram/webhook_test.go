@@ -96,13 +96,17 @@ func TestWebhookRun(t *testing.T) {
 			t.Errorf("%s: status %d; want %d", tc.name, got, tc.want)
 		}
 	}
-	// A callback through the webhook is answered.
+	// A callback through the webhook can be answered.
 	cb := `{"update_id":105,"callback_query":{"id":"cbw","from":{"id":7,"first_name":"Ann"},"chat_instance":"c","data":"go","message":{"message_id":3,"chat":{"id":42,"type":"private"},"date":1}}}`
 	if got := post(t, url, webhookSecret, cb); got != http.StatusOK {
 		t.Fatalf("callback: %d", got)
 	}
-	if ev := r.next(t, 1)[0]; ev.Kind != platform.EventCallback || ev.Text != "go" {
+	ev := r.next(t, 1)[0]
+	if ev.Kind != platform.EventCallback || ev.Text != "go" || ev.QueryID != "cbw" {
 		t.Fatalf("callback event %+v", ev)
+	}
+	if err := h.a.AnswerCallback(ctx, ev, platform.CallbackAnswer{}); err != nil {
+		t.Fatal(err)
 	}
 	if err := h.srv.WaitUntil(ctx, func() bool { return len(h.srv.CallbackAnswers()) == 1 }); err != nil {
 		t.Fatal("callback not answered")

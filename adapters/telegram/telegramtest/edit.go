@@ -153,6 +153,8 @@ func (s *Server) edit(w http.ResponseWriter, method string, p url.Values) {
 	key := msgKey{chatID, id}
 	m, ok := s.current[key]
 	switch {
+	case !ok && s.deleted[key]:
+		desc = descNotFound
 	case !ok && id <= s.messageIDs[chatID]:
 		desc = descCantEdit // a user's message
 	case !ok:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf16"
 
@@ -17,6 +18,10 @@ import (
 // text as sent, markup included, so it is stricter than Telegram, which
 // counts after parsing the markup.
 const (
+	// descQueryTooOld is Telegram's answer to an answer of a callback or
+	// inline query that is unknown, too old, or answered before.
+	descQueryTooOld = "query is too old and response timeout expired or query ID is invalid"
+
 	maxTextLen     = 4096
 	maxCaptionLen  = 1024
 	maxCallbackLen = 64
@@ -29,9 +34,12 @@ const (
 // Keyboard included) without affecting the server or other callers. The
 // zero value describes no message.
 type SentMessage struct {
-	// Method is "sendMessage", "sendPhoto" or "sendDocument".
+	// Method is "sendMessage", "sendPhoto", "sendDocument", "sendVideo",
+	// "sendAudio", "sendVoice", "sendAnimation", "sendSticker",
+	// "sendVideoNote" or "sendMediaGroup".
 	Method string
-	// Kind is "text", "photo" or "document".
+	// Kind is "text", "photo", "document", "video", "audio", "voice",
+	// "animation", "sticker" or "video_note".
 	Kind string
 	// ChatID is the chat the message went to and MessageID the ID the
 	// server gave it (counted per chat from 1).
@@ -46,11 +54,23 @@ type SentMessage struct {
 	ReplyToMessageID int
 	// Keyboard holds the inline keyboard sent, or nil.
 	Keyboard [][]tgbotapi.InlineKeyboardButton
-	// FileURL is the URL (or file ID) of a photo or document sent by
-	// reference; FileName and FileData describe an uploaded one.
+	// ReplyKeyboard is the reply keyboard sent (reply_markup with
+	// "keyboard"), or nil; RemoveKeyboard is set for a reply_markup that
+	// removes it.
+	ReplyKeyboard  *tgbotapi.ReplyKeyboardMarkup
+	RemoveKeyboard bool
+	// FileURL is the URL (or file ID) of a file sent by reference;
+	// FileName and FileData describe an uploaded one (FileData also one
+	// sent by the file ID of a file the server holds). FileID is the ID
+	// the server knows the file by: given for uploads and URLs, as sent
+	// for a file ID.
 	FileURL  string
 	FileName string
 	FileData []byte
+	FileID   string
+	// MediaGroupID is the album the message is part of (sendMediaGroup),
+	// or empty.
+	MediaGroupID string
 	// At is when the server accepted the message.
 	At time.Time
 	// EditedAt is when the server accepted the last edit of the message
@@ -79,6 +99,14 @@ func (m SentMessage) clone() SentMessage {
 		m.FileData = bytes.Clone(m.FileData)
 	}
 	m.Keyboard = cloneKeyboard(m.Keyboard)
+	if m.ReplyKeyboard != nil {
+		rk := *m.ReplyKeyboard
+		rk.Keyboard = nil
+		for _, row := range m.ReplyKeyboard.Keyboard {
+			rk.Keyboard = append(rk.Keyboard, append([]tgbotapi.KeyboardButton(nil), row...))
+		}
+		m.ReplyKeyboard = &rk
+	}
 	return m
 }
 
@@ -130,6 +158,8 @@ type CallbackAnswer struct {
 	Text string
 	// ShowAlert is show_alert: an alert instead of a notification.
 	ShowAlert bool
+	// URL is the url sent, or empty.
+	URL string
 	// At is when the server received the answer.
 	At time.Time
 }
@@ -147,7 +177,14 @@ func badRequest(w http.ResponseWriter, desc string) {
 	writeError(w, http.StatusBadRequest, "Bad Request: "+desc, nil)
 }
 
-// send handles sendMessage, sendPhoto and sendDocument.
+// sendMethods maps the methods that send one file to their kind, which is
+// also the parameter that holds the file.
+var sendMethods = map[string]string{
+	"sendPhoto": "photo", "sendDocument": "document", "sendVideo": "video", "sendAudio": "audio",
+	"sendVoice": "voice", "sendAnimation": "animation", "sendSticker": "sticker", "sendVideoNote": "video_note",
+}
+
+// send handles sendMessage and the methods that send one file.
 func (s *Server) send(w http.ResponseWriter, method string, p url.Values, files map[string]upload) {
 	chatID, ok := s.chatID(p.Get("chat_id"))
 	if !ok {
@@ -166,12 +203,12 @@ func (s *Server) send(w http.ResponseWriter, method string, p url.Values, files 
 			return
 		}
 	}
-	kb, desc := readKeyboard(p)
+	mk, desc := readMarkup(p)
 	if desc != "" {
 		badRequest(w, desc)
 		return
 	}
-	m.Keyboard = kb
+	m.Keyboard, m.ReplyKeyboard, m.RemoveKeyboard = mk.inline, mk.reply, mk.remove
 
 	switch method {
 	case "sendMessage":
@@ -185,31 +222,69 @@ func (s *Server) send(w http.ResponseWriter, method string, p url.Values, files 
 			return
 		}
 	default:
-		field := "photo"
-		if method == "sendDocument" {
-			field = "document"
-		}
+		field := sendMethods[method]
 		m.Kind, m.Text = field, p.Get("caption")
+		if field == "sticker" || field == "video_note" {
+			m.Text = "" // these have no caption
+		}
 		if utf16Len(m.Text) > maxCaptionLen {
 			badRequest(w, "message caption is too long")
 			return
 		}
-		if f, ok := files[field]; ok {
-			m.FileName, m.FileData = f.name, f.data
-		} else if m.FileURL = p.Get(field); m.FileURL == "" {
-			badRequest(w, "there is no "+field+" in the request")
+		if desc := s.attach(&m, field, p.Get(field), files); desc != "" {
+			badRequest(w, desc)
 			return
 		}
 	}
 
 	s.mu.Lock()
-	m.MessageID = s.nextMessageIDLocked(chatID)
-	m.At = time.Now()
-	s.sent = append(s.sent, m)
-	s.current[msgKey{chatID, m.MessageID}] = m
-	s.notifyLocked()
+	s.recordLocked(&m)
 	s.mu.Unlock()
 	writeResult(w, s.messageResult(m))
+}
+
+// recordLocked gives m, a message the bot sent, its ID and time, and
+// records it; s.mu must be held.
+func (s *Server) recordLocked(m *SentMessage) {
+	m.MessageID = s.nextMessageIDLocked(m.ChatID)
+	m.At = time.Now()
+	if m.FileID == "" && m.Kind != "text" {
+		m.FileID = s.storeFileLocked(storedFile{kind: m.Kind, name: m.FileName, data: m.FileData, url: m.FileURL})
+	}
+	s.sent = append(s.sent, *m)
+	s.current[msgKey{m.ChatID, m.MessageID}] = *m
+	s.notifyLocked()
+}
+
+// attach sets m's file from a request's field: the upload files[field],
+// or the field's value, a URL (with "://") or a file ID, which must be
+// one the server holds. It returns the description of a Bad Request, or
+// "".
+func (s *Server) attach(m *SentMessage, field, value string, files map[string]upload) string {
+	if f, ok := files[field]; ok {
+		m.FileName, m.FileData = f.name, f.data
+		return ""
+	}
+	return s.attachRef(m, value, "there is no "+field+" in the request")
+}
+
+// attachRef sets m's file from ref, a URL or a file ID, as attach does.
+func (s *Server) attachRef(m *SentMessage, ref, missing string) string {
+	switch {
+	case ref == "":
+		return missing
+	case strings.Contains(ref, "://"):
+		m.FileURL = ref
+		return ""
+	}
+	s.mu.Lock()
+	f, ok := s.files[ref]
+	s.mu.Unlock()
+	if !ok {
+		return "wrong file identifier/HTTP URL specified"
+	}
+	m.FileURL, m.FileID, m.FileName, m.FileData = ref, ref, f.name, bytes.Clone(f.data)
+	return ""
 }
 
 // validParseMode reports whether Telegram knows the parse_mode mode.
@@ -226,22 +301,74 @@ func validParseMode(mode string) bool {
 // Bad Request for a reply_markup that is not an inline keyboard or has
 // callback data over Telegram's limit.
 func readKeyboard(p url.Values) ([][]tgbotapi.InlineKeyboardButton, string) {
+	mk, desc := readMarkup(p)
+	if desc == "" && (mk.reply != nil || mk.remove) {
+		desc = "inline keyboard expected"
+	}
+	return mk.inline, desc
+}
+
+// markup is a request's reply_markup: an inline keyboard, a reply
+// keyboard, or the removal of one.
+type markup struct {
+	inline [][]tgbotapi.InlineKeyboardButton
+	reply  *tgbotapi.ReplyKeyboardMarkup
+	remove bool
+}
+
+// readMarkup reads a request's reply_markup, and returns the description
+// of a Bad Request for one that does not parse, has callback data over
+// Telegram's limit, a reply keyboard without buttons or with a button
+// without text, or a placeholder over 64 characters.
+func readMarkup(p url.Values) (markup, string) {
 	v := p.Get("reply_markup")
 	if v == "" {
-		return nil, ""
+		return markup{}, ""
 	}
-	var kb tgbotapi.InlineKeyboardMarkup
-	if json.Unmarshal([]byte(v), &kb) != nil {
-		return nil, "can't parse reply keyboard markup JSON object"
+	var raw struct {
+		Inline      *[][]tgbotapi.InlineKeyboardButton `json:"inline_keyboard"`
+		Keyboard    *[][]tgbotapi.KeyboardButton       `json:"keyboard"`
+		Remove      bool                               `json:"remove_keyboard"`
+		OneTime     bool                               `json:"one_time_keyboard"`
+		Resize      bool                               `json:"resize_keyboard"`
+		Placeholder string                             `json:"input_field_placeholder"`
 	}
-	for _, row := range kb.InlineKeyboard {
-		for _, b := range row {
-			if b.CallbackData != nil && len(*b.CallbackData) > maxCallbackLen {
-				return nil, "BUTTON_DATA_INVALID"
+	if json.Unmarshal([]byte(v), &raw) != nil {
+		return markup{}, "can't parse reply keyboard markup JSON object"
+	}
+	var mk markup
+	switch {
+	case raw.Inline != nil:
+		for _, row := range *raw.Inline {
+			for _, b := range row {
+				if b.CallbackData != nil && len(*b.CallbackData) > maxCallbackLen {
+					return markup{}, "BUTTON_DATA_INVALID"
+				}
 			}
 		}
+		mk.inline = *raw.Inline
+	case raw.Keyboard != nil:
+		n := 0
+		for _, row := range *raw.Keyboard {
+			for _, b := range row {
+				if b.Text == "" {
+					return markup{}, "keyboard button text is empty"
+				}
+				n++
+			}
+		}
+		if n == 0 {
+			return markup{}, "reply keyboard must have at least one button"
+		}
+		if utf16Len(raw.Placeholder) > 64 {
+			return markup{}, "input field placeholder is too long"
+		}
+		mk.reply = &tgbotapi.ReplyKeyboardMarkup{Keyboard: *raw.Keyboard, OneTimeKeyboard: raw.OneTime,
+			ResizeKeyboard: raw.Resize, InputFieldPlaceholder: raw.Placeholder}
+	case raw.Remove:
+		mk.remove = true
 	}
-	return kb.InlineKeyboard, ""
+	return mk, ""
 }
 
 // messageResult returns m as the result of the call that sent or edited
@@ -263,29 +390,64 @@ func (s *Server) messageResult(m SentMessage) tgbotapi.Message {
 	if m.Keyboard != nil {
 		result.ReplyMarkup = &tgbotapi.InlineKeyboardMarkup{InlineKeyboard: m.Keyboard}
 	}
-	fileID := "file-" + m.Kind
-	switch m.Kind {
-	case "text":
-		result.Text = m.Text
-	case "photo":
-		result.Caption = m.Text
-		result.Photo = []tgbotapi.PhotoSize{{FileID: fileID, FileUniqueID: fileID}}
-	case "document":
-		result.Caption = m.Text
-		result.Document = &tgbotapi.Document{FileID: fileID, FileUniqueID: fileID, FileName: m.FileName}
+	if m.ReplyKeyboard != nil || m.RemoveKeyboard {
+		result.ReplyMarkup = nil // a message shows only an inline keyboard
 	}
+	result.MediaGroupID = m.MediaGroupID
+	if m.Kind == "text" {
+		result.Text = m.Text
+		return result
+	}
+	result.Caption = m.Text
+	setMedia(&result, m.Kind, m.FileID, m.FileName, "", len(m.FileData), 0, 0, 0)
 	return result
+}
+
+// setMedia sets the file of kind in msg, as Telegram describes one.
+func setMedia(msg *tgbotapi.Message, kind, fileID, name, mimeType string, size, width, height, secs int) {
+	uid := "u" + fileID
+	switch kind {
+	case "photo":
+		msg.Photo = []tgbotapi.PhotoSize{{FileID: fileID, FileUniqueID: uid, Width: width, Height: height, FileSize: size}}
+	case "document":
+		msg.Document = &tgbotapi.Document{FileID: fileID, FileUniqueID: uid, FileName: name, MimeType: mimeType, FileSize: size}
+	case "video":
+		msg.Video = &tgbotapi.Video{FileID: fileID, FileUniqueID: uid, FileName: name, MimeType: mimeType, FileSize: size, Width: width, Height: height, Duration: secs}
+	case "audio":
+		msg.Audio = &tgbotapi.Audio{FileID: fileID, FileUniqueID: uid, FileName: name, MimeType: mimeType, FileSize: size, Duration: secs}
+	case "voice":
+		msg.Voice = &tgbotapi.Voice{FileID: fileID, FileUniqueID: uid, MimeType: mimeType, FileSize: size, Duration: secs}
+	case "animation":
+		// As on Telegram, an animation is also described as a document.
+		msg.Animation = &tgbotapi.Animation{FileID: fileID, FileUniqueID: uid, FileName: name, MimeType: mimeType, FileSize: size, Width: width, Height: height, Duration: secs}
+		msg.Document = &tgbotapi.Document{FileID: fileID, FileUniqueID: uid, FileName: name, MimeType: mimeType, FileSize: size}
+	case "sticker":
+		msg.Sticker = &tgbotapi.Sticker{FileID: fileID, FileUniqueID: uid, Width: width, Height: height, FileSize: size}
+	case "video_note":
+		msg.VideoNote = &tgbotapi.VideoNote{FileID: fileID, FileUniqueID: uid, Length: width, Duration: secs, FileSize: size}
+	}
 }
 
 func (s *Server) answerCallback(w http.ResponseWriter, p url.Values) {
 	id := p.Get("callback_query_id")
 	if id == "" {
-		badRequest(w, "query is too old and response timeout expired or query ID is invalid")
+		badRequest(w, descQueryTooOld)
+		return
+	}
+	if utf16Len(p.Get("text")) > 200 {
+		badRequest(w, "MESSAGE_TOO_LONG")
 		return
 	}
 	s.mu.Lock()
+	for _, a := range s.answers {
+		if a.CallbackQueryID == id {
+			s.mu.Unlock()
+			badRequest(w, descQueryTooOld) // answered before
+			return
+		}
+	}
 	s.answers = append(s.answers, CallbackAnswer{
-		CallbackQueryID: id, Text: p.Get("text"), ShowAlert: p.Get("show_alert") == "true", At: time.Now(),
+		CallbackQueryID: id, Text: p.Get("text"), ShowAlert: p.Get("show_alert") == "true", URL: p.Get("url"), At: time.Now(),
 	})
 	s.notifyLocked()
 	s.mu.Unlock()

@@ -94,6 +94,16 @@ type Server struct {
 	current      map[msgKey]SentMessage // every message in sent, edits applied
 	edits        []Edit
 	answers      []CallbackAnswer
+	files        map[string]storedFile // by file ID
+	filePaths    map[string]string     // file_path → file ID
+	fileSeq      int
+	deleted      map[msgKey]bool // messages deleted with deleteMessage
+	userMsgs     map[msgKey]bool // users' messages, which the bot may delete
+	deletions    []Deletion
+	actions      []ChatAction
+	inlineSeq    int
+	inlineIDs    map[string]bool // inline queries pushed
+	inline       []InlineAnswer
 	requests     map[string]int
 	webhook      WebhookInfo
 	rules        []*rule
@@ -122,6 +132,11 @@ func NewServer(opts ...Option) *Server {
 		nextUpdateID: 1,
 		messageIDs:   make(map[int64]int),
 		current:      make(map[msgKey]SentMessage),
+		files:        make(map[string]storedFile),
+		filePaths:    make(map[string]string),
+		deleted:      make(map[msgKey]bool),
+		userMsgs:     make(map[msgKey]bool),
+		inlineIDs:    make(map[string]bool),
 		requests:     make(map[string]int),
 		channels:     make(map[string]int64),
 		chanName:     make(map[int64]string),
@@ -254,7 +269,9 @@ var methods = map[string]string{}
 
 func init() {
 	for _, m := range []string{"getMe", "getUpdates", "sendMessage", "sendPhoto", "sendDocument",
-		"editMessageText", "editMessageCaption", "answerCallbackQuery", "setWebhook", "deleteWebhook"} {
+		"sendVideo", "sendAudio", "sendVoice", "sendAnimation", "sendSticker", "sendVideoNote", "sendMediaGroup",
+		"editMessageText", "editMessageCaption", "deleteMessage", "answerCallbackQuery", "sendChatAction",
+		"answerInlineQuery", "getFile", "setWebhook", "deleteWebhook"} {
 		methods[strings.ToLower(m)] = m
 	}
 }
@@ -286,6 +303,9 @@ func hangUp(w http.ResponseWriter) {
 // serve answers r on w, or reports that its connection must be reset
 // instead of answered ([Fault] Reset and Drop), leaving w unwritten.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) (hangUp bool) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"); ok {
+		return s.serveFile(w, r, rest)
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 || method == "" {
@@ -338,12 +358,23 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, method string, p
 		writeResult(w, s.bot)
 	case "getUpdates":
 		s.getUpdates(w, r, params)
-	case "sendMessage", "sendPhoto", "sendDocument":
+	case "sendMessage", "sendPhoto", "sendDocument", "sendVideo", "sendAudio", "sendVoice", "sendAnimation",
+		"sendSticker", "sendVideoNote":
 		s.send(w, method, params, files)
+	case "sendMediaGroup":
+		s.sendMediaGroup(w, params, files)
 	case "editMessageText", "editMessageCaption":
 		s.edit(w, method, params)
+	case "deleteMessage":
+		s.deleteMessage(w, params)
 	case "answerCallbackQuery":
 		s.answerCallback(w, params)
+	case "sendChatAction":
+		s.sendChatAction(w, params)
+	case "answerInlineQuery":
+		s.answerInline(w, params)
+	case "getFile":
+		s.getFile(w, params)
 	case "setWebhook":
 		s.setWebhook(w, params)
 	case "deleteWebhook":

@@ -66,6 +66,7 @@ func (s *Server) SendUserMessage(chatID int64, from tgbotapi.User, text string) 
 	if n := commandLength(text); n > 0 {
 		msg.Entities = []tgbotapi.MessageEntity{{Type: "bot_command", Offset: 0, Length: n}}
 	}
+	s.userMsgs[msgKey{chatID, msg.MessageID}] = true
 	return s.pushLocked(tgbotapi.Update{Message: msg})
 }
 
@@ -104,19 +105,27 @@ func isCommandByte(b byte) bool {
 // once the bot answered it. For a button under an inline message (with no
 // chat), build the update yourself and use [Server.PushUpdate].
 func (s *Server) PushCallback(chatID int64, from tgbotapi.User, messageID int, data string) string {
+	u := s.CallbackUpdate(chatID, from, messageID, data)
+	s.PushUpdate(u)
+	return u.CallbackQuery.ID
+}
+
+// CallbackUpdate is [Server.PushCallback] without the queueing: it
+// returns the update, with UpdateID 0, for the caller to deliver (to a
+// webhook, say).
+func (s *Server) CallbackUpdate(chatID int64, from tgbotapi.User, messageID int, data string) tgbotapi.Update {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.callbacks++
 	id := "cb" + strconv.Itoa(s.callbacks)
 	bot := s.bot
-	s.pushLocked(tgbotapi.Update{CallbackQuery: &tgbotapi.CallbackQuery{
+	return tgbotapi.Update{CallbackQuery: &tgbotapi.CallbackQuery{
 		ID:           id,
 		From:         &from,
 		Message:      &tgbotapi.Message{MessageID: messageID, From: &bot, Date: int(time.Now().Unix()), Chat: s.chat(chatID)},
 		ChatInstance: "ci" + strconv.FormatInt(chatID, 10),
 		Data:         data,
-	}})
-	return id
+	}}
 }
 
 // PushUpdate queues u for getUpdates and returns its ID. An UpdateID of 0 is
@@ -131,6 +140,9 @@ func (s *Server) PushUpdate(u tgbotapi.Update) int {
 func (s *Server) pushLocked(u tgbotapi.Update) int {
 	if u.UpdateID == 0 {
 		u.UpdateID = s.nextUpdateID
+	}
+	if q := u.InlineQuery; q != nil {
+		s.inlineIDs[q.ID] = true
 	}
 	raw, err := json.Marshal(u)
 	if err != nil { // tgbotapi.Update always marshals; keep the ID usable anyway
