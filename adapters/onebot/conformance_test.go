@@ -55,6 +55,8 @@ var obFeatures = adaptertest.Features{
 	NoButtons:    true,
 	NoRetryAfter: true,
 	NoEdit:       true,
+	// The adapter implements none of these interfaces (yet).
+	NoDownload: true, NoCallbackAnswer: true, NoChatAction: true, NoInline: true,
 }
 
 // obSelfID is the fake implementation's bot account.

@@ -39,6 +39,8 @@ func TestConformance(t *testing.T) {
 		NoPermanentFailure: true,
 		NoRetryAfter:       true,
 		NoStall:            true,
+		// The adapter implements none of these interfaces (yet).
+		NoDownload: true, NoCallbackAnswer: true, NoChatAction: true, NoInline: true,
 	})
 }
 
