@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +36,9 @@ type lead struct {
 
 	it     jetstream.MessagesContext
 	pulled chan struct{}
+	// redeliveredBelow: sends up to this stream sequence were in OUT
+	// when the consumer was reset, and may have been made before.
+	redeliveredBelow uint64
 
 	mu      sync.Mutex
 	pending int
@@ -61,7 +63,7 @@ func (r *membership) renewLeases(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			s.log.Warn("cluster: lost the lease; no longer the gateway", zap.String("adapter", name), zap.Error(err))
+			s.warn.Warn("cluster: lost the lease; no longer the gateway", zap.String("adapter", name), zap.Error(err))
 			l.lose()
 			delete(r.leads, name)
 			s.leading.Delete(name)
@@ -70,13 +72,13 @@ func (r *membership) renewLeases(ctx context.Context) {
 		rev, err := s.leases.Create(ctx, key, []byte(s.cfg.Node))
 		if err != nil {
 			if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
-				s.log.Warn("cluster: cannot take a lease", zap.String("adapter", name), zap.Error(err))
+				s.warn.Warn("cluster: cannot take a lease", zap.String("adapter", name), zap.Error(err))
 			}
 			continue
 		}
 		l, err := r.lead(ctx, name, rev)
 		if err != nil {
-			s.log.Warn("cluster: cannot lead", zap.String("adapter", name), zap.Error(err))
+			s.warn.Warn("cluster: cannot lead", zap.String("adapter", name), zap.Error(err))
 			_ = s.leases.Delete(ctx, key, jetstream.LastRevision(rev))
 			continue
 		}
@@ -106,6 +108,10 @@ func (r *membership) lead(ctx context.Context, name string, rev uint64) (*lead, 
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", cname, err)
 	}
+	info, err := s.out.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", cname, err)
+	}
 	if _, err := s.out.ResetConsumer(ctx, cname); err != nil {
 		return nil, fmt.Errorf("reset %s: %w", cname, err)
 	}
@@ -113,7 +119,8 @@ func (r *membership) lead(ctx context.Context, name string, rev uint64) (*lead, 
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", cname, err)
 	}
-	l := &lead{s: s, m: r.m, name: name, rev: rev, ran: make(chan struct{}), it: it, pulled: make(chan struct{})}
+	l := &lead{s: s, m: r.m, name: name, rev: rev, ran: make(chan struct{}), it: it, pulled: make(chan struct{}),
+		redeliveredBelow: info.State.LastSeq}
 	l.renewed.Store(time.Now().UnixNano())
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	go l.connect()
@@ -141,7 +148,7 @@ func (l *lead) connect() {
 		if l.ctx.Err() != nil {
 			return
 		}
-		l.s.log.Error("cluster: the gateway's connection failed; trying again", zap.String("adapter", l.name), zap.Error(err))
+		l.s.warn.Error("cluster: the gateway's connection failed; trying again", zap.String("adapter", l.name), zap.Error(err))
 		select {
 		case <-time.After(5 * time.Second):
 		case <-l.ctx.Done():
@@ -168,33 +175,12 @@ func (l *lead) send(msg jetstream.Msg) {
 	s := l.s
 	var d sendData
 	if err := json.Unmarshal(msg.Data(), &d); err != nil {
-		s.log.Warn("cluster: a send in OUT does not decode; dropping it", zap.Error(err))
+		s.warn.Warn("cluster: a send in OUT does not decode; dropping it", zap.Error(err))
 		_ = msg.Term()
 		return
 	}
-	meta, _ := msg.Metadata()
-	rec := &outRecord{l: l, msg: msg, id: d.ID}
-	rs := engine.RecoveredSend{ID: d.ID, Request: d.Request, Record: rec, Fence: l.valid}
-	if meta != nil {
-		rec.seq = meta.Sequence.Stream
-		if meta.NumDelivered > 1 {
-			s.redeliveries.Add(1)
-		}
-		ctx, cancel := context.WithTimeout(l.ctx, opTimeout)
-		if e, err := s.progress.Get(ctx, progressKey(rec.seq)); err == nil {
-			rec.saved = true
-			_ = json.Unmarshal(e.Value(), &rs.Progress)
-		}
-		cancel()
-	}
 	reply, key := msg.Headers().Get(hdrReply), msg.Headers().Get(hdrKey)
-	l.mu.Lock()
-	l.pending++
-	l.mu.Unlock()
-	err := l.m.Send(rs, func(res platform.SendResult, err error) {
-		l.mu.Lock()
-		l.pending--
-		l.mu.Unlock()
+	answer := func(res platform.SendResult, err error) {
 		if errors.Is(err, ErrLeaseLost) || reply == "" {
 			return // the next gateway makes it, and answers
 		}
@@ -205,12 +191,49 @@ func (l *lead) send(msg jetstream.Msg) {
 		if b, merr := json.Marshal(o); merr == nil {
 			_ = s.nc.Publish(reply, b)
 		}
+	}
+	meta, _ := msg.Metadata()
+	rec := &outRecord{l: l, msg: msg, id: d.ID}
+	rs := engine.RecoveredSend{ID: d.ID, Request: d.Request, Record: rec, Fence: l.valid}
+	if meta != nil {
+		rec.seq = meta.Sequence.Stream
+		redelivered := meta.NumDelivered > 1 || rec.seq <= l.redeliveredBelow
+		if meta.NumDelivered > 1 {
+			s.redeliveries.Add(1)
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, opTimeout)
+		if redelivered && d.ID != "" {
+			// Made before, by a gateway that died before its ack?
+			if res, ok, err := s.mark(ctx, d.ID); err == nil && ok {
+				err = msg.DoubleAck(ctx)
+				cancel()
+				if err == nil || errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+					s.skipped.Add(1)
+					answer(res, nil)
+				}
+				return
+			}
+		}
+		if e, err := s.progress.Get(ctx, progressKey(rec.seq)); err == nil {
+			rec.saved = true
+			_ = json.Unmarshal(e.Value(), &rs.Progress)
+		}
+		cancel()
+	}
+	l.mu.Lock()
+	l.pending++
+	l.mu.Unlock()
+	err := l.m.Send(rs, func(res platform.SendResult, err error) {
+		l.mu.Lock()
+		l.pending--
+		l.mu.Unlock()
+		answer(res, err)
 	})
 	if err != nil {
 		l.mu.Lock()
 		l.pending--
 		l.mu.Unlock()
-		s.log.Warn("cluster: a send could not be queued; the server offers it again", zap.Error(err))
+		s.warn.Warn("cluster: a send could not be queued; the server offers it again", zap.Error(err))
 		_ = msg.NakWithDelay(time.Second)
 	}
 }
@@ -273,7 +296,7 @@ func (r *outRecord) Save(ctx context.Context, p *platform.Progress) error {
 	if err != nil {
 		return fmt.Errorf("cluster: progress: %w", err)
 	}
-	if _, err := r.l.s.progress.Put(ctx, strconv.FormatUint(r.seq, 10), data); err != nil {
+	if _, err := r.l.s.progress.Put(ctx, progressKey(r.seq), data); err != nil {
 		return fmt.Errorf("cluster: progress: %w", err)
 	}
 	r.saved = true

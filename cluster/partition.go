@@ -130,7 +130,7 @@ func (p *partition) run() {
 func (p *partition) deliver(msg jetstream.Msg) {
 	var ev platform.Event
 	if err := json.Unmarshal(msg.Data(), &ev); err != nil {
-		p.s.log.Warn("cluster: an event in IN does not decode; dropping it", zap.String("subject", msg.Subject()), zap.Error(err))
+		p.s.warn.Warn("cluster: an event in IN does not decode; dropping it", zap.String("subject", msg.Subject()), zap.Error(err))
 		_ = msg.Term()
 		return
 	}
@@ -146,7 +146,7 @@ func (p *partition) deliver(msg jetstream.Msg) {
 	if err := p.m.Deliver(p.ctx, ev, rec, redelivered); err != nil {
 		p.forget(rec)
 		if p.ctx.Err() == nil {
-			p.s.log.Warn("cluster: an event could not be queued; the server offers it again", zap.Error(err))
+			p.s.warn.Warn("cluster: an event could not be queued; the server offers it again", zap.Error(err))
 		}
 		_ = msg.Nak()
 	}

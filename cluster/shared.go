@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -92,14 +93,15 @@ type Shared struct {
 	cfg     SharedConfig
 	nc      *nats.Conn
 	log     *zap.Logger
+	warn    *ratelog.Logger // failures, each logged at most once a minute
 	members jetstream.KeyValue
 	leases  jetstream.KeyValue
 	results string // the subject this member hears outcomes on
 
-	takeovers, redeliveries atomic.Uint64
-	owned                   atomic.Int64
-	sendSeq                 atomic.Uint64 // numbers this member's sends, for their keys
-	leading                 sync.Map      // adapter name → true
+	takeovers, redeliveries, skipped atomic.Uint64
+	owned                            atomic.Int64
+	sendSeq                          atomic.Uint64 // numbers this member's sends, for their keys
+	leading                          sync.Map      // adapter name → true
 }
 
 var _ engine.Cluster = (*Shared)(nil)
@@ -129,7 +131,8 @@ func OpenShared(ctx context.Context, nc *nats.Conn, cfg SharedConfig) (*Shared, 
 	if err != nil {
 		return nil, err
 	}
-	s := &Shared{Journal: j, cfg: cfg, nc: nc, log: log.With(zap.String("node", cfg.Node)),
+	log = log.With(zap.String("node", cfg.Node))
+	s := &Shared{Journal: j, cfg: cfg, nc: nc, log: log, warn: ratelog.New(log, time.Minute),
 		results: "herald." + j.cfg.Bot + ".result." + token(cfg.Node)}
 	s.members, err = ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
 		Bucket: "members_" + j.cfg.Bot, TTL: cfg.MemberTTL, Storage: jetstream.MemoryStorage, Replicas: j.cfg.Replicas,
@@ -159,11 +162,16 @@ type SharedStats struct {
 	// delivered before (to a member that died, or to this one before a
 	// restart).
 	Redeliveries uint64
+	// Skipped counts what it found done already: events the platform gave
+	// again (recorded before, within the duplicate window) and sends
+	// offered again that their mark says were delivered (by a gateway
+	// that died before its acknowledgement).
+	Skipped uint64
 }
 
 // Stats returns the member's figures.
 func (s *Shared) Stats() SharedStats {
-	st := SharedStats{Partitions: int(s.owned.Load()), Takeovers: s.takeovers.Load(), Redeliveries: s.redeliveries.Load()}
+	st := SharedStats{Partitions: int(s.owned.Load()), Takeovers: s.takeovers.Load(), Redeliveries: s.redeliveries.Load(), Skipped: s.skipped.Load()}
 	s.leading.Range(func(k, _ any) bool {
 		st.Leading = append(st.Leading, k.(string))
 		return true
@@ -175,6 +183,9 @@ func (s *Shared) Stats() SharedStats {
 // AppendEvent records ev in IN, for the member owning its partition.
 func (s *Shared) AppendEvent(ctx context.Context, ev platform.Event) (engine.JournalRecord, bool, error) {
 	_, dup, err := s.Journal.AppendEvent(ctx, ev)
+	if dup {
+		s.skipped.Add(1)
+	}
 	return nil, dup, err
 }
 
@@ -260,7 +271,7 @@ func (s *Shared) Join(ctx context.Context, m engine.ClusterMember) error {
 	stopCtx, cancel := platform.StopContext(ctx, 30*time.Second)
 	defer cancel()
 	if derr := m.Drain(stopCtx); derr != nil {
-		s.log.Warn("cluster: left with work unfinished; the next owners take it up", zap.Error(derr))
+		s.warn.Warn("cluster: left with work unfinished; the next owners take it up", zap.Error(derr))
 	}
 	run.letGo()
 	return err
@@ -273,6 +284,8 @@ type membership struct {
 	parts map[int]*partition
 	leads map[string]*lead
 	live  []string // the members last seen, sorted
+	// releasing counts the partitions being handed over.
+	releasing sync.WaitGroup
 }
 
 // loop keeps the member alive, its partitions and leases current, until
@@ -283,12 +296,12 @@ func (r *membership) loop(ctx context.Context) error {
 	defer beat.Stop()
 	for {
 		if _, err := s.members.Put(ctx, token(s.cfg.Node), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
-			s.log.Warn("cluster: heartbeat failed", zap.Error(err))
+			s.warn.Warn("cluster: heartbeat failed", zap.Error(err))
 		}
 		if live, err := r.liveMembers(ctx); err == nil {
 			r.assign(ctx, live)
 		} else if ctx.Err() == nil {
-			s.log.Warn("cluster: cannot read the members", zap.Error(err))
+			s.warn.Warn("cluster: cannot read the members", zap.Error(err))
 		}
 		r.renewLeases(ctx)
 		select {
@@ -365,7 +378,7 @@ func (r *membership) assign(ctx context.Context, live []string) {
 			handover := before != "" && before != me && slices.Contains(live, before)
 			part, err := r.take(ctx, p, !handover)
 			if err != nil {
-				s.log.Warn("cluster: cannot take a partition", zap.Int("partition", p), zap.Error(err))
+				s.warn.Warn("cluster: cannot take a partition", zap.Int("partition", p), zap.Error(err))
 				continue
 			}
 			r.parts[p] = part
@@ -374,11 +387,11 @@ func (r *membership) assign(ctx context.Context, live []string) {
 			part := r.parts[p]
 			delete(r.parts, p)
 			lost = append(lost, p)
-			go func() { // hands it over once its events are done
+			r.releasing.Go(func() { // hands it over once its events are done
 				rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				part.release(rctx)
-			}()
+			})
 		}
 	}
 	s.owned.Store(int64(len(r.parts)))
@@ -407,6 +420,7 @@ func (r *membership) letGo() {
 		part.release(ctx)
 		delete(r.parts, p)
 	}
+	r.releasing.Wait()
 	r.s.owned.Store(0)
 	for name, l := range r.leads {
 		l.release(ctx)

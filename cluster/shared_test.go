@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/cluster"
@@ -144,6 +145,27 @@ func TestSharedThreeMembers(t *testing.T) {
 	}
 	if len(handledBy) < 2 {
 		t.Fatalf("every chat was handled by %v; want the work spread", handledBy)
+	}
+
+	// The members' collectors tell the same: 8 partitions, one gateway.
+	reg := prometheus.NewPedanticRegistry()
+	for _, m := range members {
+		if err := reg.Register(m.j.Collector()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sums := map[string]float64{}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			sums[f.GetName()] += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	if sums["herald_cluster_partitions"] != 8 || sums["herald_cluster_leading"] != 1 {
+		t.Fatalf("collected %v; want 8 partitions and 1 gateway", sums)
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package plugins is the home of Herald's ready-made plugins, one package
-// each: ping, echo, count, menu, greet, help and stats. Register them with
-// engine.Engine.Use:
+// each: ping, echo, count, menu, greet, note, remind, help and stats.
+// Register them with engine.Engine.Use:
 //
-//	e.Use(ping.New(), echo.New(), count.New(), menu.New(), greet.New(), help.New(), stats.New())
+//	e.Use(ping.New(), echo.New(), count.New(), menu.New(), greet.New(), note.New(), remind.New(), help.New(), stats.New())
 package plugins

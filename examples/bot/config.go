@@ -36,6 +36,8 @@ type config struct {
 	dataDir               string // the embedded NATS server's store; "" when off or with natsURL
 	natsURL               string // an external NATS server or cluster instead
 	dataSyncAlways        bool
+	botName               string // the bot's name in NATS; "" for cluster.DefaultBot
+	nodeName              string // this process among the bot's (with natsURL); "" for host-pid
 }
 
 // setting is one configuration value: an environment variable and the flag
@@ -55,8 +57,10 @@ func (e *settingError) Error() string {
 	return fmt.Sprintf("%s (-%s): %v", e.s.env, e.s.flag, e.err)
 }
 
-// The forms Telegram accepts for a bot token and a webhook secret.
+// The forms of a bot name (one NATS stream name allows), and those
+// Telegram accepts for a bot token and a webhook secret.
 var (
+	botName       = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	telegramToken = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
 	webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 )
@@ -71,7 +75,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		webchatAddr, metricsAddr, logFormat, shutdownTimeout                      string
 		deadLettersFile                                                           string
 		telegramAvoidDups, onebotAvoidDups                                        string
-		dataDir, natsURL, dataSync                                                string
+		dataDir, natsURL, dataSync, botName, nodeName                             string
 	}
 	settings := []setting{
 		{"TELEGRAM_BOT_TOKEN", "telegram-token", "", "Telegram bot token from @BotFather; enables the Telegram adapter", &raw.telegramToken},
@@ -91,7 +95,9 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		{"DEAD_LETTERS_FILE", "dead-letters-file", "", "with DATA_DIR=off: file that keeps undelivered replies across restarts, saved at exit, replayed at start; off when empty", &raw.deadLettersFile},
 		{"DATA_DIR", "data-dir", "", `directory of the journal that keeps events and replies across crashes (an embedded NATS server's store); default: a per-user state directory ($XDG_STATE_HOME/herald); "off" keeps everything in memory`, &raw.dataDir},
 		{"DATA_SYNC", "data-sync", "default", `"default" (written to disk within 2 minutes: survives the process dying, SIGKILL and OOM) or "always" (every write synced: survives a power loss, about ten times the cost per write)`, &raw.dataSync},
-		{"NATS_URL", "nats-url", "", "NATS server or cluster (nats://host:4222, several separated by commas) that keeps the journal instead of the embedded one", &raw.natsURL},
+		{"NATS_URL", "nats-url", "", "NATS server or cluster (nats://host:4222, several separated by commas) that keeps the journal instead of the embedded one; processes of the bot on one NATS share its chats and platform accounts", &raw.natsURL},
+		{"HERALD_BOT", "herald-bot", "", `the bot's name in NATS (its streams and buckets): processes with one name are one bot; default "herald"`, &raw.botName},
+		{"HERALD_NODE", "herald-node", "", "with NATS_URL: this process's name among the bot's processes, unique among the live ones; default host name and process ID", &raw.nodeName},
 	}
 	bySetting := map[*string]setting{}
 	fs := flag.NewFlagSet("bot", flag.ContinueOnError)
@@ -159,6 +165,17 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 			return config{}, bad(&raw.dataDir, "no default (%v): set one, or off", err)
 		}
 		cfg.dataDir = d
+	}
+	cfg.botName = strings.TrimSpace(raw.botName)
+	if cfg.botName != "" && !botName.MatchString(cfg.botName) {
+		return config{}, bad(&raw.botName, "want 1 to 64 letters, digits, - and _, got %q", raw.botName)
+	}
+	cfg.nodeName = strings.TrimSpace(raw.nodeName)
+	switch {
+	case cfg.nodeName != "" && cfg.natsURL == "":
+		return config{}, bad(&raw.nodeName, "names a process among several on one NATS: set NATS_URL too")
+	case len(cfg.nodeName) > 64 || strings.ContainsFunc(cfg.nodeName, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return config{}, bad(&raw.nodeName, "want at most 64 printable characters")
 	}
 	if cfg.deadLettersFile != "" && (cfg.dataDir != "" || cfg.natsURL != "") {
 		return config{}, bad(&raw.deadLettersFile, "the journal keeps undelivered replies: use DEAD_LETTERS_FILE only with DATA_DIR=off")

@@ -1,5 +1,5 @@
 // Command bot is Herald's example bot: the ping, echo, count, menu, greet,
-// help and stats plugins on every configured platform.
+// note, remind, help and stats plugins on every configured platform.
 //
 // With no configuration it serves a chat page on http://127.0.0.1:8080/ and
 // prints the URL to open. Each setting is an environment variable and an
@@ -21,7 +21,10 @@
 //	SHUTDOWN_TIMEOUT         grace period for pending replies on SIGINT/SIGTERM (default 30s)
 //	DATA_DIR                 the journal's directory (default $XDG_STATE_HOME/herald; "off": memory only)
 //	DATA_SYNC                default, or always (sync every write: survives a power loss)
-//	NATS_URL                 keep the journal on this NATS server or cluster instead
+//	NATS_URL                 keep the journal on this NATS server or cluster instead, shared
+//	                         by the bot's processes there: run several for one bot
+//	HERALD_BOT               the bot's name in NATS (default herald)
+//	HERALD_NODE              with NATS_URL: this process's name (default host-pid)
 //
 // A bad setting stops the bot with one line naming it and exit code 2. On
 // SIGINT or SIGTERM the bot stops taking events, sends every pending reply
@@ -62,7 +65,9 @@ import (
 	"github.com/heraldbot/herald/plugins/greet"
 	"github.com/heraldbot/herald/plugins/help"
 	"github.com/heraldbot/herald/plugins/menu"
+	"github.com/heraldbot/herald/plugins/note"
 	"github.com/heraldbot/herald/plugins/ping"
+	"github.com/heraldbot/herald/plugins/remind"
 	"github.com/heraldbot/herald/plugins/stats"
 )
 
@@ -101,10 +106,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return 0
 }
 
-// openJournal opens the journal the configuration asks for: on the
-// embedded NATS server in DATA_DIR, on the server at NATS_URL, or none.
-// release frees it once the engine has stopped.
-func openJournal(ctx context.Context, cfg config, log *zap.Logger) (j engine.Journal, release func(), err error) {
+// durability is what keeps the bot's events, replies and state: the
+// engine options that install it, and release, which frees it once the
+// engine has stopped. shared is set when the bot may run as several
+// processes (NATS_URL).
+type durability struct {
+	opts    []engine.Option
+	shared  *cluster.Shared
+	release func()
+}
+
+// openDurability opens what the configuration asks for: a journal,
+// sessions and the schedule on the embedded NATS server in DATA_DIR, the
+// same shared by the bot's processes on the server at NATS_URL, or
+// nothing (memory only).
+func openDurability(ctx context.Context, cfg config, log *zap.Logger) (d durability, err error) {
 	var nc *nats.Conn
 	var srv *embedded.Server
 	switch {
@@ -113,37 +129,57 @@ func openJournal(ctx context.Context, cfg config, log *zap.Logger) (j engine.Jou
 			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS connection lost; reconnecting", zap.Error(err)) }),
 			nats.ReconnectHandler(func(*nats.Conn) { log.Info("NATS connection back") }))
 		if err != nil {
-			return nil, nil, fmt.Errorf("NATS_URL: %w", err)
+			return d, fmt.Errorf("NATS_URL: %w", err)
 		}
-		log.Info("keeping the journal on NATS", zap.Strings("servers", nc.Servers()))
+		log.Info("keeping the journal on NATS, shared with the bot's other processes", zap.Strings("servers", nc.Servers()))
 	case cfg.dataDir != "":
 		srv, err = embedded.Start(embedded.Config{Dir: cfg.dataDir, SyncAlways: cfg.dataSyncAlways,
 			Logger: log.Named("nats").WithOptions(zap.IncreaseLevel(zap.WarnLevel))})
 		if err != nil {
-			return nil, nil, err
+			return d, err
 		}
 		if nc, err = srv.Connect(); err != nil {
 			srv.Shutdown()
-			return nil, nil, err
+			return d, err
 		}
 		log.Info("keeping the journal in DATA_DIR (DATA_DIR=off keeps everything in memory)",
 			zap.String("data_dir", srv.Dir()), zap.Bool("sync_always", cfg.dataSyncAlways))
 	default:
-		log.Info("no journal: events and replies are kept in memory only (DATA_DIR=off)")
-		return nil, func() {}, nil
+		log.Info("no journal: events, replies, sessions and reminders are kept in memory only (DATA_DIR=off)")
+		return durability{release: func() {}}, nil
 	}
-	release = func() {
+	d.release = func() {
 		nc.Close()
 		if srv != nil {
 			srv.Shutdown()
 		}
 	}
-	jr, err := cluster.Open(ctx, nc, cluster.Config{})
-	if err != nil {
-		release()
-		return nil, nil, err
+	defer func() {
+		if err != nil {
+			d.release()
+		}
+	}()
+	cc := cluster.Config{Bot: cfg.botName}
+	var journal engine.Journal
+	if srv == nil {
+		d.shared, err = cluster.OpenShared(ctx, nc, cluster.SharedConfig{Config: cc, Node: cfg.nodeName, Logger: log.Named("cluster")})
+		journal = d.shared
+	} else {
+		journal, err = cluster.Open(ctx, nc, cc)
 	}
-	return jr, release, nil
+	if err != nil {
+		return d, err
+	}
+	sessions, err := cluster.NewSessionStore(ctx, nc, cc)
+	if err != nil {
+		return d, err
+	}
+	schedule, err := cluster.NewScheduleStore(ctx, nc, cc)
+	if err != nil {
+		return d, err
+	}
+	d.opts = []engine.Option{engine.WithJournal(journal), engine.WithSessionStore(sessions), engine.WithScheduleStore(schedule)}
+	return d, nil
 }
 
 func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) error {
@@ -198,8 +234,9 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 	}
 
 	var metricsSrv *httpserve.Server
+	var reg *prometheus.Registry
 	if cfg.metricsAddr != "" {
-		reg := prometheus.NewRegistry()
+		reg = prometheus.NewRegistry()
 		if err := errors.Join(
 			reg.Register(collectors.NewGoCollector()),
 			reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
@@ -228,20 +265,23 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 		log.Info("serving metrics", zap.String("url", "http://"+ln.Addr().String()+"/metrics"))
 	}
 
-	journal, closeJournal, err := openJournal(ctx, cfg, log)
+	dur, err := openDurability(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer closeJournal()
-	if journal != nil {
-		opts = append(opts, engine.WithJournal(journal))
+	defer dur.release()
+	opts = append(opts, dur.opts...)
+	if dur.shared != nil && reg != nil {
+		if err := reg.Register(dur.shared.Collector()); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
 	}
 
 	e, err := engine.New(opts...)
 	if err != nil {
 		return err
 	}
-	if err := e.Use(ping.New(), echo.New(), count.New(), menu.New(), greet.New(), help.New(), stats.New()); err != nil {
+	if err := e.Use(ping.New(), echo.New(), count.New(), menu.New(), greet.New(), note.New(), remind.New(), help.New(), stats.New()); err != nil {
 		return err
 	}
 
