@@ -14,8 +14,8 @@ import (
 
 // /menu shows the buttons; a press edits the menu in place to the choice,
 // and "Change" edits it back. Where the platform refuses edits, each press
-// answers with a new message instead. Other callbacks, and made-up choices,
-// are not the menu's.
+// answers with a new message instead. Each press is answered with a text.
+// Other callbacks, and made-up choices, are not the menu's.
 func TestMenu(t *testing.T) {
 	for _, edits := range []bool{true, false} {
 		t.Run(fmt.Sprint("edits=", edits), func(t *testing.T) {
@@ -38,9 +38,14 @@ func TestMenu(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			chat, ann := memory.Private("1"), memory.User("1", "Ann")
+			presses := 0
 			handle := func(ev platform.Event) {
 				t.Helper()
 				ev.Platform, ev.Chat, ev.From = mem.Name(), chat, ann
+				if ev.Kind == platform.EventCallback {
+					presses++
+					ev.QueryID = fmt.Sprint("q", presses) // to answer it by
+				}
 				if err := e.HandleEvent(ev); err != nil {
 					t.Fatal(err)
 				}
@@ -74,6 +79,15 @@ func TestMenu(t *testing.T) {
 				if texts := mem.Texts("1"); len(texts) != 3 || texts[1] != "You picked coffee." {
 					t.Fatalf("sent %q; want the menu, then the two edits", texts)
 				}
+			}
+			// Each press of the menu is answered with its text; the others
+			// get the engine's empty answer.
+			var answers []string
+			for _, a := range mem.Answers() {
+				answers = append(answers, a.Callback.Text)
+			}
+			if want := []string{menu.Answered("Coffee"), "", "", menu.Answered("")}; fmt.Sprint(answers) != fmt.Sprint(want) {
+				t.Fatalf("answers %q; want %q", answers, want)
 			}
 		})
 	}

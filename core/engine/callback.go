@@ -20,14 +20,26 @@ const answerTimeout = 5 * time.Second
 // with Next, and its chat action. The Contexts of one event share it.
 type interactions struct {
 	mu       sync.Mutex
-	answered map[string]bool  // by event ID: presses and queries answered, or being answered
+	answered map[string]bool  // by answerKey: presses and queries answered, or being answered
 	presses  []platform.Event // presses Next took, answered empty at the end unless answered
 	action   *chatAction      // the chat action shown, or nil
 	ended    bool             // endInteractions ran: no chat action starts
 }
 
-// claimLocked marks the event id answered and reports whether it was not
-// before. i.mu must be held.
+// answerKey names ev among the presses and queries of one handling: by
+// its QueryID, else its ID; an event with neither is the handling's own.
+func answerKey(ev platform.Event) string {
+	switch {
+	case ev.QueryID != "":
+		return "q:" + ev.QueryID
+	case ev.ID != "":
+		return "i:" + ev.ID
+	}
+	return "own"
+}
+
+// claimLocked marks the event of key id answered and reports whether it
+// was not before. i.mu must be held.
 func (i *interactions) claimLocked(id string) bool {
 	if i.answered[id] {
 		return false
@@ -101,14 +113,15 @@ func (c *Context) AnswerCallback(ev platform.Event, a platform.CallbackAnswer) e
 		return platform.Permanent(fmt.Errorf("engine: answering a button press on %s: %w", ev.Platform, platform.ErrUnsupported))
 	}
 	act := &c.ev.act
-	if !act.claim(ev.ID) {
+	key := answerKey(ev)
+	if !act.claim(key) {
 		return platform.Permanent(fmt.Errorf("engine: button press %s: %w", ev.ID, platform.ErrAlreadyAnswered))
 	}
 	ctx, cancel := context.WithTimeout(c.ev.ctx, answerTimeout)
 	defer cancel()
 	err := ca.AnswerCallback(ctx, ev, a)
 	if err != nil && !platform.IsPermanent(err) {
-		act.release(ev.ID)
+		act.release(key)
 	}
 	return err
 }
@@ -143,7 +156,7 @@ func (e *Engine) endInteractions(st *eventState) {
 	}
 	var unanswered []platform.Event
 	for _, p := range presses {
-		if act.claimLocked(p.ID) {
+		if act.claimLocked(answerKey(p)) {
 			unanswered = append(unanswered, p)
 		}
 	}

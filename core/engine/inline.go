@@ -37,14 +37,15 @@ func (c *Context) AnswerInline(a platform.InlineAnswer) error {
 		return platform.Permanent(fmt.Errorf("engine: answering an inline query on %s: %w", ev.Platform, platform.ErrUnsupported))
 	}
 	act := &c.ev.act
-	if !act.claim(ev.ID) {
+	key := answerKey(ev)
+	if !act.claim(key) {
 		return platform.Permanent(fmt.Errorf("engine: inline query %s: %w", ev.ID, platform.ErrAlreadyAnswered))
 	}
 	ctx, cancel := context.WithTimeout(c.ev.ctx, answerTimeout)
 	defer cancel()
 	err := ia.AnswerInline(ctx, ev, a)
 	if err != nil && !platform.IsPermanent(err) {
-		act.release(ev.ID)
+		act.release(key)
 	}
 	return err
 }

@@ -1,13 +1,17 @@
 // Package menu provides the /menu command: a message with inline buttons
 // that the bot edits in place when one is pressed, to show buttons,
-// callbacks and message edits working together. On a platform that cannot
-// edit messages it answers with a new message instead.
+// callbacks, answers to presses and message edits working together. A
+// press is answered with a short notification (Answered) where the
+// platform shows one (Telegram's answerCallbackQuery); on a platform that
+// cannot edit messages the bot answers with a new message instead.
 package menu
 
 import (
 	"errors"
 	"slices"
 	"strings"
+
+	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/platform"
@@ -62,22 +66,37 @@ func Picked(choice string) platform.OutboundMessage {
 	}
 }
 
+// Answered returns the notification that answers a press of choice, or,
+// for "" (the Change button), of Change.
+func Answered(choice string) string {
+	if choice == "" {
+		return "Pick again"
+	}
+	return choice + " it is!"
+}
+
 // pressed accepts presses of the menu's buttons.
 func pressed(c *engine.Context) bool {
 	return c.Event().Kind == platform.EventCallback && strings.HasPrefix(c.Text(), Prefix)
 }
 
-// handlePress edits the menu the pressed button is under: to the choice,
-// or back to the menu for "Change". Where the platform cannot edit, or the
-// press names no message, it replies with the new message instead.
+// handlePress answers the press with its notification first (the user's
+// button stops spinning at once), then edits the menu the pressed button
+// is under: to the choice, or back to the menu for "Change". Where the
+// platform cannot edit, or the press names no message, it replies with
+// the new message instead. A platform without answers to presses is fine:
+// the edit shows the choice.
 func handlePress(c *engine.Context) error {
-	msg := Menu()
+	msg, answer := Menu(), Answered("")
 	if data := strings.TrimPrefix(c.Text(), Prefix); data != "again" {
 		i := slices.IndexFunc(Choices, func(choice string) bool { return strings.ToLower(choice) == data })
 		if i < 0 {
 			return nil // not a button the menu shows: someone made it up
 		}
-		msg = Picked(strings.ToLower(Choices[i]))
+		msg, answer = Picked(strings.ToLower(Choices[i])), Answered(Choices[i])
+	}
+	if err := c.Answer(answer, false); err != nil && !errors.Is(err, platform.ErrUnsupported) {
+		c.Logger().Debug("menu: answering the press failed", zap.Error(err))
 	}
 	if id := c.Event().MessageID; id != "" {
 		_, err := c.Edit(id, msg).Wait(c.Context())

@@ -1,0 +1,94 @@
+package plugins_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+	"github.com/heraldbot/herald/plugins/fileecho"
+)
+
+// noDownloads is a memory adapter that cannot download.
+type noDownloads struct{ m *memory.Adapter }
+
+func (n noDownloads) Name() string                                          { return n.m.Name() }
+func (n noDownloads) Run(ctx context.Context, h func(platform.Event)) error { return n.m.Run(ctx, h) }
+func (n noDownloads) Sender() platform.Sender                               { return n.m.Sender() }
+
+// A file comes back as bytes with its name, kind and size, replying to
+// the user's message; a sticker has no caption, so its size follows as a
+// text; a file over the limit, or on a platform without downloads, goes
+// back by its ID with the size the platform reported. Texts are not the
+// plugin's.
+func TestFileEcho(t *testing.T) {
+	mem := memory.New()
+	// run handles the events say makes (the adapter is not run: its
+	// events are handed to the engine here), then shuts the engine down,
+	// which waits for the handlers and their sends.
+	run := func(a platform.Adapter, p *fileecho.Plugin, say func() []platform.Event) {
+		t.Helper()
+		e, err := engine.New(engine.WithAdapter(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Use(p); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range say() {
+			if err := e.HandleEvent(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chat, ann := memory.Private("1"), memory.User("1", "Ann")
+	notes := bytes.Repeat([]byte("note\n"), 192)
+	var doc, sticker platform.Event
+	run(mem, fileecho.New(), func() []platform.Event {
+		doc = mem.SayFile(chat, ann, platform.Attachment{Kind: platform.AttachDocument, FileName: "notes.txt", MIMEType: "text/plain"}, notes)
+		sticker = mem.SayFile(chat, ann, platform.Attachment{Kind: platform.AttachSticker}, []byte("webp"))
+		return []platform.Event{doc, sticker, mem.Say(chat, ann, "just text")}
+	})
+	sent := mem.Sent("1")
+	if len(sent) != 3 {
+		t.Fatalf("sent %d messages %+v; want the document, the sticker and its size", len(sent), sent)
+	}
+	d := sent[0].Message
+	if len(d.Attachments) != 1 || !bytes.Equal(d.Attachments[0].Data, notes) || d.Attachments[0].Caption != "notes.txt: document, 960 bytes" ||
+		d.Attachments[0].FileName != "notes.txt" || d.ReplyToID != doc.MessageID {
+		t.Errorf("document back: %+v", d)
+	}
+	if s := sent[1].Message; len(s.Attachments) != 1 || s.Attachments[0].Kind != platform.AttachSticker || s.Attachments[0].Caption != "" || s.ReplyToID != sticker.MessageID {
+		t.Errorf("sticker back: %+v", s)
+	}
+	if got := sent[2].Message.Text; got != "sticker, 4 bytes" {
+		t.Errorf("sticker's size %q", got)
+	}
+
+	// Over the limit: by its ID.
+	small := memory.New()
+	run(small, &fileecho.Plugin{MaxBytes: 100}, func() []platform.Event {
+		return []platform.Event{small.SayFile(chat, ann, platform.Attachment{Kind: platform.AttachPhoto}, notes)}
+	})
+	if sent := small.Sent("1"); len(sent) != 1 || sent[0].Message.Attachments[0].FileID == "" ||
+		sent[0].Message.Attachments[0].Caption != "photo, 960 bytes (over the 100 bytes I download)" {
+		t.Errorf("a photo over the limit came back as %+v", sent)
+	}
+
+	// No downloads: by its ID, with the size the platform reported.
+	bare := memory.New()
+	run(noDownloads{bare}, fileecho.New(), func() []platform.Event {
+		return []platform.Event{bare.SayFile(chat, ann, platform.Attachment{Kind: platform.AttachVoice}, []byte("opus"))}
+	})
+	if sent := bare.Sent("1"); len(sent) != 1 || sent[0].Message.Attachments[0].FileID == "" || sent[0].Message.Attachments[0].Caption != "voice, 4 bytes" {
+		t.Errorf("a voice note on a platform without downloads came back as %+v", sent)
+	}
+}
