@@ -86,13 +86,23 @@
 //
 // # Events
 //
-// Messages and channel posts become EventMessage, edits EventEditedMessage,
-// inline button presses EventCallback (answered once the engine took them,
-// so the user's spinner stops), new and departing members EventMemberJoined
-// and EventMemberLeft, one event per member; everything else is EventOther,
-// with the *tgbotapi.Update in Raw. Chat and user IDs are Telegram's int64
-// IDs in decimal. "/cmd@ThisBot args" arrives as "/cmd args"; a command
-// addressed to another bot is dropped.
+// Messages and channel posts become EventMessage, with their files as
+// Attachments (photos with all their sizes, documents, animations, videos,
+// video notes, audio, voice notes, stickers: file ID, name, MIME type,
+// size, dimensions, duration, caption), which [Adapter.Download] fetches
+// within a size limit; edits EventEditedMessage; inline button presses
+// EventCallback with the callback query's ID in QueryID, answered by
+// [Adapter.AnswerCallback] (the handler's answer, or the engine's empty
+// one when the handling ended) or, when nothing answered within 10 s, by
+// the run itself, so the user's button never spins for long; inline
+// queries EventInlineQuery, answered with [Adapter.AnswerInline], and
+// chosen inline results EventInlineResult; new and departing members
+// EventMemberJoined and EventMemberLeft, one event per member; everything
+// else is EventOther, with the *tgbotapi.Update in Raw. Chat and user IDs
+// are Telegram's int64 IDs in decimal. "/cmd@ThisBot args" arrives as
+// "/cmd args"; a command addressed to another bot is dropped. Every
+// event's Platform is the adapter's name, [Config.Name], so one engine can
+// run several bots.
 //
 // # Sending and limits
 //
@@ -138,6 +148,16 @@
 // 10 s per-attempt timeout, a text of more than about 10 parts in a private
 // chat, or 4 in a group, is paced tighter than Telegram's limits; raise
 // DefaultConfig.Timeout if a bot sends such texts often.
+//
+// # Media, keyboards, deletions and chat actions
+//
+// Every kind of file goes out with its own method, by URL, file ID or
+// upload, and several as one album (sendMediaGroup), which Herald's rate
+// limiter counts as its parts (platform.OutboundMessage Cost). A message
+// carries inline buttons or a reply keyboard (or its removal). A message
+// with DeleteID deletes one. [Adapter.SendChatAction] shows "typing" and
+// the other chat actions, which the engine's Context.ChatAction repeats
+// every 4 s while a handler works.
 //
 // # Editing messages
 //

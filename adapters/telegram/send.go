@@ -33,11 +33,30 @@ import (
 // "HTML"). A text over Telegram's 4096 characters is split into several
 // messages: at line breaks, else at spaces, and, in HTML and Markdown,
 // where no element or entity is open (see the package doc). Then each
-// attachment follows as a photo or document, by URL or uploaded from
-// bytes, with its caption in the same parse mode. The first message
-// replies to ReplyToID (sent with allow_sending_without_reply, so a
-// deleted original does not fail the send), and the inline keyboard of
-// Buttons goes under the last one.
+// attachment follows with its method (sendPhoto, sendDocument, sendVideo,
+// sendAudio, sendVoice, sendAnimation, sendSticker, sendVideoNote), by
+// URL, by FileID or uploaded from bytes, with its caption in the same
+// parse mode; stickers and video notes have no caption, and a video note
+// cannot go by URL (both refused with platform.ErrUnsupported). With
+// Album, the attachments go as one sendMediaGroup instead: 2 to 10
+// photos and videos, or documents, or audio (other mixes, and other
+// kinds, are refused with platform.ErrUnsupported; more than 10 with
+// platform.ErrInvalidMessage), each with its caption; the result names the
+// album's last message. The first message replies to ReplyToID (sent with
+// allow_sending_without_reply, so a deleted original does not fail the
+// send), and the last one carries the inline keyboard of Buttons, or the
+// reply keyboard of Keyboard (resize_keyboard set; Remove sends
+// remove_keyboard): one of the two, as Telegram has one reply_markup per
+// message, and none under an album, which has none (both refused with
+// platform.ErrUnsupported).
+//
+// A message with DeleteID set deletes that message with deleteMessage;
+// one that is not there any more ("message to delete not found") counts
+// as deleted, so a deletion repeated after a lost answer succeeds; an ID
+// that is not a message ID is refused with platform.ErrInvalidMessage, and
+// Telegram's refusals ("message can't be deleted": too old, or another's
+// in a chat where the bot is no admin) are permanent. A deletion is never
+// ambiguous. The result names the deleted message.
 //
 // A message of several parts is sent part by part, in order. Before each
 // part after the first Send pauses, to stay within Telegram's limits

@@ -3,17 +3,27 @@
 //
 // A [Server] is an [net/http/httptest] server on 127.0.0.1 that answers
 // getMe, getUpdates (long polling with offsets), sendMessage, sendPhoto,
-// sendDocument (by URL and by multipart upload), editMessageText,
-// editMessageCaption, answerCallbackQuery, setWebhook and deleteWebhook
-// the way Telegram does, including Telegram's error shape
+// sendDocument, sendVideo, sendAudio, sendVoice, sendAnimation,
+// sendSticker, sendVideoNote (by URL, by file ID and by multipart upload),
+// sendMediaGroup (albums), editMessageText, editMessageCaption,
+// deleteMessage, answerCallbackQuery (once per query), sendChatAction,
+// answerInlineQuery, getFile and file downloads (GET /file/bot…; 400
+// "file is too big" over 20 MB), setWebhook and deleteWebhook, with reply
+// keyboards and their removal, the way Telegram does, including Telegram's error shape
 // ({"ok":false,"error_code":...,"description":...,"parameters":{...}})
 // with the HTTP status equal to the error code. Made [InMemory], it opens
 // no socket and serves the client of [Server.Client] on the caller's
 // goroutine, for tests in fake time (testing/synctest).
 //
-// A test pushes what users do ([Server.SendUserMessage], [Server.PushCallback],
-// [Server.PushUpdate]), reads what the bot sent ([Server.Sent],
-// [Server.WaitSent]) and how it edited its messages ([Server.Edits],
+// A test pushes what users do ([Server.SendUserMessage],
+// [Server.SendUserFile], [Server.PushCallback], [Server.PushInlineQuery],
+// [Server.PushChosenInlineResult], [Server.PushUpdate]; the …Update forms
+// build an update for a webhook instead of queueing it), holds files for
+// the bot to send or download ([Server.AddFile], [Server.FileData]), reads
+// what the bot sent ([Server.Sent], [Server.WaitSent]), its answers
+// ([Server.CallbackAnswers], [Server.InlineAnswers]), chat actions
+// ([Server.ChatActions]) and deletions ([Server.Deletions]), and how it
+// edited its messages ([Server.Edits],
 // [Server.WaitEdits], and [Server.Message] for a message as it is now),
 // makes Telegram start update IDs afresh ([Server.ResetUpdateIDs]) and
 // injects failures: flood control with retry_after for one chat or for all
