@@ -10,6 +10,8 @@ import (
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/heraldbot/herald/platform"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -21,6 +23,20 @@ func TestConfigDefaults(t *testing.T) {
 	if c.APIEndpoint != tgbotapi.APIEndpoint || c.Mode != Polling || c.PollTimeout != DefaultPollTimeout ||
 		c.Webhook.Path != "/" || c.Webhook.MaxConnections != 1 || c.HTTPClient == nil || c.HTTPClient == http.DefaultClient || c.Logger == nil || a.Name() != "telegram" {
 		t.Fatalf("defaults: %+v", c)
+	}
+	if c.FileEndpoint != tgbotapi.FileEndpoint {
+		t.Fatalf("FileEndpoint %q; want %q", c.FileEndpoint, tgbotapi.FileEndpoint)
+	}
+	named, err := New(Config{Token: "1:tok", Name: "support.bot-2", APIEndpoint: "http://127.0.0.1:1/api/bot%s/%s"})
+	if err != nil || named.Name() != "support.bot-2" || named.cfg.FileEndpoint != "http://127.0.0.1:1/api/file/bot%s/%s" {
+		t.Fatalf("named: %v, %q, %q", err, named.Name(), named.cfg.FileEndpoint)
+	}
+	odd, err := New(Config{Token: "1:tok", APIEndpoint: "http://x/%s?method=%s"})
+	if err != nil || odd.cfg.FileEndpoint != "" {
+		t.Fatalf("an endpoint without /bot%%s/: %v, FileEndpoint %q; want none", err, odd.cfg.FileEndpoint)
+	}
+	if _, err := odd.Download(t.Context(), platform.Attachment{Kind: platform.AttachPhoto, FileID: "f"}, 0); !errors.Is(err, platform.ErrInvalidMessage) || !platform.IsPermanent(err) {
+		t.Fatalf("Download without a FileEndpoint = %v; want a permanent ErrInvalidMessage", err)
 	}
 	for in, want := range map[time.Duration]time.Duration{1500 * time.Millisecond: time.Second, time.Millisecond: time.Second, 45 * time.Second: 45 * time.Second} {
 		a, err := New(Config{Token: "1:tok", PollTimeout: in})
@@ -58,6 +74,10 @@ func TestConfigErrors(t *testing.T) {
 		{"negative max connections", Config{Token: token, Webhook: WebhookConfig{MaxConnections: -1}}},
 		{"too many max connections", Config{Token: token, Webhook: WebhookConfig{MaxConnections: 101}}},
 		{"client timeout under the poll timeout", Config{Token: token, HTTPClient: &http.Client{Timeout: 10 * time.Second}}},
+		{"name with a colon", Config{Token: token, Name: "tele:gram"}},
+		{"name too long", Config{Token: token, Name: strings.Repeat("n", 65)}},
+		{"file endpoint with one verb", Config{Token: token, FileEndpoint: "http://x/file/bot%s"}},
+		{"file endpoint not http", Config{Token: token, FileEndpoint: "ftp://x/file/bot%s/%s"}},
 		{"negative idle connections", Config{Token: token, MaxIdleConns: -1}},
 	}
 	for _, tt := range tests {
