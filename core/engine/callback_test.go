@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -158,4 +159,25 @@ func TestAnswerFailures(t *testing.T) {
 		})
 		handleAndWait(t, bare, press("1", "x"))
 	})
+}
+
+// A handler answers the button press it runs for: the platform shows the
+// text, and the button stops being busy.
+func ExampleContext_Answer() {
+	mem := memory.New()
+	e, _ := engine.New(engine.WithAdapter(mem))
+	e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
+		if err := c.Answer("Saved", false); err != nil && !errors.Is(err, platform.ErrUnsupported) {
+			return err
+		}
+		// … then the slow work: the user is not kept waiting.
+		return nil
+	})
+	_ = e.HandleEvent(platform.Event{ID: "1", Platform: mem.Name(), Kind: platform.EventCallback,
+		Chat: memory.Private("1"), QueryID: "q1", Text: "save"})
+	_ = e.Shutdown(context.Background())
+	for _, a := range mem.Answers() {
+		fmt.Println(a.Event.Text, "→", a.Callback.Text)
+	}
+	// Output: save → Saved
 }
