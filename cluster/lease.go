@@ -40,13 +40,30 @@ type lead struct {
 	// when the consumer was reset, and may have been made before.
 	redeliveredBelow uint64
 
-	mu      sync.Mutex
-	pending int
+	// leaving is set once the gateway stops taking sends: those not
+	// started yet are left in OUT for the next gateway (the fence fails).
+	leaving atomic.Bool
+
+	// waiting holds, per chat, the sends pulled while the chat's queue in
+	// the dispatcher was full, in order; retry queues them as room frees
+	// up. The consumer's MaxAckPending bounds them.
+	mu       sync.Mutex
+	waiting  map[string][]waitingSend
+	nwaiting int
+	wake     chan struct{}
+	retried  chan struct{}
 }
 
-// renewLeases takes the leases of the accounts nobody holds, renews those
-// this member holds, and gives up those it cannot renew.
-func (r *membership) renewLeases(ctx context.Context) {
+// waitingSend is a send that waits for room in its chat's queue.
+type waitingSend struct {
+	rs   engine.RecoveredSend
+	done func(platform.SendResult, error)
+	msg  jetstream.Msg
+}
+
+// renewLeases renews the leases this member holds, gives up those it
+// cannot renew, and with take takes those of the accounts nobody holds.
+func (r *membership) renewLeases(ctx context.Context, take bool) {
 	s := r.s
 	for _, name := range r.m.Adapters() {
 		key := token(name)
@@ -67,6 +84,9 @@ func (r *membership) renewLeases(ctx context.Context) {
 			l.lose()
 			delete(r.leads, name)
 			s.leading.Delete(name)
+			continue
+		}
+		if !take {
 			continue
 		}
 		rev, err := s.leases.Create(ctx, key, []byte(s.cfg.Node))
@@ -120,11 +140,13 @@ func (r *membership) lead(ctx context.Context, name string, rev uint64) (*lead, 
 		return nil, fmt.Errorf("consumer %s: %w", cname, err)
 	}
 	l := &lead{s: s, m: r.m, name: name, rev: rev, ran: make(chan struct{}), it: it, pulled: make(chan struct{}),
-		redeliveredBelow: info.State.LastSeq}
+		redeliveredBelow: info.State.LastSeq,
+		waiting:          map[string][]waitingSend{}, wake: make(chan struct{}, 1), retried: make(chan struct{})}
 	l.renewed.Store(time.Now().UnixNano())
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	go l.connect()
 	go l.pull()
+	go l.retry()
 	return l, nil
 }
 
@@ -133,7 +155,7 @@ func (r *membership) lead(ctx context.Context, name string, rev uint64) (*lead, 
 // send (fencing), and the member connected, so that what it sends it can
 // also record as sent.
 func (l *lead) valid() error {
-	if l.ctx.Err() != nil || !l.s.nc.IsConnected() || time.Since(time.Unix(0, l.renewed.Load())) > l.s.cfg.LeaseTTL*2/3 {
+	if l.ctx.Err() != nil || l.leaving.Load() || !l.s.nc.IsConnected() || time.Since(time.Unix(0, l.renewed.Load())) > l.s.cfg.LeaseTTL*2/3 {
 		return ErrLeaseLost
 	}
 	return nil
@@ -220,43 +242,111 @@ func (l *lead) send(msg jetstream.Msg) {
 		}
 		cancel()
 	}
+	l.submit(sendChat(d.Request), waitingSend{rs: rs, done: answer, msg: msg})
+}
+
+func sendChat(r platform.SendRequest) string { return r.Platform + "\x00" + r.Target.ID }
+
+// submit queues w in the dispatcher, or behind the sends of its chat that
+// wait for room.
+func (l *lead) submit(chat string, w waitingSend) {
 	l.mu.Lock()
-	l.pending++
-	l.mu.Unlock()
-	err := l.m.Send(rs, func(res platform.SendResult, err error) {
-		l.mu.Lock()
-		l.pending--
-		l.mu.Unlock()
-		answer(res, err)
-	})
-	if err != nil {
-		l.mu.Lock()
-		l.pending--
-		l.mu.Unlock()
-		s.warn.Warn("cluster: a send could not be queued; the server offers it again", zap.Error(err))
-		_ = msg.NakWithDelay(time.Second)
+	defer l.mu.Unlock()
+	if len(l.waiting[chat]) == 0 && l.trySubmit(w) {
+		return
+	}
+	l.waiting[chat] = append(l.waiting[chat], w)
+	l.nwaiting++
+	select {
+	case l.wake <- struct{}{}:
+	default:
 	}
 }
 
-// stopTaking stops pulling sends; those taken go on.
+// trySubmit queues w in the dispatcher; it returns false when w's chat
+// has no room. Called with mu held.
+func (l *lead) trySubmit(w waitingSend) bool {
+	err := l.m.Send(w.rs, w.done)
+	switch {
+	case errors.Is(err, engine.ErrQueueFull):
+		return false
+	case err != nil:
+		// The engine is closing: this gateway takes no more sends, and the
+		// next one makes them, in order.
+		l.leaving.Store(true)
+		l.s.warn.Warn("cluster: a send could not be queued; the next gateway makes it", zap.Error(err))
+	}
+	return true
+}
+
+// retry queues the waiting sends as their chats' queues free up, until
+// the gateway stops.
+func (l *lead) retry() {
+	defer close(l.retried)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-l.wake:
+		}
+		for {
+			l.mu.Lock()
+			if l.leaving.Load() { // left in OUT for the next gateway
+				clear(l.waiting)
+				l.nwaiting = 0
+			}
+			for chat, ws := range l.waiting {
+				for len(ws) > 0 && l.trySubmit(ws[0]) {
+					ws = ws[1:]
+					l.nwaiting--
+				}
+				if len(ws) == 0 {
+					delete(l.waiting, chat)
+				} else {
+					l.waiting[chat] = ws
+				}
+			}
+			n := l.nwaiting
+			l.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			select {
+			case <-l.ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}
+}
+
+// stopTaking stops pulling sends and starting those taken: the sends
+// under way end, the others are left in OUT for the next gateway, which
+// makes them in order.
 func (l *lead) stopTaking() {
+	l.leaving.Store(true)
+	l.cancel() // the connection too: the next gateway polls
 	l.it.Stop()
 	<-l.pulled
 }
 
 // lose stops the gateway at once: the lease is another's now.
 func (l *lead) lose() {
-	l.cancel()
 	l.stopTaking()
+	l.cancel()
 	<-l.ran
+	<-l.retried
 }
 
-// release gives the lease up, once the sends taken are done: the next
+// release gives the lease up, once the sends under way ended: the next
 // gateway takes it at once.
 func (l *lead) release(ctx context.Context) {
 	l.stopTaking()
 	l.cancel()
 	<-l.ran
+	<-l.retried
 	_ = l.s.leases.Delete(ctx, token(l.name), jetstream.LastRevision(l.rev))
 }
 

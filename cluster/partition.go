@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,22 +21,30 @@ import (
 // pulled until the member gives it up, and the events it delivered that
 // are not done yet.
 type partition struct {
-	s    *Shared
-	m    engine.ClusterMember
-	n    int
-	name string
-	it   jetstream.MessagesContext
-	ctx  context.Context
-	stop func()
-	done chan struct{}
+	s     *Shared
+	m     engine.ClusterMember
+	n     int
+	name  string
+	claim uint64 // the revision of its claim
+	it    jetstream.MessagesContext
+	ctx   context.Context
+	stop  func()
+	done  chan struct{}
 	// redeliveredBelow: events up to this stream sequence were there
 	// when the consumer was reset, and may have been handled before.
 	redeliveredBelow uint64
+	// takenAt is when the partition was taken over from a member that
+	// was gone; announce, until its first event, that it should be logged.
+	takenAt  time.Time
+	announce bool
 
 	mu      sync.Mutex
 	pending map[*partRecord]struct{}
 	drained chan struct{} // closed when pending empties, if someone waits
 }
+
+// unfinished is the claim of a partition given up with events in hand.
+const unfinished = "-"
 
 // partRecord is an event a partition delivered: done is an ack.
 type partRecord struct {
@@ -42,9 +52,58 @@ type partRecord struct {
 	msg jetstream.Msg
 }
 
-// take creates (or finds) partition p's consumer, resets it to its ack
-// floor when reset is set, and starts pulling it.
-func (r *membership) take(ctx context.Context, p int, reset bool) (*partition, error) {
+// take claims partition p and starts pulling it, or returns nil while
+// another live member still has it (it hands it over: finishes its
+// events, unpins, gives the claim up). A claim left by a member that is
+// gone (or by this one before a restart) is taken over: the consumer is
+// reset to its ack floor first, so the events that member left come
+// first, in order, marked as maybe handled before.
+func (r *membership) take(ctx context.Context, p int) (*partition, error) {
+	s := r.s
+	me := token(s.cfg.Node)
+	key := strconv.Itoa(p)
+	r.mu.Lock()
+	handing := r.handing[p]
+	r.mu.Unlock()
+	if handing {
+		return nil, nil // this member's own hand-over is not over yet
+	}
+	var rev uint64
+	from := "" // the member gone whose claim this takes over
+	e, err := s.claims.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		if rev, err = s.claims.Create(ctx, key, []byte(me)); errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, nil
+		}
+	case err != nil:
+	default:
+		holder := string(e.Value())
+		if holder != me && slices.Contains(r.live, holder) {
+			return nil, nil
+		}
+		from = holder
+		if rev, err = s.claims.Update(ctx, key, []byte(me), e.Revision()); errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim %d: %w", p, err)
+	}
+	part, err := r.startPartition(ctx, p, rev, from)
+	if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		_ = s.claims.Delete(ctx, key, jetstream.LastRevision(rev))
+		return nil, err
+	}
+	return part, nil
+}
+
+// startPartition creates (or finds) partition p's consumer, claimed at
+// rev, resets it to its ack floor, and starts pulling it; from names the
+// member gone whose events it takes up, if any.
+func (r *membership) startPartition(ctx context.Context, p int, rev uint64, from string) (*partition, error) {
 	s := r.s
 	name := fmt.Sprintf("in-%d", p)
 	cons, err := s.in.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
@@ -61,18 +120,21 @@ func (r *membership) take(ctx context.Context, p int, reset bool) (*partition, e
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", name, err)
 	}
-	part := &partition{s: s, m: r.m, n: p, name: name, done: make(chan struct{}), pending: map[*partRecord]struct{}{}}
-	if reset {
-		info, err := s.in.Info(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("consumer %s: %w", name, err)
-		}
+	part := &partition{s: s, m: r.m, n: p, name: name, claim: rev, done: make(chan struct{}), pending: map[*partRecord]struct{}{}}
+	// Nobody else has events of p in hand (its claim says so): a reset
+	// redelivers only those a member gone left, first and in order.
+	info, err := s.in.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", name, err)
+	}
+	if _, err := s.in.ResetConsumer(ctx, name); err != nil {
+		return nil, fmt.Errorf("reset %s: %w", name, err)
+	}
+	if from != "" {
 		part.redeliveredBelow = info.State.LastSeq
-		if _, err := s.in.ResetConsumer(ctx, name); err != nil {
-			return nil, fmt.Errorf("reset %s: %w", name, err)
-		}
-		if r.live != nil && len(r.live) > 0 {
+		if from != token(s.cfg.Node) {
 			s.takeovers.Add(1)
+			part.takenAt, part.announce = time.Now(), true
 		}
 	}
 	it, err := cons.Messages(jetstream.PullPriorityGroup(pinGroup), jetstream.PullExpiry(max(s.cfg.PinnedTTL/2, time.Second)))
@@ -135,6 +197,15 @@ func (p *partition) deliver(msg jetstream.Msg) {
 		return
 	}
 	meta, err := msg.Metadata()
+	if p.announce && err == nil {
+		// How long the events left by the member that was gone waited
+		// for this one: the takeover's cost.
+		p.announce = false
+		if meta.Timestamp.Before(p.takenAt) {
+			p.s.log.Info("cluster: took over a partition: its first event", zap.Int("partition", p.n),
+				zap.Duration("after_taking", time.Since(p.takenAt)))
+		}
+	}
 	redelivered := err == nil && (meta.NumDelivered > 1 || meta.Sequence.Stream <= p.redeliveredBelow)
 	if redelivered {
 		p.s.redeliveries.Add(1)
@@ -213,5 +284,17 @@ func (p *partition) release(ctx context.Context) {
 	defer cancel()
 	if err := p.s.in.UnpinConsumer(uctx, p.name, pinGroup); err != nil {
 		p.s.log.Debug("cluster: unpin", zap.String("consumer", p.name), zap.Error(err))
+	}
+	var err error
+	if ctx.Err() != nil {
+		// Events still in hand past the hand-over's time (a conversation
+		// waiting for an answer this member no longer pulls): the next
+		// owner takes them up again, as from a member gone.
+		_, err = p.s.claims.Update(uctx, strconv.Itoa(p.n), []byte(unfinished), p.claim)
+	} else {
+		err = p.s.claims.Delete(uctx, strconv.Itoa(p.n), jetstream.LastRevision(p.claim))
+	}
+	if err != nil {
+		p.s.warn.Warn("cluster: cannot give a partition's claim up; it moves once this member is gone", zap.Int("partition", p.n), zap.Error(err))
 	}
 }

@@ -95,6 +95,7 @@ type Shared struct {
 	log     *zap.Logger
 	warn    *ratelog.Logger // failures, each logged at most once a minute
 	members jetstream.KeyValue
+	claims  jetstream.KeyValue // partition → the member that has it
 	leases  jetstream.KeyValue
 	results string // the subject this member hears outcomes on
 
@@ -139,6 +140,12 @@ func OpenShared(ctx context.Context, nc *nats.Conn, cfg SharedConfig) (*Shared, 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: members bucket: %w", err)
+	}
+	s.claims, err = ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
+		Bucket: "partitions_" + j.cfg.Bot, Storage: jetstream.FileStorage, Replicas: j.cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: partitions bucket: %w", err)
 	}
 	s.leases, err = ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
 		Bucket: "leases_" + j.cfg.Bot, TTL: cfg.LeaseTTL, Storage: jetstream.FileStorage, Replicas: j.cfg.Replicas,
@@ -264,15 +271,32 @@ func (s *Shared) Join(ctx context.Context, m engine.ClusterMember) error {
 	}
 	defer sub.Unsubscribe()
 
-	run := &membership{s: s, m: m, parts: map[int]*partition{}, leads: map[string]*lead{}}
+	run := &membership{s: s, m: m, parts: map[int]*partition{}, leads: map[string]*lead{}, handing: map[int]bool{}}
+	hctx, stopBeating := context.WithCancel(context.Background())
+	beating := make(chan struct{})
+	go func() {
+		defer close(beating)
+		run.heartbeat(hctx)
+	}()
 	err = run.loop(ctx)
-	// Leave: stop taking, finish what was taken, then let go.
+	// Leave: stop taking, finish what was taken, still alive and holding
+	// the leases so that nobody takes over meanwhile, then let go.
 	run.stopTaking()
+	kctx, stopKeeping := context.WithCancel(context.Background())
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		run.keepAlive(kctx)
+	}()
 	stopCtx, cancel := platform.StopContext(ctx, 30*time.Second)
 	defer cancel()
 	if derr := m.Drain(stopCtx); derr != nil {
 		s.warn.Warn("cluster: left with work unfinished; the next owners take it up", zap.Error(derr))
 	}
+	stopKeeping()
+	<-kept
+	stopBeating()
+	<-beating
 	run.letGo()
 	return err
 }
@@ -284,8 +308,11 @@ type membership struct {
 	parts map[int]*partition
 	leads map[string]*lead
 	live  []string // the members last seen, sorted
-	// releasing counts the partitions being handed over.
+	// releasing counts the partitions being handed over; handing lists
+	// them.
 	releasing sync.WaitGroup
+	mu        sync.Mutex
+	handing   map[int]bool
 }
 
 // loop keeps the member alive, its partitions and leases current, until
@@ -295,15 +322,12 @@ func (r *membership) loop(ctx context.Context) error {
 	beat := time.NewTicker(s.cfg.Heartbeat)
 	defer beat.Stop()
 	for {
-		if _, err := s.members.Put(ctx, token(s.cfg.Node), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
-			s.warn.Warn("cluster: heartbeat failed", zap.Error(err))
-		}
 		if live, err := r.liveMembers(ctx); err == nil {
 			r.assign(ctx, live)
 		} else if ctx.Err() == nil {
 			s.warn.Warn("cluster: cannot read the members", zap.Error(err))
 		}
-		r.renewLeases(ctx)
+		r.renewLeases(ctx, true)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -312,16 +336,58 @@ func (r *membership) loop(ctx context.Context) error {
 	}
 }
 
+// heartbeat says the member is alive every Heartbeat until ctx ends, on a
+// beat of its own: a slow takeover never makes it look gone.
+func (r *membership) heartbeat(ctx context.Context) {
+	beat := time.NewTicker(r.s.cfg.Heartbeat)
+	defer beat.Stop()
+	for {
+		if _, err := r.s.members.Put(ctx, token(r.s.cfg.Node), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
+			r.s.warn.Warn("cluster: heartbeat failed", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-beat.C:
+		}
+	}
+}
+
+// keepAlive renews the leases held, taking nothing, until ctx ends: the
+// member is leaving.
+func (r *membership) keepAlive(ctx context.Context) {
+	beat := time.NewTicker(r.s.cfg.Heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-beat.C:
+		}
+		r.renewLeases(ctx, false)
+	}
+}
+
 func (r *membership) liveMembers(ctx context.Context) ([]string, error) {
 	keys, err := r.s.members.Keys(ctx)
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return []string{token(r.s.cfg.Node)}, nil
+		keys, err = nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	if !slices.Contains(keys, token(r.s.cfg.Node)) {
 		keys = append(keys, token(r.s.cfg.Node))
+	}
+	// A listing taken while a member's heartbeat replaces its last one
+	// may miss it: a member seen before and not listed is asked for.
+	for _, m := range r.live {
+		if slices.Contains(keys, m) {
+			continue
+		}
+		if _, err := r.s.members.Get(ctx, m); err == nil {
+			keys = append(keys, m)
+		}
 	}
 	slices.Sort(keys)
 	return keys, nil
@@ -359,7 +425,6 @@ func mix64(x uint64) uint64 {
 func (r *membership) assign(ctx context.Context, live []string) {
 	s := r.s
 	me := token(s.cfg.Node)
-	prev := r.live
 	r.live = live
 	var gained, lost []int
 	for p := 0; p < s.Journal.cfg.Partitions; p++ {
@@ -367,19 +432,13 @@ func (r *membership) assign(ctx context.Context, live []string) {
 		_, have := r.parts[p]
 		switch {
 		case mine && !have:
-			before := ""
-			if prev != nil {
-				before = owner(prev, p)
-			}
-			// The partition was another member's that is still alive:
-			// it hands it over (finishes, then unpins). Otherwise whoever
-			// had it is gone (or this is a start): take it up from its
-			// ack floor.
-			handover := before != "" && before != me && slices.Contains(live, before)
-			part, err := r.take(ctx, p, !handover)
+			part, err := r.take(ctx, p)
 			if err != nil {
 				s.warn.Warn("cluster: cannot take a partition", zap.Int("partition", p), zap.Error(err))
 				continue
+			}
+			if part == nil {
+				continue // still being handed over: again at the next beat
 			}
 			r.parts[p] = part
 			gained = append(gained, p)
@@ -387,10 +446,16 @@ func (r *membership) assign(ctx context.Context, live []string) {
 			part := r.parts[p]
 			delete(r.parts, p)
 			lost = append(lost, p)
+			r.mu.Lock()
+			r.handing[p] = true
+			r.mu.Unlock()
 			r.releasing.Go(func() { // hands it over once its events are done
 				rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				part.release(rctx)
+				r.mu.Lock()
+				delete(r.handing, p)
+				r.mu.Unlock()
 			})
 		}
 	}

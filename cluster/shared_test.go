@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/cluster"
@@ -43,11 +45,13 @@ func startMember(t *testing.T, s *embedded.Server, mem *memory.Adapter, name str
 	}
 	cfg := fast
 	cfg.Node = name
+	cfg.Logger = zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)).Named(name)
 	j, err := cluster.OpenShared(ctxFor(t), nc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(j), engine.WithShutdownTimeout(10*time.Second))
+	e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(j), engine.WithShutdownTimeout(10*time.Second),
+		engine.WithLogger(cfg.Logger))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,13 +90,16 @@ func (m *member) stop(t *testing.T) {
 	m.nc.Close()
 }
 
-// waitFor waits until cond holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor waits until cond holds; diag tells more when it never does.
+func waitFor(t *testing.T, what string, cond func() bool, diag ...func()) {
 	t.Helper()
 	ctx := ctxFor(t)
 	for !cond() {
 		select {
 		case <-ctx.Done():
+			for _, d := range diag {
+				d()
+			}
 			t.Fatalf("waiting for %s: %v", what, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -206,7 +213,12 @@ func TestSharedMemberDies(t *testing.T) {
 	wg.Wait()
 	for c := range chats {
 		id := fmt.Sprint(200 + c)
-		waitFor(t, "chat "+id+"'s replies", func() bool { return len(dedupStrings(mem.Texts(id))) >= n })
+		waitFor(t, "chat "+id+"'s replies", func() bool { return len(dedupStrings(mem.Texts(id))) >= n }, func() {
+			for _, m := range members {
+				t.Logf("%s: %+v %+v", m.name, m.j.Stats(), m.e.Stats())
+			}
+			t.Logf("chat %s: %q", id, mem.Texts(id))
+		})
 		got := mem.Texts(id)
 		d := dedupStrings(got)
 		for i, s := range d {

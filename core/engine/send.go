@@ -127,7 +127,10 @@ func (t *sendTask) run(ctx context.Context) error {
 	if t.fence != nil {
 		if err := t.fence(); err != nil {
 			returned = true
-			t.f.Resolve(platform.SendResult{}, err) // not made, not done: another makes it
+			if t.rec != nil {
+				t.js.sends.Add(-1) // not made, not done: another makes it
+			}
+			t.f.Resolve(platform.SendResult{}, err)
 			return nil
 		}
 	}

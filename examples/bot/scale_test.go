@@ -1,0 +1,404 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+)
+
+// The scale-out tests run the built bot as several processes of one bot
+// on one NATS server (embedded in the test, listening on loopback) and a
+// fake Bot API: the chats are shared by partition, one process is the
+// gateway that polls and sends, and whatever dies or leaves, every reply
+// arrives, in order per chat, within Telegram's limits.
+
+// Telegram's limits, as the adapter publishes them.
+const (
+	tgPerSecond, tgBurst         = 30, 3
+	tgPerChatSecond, tgChatBurst = 1, 3
+	// jitter is how much earlier than its limiter let it go a send may
+	// reach the fake Bot API than the one before it: the limiter paces
+	// the start of each request, the server stamps its arrival.
+	jitter = 100 * time.Millisecond
+)
+
+// startNATS starts a NATS server with JetStream on a loopback port, its
+// store in a directory of the test's, and returns its URL.
+func startNATS(t *testing.T) string {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
+		NoLog: true, NoSigs: true, ServerName: "e2e",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		t.Fatal("NATS server not ready")
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s.ClientURL()
+}
+
+// node is one process of the bot.
+type node struct {
+	name, metrics string
+	p             *botProcess
+}
+
+func startNode(t *testing.T, name string, env []string) *node {
+	t.Helper()
+	n := &node{name: name, metrics: freeAddr(t)}
+	n.p = startBot(t, append(slices.Clone(env), "HERALD_NODE="+name, "METRICS_ADDR="+n.metrics)...)
+	return n
+}
+
+// gauge sums a metric's samples on the node (-1 while they cannot be
+// read).
+func (n *node) gauge(name string) float64 {
+	resp, err := http.Get("http://" + n.metrics + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sum := 0.0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return -1
+		}
+		sum += v
+	}
+	return sum
+}
+
+// waitSpread waits until the nodes own all the partitions between them,
+// each some, and one of them is the gateway, which it returns.
+func waitSpread(ctx context.Context, t *testing.T, nodes []*node) *node {
+	t.Helper()
+	for {
+		total, gws := 0.0, []*node{}
+		spread := true
+		for _, n := range nodes {
+			p := n.gauge("herald_cluster_partitions")
+			spread = spread && p > 0
+			total += p
+			if n.gauge("herald_cluster_leading") == 1 {
+				gws = append(gws, n)
+			}
+		}
+		if spread && total == 64 && len(gws) == 1 {
+			return gws[0]
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the partitions never spread over %d nodes (%v owned, %d gateways)", len(nodes), total, len(gws))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// logTimes returns the times of the node's JSON log lines with msg.
+func logTimes(n *node, msg string) []time.Time {
+	var out []time.Time
+	for _, line := range strings.Split(n.p.stderr.String(), "\n") {
+		var l struct {
+			TS  float64 `json:"ts"`
+			Msg string  `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == msg {
+			sec, frac := math.Modf(l.TS)
+			out = append(out, time.Unix(int64(sec), int64(frac*1e9)))
+		}
+	}
+	return out
+}
+
+// firstAfter returns how long after at the first of the nodes' log lines
+// with msg came, or -1.
+func firstAfter(at time.Time, msg string, nodes ...*node) time.Duration {
+	d := time.Duration(-1)
+	for _, n := range nodes {
+		for _, ts := range logTimes(n, msg) {
+			if ts.After(at) && (d < 0 || ts.Sub(at) < d) {
+				d = ts.Sub(at)
+			}
+		}
+	}
+	return d
+}
+
+// lastAfter returns how long after at the last of the nodes' log lines
+// with msg came, or -1.
+func lastAfter(at time.Time, msg string, nodes ...*node) time.Duration {
+	d := time.Duration(-1)
+	for _, n := range nodes {
+		for _, ts := range logTimes(n, msg) {
+			if ts.After(at) && ts.Sub(at) > d {
+				d = ts.Sub(at)
+			}
+		}
+	}
+	return d
+}
+
+// scaleRun is the load of a scale-out test: chats each sending
+// /count n, spread over a time.
+type scaleRun struct {
+	srv          *telegramtest.Server
+	chats, count int
+	first        int64
+}
+
+func (r scaleRun) send(ctx context.Context, over time.Duration) {
+	gap := over / time.Duration(r.chats)
+	for c := range r.chats {
+		id := r.first + int64(c)
+		r.srv.SendUserMessage(id, tgbotapi.User{ID: id, FirstName: fmt.Sprint("User", c)}, fmt.Sprintf("/count %d", r.count))
+		select {
+		case <-time.After(gap):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (r scaleRun) total() int { return r.chats * r.count }
+
+// wait waits until every chat has all its replies.
+func (r scaleRun) wait(ctx context.Context, t *testing.T) {
+	t.Helper()
+	complete := func() bool {
+		for c := range r.chats {
+			if len(dedup(texts(r.srv.Sent(r.first+int64(c))))) < r.count {
+				return false
+			}
+		}
+		return true
+	}
+	if err := r.srv.WaitUntil(ctx, complete); err != nil {
+		for c := range r.chats {
+			t.Logf("chat %d: %q", r.first+int64(c), texts(r.srv.Sent(r.first+int64(c))))
+		}
+		t.Fatalf("not every reply arrived: %v", err)
+	}
+}
+
+// check checks each chat got 1..count in order, with at most maxRepeats
+// replies sent twice, and that the sends kept within Telegram's limits;
+// it returns the replies sent twice.
+func (r scaleRun) check(t *testing.T, maxRepeats int) int {
+	t.Helper()
+	want := make([]string, r.count)
+	for i := range want {
+		want[i] = strconv.Itoa(i + 1)
+	}
+	dups := 0
+	for c := range r.chats {
+		id := r.first + int64(c)
+		sent := r.srv.Sent(id)
+		got := texts(sent)
+		if d := dedup(got); !slices.Equal(d, want) {
+			t.Fatalf("chat %d got %q; want %q in order (repeats of one reply allowed)", id, got, want)
+		}
+		if extra := len(got) - r.count; extra > maxRepeats {
+			t.Fatalf("chat %d got %d replies twice: %q; want at most %d", id, extra, got, maxRepeats)
+		} else {
+			dups += extra
+		}
+		checkRate(t, fmt.Sprint("chat ", id), sent, tgPerChatSecond, tgChatBurst)
+	}
+	all := r.srv.AllSent()
+	checkRate(t, "the bot", all, tgPerSecond, tgBurst)
+	t.Logf("%d replies, %d sent twice; at most %d in any second", r.total(), dups, busiestSecond(all))
+	return dups
+}
+
+// checkRate fails unless sent (in the order accepted) kept to a token
+// bucket of rate per second and burst: burst+k sends span at least k/rate
+// seconds, less the jitter of their arrival.
+func checkRate(t *testing.T, who string, sent []telegramtest.SentMessage, rate float64, burst int) {
+	t.Helper()
+	k := int(rate) // a second's worth above the burst
+	for i := 0; i+burst+k < len(sent); i++ {
+		span := sent[i+burst+k].At.Sub(sent[i].At)
+		if min := time.Duration(float64(k)/rate*float64(time.Second)) - jitter; span < min {
+			t.Fatalf("%s: %d sends within %v (from %v); Telegram allows %d in a second", who, burst+k+1, span, sent[i].At.Format(time.StampMilli), burst+k)
+		}
+	}
+}
+
+// busiestSecond returns the most sends accepted within one second.
+func busiestSecond(sent []telegramtest.SentMessage) int {
+	most := 0
+	for i, j := 0, 0; j < len(sent); j++ {
+		for sent[j].At.Sub(sent[i].At) >= time.Second {
+			i++
+		}
+		most = max(most, j-i+1)
+	}
+	return most
+}
+
+// TestE2EScaleOutKills: three processes share 100 chats sending /count 20
+// over 20 s; a worker is killed, later the gateway. Every reply arrives,
+// in order, at most once twice per chat per kill, and within Telegram's
+// limits; the takeover times are logged.
+func TestE2EScaleOutKills(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	env := []string{
+		"TELEGRAM_BOT_TOKEN=" + crashToken,
+		"TELEGRAM_API_ENDPOINT=" + srv.Endpoint(),
+		"WEBCHAT_ADDR=off",
+		"LOG_FORMAT=json",
+		"SHUTDOWN_TIMEOUT=60s",
+		"NATS_URL=" + startNATS(t),
+	}
+	nodes := []*node{startNode(t, "n1", env), startNode(t, "n2", env), startNode(t, "n3", env)}
+	gw := waitSpread(ctx, t, nodes)
+	var worker *node
+	var rest []*node
+	for _, n := range nodes {
+		if n != gw && worker == nil {
+			worker = n
+		} else if n != gw {
+			rest = append(rest, n)
+		}
+	}
+
+	run := scaleRun{srv: srv, chats: 100, count: 20, first: 5000}
+	sending := make(chan struct{})
+	go func() {
+		defer close(sending)
+		run.send(ctx, 20*time.Second)
+	}()
+
+	kill := func(n *node, after int) time.Time {
+		if err := srv.WaitUntil(ctx, func() bool { return len(srv.AllSent()) >= after }); err != nil {
+			t.Fatalf("before killing %s: %v (%d replies sent)", n.name, err, len(srv.AllSent()))
+		}
+		if err := n.p.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-n.p.done
+		t.Logf("killed %s after %d replies", n.name, len(srv.AllSent()))
+		return time.Now()
+	}
+	workerKilled := kill(worker, run.total()*20/100)
+	gwKilled := kill(gw, run.total()*55/100)
+	<-sending
+	run.wait(ctx, t)
+
+	survivor := rest[0]
+	const (
+		pinnedTTL = 10 * time.Second // cluster.DefaultPinnedTTL
+		leaseTTL  = 10 * time.Second // cluster.DefaultLeaseTTL
+	)
+	// The worker's partitions: the last of them to hand on an event that
+	// waited, after the kill (before the gateway's).
+	partTakeover := lastAfter(workerKilled, "cluster: took over a partition: its first event", gw, survivor)
+	if gwKilled.Sub(workerKilled) < partTakeover {
+		partTakeover = -1 // not told apart from the gateway's partitions
+	}
+	gwTakeover := firstAfter(gwKilled, "cluster: holding the lease: this member is the gateway", survivor)
+	t.Logf("takeover after a worker's kill: %v for its partitions (target %v); after the gateway's: %v for the lease (target %v)",
+		partTakeover, pinnedTTL+2*time.Second, gwTakeover, leaseTTL+2*time.Second)
+	if gwTakeover < 0 {
+		t.Fatalf("%s never became the gateway", survivor.name)
+	}
+
+	if code := survivor.p.stop(t, 90*time.Second); code != 0 {
+		t.Fatalf("%s: exit code %d after SIGTERM; want 0", survivor.name, code)
+	}
+	run.check(t, 2)
+	if logs := survivor.p.stderr.String(); strings.Contains(logs, "Conflict") {
+		t.Fatalf("a process polled while another did (409 Conflict):\n%s", logs)
+	}
+}
+
+// TestE2EScaleOutRebalance: a fourth process joins three mid-run, and the
+// gateway leaves cleanly: nothing is lost, reordered or sent twice, and
+// the lease moves at once.
+func TestE2EScaleOutRebalance(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	env := []string{
+		"TELEGRAM_BOT_TOKEN=" + crashToken,
+		"TELEGRAM_API_ENDPOINT=" + srv.Endpoint(),
+		"WEBCHAT_ADDR=off",
+		"LOG_FORMAT=json",
+		"SHUTDOWN_TIMEOUT=60s",
+		"NATS_URL=" + startNATS(t),
+	}
+	nodes := []*node{startNode(t, "n1", env), startNode(t, "n2", env), startNode(t, "n3", env)}
+	gw := waitSpread(ctx, t, nodes)
+
+	run := scaleRun{srv: srv, chats: 40, count: 20, first: 7000}
+	sending := make(chan struct{})
+	go func() {
+		defer close(sending)
+		run.send(ctx, 10*time.Second)
+	}()
+	if err := srv.WaitUntil(ctx, func() bool { return len(srv.AllSent()) >= run.total()*20/100 }); err != nil {
+		t.Fatal(err)
+	}
+	nodes = append(nodes, startNode(t, "n4", env))
+	if err := srv.WaitUntil(ctx, func() bool { return len(srv.AllSent()) >= run.total()*50/100 }); err != nil {
+		t.Fatal(err)
+	}
+	left := time.Now()
+	if code := gw.p.stop(t, 90*time.Second); code != 0 {
+		t.Fatalf("%s: exit code %d after SIGTERM; want 0", gw.name, code)
+	}
+	t.Logf("the gateway %s left cleanly in %v, after %d replies", gw.name, time.Since(left).Round(time.Millisecond), len(srv.AllSent()))
+	var rest []*node
+	for _, n := range nodes {
+		if n != gw {
+			rest = append(rest, n)
+		}
+	}
+	moved := firstAfter(left, "cluster: holding the lease: this member is the gateway", rest...)
+	if moved < 0 {
+		t.Fatal("no process became the gateway")
+	}
+	t.Logf("the lease moved %v after the gateway began to leave", moved)
+	<-sending
+	run.wait(ctx, t)
+	if n4 := nodes[3]; n4.gauge("herald_cluster_partitions") <= 0 {
+		t.Fatalf("%s joined but owns no partition", n4.name)
+	}
+	for _, n := range rest {
+		if code := n.p.stop(t, 90*time.Second); code != 0 {
+			t.Fatalf("%s: exit code %d after SIGTERM; want 0", n.name, code)
+		}
+	}
+	run.check(t, 0)
+}
