@@ -162,13 +162,44 @@ func (l *lead) valid() error {
 }
 
 // connect runs the adapter's connection while the lease lasts, again after
-// a pause if it fails.
+// a pause if it fails. It is fenced like the sends: while the lease is not
+// surely this member's (a pause, a lost connection to NATS), the
+// connection is stopped, so a gateway that lost its lease does not poll
+// against the next one.
 func (l *lead) connect() {
 	defer close(l.ran)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for l.ctx.Err() == nil {
-		err := l.m.Lead(l.ctx, l.name)
-		if l.ctx.Err() != nil {
-			return
+		if l.valid() != nil {
+			select { // wait until it is sure again, or lost
+			case <-tick.C:
+			case <-l.ctx.Done():
+			}
+			continue
+		}
+		ctx, cancel := context.WithCancel(l.ctx)
+		fenced := make(chan struct{})
+		go func() {
+			defer close(fenced)
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					if l.valid() != nil {
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+		err := l.m.Lead(ctx, l.name)
+		stopped := ctx.Err() != nil
+		cancel()
+		<-fenced
+		if stopped {
+			continue
 		}
 		l.s.warn.Error("cluster: the gateway's connection failed; trying again", zap.String("adapter", l.name), zap.Error(err))
 		select {

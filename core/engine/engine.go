@@ -210,7 +210,11 @@ func New(opts ...Option) (*Engine, error) {
 		if _, dup := e.senders[name]; dup {
 			return nil, fmt.Errorf("engine: two adapters named %q", name)
 		}
-		e.senders[name] = e.chain(a)(a.Sender())
+		snd := a.Sender()
+		if e.cluster != nil {
+			snd = fencedSender{snd}
+		}
+		e.senders[name] = e.chain(a)(snd)
 	}
 
 	outCfg := o.dispatcher

@@ -143,6 +143,9 @@ func (t *sendTask) run(ctx context.Context) error {
 	if t.progress.Started.IsZero() {
 		t.progress.Started = time.Now()
 	}
+	if t.fence != nil {
+		ctx = context.WithValue(ctx, fenceKey{}, t.fence)
+	}
 	res, err := t.s.Send(platform.WithProgress(ctx, &t.progress), t.req)
 	returned = true
 	if _, paused := platform.PauseOf(err); paused {
@@ -186,4 +189,23 @@ func (t *sendTask) save() {
 // the send to make it at the next start. DeadLetters does not keep it.
 func cancelledJournaled(ctx context.Context, p *platform.Progress, err error) bool {
 	return p.Journaled && errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
+}
+
+// fenceKey carries a send's fence (RecoveredSend.Fence) down its sender
+// chain, to fencedSender.
+type fenceKey struct{}
+
+// fencedSender is the innermost layer of a cluster member's chains: it
+// checks the send's fence once more right before the platform is called,
+// after whatever the layers above waited for (a rate limit's token, a
+// retry's backoff), so a gateway paused meanwhile, that lost its lease,
+// does not send. A fenced send pauses; its next run finds the fence
+// closed and leaves it to the next gateway.
+type fencedSender struct{ next platform.Sender }
+
+func (f fencedSender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	if fence, ok := ctx.Value(fenceKey{}).(func() error); ok && fence() != nil {
+		return platform.SendResult{}, &platform.PauseError{}
+	}
+	return f.next.Send(ctx, req)
 }

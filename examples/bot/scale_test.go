@@ -7,6 +7,12 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"syscall"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -401,4 +407,112 @@ func TestE2EScaleOutRebalance(t *testing.T) {
 		}
 	}
 	run.check(t, 0)
+}
+
+// apiLog is a proxy in front of the fake Bot API for one process: it
+// records when each send request of that process reached it.
+type apiLog struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	at  []time.Time
+}
+
+func newAPILog(t *testing.T, api *telegramtest.Server) *apiLog {
+	t.Helper()
+	target, err := url.Parse(api.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &apiLog{}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	l.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/sendMessage") {
+			l.mu.Lock()
+			l.at = append(l.at, time.Now())
+			l.mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(l.srv.Close)
+	return l
+}
+
+func (l *apiLog) endpoint() string { return l.srv.URL + "/bot%s/%s" }
+
+// since returns how many sends reached the proxy after t.
+func (l *apiLog) since(t time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, at := range l.at {
+		if at.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestE2EScaleOutPausedGateway: the gateway is paused (SIGSTOP) longer
+// than its lease while it sends; another process takes the lease and goes
+// on. Resumed, the old gateway sends nothing more — its sends waiting for
+// a token or a backoff are fenced — and every reply arrives in order.
+func TestE2EScaleOutPausedGateway(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	env := []string{
+		"TELEGRAM_BOT_TOKEN=" + crashToken,
+		"WEBCHAT_ADDR=off",
+		"LOG_FORMAT=json",
+		"SHUTDOWN_TIMEOUT=60s",
+		"NATS_URL=" + startNATS(t),
+	}
+	logs := map[string]*apiLog{"n1": newAPILog(t, srv), "n2": newAPILog(t, srv)}
+	var nodes []*node
+	for _, name := range []string{"n1", "n2"} {
+		nodes = append(nodes, startNode(t, name, append(slices.Clone(env), "TELEGRAM_API_ENDPOINT="+logs[name].endpoint())))
+	}
+	gw := waitSpread(ctx, t, nodes)
+	other := nodes[0]
+	if other == gw {
+		other = nodes[1]
+	}
+
+	run := scaleRun{srv: srv, chats: 30, count: 20, first: 9000}
+	go run.send(ctx, 2*time.Second)
+	if err := srv.WaitUntil(ctx, func() bool { return len(srv.AllSent()) >= run.total()*20/100 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	if err := (&lineWaiter{other.p.stderr}).wait(ctx, "cluster: holding the lease: this member is the gateway"); err != nil {
+		t.Fatalf("%s never took the lease: %v", other.name, err)
+	}
+	t.Logf("%s took the lease %v after %s was paused", other.name, time.Since(paused).Round(time.Millisecond), gw.name)
+	time.Sleep(2 * time.Second) // the new gateway sends meanwhile
+	if err := gw.p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	run.wait(ctx, t)
+	if n := logs[gw.name].since(resumed); n > 0 {
+		t.Fatalf("the old gateway %s made %d sends after it was resumed without its lease", gw.name, n)
+	}
+	for _, n := range nodes {
+		if code := n.p.stop(t, 90*time.Second); code != 0 {
+			t.Fatalf("%s: exit code %d after SIGTERM; want 0", n.name, code)
+		}
+	}
+	run.check(t, 1)
+}
+
+// lineWaiter waits for a JSON log line with a message.
+type lineWaiter struct{ b *lineBuffer }
+
+func (w *lineWaiter) wait(ctx context.Context, msg string) error {
+	_, err := w.b.waitFor(ctx, regexp.MustCompile(`"msg":"`+regexp.QuoteMeta(msg)+`"`))
+	return err
 }
