@@ -1,5 +1,6 @@
 // Command bot is Herald's example bot: the ping, echo, count, menu, greet,
-// note, remind, help and stats plugins on every configured platform.
+// note, remind, fileecho, help and stats plugins on every configured
+// platform.
 //
 // With no configuration it serves a chat page on http://127.0.0.1:8080/ and
 // prints the URL to open. Each setting is an environment variable and an
@@ -62,6 +63,7 @@ import (
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/plugins/count"
 	"github.com/heraldbot/herald/plugins/echo"
+	"github.com/heraldbot/herald/plugins/fileecho"
 	"github.com/heraldbot/herald/plugins/greet"
 	"github.com/heraldbot/herald/plugins/help"
 	"github.com/heraldbot/herald/plugins/menu"
@@ -281,7 +283,7 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	if err := e.Use(ping.New(), echo.New(), count.New(), menu.New(), greet.New(), note.New(), remind.New(), help.New(), stats.New()); err != nil {
+	if err := e.Use(ping.New(), echo.New(), count.New(), menu.New(), greet.New(), note.New(), remind.New(), fileecho.New(), help.New(), stats.New()); err != nil {
 		return err
 	}
 
