@@ -63,6 +63,24 @@ type ConfirmingAdapter interface {
 	RunConfirmed(ctx context.Context, handle func(Event) error) error
 }
 
+// Receiver is implemented by a [ConfirmingAdapter] that can take events
+// in at a listener of its own (a webhook), apart from its connection to
+// the platform. When one bot runs as several processes (a cluster journal,
+// see engine.Cluster), every process runs Receive, so the platform may
+// deliver to any of them, while only the process holding the account's
+// lease runs RunConfirmed, which then registers the listener with the
+// platform without listening itself.
+type Receiver interface {
+	ConfirmingAdapter
+	// Receives reports whether the adapter is configured to take events
+	// in at a listener.
+	Receives() bool
+	// Receive serves the listener until ctx ends, calling handle for each
+	// event as RunConfirmed would, and never calls the platform. It
+	// returns nil once ctx ended, or the error that stopped it.
+	Receive(ctx context.Context, handle func(Event) error) error
+}
+
 type stopKey struct{}
 
 // WithStopContext returns a copy of ctx that carries stop: the context that

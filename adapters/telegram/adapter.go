@@ -51,6 +51,10 @@ type Adapter struct {
 
 	running atomic.Bool
 	run     atomic.Pointer[runState] // the active Run's delivery, for WebhookHandler
+	// receiving is set while Receive serves the webhook (receive.go);
+	// username is what the last getMe said.
+	receiving atomic.Bool
+	username  atomic.Pointer[string]
 
 	taken   *ledger       // updates handed on, kept between runs
 	presses *pressTracker // button presses handed on, and their answers
@@ -218,20 +222,31 @@ func (a *Adapter) runOnce(ctx context.Context, handle func(platform.Event) error
 		defer close(answered)
 		a.answerLate(answerCtx)
 	}()
-	rs := &runState{name: a.cfg.Name, handle: handle, username: me.UserName, presses: a.presses, log: a.log, limited: a.limited, taken: a.taken, stats: &a.stats}
+	a.username.Store(&me.UserName)
+	defer func() {
+		stopAnswers()
+		<-answered
+	}()
+	a.log.Info("telegram: running", zap.String("mode", string(a.cfg.Mode)), zap.String("bot", me.UserName))
+	if a.cfg.Mode == Webhook && a.receiving.Load() {
+		// Receive serves the webhook in this process: register it only.
+		return a.runWebhook(ctx, false)
+	}
+	rs := a.newRunState(handle, me.UserName)
 	a.run.Store(rs)
 	defer func() {
 		a.run.Store(nil)
 		rs.close() // after this, handle is never called again
-		stopAnswers()
-		<-answered
 	}()
-
-	a.log.Info("telegram: running", zap.String("mode", string(a.cfg.Mode)), zap.String("bot", me.UserName))
 	if a.cfg.Mode == Webhook {
-		return a.runWebhook(ctx)
+		return a.runWebhook(ctx, true)
 	}
 	return a.runPolling(ctx, rs)
+}
+
+// newRunState returns the delivery of a run or a Receive to handle.
+func (a *Adapter) newRunState(handle func(platform.Event) error, username string) *runState {
+	return &runState{name: a.cfg.Name, handle: handle, username: username, presses: a.presses, log: a.log, limited: a.limited, taken: a.taken, stats: &a.stats}
 }
 
 // retrying calls fn until it succeeds, retrying transient failures as

@@ -47,6 +47,13 @@ type Config struct {
 	// digits, "_", "-" and "." (no ":", which separates a key's parts).
 	Name string
 
+	// Username is the bot's username, without "@", for commands addressed
+	// to it ("/start@herald_bot"). RunConfirmed learns it from getMe and
+	// needs none; [Adapter.Receive], which never calls Telegram, uses it
+	// (or the one an earlier RunConfirmed of the Adapter learned). Empty
+	// there means such commands reach the handlers as written.
+	Username string
+
 	// Token is the bot's token from @BotFather, such as
 	// "123456:AAE-x_yz": digits, a colon, then letters, digits, "_" and
 	// "-" (New refuses anything else, so the token needs no escaping in a
@@ -242,7 +249,10 @@ func newHTTPClient(pollTimeout time.Duration, maxIdle int) *http.Client {
 const maxWebhookConnections = 100
 
 // namePattern is the form of an adapter's name.
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+var (
+	namePattern     = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	usernamePattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
+)
 
 // tokenPattern is the form of a bot token.
 var tokenPattern = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
@@ -280,6 +290,9 @@ func (cfg Config) normalize() (Config, error) {
 	}
 	if !namePattern.MatchString(cfg.Name) {
 		return bad("name %q is not 1 to 64 letters, digits, _, - and .", cfg.Name)
+	}
+	if cfg.Username = strings.TrimPrefix(cfg.Username, "@"); cfg.Username != "" && !usernamePattern.MatchString(cfg.Username) {
+		return bad("username %q is not 1 to 64 letters, digits and _", cfg.Username)
 	}
 	if cfg.FileEndpoint == "" && strings.Contains(cfg.APIEndpoint, "/bot%s/") {
 		cfg.FileEndpoint = strings.Replace(cfg.APIEndpoint, "/bot%s/", "/file/bot%s/", 1)

@@ -274,32 +274,19 @@ func (b *byteBudget) grantLocked() {
 	}
 }
 
-// runWebhook serves the webhook (if Listen is set) and registers it (if
-// URL is set), then waits for ctx to end.
-func (a *Adapter) runWebhook(ctx context.Context) error {
+// runWebhook serves the webhook (if listen and Listen is set: Receive
+// serves it otherwise) and registers it (if URL is set), then waits for
+// ctx to end.
+func (a *Adapter) runWebhook(ctx context.Context, listen bool) error {
 	wc := a.cfg.Webhook
 	var serveErr chan error
-	if wc.Listen != "" {
-		ln, err := new(net.ListenConfig).Listen(ctx, "tcp", wc.Listen)
+	if listen && wc.Listen != "" {
+		stop, errc, err := a.listenWebhook(ctx)
 		if err != nil {
-			return fmt.Errorf("telegram: webhook: %w", err)
+			return err
 		}
-		mux := http.NewServeMux()
-		mux.Handle(wc.Path, a.WebhookHandler())
-		srv := httpserve.New(mux, a.web, log.New(serverLog{a}, "", 0))
-		serveErr = make(chan error, 1)
-		go func() { serveErr <- srv.Serve(ln) }()
-		a.setAddr(ln.Addr(), srv)
-		defer func() {
-			a.setAddr(nil, nil)
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-			defer cancel()
-			if srv.HTTP.Shutdown(sctx) != nil {
-				srv.HTTP.Close()
-			}
-			<-serveErr
-		}()
-		a.log.Info("telegram: serving the webhook", zap.String("addr", ln.Addr().String()), zap.String("path", a.redact(wc.Path)))
+		defer stop()
+		serveErr = errc
 	}
 
 	if wc.URL != "" {
@@ -327,9 +314,39 @@ func (a *Adapter) runWebhook(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	case err := <-serveErr:
-		serveErr <- err // for the deferred shutdown
 		return fmt.Errorf("telegram: webhook server: %w", err)
 	}
+}
+
+// listenWebhook starts the webhook's server on Webhook.Listen; stop shuts
+// it down (within the stop context's time, then hard), and serveErr gets
+// the error that ended it early, if any (stop then ends at once).
+func (a *Adapter) listenWebhook(ctx context.Context) (stop func(), serveErr chan error, err error) {
+	wc := a.cfg.Webhook
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", wc.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("telegram: webhook: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(wc.Path, a.WebhookHandler())
+	srv := httpserve.New(mux, a.web, log.New(serverLog{a}, "", 0))
+	serveErr = make(chan error, 1)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		serveErr <- srv.Serve(ln)
+	}()
+	a.setAddr(ln.Addr(), srv)
+	a.log.Info("telegram: serving the webhook", zap.String("addr", ln.Addr().String()), zap.String("path", a.redact(wc.Path)))
+	return func() {
+		a.setAddr(nil, nil)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if srv.HTTP.Shutdown(sctx) != nil {
+			srv.HTTP.Close()
+		}
+		<-served
+	}, serveErr, nil
 }
 
 // serverLog writes the webhook server's own errors (a failed accept, a

@@ -236,6 +236,21 @@ func (e *Engine) runCluster(ctx context.Context) error {
 	defer endStop()
 	jctx, leave := context.WithCancel(platform.WithStopContext(context.WithoutCancel(ctx), stopCtx))
 	defer leave()
+	// Adapters that take events in at a listener of their own (a
+	// webhook) receive in every process; the gateway only registers it.
+	rctx, stopReceiving := context.WithCancel(jctx)
+	defer stopReceiving()
+	var receiving sync.WaitGroup
+	defer receiving.Wait()
+	for _, a := range e.adapters {
+		if r, ok := a.(platform.Receiver); ok && r.Receives() {
+			receiving.Go(func() {
+				if err := r.Receive(rctx, e.HandleEvent); err != nil && rctx.Err() == nil {
+					e.log.Error("engine: receiving failed; this process takes no events from the adapter", zap.String("adapter", a.Name()), zap.Error(err))
+				}
+			})
+		}
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- e.cluster.c.Join(jctx, (*member)(e)) }()
 	e.log.Info("engine running as a member of a cluster", zap.Strings("adapters", (*member)(e).Adapters()))
@@ -254,6 +269,8 @@ func (e *Engine) runCluster(ctx context.Context) error {
 	sctx, scancel := context.WithTimeout(context.Background(), e.opts.shutdownTimeout)
 	defer scancel()
 	context.AfterFunc(sctx, endStop)
+	stopReceiving()
+	receiving.Wait()
 	leave()
 	if joined {
 		if err := <-errc; err != nil {

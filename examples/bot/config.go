@@ -23,6 +23,7 @@ type config struct {
 	telegramWebhookURL    string
 	telegramWebhookListen string
 	telegramWebhookSecret string
+	telegramUsername      string
 	onebotListen          string
 	onebotURL             string
 	onebotToken           string
@@ -60,9 +61,10 @@ func (e *settingError) Error() string {
 // The forms of a bot name (one NATS stream name allows), and those
 // Telegram accepts for a bot token and a webhook secret.
 var (
-	botName       = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	telegramToken = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
-	webhookSecret = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+	botName          = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	telegramToken    = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
+	webhookSecret    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+	telegramUsername = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 )
 
 // parseConfig reads the configuration from args (without the program name)
@@ -74,7 +76,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		onebotListen, onebotURL, onebotToken                                      string
 		webchatAddr, metricsAddr, logFormat, shutdownTimeout                      string
 		deadLettersFile                                                           string
-		telegramAvoidDups, onebotAvoidDups                                        string
+		telegramAvoidDups, onebotAvoidDups, telegramUsername                      string
 		dataDir, natsURL, dataSync, botName, nodeName                             string
 	}
 	settings := []setting{
@@ -83,6 +85,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		{"TELEGRAM_WEBHOOK_URL", "telegram-webhook-url", "", "public HTTPS URL for Telegram webhooks; enables webhook mode instead of long polling", &raw.webhookURL},
 		{"TELEGRAM_WEBHOOK_LISTEN", "telegram-webhook-listen", "", "address the webhook server listens on (host:port); required with -telegram-webhook-url", &raw.webhookListen},
 		{"TELEGRAM_WEBHOOK_SECRET", "telegram-webhook-secret", "", "secret token Telegram must send with each webhook update", &raw.webhookSecret},
+		{"TELEGRAM_BOT_USERNAME", "telegram-bot-username", "", "the bot's username, for commands addressed to it (/start@name) on the processes that take webhooks without asking Telegram; learned by the gateway when empty", &raw.telegramUsername},
 		{"TELEGRAM_AVOID_DUPLICATES", "telegram-avoid-duplicates", "false", "true: a reply whose send failed after it may have reached Telegram goes to the dead letters instead of being sent again (at most once instead of at least once)", &raw.telegramAvoidDups},
 		{"ONEBOT_WS_LISTEN", "onebot-ws-listen", "", "address for OneBot v11 reverse WebSocket connections (host:port)", &raw.onebotListen},
 		{"ONEBOT_WS_URL", "onebot-ws-url", "", "OneBot v11 implementation's WebSocket URL to dial (forward mode)", &raw.onebotURL},
@@ -131,6 +134,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		telegramWebhookURL:    strings.TrimSpace(raw.webhookURL),
 		telegramWebhookListen: strings.TrimSpace(raw.webhookListen),
 		telegramWebhookSecret: raw.webhookSecret,
+		telegramUsername:      strings.TrimPrefix(strings.TrimSpace(raw.telegramUsername), "@"),
 		onebotListen:          strings.TrimSpace(raw.onebotListen),
 		onebotURL:             strings.TrimSpace(raw.onebotURL),
 		onebotToken:           raw.onebotToken,
@@ -211,6 +215,9 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 
 	if cfg.telegramToken != "" && !telegramToken.MatchString(cfg.telegramToken) {
 		return config{}, bad(&raw.telegramToken, "not a bot token (want digits, a colon, then letters, digits, '_' or '-', as @BotFather gives)")
+	}
+	if u := cfg.telegramUsername; u != "" && !telegramUsername.MatchString(u) {
+		return config{}, bad(&raw.telegramUsername, "want 1 to 64 letters, digits and _, got %q", raw.telegramUsername)
 	}
 	if cfg.telegramWebhookSecret != "" && !webhookSecret.MatchString(cfg.telegramWebhookSecret) {
 		return config{}, bad(&raw.webhookSecret, "want 1 to 256 of A-Z, a-z, 0-9, '_' and '-'")

@@ -230,9 +230,11 @@ func freeAddr(t *testing.T) string {
 
 // webhookPusher posts updates to the bot's webhook as Telegram does with
 // max_connections 1: one at a time, in order, each again until the bot
-// answers 200 — across the bot's deaths and restarts.
+// answers 200 — across the bot's deaths and restarts. Given several URLs
+// (the processes of one bot behind a load balancer), it posts each update
+// to the next in turn, and a failed post again to the one after.
 type webhookPusher struct {
-	url    string
+	urls   []string
 	ctx    context.Context
 	cancel context.CancelFunc
 	queue  chan []byte
@@ -243,9 +245,9 @@ type webhookPusher struct {
 	msgIDs map[int64]int
 }
 
-func newWebhookPusher(ctx context.Context, url string) *webhookPusher {
+func newWebhookPusher(ctx context.Context, urls ...string) *webhookPusher {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &webhookPusher{url: url, ctx: ctx, cancel: cancel, queue: make(chan []byte, 1024), done: make(chan struct{}),
+	w := &webhookPusher{urls: urls, ctx: ctx, cancel: cancel, queue: make(chan []byte, 1024), done: make(chan struct{}),
 		nextID: 500000, msgIDs: map[int64]int{}}
 	go w.run()
 	return w
@@ -274,6 +276,7 @@ func (w *webhookPusher) message(chat int64, from tgbotapi.User, text string) {
 func (w *webhookPusher) run() {
 	defer close(w.done)
 	client := &http.Client{Timeout: 10 * time.Second}
+	next := 0
 	for {
 		var body []byte
 		select {
@@ -282,7 +285,9 @@ func (w *webhookPusher) run() {
 			return
 		}
 		for {
-			req, _ := http.NewRequestWithContext(w.ctx, http.MethodPost, w.url, bytes.NewReader(body))
+			url := w.urls[next%len(w.urls)]
+			next++
+			req, _ := http.NewRequestWithContext(w.ctx, http.MethodPost, url, bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", crashSecret)
 			resp, err := client.Do(req)

@@ -11,6 +11,7 @@
 //	TELEGRAM_WEBHOOK_URL     public URL: receive updates by webhook instead
 //	TELEGRAM_WEBHOOK_LISTEN  address the webhook server listens on
 //	TELEGRAM_WEBHOOK_SECRET  secret Telegram sends with each update
+//	TELEGRAM_BOT_USERNAME    the bot's username (for /cmd@name on processes that only receive webhooks)
 //	TELEGRAM_AVOID_DUPLICATES  true: dead-letter an ambiguous failure instead of sending again
 //	ONEBOT_WS_LISTEN         accept OneBot v11 reverse WebSocket connections here
 //	ONEBOT_WS_URL            or dial a OneBot v11 implementation (forward WebSocket)
@@ -206,6 +207,7 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 			Token:           cfg.telegramToken,
 			APIEndpoint:     cfg.telegramEndpoint,
 			AvoidDuplicates: cfg.telegramAvoidDups,
+			Username:        cfg.telegramUsername,
 			Logger:          log.Named("telegram"),
 		}
 		if cfg.telegramWebhookURL != "" {

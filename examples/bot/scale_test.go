@@ -415,6 +415,7 @@ type apiLog struct {
 	srv *httptest.Server
 	mu  sync.Mutex
 	at  []time.Time
+	all []string // every method called
 }
 
 func newAPILog(t *testing.T, api *telegramtest.Server) *apiLog {
@@ -426,11 +427,12 @@ func newAPILog(t *testing.T, api *telegramtest.Server) *apiLog {
 	l := &apiLog{}
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	l.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.all = append(l.all, r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:])
 		if strings.HasSuffix(r.URL.Path, "/sendMessage") {
-			l.mu.Lock()
 			l.at = append(l.at, time.Now())
-			l.mu.Unlock()
 		}
+		l.mu.Unlock()
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(l.srv.Close)
@@ -438,6 +440,13 @@ func newAPILog(t *testing.T, api *telegramtest.Server) *apiLog {
 }
 
 func (l *apiLog) endpoint() string { return l.srv.URL + "/bot%s/%s" }
+
+// methods returns the methods called, in order.
+func (l *apiLog) methods() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.all)
+}
 
 // since returns how many sends reached the proxy after t.
 func (l *apiLog) since(t time.Time) int {
@@ -515,4 +524,84 @@ type lineWaiter struct{ b *lineBuffer }
 func (w *lineWaiter) wait(ctx context.Context, msg string) error {
 	_, err := w.b.waitFor(ctx, regexp.MustCompile(`"msg":"`+regexp.QuoteMeta(msg)+`"`))
 	return err
+}
+
+// TestE2EScaleOutWebhook: three processes take a webhook behind a load
+// balancer (the pusher sends each update to the next, and a failed one to
+// the one after); a worker is killed. Each process records what it
+// receives, only the gateway calls Telegram (setWebhook, the sends), and
+// every reply arrives in order.
+func TestE2EScaleOutWebhook(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	env := []string{
+		"TELEGRAM_BOT_TOKEN=" + crashToken,
+		"TELEGRAM_WEBHOOK_URL=https://bot.example/hook",
+		"TELEGRAM_WEBHOOK_SECRET=" + crashSecret,
+		"TELEGRAM_BOT_USERNAME=" + srv.Bot().UserName,
+		"WEBCHAT_ADDR=off",
+		"LOG_FORMAT=json",
+		"SHUTDOWN_TIMEOUT=60s",
+		"NATS_URL=" + startNATS(t),
+	}
+	var nodes []*node
+	var urls []string
+	logs := map[string]*apiLog{}
+	for _, name := range []string{"n1", "n2", "n3"} {
+		addr := freeAddr(t)
+		logs[name] = newAPILog(t, srv)
+		urls = append(urls, "http://"+addr+"/")
+		nodes = append(nodes, startNode(t, name, append(slices.Clone(env),
+			"TELEGRAM_WEBHOOK_LISTEN="+addr, "TELEGRAM_API_ENDPOINT="+logs[name].endpoint())))
+	}
+	gw := waitSpread(ctx, t, nodes)
+	for _, n := range nodes { // every process listens, the gateway included
+		if err := (&lineWaiter{n.p.stderr}).wait(ctx, "telegram: serving the webhook"); err != nil {
+			t.Fatalf("%s does not serve the webhook: %v", n.name, err)
+		}
+	}
+	push := newWebhookPusher(ctx, urls...)
+	defer push.stop()
+
+	run := scaleRun{chats: 30, count: 10, first: 11000, srv: srv}
+	for c := range run.chats {
+		id := run.first + int64(c)
+		push.message(id, tgbotapi.User{ID: id, FirstName: fmt.Sprint("User", c)}, fmt.Sprintf("/count@%s %d", srv.Bot().UserName, run.count))
+	}
+	var worker *node
+	for _, n := range nodes {
+		if n != gw {
+			worker = n
+			break
+		}
+	}
+	if err := srv.WaitUntil(ctx, func() bool { return len(srv.AllSent()) >= run.total()*30/100 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-worker.p.done
+	t.Logf("killed %s after %d replies", worker.name, len(srv.AllSent()))
+	run.wait(ctx, t)
+	for _, n := range nodes {
+		if n == worker {
+			continue
+		}
+		if code := n.p.stop(t, 90*time.Second); code != 0 {
+			t.Fatalf("%s: exit code %d after SIGTERM; want 0", n.name, code)
+		}
+	}
+	run.check(t, 1)
+	for _, n := range nodes {
+		m := logs[n.name].methods()
+		switch {
+		case n == gw && !slices.Contains(m, "setWebhook"):
+			t.Fatalf("the gateway %s never registered the webhook: %q", n.name, m)
+		case n != gw && len(m) > 0:
+			t.Fatalf("%s is no gateway but called Telegram: %q", n.name, m)
+		}
+	}
 }
