@@ -241,3 +241,59 @@ func dedupStrings(ss []string) []string {
 	}
 	return out
 }
+
+// A partition handed over while its member still handles an event of it
+// waits for that handling: the chat's next event is handled after it,
+// however long it takes (here past the pin's TTL), by the new owner.
+func TestSharedHandoverWaitsForHandler(t *testing.T) {
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	mem := memory.New()
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	slow := func(e *engine.Engine) {
+		e.OnCommand("slow", func(c *engine.Context) error {
+			started.Done()
+			<-release
+			c.ReplyText("slow")
+			return nil
+		})
+		e.OnCommand("after", func(c *engine.Context) error {
+			c.ReplyText("after")
+			return nil
+		})
+	}
+	a := startMember(t, srv.s, mem, "a")
+	slow(a.e)
+	waitFor(t, "a to own every partition", func() bool { return a.j.Stats().Partitions == 8 && len(a.j.Stats().Leading) == 1 })
+	const chats = 16
+	started.Add(chats)
+	for c := range chats {
+		chat := memory.Private(fmt.Sprint(300 + c))
+		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: memory.User(chat.ID, "u"), Text: "/slow"})
+	}
+	started.Wait()
+	b := startMember(t, srv.s, mem, "b")
+	slow(b.e)
+	waitFor(t, "a to give partitions up", func() bool { return a.j.Stats().Partitions < 8 })
+	for c := range chats {
+		chat := memory.Private(fmt.Sprint(300 + c))
+		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: memory.User(chat.ID, "u"), Text: "/after"})
+	}
+	time.Sleep(2 * fast.PinnedTTL) // b waits for the claims, not for the pins
+	for c := range chats {
+		if got := mem.Texts(fmt.Sprint(300 + c)); len(got) != 0 {
+			t.Fatalf("chat %d got %q while its first event was still handled", 300+c, got)
+		}
+	}
+	close(release)
+	for c := range chats {
+		id := fmt.Sprint(300 + c)
+		if _, err := mem.WaitSent(ctxFor(t), id, 2); err != nil {
+			t.Fatalf("chat %s: %v: %q", id, err, mem.Texts(id))
+		}
+		if got := mem.Texts(id); !slices.Equal(got, []string{"slow", "after"}) {
+			t.Fatalf("chat %s got %q; want slow, then after", id, got)
+		}
+	}
+	waitFor(t, "b to own its partitions", func() bool { return b.j.Stats().Partitions > 0 })
+}
