@@ -133,24 +133,20 @@ var errHandlerDone = context.Canceled
 // those that arrived since the chat's conversation began; start, if not
 // nil, runs once the chat is in conversation, before the wait. It is
 // Context.Next's engine side.
-func (e *Engine) await(ctx context.Context, ev platform.Event, accept func(platform.Event) bool, start func()) (platform.Event, error) {
-	key := inboundKey(ev)
-	e.convMu.Lock()
-	if e.closed.Load() {
-		e.convMu.Unlock()
-		return platform.Event{}, ErrEngineClosed
-	}
-	c := e.convs[key]
-	if c == nil {
-		c = &conversation{changed: make(chan struct{})}
-		e.convs[key] = c
-		e.conversing.Add(1)
-	}
-	e.convMu.Unlock()
-	if start != nil {
-		start()
-	}
+func (e *Engine) await(ctx context.Context, st *eventState, c *conversation, accept func(platform.Event) bool) (got platform.Event, err error) {
+	key := inboundKey(st.event)
 
+	// While it waits, the handler holds no handler slot and its running
+	// time does not count against the handler timeout.
+	parked := false
+	defer func() {
+		if parked {
+			e.in.unpark(key)
+			if hc, ok := st.ctx.(*handlerContext); ok {
+				hc.resume()
+			}
+		}
+	}()
 	for seen := 0; ; {
 		e.convMu.Lock()
 		events := c.events[seen:len(c.events):len(c.events)]
@@ -171,6 +167,13 @@ func (e *Engine) await(ctx context.Context, ev platform.Event, accept func(platf
 		if ended != nil {
 			return platform.Event{}, ended
 		}
+		if !parked {
+			parked = true
+			if hc, ok := st.ctx.(*handlerContext); ok {
+				hc.pause()
+			}
+			e.in.park(key)
+		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
@@ -179,6 +182,23 @@ func (e *Engine) await(ctx context.Context, ev platform.Event, accept func(platf
 			return platform.Event{}, ErrEngineClosed
 		}
 	}
+}
+
+// converse puts ev's chat in conversation, if it is not, and returns it.
+func (e *Engine) converse(ev platform.Event) (*conversation, error) {
+	key := inboundKey(ev)
+	e.convMu.Lock()
+	defer e.convMu.Unlock()
+	if e.closed.Load() {
+		return nil, ErrEngineClosed
+	}
+	c := e.convs[key]
+	if c == nil {
+		c = &conversation{changed: make(chan struct{})}
+		e.convs[key] = c
+		e.conversing.Add(1)
+	}
+	return c, nil
 }
 
 // accepts runs accept, recovering a panic: it is logged and counted like a

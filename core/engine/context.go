@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -282,12 +283,17 @@ func (c *Context) Send(chat platform.Chat, msg platform.OutboundMessage) *future
 // events (those accept refuses, such as other group members' messages)
 // are handled by the matchers after the handler returns, in their order.
 // accept runs on the handler's goroutine and may be called for events it
-// refused before. A waiting handler counts against the engine's handler
-// concurrency.
+// refused before. A waiting handler holds none of the engine's handler
+// slots (WithHandlerConcurrency) and its wait does not count against the
+// handler timeout: thousands of users may be in a conversation at once
+// while the other chats' events are handled. Once its event arrived, it
+// takes a slot again (waiting for one to free, before events not yet
+// started) and goes on.
 //
-// Next returns ctx's error when ctx ends first (bound the wait with a
-// timeout: the user may never answer; the engine's handler timeout bounds
-// it too); the handler's own Context()'s error once that ends (when the
+// Next returns ctx's error when ctx ends first. A ctx without a deadline
+// (c.Context() has none) is bounded by WithConversationWait, an hour by
+// default: the user may never answer. It returns the handler's own
+// Context()'s error once that ends (when the
 // event's handling ends: a goroutine the handler left cannot take the
 // chat's events from the matchers); an error wrapping ErrQueueFull when
 // the chat's queue filled up meanwhile (the answer may be stuck behind a
@@ -309,11 +315,27 @@ func (c *Context) next(ctx context.Context, accept func(platform.Event) bool, st
 		from := ev.event.From.ID
 		accept = func(e platform.Event) bool { return e.Kind == platform.EventMessage && e.From.ID == from }
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	// One context for the wait: ctx's, ended too by the handling's end
+	// and, for a ctx without a deadline, by the conversation's bound.
+	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop := context.AfterFunc(ev.ctx, func() { cancel(ev.ctx.Err()) })
-	defer stop()
-	got, err := ev.e.await(ctx, ev.event, accept, start)
+	if ctx != ev.ctx {
+		stop := context.AfterFunc(ev.ctx, func() { cancel(ev.ctx.Err()) })
+		defer stop()
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		t := time.AfterFunc(ev.e.opts.conversationWait, func() { cancel(context.DeadlineExceeded) })
+		defer t.Stop()
+	}
+	ctx = wctx
+	var got platform.Event
+	conv, err := ev.e.converse(ev.event)
+	if err == nil {
+		if start != nil {
+			start() // the chat is in conversation: no answer slips past
+		}
+		got, err = ev.e.await(ctx, ev, conv, accept)
+	}
 	if errors.Is(err, ErrEngineClosed) {
 		ev.interrupted.Store(true)
 	}
@@ -336,7 +358,14 @@ func (c *Context) next(ctx context.Context, accept func(platform.Event) bool, st
 func (c *Context) Prompt(ctx context.Context, msg platform.OutboundMessage) (platform.Event, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	ask := func() {
+	if c.ev.event.Chat.ID != "" {
+		// In conversation before the question goes out (next finds it
+		// open), asked from here: a shallow stack, which the waiting
+		// goroutine keeps.
+		if _, err := c.ev.e.converse(c.ev.event); err != nil {
+			c.ev.interrupted.Store(true)
+			return platform.Event{}, err
+		}
 		f := c.Reply(msg)
 		go func() { // ends when the reply is resolved or Prompt returns
 			select {
@@ -348,7 +377,7 @@ func (c *Context) Prompt(ctx context.Context, msg platform.OutboundMessage) (pla
 			}
 		}()
 	}
-	ev, err := c.next(ctx, nil, ask)
+	ev, err := c.next(ctx, nil, nil)
 	if err != nil && errors.Is(context.Cause(ctx), ErrPromptNotSent) {
 		return platform.Event{}, context.Cause(ctx)
 	}

@@ -212,12 +212,24 @@ type executor struct {
 
 	wg sync.WaitGroup // worker goroutines
 
+	// Parked tasks (park, unpark: a handler waiting in Next) hold no
+	// slot; unparking counts those waiting to take one again, which come
+	// before hungry shards, and slotFree is closed when a slot frees for
+	// them.
+	parked, unparking atomic.Int64
+	umu               sync.Mutex
+	slotFree          chan struct{}
+
 	// stopWake unregisters the wake-up of sleeping chats that runs when
 	// base ends (see wakeAll).
 	stopWake func() bool
 
 	testHookHungry func() // tests only: runs before Submit's addHungry
 }
+
+// noRunTimeout is a run timeout that never ends a run: the tasks bound
+// themselves.
+const noRunTimeout = 100 * 365 * 24 * time.Hour
 
 // NewOutboundDispatcher returns a dispatcher whose tasks' contexts derive
 // from ctx: when ctx ends, running and queued tasks see it, as after

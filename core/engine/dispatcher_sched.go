@@ -388,9 +388,10 @@ func (d *executor) popHungry() *shard {
 	return s
 }
 
-// serveHungry starts a worker for hungry shards while slots are free.
+// serveHungry starts a worker for hungry shards while slots are free and
+// no parked task waits for one.
 func (d *executor) serveHungry() {
-	for d.hungryN.Load() > 0 && d.tryAcquireSlot() {
+	for d.hungryN.Load() > 0 && d.unparking.Load() == 0 && d.tryAcquireSlot() {
 		s := d.popHungry()
 		if s == nil {
 			d.releaseSlot()
@@ -406,8 +407,68 @@ func (d *executor) serveHungry() {
 
 func (d *executor) releaseSlot() {
 	d.slots.Add(-1)
+	if d.unparking.Load() > 0 {
+		d.umu.Lock()
+		if d.slotFree != nil {
+			close(d.slotFree)
+			d.slotFree = nil
+		}
+		d.umu.Unlock()
+		return
+	}
 	if d.hungryN.Load() > 0 {
 		d.serveHungry()
+	}
+}
+
+// park gives up the slot of the running task of key that calls it, on its
+// worker's goroutine, while the task waits for something other than the
+// executor (a handler waiting in Next for the user's answer): other tasks
+// run meanwhile. The worker no longer counts as one of its shard's; if the
+// shard has chats ready, a fresh worker takes them, on the slot. The task
+// calls unpark, on the same goroutine, before it goes on.
+func (d *executor) park(key string) {
+	d.parked.Add(1)
+	s := &d.shards[d.shardIndex(key)]
+	s.mu.Lock()
+	s.workers--
+	spawn := s.readyHead != nil
+	if spawn {
+		s.workers++
+		d.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if spawn {
+		go d.work(s) // on this task's slot
+		return
+	}
+	d.releaseSlot()
+}
+
+// unpark takes a slot again for a parked task of key, before any hungry
+// shard, waiting until one is free — at most MaxInflight tasks run at once,
+// the parked ones not counted — and counts its worker in its shard again.
+func (d *executor) unpark(key string) {
+	d.parked.Add(-1)
+	d.unparking.Add(1)
+	for !d.tryAcquireSlot() {
+		d.umu.Lock()
+		if d.slotFree == nil {
+			d.slotFree = make(chan struct{})
+		}
+		free := d.slotFree
+		d.umu.Unlock()
+		if d.tryAcquireSlot() { // one freed before free was there to close
+			break
+		}
+		<-free
+	}
+	s := &d.shards[d.shardIndex(key)]
+	s.mu.Lock()
+	s.workers++
+	s.mu.Unlock()
+	if d.unparking.Add(-1) == 0 && d.hungryN.Load() > 0 {
+		d.serveHungry() // slots freed while parked tasks came first
 	}
 }
 

@@ -177,6 +177,9 @@ func New(opts ...Option) (*Engine, error) {
 	if o.handlerTimeout <= 0 {
 		o.handlerTimeout = DefaultHandlerTimeout
 	}
+	if o.conversationWait <= 0 {
+		o.conversationWait = DefaultConversationWait
+	}
 	if o.shutdownTimeout <= 0 {
 		o.shutdownTimeout = DefaultShutdownTimeout
 	}
@@ -236,7 +239,10 @@ func New(opts ...Option) (*Engine, error) {
 	e.in.init(context.Background(), execConfig{
 		maxInflight: o.handlerConcurrency,
 		queueSize:   o.inboundQueueSize,
-		runTimeout:  o.handlerTimeout, // bounds one event's handling
+		// An event's handling is bounded by its handlerContext (the
+		// handler timeout of running time) and its waits in Next by their
+		// own bound, not by the task's run.
+		runTimeout: noRunTimeout,
 		// maxLifetime 0: an event waits in its chat's queue as long as it takes.
 		recover: func(v any) { e.log.Error("event handling panicked", zap.Any("panic", v)) },
 	})
@@ -398,7 +404,9 @@ func (e *Engine) enqueue(ev platform.Event, rec JournalRecord, recovered bool) e
 		if pe != nil && !pe.claimed.CompareAndSwap(false, true) {
 			return nil // taken by a handler waiting in Next, and done with its event
 		}
-		st := e.newEventState(ctx, ev)
+		hctx := newHandlerContext(ctx, e.opts.handlerTimeout)
+		defer hctx.end(nil)
+		st := e.newEventState(hctx, ev)
 		st.recovered = recovered
 		handled := e.process(st)
 		e.endInteractions(st) // stop the chat action, answer unanswered presses

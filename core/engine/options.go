@@ -14,6 +14,7 @@ const (
 	DefaultHandlerConcurrency = 64
 	DefaultInboundQueueSize   = 256
 	DefaultHandlerTimeout     = time.Minute
+	DefaultConversationWait   = time.Hour
 	DefaultShutdownTimeout    = 30 * time.Second
 )
 
@@ -42,6 +43,7 @@ type options struct {
 	handlerConcurrency int
 	inboundQueueSize   int
 	handlerTimeout     time.Duration
+	conversationWait   time.Duration
 	shutdownTimeout    time.Duration
 	onError            func(*Context, error)
 	fallback           Handler
@@ -148,11 +150,23 @@ func WithInboundQueueSize(n int) Option {
 	return optionFunc(func(o *options) { o.inboundQueueSize = n })
 }
 
-// WithHandlerTimeout sets the deadline of the context handlers get for one
-// event (all its handlers together). d <= 0 means one minute. Repeated use
+// WithHandlerTimeout bounds how long the handlers of one event (all
+// together) may run: their context (Context.Context) ends with
+// context.DeadlineExceeded after d of running time. Time spent waiting in
+// Next or Prompt does not count: a conversation waits as long as its own
+// bound (WithConversationWait). d <= 0 means one minute. Repeated use
 // keeps the last.
 func WithHandlerTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.handlerTimeout = d })
+}
+
+// WithConversationWait bounds each wait in Context.Next and Prompt whose
+// ctx has no deadline of its own: after d, Next returns
+// context.DeadlineExceeded (the user never answered). A ctx with a
+// deadline, longer or shorter, bounds the wait instead. d <= 0 means one
+// hour. Repeated use keeps the last.
+func WithConversationWait(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.conversationWait = d })
 }
 
 // WithShutdownTimeout sets how long Run lets pending handlers and replies

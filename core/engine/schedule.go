@@ -620,6 +620,8 @@ func (s *scheduler) fireDue(ctx context.Context) time.Time {
 		err := s.e.in.Submit(schedTaskKey(key), func(tctx context.Context) error {
 			next := time.Now().Add(s.poll) // if the job calls runtime.Goexit
 			defer func() { s.settle(key, next) }()
+			tctx, cancel := context.WithTimeout(tctx, s.e.opts.handlerTimeout)
+			defer cancel()
 			next = s.run(tctx, key)
 			return nil
 		})
