@@ -30,7 +30,12 @@ import (
 //
 // Features: OneBot v11 has no parse modes (texts go out literally) and no
 // inline buttons (they are left out and the text is sent), and no
-// flood-control answer with a wait. The fake refuses a send for good with
+// flood-control answer with a wait. What the adapter refuses with
+// ErrUnsupported: edits, reply keyboards, video notes, and documents as
+// bytes (the suite's kind; by URL they go as a link), since OneBot v11
+// has no file segment. Deletions are delete_msg, which the fake answers
+// and shows (it is a ShowingPeer); albums go as one message of several
+// images. The fake refuses a send for good with
 // retcode 1403, fails it temporarily with retcode 100, and stalls it by
 // never answering (keyed to the send it holds up: see obPeer.sending).
 // Retcode 100 leaves it open whether the message went out; with the
@@ -51,10 +56,12 @@ func TestConformanceForward(t *testing.T) {
 // obFeatures is what OneBot v11, and the fake, cannot do; see
 // TestConformance.
 var obFeatures = adaptertest.Features{
-	NoParseMode:  true,
-	NoButtons:    true,
-	NoRetryAfter: true,
-	NoEdit:       true,
+	NoParseMode:      true,
+	NoButtons:        true,
+	NoRetryAfter:     true,
+	NoEdit:           true,
+	NoReplyKeyboard:  true,
+	UnsupportedMedia: []platform.AttachmentKind{platform.AttachDocument, platform.AttachVideoNote},
 	// The adapter implements none of these interfaces (yet).
 	NoDownload: true, NoCallbackAnswer: true, NoChatAction: true, NoInline: true,
 }
@@ -78,6 +85,8 @@ type obPeer struct {
 	faults  map[string][]adaptertest.FaultKind // other than stalls
 	stalls  map[string]int                     // stalls injected, not yet taken by a send
 	stalled map[string][]string                // texts of the sends held up
+	kinds   map[string]platform.AttachmentKind // by file (URL, bytes or ID): the kind a send asked for
+	chatOf  map[string]string                  // by message ID: the chat of each message accepted
 	errs    []string                           // frames the fake could not understand
 
 	wmu sync.Mutex // one writer of ws at a time
@@ -102,6 +111,8 @@ func newOBPeer(t *testing.T, cfg Config) *obPeer {
 		faults:  map[string][]adaptertest.FaultKind{},
 		stalls:  map[string]int{},
 		stalled: map[string][]string{},
+		kinds:   map[string]platform.AttachmentKind{},
+		chatOf:  map[string]string{},
 	}
 	p.msgID.Store(700)
 	t.Cleanup(func() {
@@ -208,9 +219,15 @@ func (s stallingAdapter) Sender() platform.Sender {
 // written the action by then, nor at all; the stall would then hold up
 // the next send, which the suite expects to go through, and an action
 // written late would be answered.
+//
+// It also notes the kind of each attachment by its file, for
+// outboundOfSegmentsLocked.
 func (p *obPeer) sending(req platform.SendRequest) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for _, at := range req.Message.Attachments {
+		p.kinds[string(at.Data)+at.URL+at.FileID] = at.Kind
+	}
 	if p.stalls[req.Target.ID] > 0 {
 		p.stalls[req.Target.ID]--
 		p.stalled[req.Target.ID] = append(p.stalled[req.Target.ID], req.Message.Text)
@@ -293,6 +310,14 @@ func (p *obPeer) Received(ctx context.Context, chat platform.Chat, n int) ([]pla
 	return p.inbox.Wait(ctx, chat.ID, n)
 }
 
+var _ adaptertest.ShowingPeer = (*obPeer)(nil)
+
+// Shown returns the chat's messages as QQ shows them: without those the
+// bot recalled.
+func (p *obPeer) Shown(_ context.Context, chat platform.Chat) ([]platform.OutboundMessage, error) {
+	return p.inbox.Shown(chat.ID), nil
+}
+
 func (p *obPeer) Inject(chat platform.Chat, f adaptertest.Fault) error {
 	switch f.Kind {
 	case adaptertest.FaultPermanent, adaptertest.FaultTransient, adaptertest.FaultStall:
@@ -363,6 +388,9 @@ func (p *obPeer) serve(ws *websocket.Conn, done chan struct{}) {
 		}
 		var chatID string
 		switch act.Action {
+		case "delete_msg":
+			p.recall(act.Params, answer)
+			continue
 		case "send_private_msg":
 			err = json.Unmarshal(act.Params, &params)
 			chatID = ChatID(obSelfID, params.UserID)
@@ -386,14 +414,17 @@ func (p *obPeer) serve(ws *websocket.Conn, done chan struct{}) {
 		} else if fs := p.faults[chatID]; len(fs) > 0 {
 			fault, p.faults[chatID] = fs[0], fs[1:]
 		}
+		var id int64
 		if fault == 0 {
-			p.inbox.Add(chatID, outboundOfSegments(params.Message))
+			id = p.msgID.Add(1)
+			p.chatOf[strconv.FormatInt(id, 10)] = chatID
+			p.inbox.AddID(chatID, strconv.FormatInt(id, 10), p.outboundOfSegmentsLocked(params.Message))
 		}
 		p.mu.Unlock()
 
 		switch fault {
 		case 0:
-			answer("ok", 0, map[string]any{"message_id": p.msgID.Add(1)})
+			answer("ok", 0, map[string]any{"message_id": id})
 		case adaptertest.FaultPermanent:
 			answer("failed", 1403, nil)
 		case adaptertest.FaultTransient:
@@ -410,21 +441,79 @@ func (p *obPeer) fail(s string) {
 	p.mu.Unlock()
 }
 
-// outboundOfSegments reads a sent message back into an OutboundMessage:
-// its text segments make Text, its images photos and a reply segment
-// ReplyToID.
-func outboundOfSegments(m Message) platform.OutboundMessage {
+// recall answers a delete_msg action: a message the fake accepted is
+// recalled (no longer shown) and the action answered ok with no data; any
+// other is answered as go-cqhttp does, failed with retcode 100.
+func (p *obPeer) recall(params json.RawMessage, answer func(status string, retcode int, data any)) {
+	var del struct {
+		MessageID json.Number `json:"message_id"`
+	}
+	if err := json.Unmarshal(params, &del); err != nil || del.MessageID == "" {
+		p.fail(fmt.Sprintf("delete_msg with params %s: %v", params, err))
+		answer("failed", 1400, nil)
+		return
+	}
+	id := del.MessageID.String()
+	p.mu.Lock()
+	chatID, ok := p.chatOf[id]
+	delete(p.chatOf, id)
+	p.mu.Unlock()
+	if !ok || !p.inbox.Delete(chatID, id) {
+		answer("failed", 100, nil) // go-cqhttp: MESSAGE_NOT_FOUND
+		return
+	}
+	answer("ok", 0, nil)
+}
+
+// segmentCarries lists, for each media segment type, the attachment kinds
+// other than its own that it carries as a QQ user sees them: a voice
+// message plays music as well as speech, and an image a GIF animation. A
+// sticker needs no entry: it is an image of sub type 1.
+var segmentCarries = map[string][]platform.AttachmentKind{
+	"image":  {platform.AttachAnimation},
+	"record": {platform.AttachAudio},
+	"video":  {platform.AttachAnimation},
+}
+
+// outboundOfSegmentsLocked reads a sent message back into an
+// OutboundMessage: its text segments make Text, a reply segment
+// ReplyToID, and its media segments attachments (their bytes, URL or file
+// ID from the file parameter). An image is a photo, or a sticker with
+// sub type 1; a record is a voice note and a video a video, unless the
+// send (noted by sending) asked for another kind the segment carries
+// (segmentCarries), which QQ then shows as what the bot sent: a record
+// sent for an audio file reads as the audio file. p.mu is held.
+func (p *obPeer) outboundOfSegmentsLocked(m Message) platform.OutboundMessage {
 	out := platform.OutboundMessage{Text: m.Text(), ReplyToID: m.ReplyTo()}
 	for _, s := range m {
-		if s.Type != "image" {
+		var at platform.Attachment
+		switch s.Type {
+		case "image":
+			at.Kind = platform.AttachPhoto
+			if s.Data["subType"] == "1" || s.Data["sub_type"] == "1" {
+				at.Kind = platform.AttachSticker
+			}
+		case "record":
+			at.Kind = platform.AttachVoice
+		case "video":
+			at.Kind = platform.AttachVideo
+		default:
 			continue
 		}
-		at := platform.Attachment{Kind: platform.AttachPhoto, URL: s.Data["file"]}
-		if b64, ok := strings.CutPrefix(at.URL, "base64://"); ok {
+		file := s.Data["file"]
+		if b64, ok := strings.CutPrefix(file, "base64://"); ok {
 			data, err := base64.StdEncoding.DecodeString(b64)
-			if err == nil {
-				at.URL, at.Data = "", data
+			if err != nil {
+				p.errs = append(p.errs, fmt.Sprintf("%s segment with bad base64: %v", s.Type, err))
 			}
+			at.Data = data
+		} else if strings.Contains(file, "://") {
+			at.URL = file
+		} else {
+			at.FileID = file
+		}
+		if kind, ok := p.kinds[string(at.Data)+at.URL+at.FileID]; ok && slices.Contains(segmentCarries[s.Type], kind) {
+			at.Kind = kind
 		}
 		out.Attachments = append(out.Attachments, at)
 	}

@@ -17,6 +17,15 @@ import (
 //   - message (private or group) → [platform.EventMessage]; message_sent
 //     (the bot's own messages, reported by some implementations) →
 //     [platform.EventOther], so a bot does not answer itself;
+//   - a message's image, record, video and file segments → Attachments,
+//     in order: an image is a photo, or a sticker with sub type 1
+//     (subType or sub_type), a record a voice note, a video a video, a
+//     file (NapCat, Lagrange) a document. FileID is the segment's file
+//     parameter (file_id for a file segment that has one), which sends
+//     the file again; URL its url (or a file parameter that is a web
+//     URL); FileName its name or file_name (a file segment's file when
+//     it has a file_id); Size its file_size or size. The message's text
+//     stays in Text: captions are not split off;
 //   - notice group_increase → [platform.EventMemberJoined], group_decrease →
 //     [platform.EventMemberLeft], other notices → EventOther;
 //   - request → EventOther (Raw has the flag to approve it with);
@@ -61,6 +70,7 @@ func toPlatform(name string, ev *Event, selfID int64, seq uint64) (platform.Even
 		out.From.Name = ev.Sender.DisplayName()
 		out.Text = ev.Message.Text()
 		out.ReplyToID = ev.Message.ReplyTo()
+		out.Attachments = attachmentsOf(ev.Message)
 	case PostNotice:
 		switch ev.NoticeType {
 		case "group_increase":

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/heraldbot/herald/platform"
 )
 
 func msgEqual(a, b Message) bool {
@@ -163,11 +165,15 @@ func FuzzParseCQ(f *testing.F) {
 		"", "hello", "[CQ:image,file=1.jpg]", "a&amp;b&#91;c&#93;d&#44;", "[CQ:at,qq=1]x[CQ:face,id=2]",
 		"[CQ:", "[CQ:]", "[CQ:,]", "[CQ:a,=]", "[CQ:text,text=&#44;]", "[CQ:a,k=v=w,k2]", "&&amp;amp;", "]]][[[",
 		"\xff\xfe", "[CQ:x&#44;y,k&#93;=v]", "[CQ:[CQ:face,id=1]", "[CQ:,[CQ:face,id=1]",
+		"[CQ:image,file=a.image,subType=1,url=https://x/y&#44;z]", "[CQ:record,file=base64://AA==,file_size=12]",
+		"[CQ:video,file=https://v/1.mp4,size=-3][CQ:file,file=r.pdf,file_id=/9,name=,size=99999999999999999999]",
+		"[CQ:image][CQ:file,file_id=]", "[CQ:image,sub_type=1,file=HTTPS://X]",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		m := ParseCQ(s)
+		checkAttachments(t, m, attachmentsOf(m))
 		// Parsing gives normalized messages: no empty or adjacent text.
 		if !msgEqual(m, normalize(m)) {
 			t.Fatalf("ParseCQ(%q) = %#v: not normalized", s, m)
@@ -228,4 +234,49 @@ func FuzzParseCQCodeAfterGarbage(f *testing.F) {
 			t.Fatalf("ParseCQ(%q) = %#v; want %#v", around, got, want)
 		}
 	})
+}
+
+// checkAttachments checks the attachments decoded from m: one per media
+// segment, in order, each of a kind it may have, naming no file only when
+// its segment names none, with no negative size and nothing of an
+// outbound attachment (bytes, a caption) set.
+func checkAttachments(t *testing.T, m Message, ats []platform.Attachment) {
+	t.Helper()
+	var media []Segment
+	for _, s := range m {
+		if _, ok := segmentKinds[s.Type]; ok {
+			media = append(media, s)
+		}
+	}
+	if len(ats) != len(media) || (len(media) == 0 && ats != nil) {
+		t.Fatalf("%d attachments %+v from %d media segments of %#v", len(ats), ats, len(media), m)
+	}
+	for i, at := range ats {
+		s := media[i]
+		kinds := map[string][]platform.AttachmentKind{
+			"image": {platform.AttachPhoto, platform.AttachSticker}, "record": {platform.AttachVoice},
+			"video": {platform.AttachVideo}, "file": {platform.AttachDocument},
+		}[s.Type]
+		switch {
+		case !slices.Contains(kinds, at.Kind):
+			t.Fatalf("attachment %d of a %s segment has kind %q", i, s.Type, at.Kind)
+		case at.Size < 0 || at.Data != nil || at.Caption != "":
+			t.Fatalf("attachment %d = %+v", i, at)
+		case at.FileID == "" && at.URL == "" && named(s):
+			t.Fatalf("attachment %d of %#v names no file", i, s)
+		case strings.HasPrefix(at.FileID, "base64://"):
+			t.Fatalf("attachment %d has the file's bytes as its ID", i)
+		}
+	}
+}
+
+// named reports whether a media segment names its file: by a url, or by a
+// file parameter (a file segment's file_id, when it has one) that is not
+// the file's bytes.
+func named(s Segment) bool {
+	src := s.Data["file"]
+	if id := s.Data["file_id"]; s.Type == "file" && id != "" {
+		src = id
+	}
+	return s.Data["url"] != "" || (src != "" && !strings.HasPrefix(src, "base64://"))
 }

@@ -1,7 +1,8 @@
 // Package onebot is Herald's OneBot v11 adapter: it connects Herald to QQ
 // bots run by OneBot implementations (go-cqhttp, NapCat, Lagrange, …) over
-// WebSocket, turning their events into [platform.Event]s and sending
-// replies with the send_private_msg and send_group_msg actions.
+// WebSocket, turning their events into [platform.Event]s, sending replies
+// with the send_private_msg and send_group_msg actions and deleting
+// messages with delete_msg.
 //
 // # Connections
 //
@@ -29,8 +30,11 @@
 // form "<self_id>:<id>" so that they stay unambiguous with several bots
 // connected (see [ChatID]). The message, which may arrive as a CQ-code
 // string or as an array of segments, becomes Text (its text segments,
-// unescaped) and ReplyToID (its reply segment); the decoded [*Event], with
-// every segment and the original JSON, is in Raw. Members joining or leaving
+// unescaped), ReplyToID (its reply segment) and Attachments (its image,
+// record, video and file segments: photos and stickers, voice messages,
+// videos, documents, each with the file name it can be sent again by and
+// the URL, name and size the implementation gives); the decoded [*Event],
+// with every segment and the original JSON, is in Raw. Members joining or leaving
 // a group become member events; other notices and requests are
 // [platform.EventOther]. Heartbeat and lifecycle meta events are handled by
 // the adapter and not passed on.
@@ -39,7 +43,11 @@
 //
 // See [Adapter.Sender] for how a [platform.OutboundMessage] maps onto
 // segments (OneBot has no buttons and no Markdown; mentions need
-// [Config.CQCodeText]).
+// [Config.CQCodeText]): photos, stickers and GIFs go as images, videos as
+// videos, voice notes and audio as records, documents by URL as links,
+// and a deletion as delete_msg. What OneBot v11 cannot carry is refused
+// with a permanent error wrapping [platform.ErrUnsupported]: edits, reply
+// keyboards, video notes, and documents as bytes or by file ID.
 //
 // WARNING: retries can post a message twice. OneBot implementations
 // sometimes answer "failed" for a send they did deliver (go-cqhttp's

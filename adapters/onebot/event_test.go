@@ -60,6 +60,39 @@ func TestDecodeEventAndConvert(t *testing.T) {
 				From: platform.User{ID: "6"}, Text: "x", MessageID: "8", Time: ts},
 		},
 		{
+			name: "media as CQ codes (go-cqhttp)",
+			in: `{"time":1700000000,"self_id":1,"post_type":"message","message_type":"group","message_id":3,"user_id":4,"group_id":5,` +
+				`"message":"look[CQ:image,file=abc.image,subType=0,url=https://gchat.qpic.cn/x?a=1&amp;b=2][CQ:image,file=st.image,subType=1]` +
+				`[CQ:record,file=v.amr,url=https://v/1.amr][CQ:video,file=https://v/2.mp4,size=2048]"}`,
+			selfID: 1, deliver: true,
+			want: platform.Event{ID: "1:3", Platform: DefaultName, Kind: platform.EventMessage,
+				Chat: platform.Chat{ID: "1:5", Type: platform.ChatGroup}, From: platform.User{ID: "4"}, Text: "look", MessageID: "3", Time: ts,
+				Attachments: []platform.Attachment{
+					{Kind: platform.AttachPhoto, FileID: "abc.image", URL: "https://gchat.qpic.cn/x?a=1&b=2"},
+					{Kind: platform.AttachSticker, FileID: "st.image"},
+					{Kind: platform.AttachVoice, FileID: "v.amr", URL: "https://v/1.amr"},
+					{Kind: platform.AttachVideo, FileID: "https://v/2.mp4", URL: "https://v/2.mp4", Size: 2048},
+				}},
+		},
+		{
+			name: "media as segments (NapCat)",
+			in: `{"time":1700000000,"self_id":1,"post_type":"message","message_type":"private","message_id":3,"user_id":4,"message":[` +
+				`{"type":"image","data":{"file":"A1.jpg","sub_type":1,"url":"https://m/A1","file_size":"123"}},` +
+				`{"type":"file","data":{"file":"report.pdf","file_id":"/f-9","file_size":4096}},` +
+				`{"type":"file","data":{"file":"f-10","name":"notes.txt","size":"-1"}},` +
+				`{"type":"video","data":{"file":"base64://AAAA"}},` +
+				`{"type":"text","data":{"text":"see"}}]}`,
+			selfID: 1, deliver: true,
+			want: platform.Event{ID: "1:3", Platform: DefaultName, Kind: platform.EventMessage,
+				Chat: platform.Chat{ID: "1:4", Type: platform.ChatPrivate}, From: platform.User{ID: "4"}, Text: "see", MessageID: "3", Time: ts,
+				Attachments: []platform.Attachment{
+					{Kind: platform.AttachSticker, FileID: "A1.jpg", URL: "https://m/A1", Size: 123},
+					{Kind: platform.AttachDocument, FileID: "/f-9", FileName: "report.pdf", Size: 4096},
+					{Kind: platform.AttachDocument, FileID: "f-10", FileName: "notes.txt"},
+					{Kind: platform.AttachVideo},
+				}},
+		},
+		{
 			name:   "group temporary session is a private chat",
 			in:     `{"time":1700000000,"self_id":1,"post_type":"message","message_type":"private","sub_type":"group","message_id":3,"user_id":4,"group_id":5,"message":"t"}`,
 			selfID: 1, deliver: true,
@@ -219,6 +252,11 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 		if ok && got.Kind == platform.EventMessage && got.Text != ev.Message.Text() {
 			t.Fatalf("Text = %q; want %q", got.Text, ev.Message.Text())
+		}
+		if ok && got.Kind == platform.EventMessage {
+			checkAttachments(t, ev.Message, got.Attachments)
+		} else if ok && got.Attachments != nil {
+			t.Fatalf("a %s event with attachments %+v", got.Kind, got.Attachments)
 		}
 	})
 }

@@ -42,16 +42,37 @@ func Reply(messageID string) Segment {
 	return Segment{Type: "reply", Data: map[string]string{"id": messageID}}
 }
 
+// Image returns an image segment whose file parameter is file: a URL the
+// implementation downloads (http://, https:// or file://), the image
+// itself (see [Base64]), or the file name of an image an event carried
+// (an event attachment's FileID), which OneBot v11 lets a bot send again.
+func Image(file string) Segment { return fileSegment("image", file) }
+
 // ImageURL returns an image segment the implementation downloads from url
-// (http://, https:// or file://).
-func ImageURL(url string) Segment {
-	return Segment{Type: "image", Data: map[string]string{"file": url}}
-}
+// (http://, https:// or file://). It is shorthand for Image(url).
+func ImageURL(url string) Segment { return Image(url) }
 
 // ImageBytes returns an image segment carrying the image itself, encoded as
-// a base64:// file parameter.
-func ImageBytes(b []byte) Segment {
-	return Segment{Type: "image", Data: map[string]string{"file": "base64://" + base64.StdEncoding.EncodeToString(b)}}
+// a base64:// file parameter. It is shorthand for Image(Base64(b)).
+func ImageBytes(b []byte) Segment { return Image(Base64(b)) }
+
+// Record returns a record (voice message) segment whose file parameter is
+// file, given as for [Image]. Implementations transcode what they are
+// given (MP3, WAV, OGG, …) to QQ's voice format, which some of them can do
+// only with ffmpeg installed.
+func Record(file string) Segment { return fileSegment("record", file) }
+
+// Video returns a short video segment whose file parameter is file, given
+// as for [Image]. Some implementations (go-cqhttp) need ffmpeg to send
+// one.
+func Video(file string) Segment { return fileSegment("video", file) }
+
+// Base64 returns b as a base64:// file parameter, the form in which a
+// segment carries a file's bytes.
+func Base64(b []byte) string { return "base64://" + base64.StdEncoding.EncodeToString(b) }
+
+func fileSegment(typ, file string) Segment {
+	return Segment{Type: typ, Data: map[string]string{"file": file}}
 }
 
 // MarshalJSON encodes s as {"type":…,"data":{…}}, with an empty object for

@@ -409,6 +409,15 @@ func TestSendRefusesBadRequests(t *testing.T) {
 		{"channel", sendReq(platform.Chat{ID: "1:2", Type: platform.ChatChannel}, "x"), ErrInvalidChat},
 		{"document bytes", platform.SendRequest{Target: GroupChat(1, 2), Message: platform.OutboundMessage{
 			Attachments: []platform.Attachment{{Kind: platform.AttachDocument, Data: []byte("x"), FileName: "x.txt"}}}}, ErrUnsupported},
+		{"document by file ID", platform.SendRequest{Target: GroupChat(1, 2), Message: platform.OutboundMessage{
+			Attachments: []platform.Attachment{{Kind: platform.AttachDocument, FileID: "abc"}}}}, ErrUnsupported},
+		{"video note", platform.SendRequest{Target: GroupChat(1, 2), Message: platform.OutboundMessage{Text: "x",
+			Attachments: []platform.Attachment{{Kind: platform.AttachVideoNote, URL: "https://x/v.mp4"}}}}, ErrUnsupported},
+		{"reply keyboard", platform.SendRequest{Target: GroupChat(1, 2), Message: platform.OutboundMessage{Text: "pick",
+			Keyboard: &platform.ReplyKeyboard{Rows: [][]string{{"a"}}}}}, ErrUnsupported},
+		{"edit", platform.SendRequest{Target: GroupChat(1, 2), Message: platform.EditMessage("5", "x")}, ErrUnsupported},
+		{"deletion of no number", platform.SendRequest{Target: GroupChat(1, 2), Message: platform.DeleteMessage("1:5")}, platform.ErrInvalidMessage},
+		{"deletion in a bad chat", platform.SendRequest{Target: platform.Chat{ID: "x"}, Message: platform.DeleteMessage("5")}, ErrInvalidChat},
 	}
 	for _, tt := range tests {
 		_, err := h.a.Sender().Send(context.Background(), tt.req)
@@ -445,6 +454,30 @@ func TestOutboundSegments(t *testing.T) {
 		{"document url", false, platform.OutboundMessage{Text: "doc", Attachments: []platform.Attachment{
 			{Kind: platform.AttachDocument, URL: "https://x/r.pdf", FileName: "r.pdf"}}},
 			`[{"type":"text","data":{"text":"doc"}},{"type":"text","data":{"text":"\nr.pdf: https://x/r.pdf"}}]`},
+		{"photo by file ID", false, platform.OutboundMessage{Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, FileID: "abc.image"}}},
+			`[{"type":"image","data":{"file":"abc.image"}}]`},
+		{"sticker", false, platform.OutboundMessage{Attachments: []platform.Attachment{{Kind: platform.AttachSticker, URL: "https://x/s.webp"}}},
+			`[{"type":"image","data":{"file":"https://x/s.webp","subType":"1","sub_type":"1"}}]`},
+		{"gif animation as an image", false, platform.OutboundMessage{Attachments: []platform.Attachment{
+			{Kind: platform.AttachAnimation, Data: []byte("GIF89a..."), Caption: "loop"}}},
+			`[{"type":"image","data":{"file":"base64://` + base64.StdEncoding.EncodeToString([]byte("GIF89a...")) + `"}},{"type":"text","data":{"text":"loop"}}]`},
+		{"mp4 animation by URL as a video", false, platform.OutboundMessage{Attachments: []platform.Attachment{
+			{Kind: platform.AttachAnimation, URL: "https://x/loop.MP4?s=1"}}},
+			`[{"type":"video","data":{"file":"https://x/loop.MP4?s=1"}}]`},
+		{"animation of a video type as a video", false, platform.OutboundMessage{Attachments: []platform.Attachment{
+			{Kind: platform.AttachAnimation, FileID: "f1", MIMEType: "video/mp4"}}},
+			`[{"type":"video","data":{"file":"f1"}}]`},
+		{"video with caption", false, platform.OutboundMessage{Attachments: []platform.Attachment{
+			{Kind: platform.AttachVideo, URL: "file:///tmp/v.mp4", Caption: "clip"}}},
+			`[{"type":"video","data":{"file":"file:///tmp/v.mp4"}},{"type":"text","data":{"text":"clip"}}]`},
+		{"voice and audio as records", false, platform.OutboundMessage{Attachments: []platform.Attachment{
+			{Kind: platform.AttachVoice, FileID: "v.amr"}, {Kind: platform.AttachAudio, URL: "https://x/song.mp3", Caption: "song"}}},
+			`[{"type":"record","data":{"file":"v.amr"}},{"type":"record","data":{"file":"https://x/song.mp3"}},{"type":"text","data":{"text":"song"}}]`},
+		{"album in one message", false, platform.OutboundMessage{Album: true, Attachments: []platform.Attachment{
+			{Kind: platform.AttachPhoto, URL: "https://x/1.png"}, {Kind: platform.AttachPhoto, URL: "https://x/2.png", Caption: "two"}}},
+			`[{"type":"image","data":{"file":"https://x/1.png"}},{"type":"image","data":{"file":"https://x/2.png"}},{"type":"text","data":{"text":"two"}}]`},
+		{"keyboard removal ignored", false, platform.OutboundMessage{Text: "thanks", Keyboard: &platform.ReplyKeyboard{Remove: true}},
+			`[{"type":"text","data":{"text":"thanks"}}]`},
 		{"buttons left out", false, platform.OutboundMessage{Text: "pick", Buttons: [][]platform.Button{{{Text: "a", Data: "1"}}}},
 			`[{"type":"text","data":{"text":"pick"}}]`},
 		{"cq mention", true, platform.TextMessage(CQ(At(42), Text(" "+"hi [x]"))),
@@ -481,4 +514,67 @@ func TestOutboundSegments(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDelete recalls messages with delete_msg: the action names the
+// message, goes to the chat's bot, and its answers map onto results and
+// errors; a failed recall is permanent whatever its retcode, while an
+// ambiguous one stays retryable even with AvoidDuplicates.
+func TestDelete(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    string
+		retcode   int
+		wantErr   bool
+		permanent bool
+	}{
+		{name: "ok", status: "ok"},
+		{name: "async", status: "async", retcode: 1},
+		{name: "not found", status: "failed", retcode: 100, wantErr: true, permanent: true},
+		{name: "forbidden", status: "failed", retcode: 1403, wantErr: true, permanent: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startAdapter(t, Config{})
+			h.connect(h.reverseServer(), 1)
+			p := h.connect(h.reverseServer(), 2)
+			go func() {
+				a := p.next()
+				p.sendJSON(map[string]any{"status": tt.status, "retcode": tt.retcode, "data": nil, "echo": a.Echo, "msg": "MESSAGE_NOT_FOUND"})
+				if a.Action != "delete_msg" || param[int64](t, a, "message_id") != -77 || len(a.Params) != 1 {
+					t.Errorf("action = %+v; want delete_msg of message -77", a)
+				}
+			}()
+			res, err := h.a.Sender().Send(context.Background(), platform.SendRequest{Target: platform.Chat{ID: "2:555"}, Message: platform.DeleteMessage("-77")})
+			if !tt.wantErr {
+				if err != nil || res.MessageID != "-77" || res.ChatID != "2:555" || res.SentAt.IsZero() {
+					t.Fatalf("Send = %+v, %v; want the deleted message -77", res, err)
+				}
+				return
+			}
+			var aerr *ActionError
+			if !errors.As(err, &aerr) || aerr.Action != "delete_msg" || aerr.RetCode != int64(tt.retcode) || platform.IsPermanent(err) != tt.permanent {
+				t.Fatalf("Send = %v; want an ActionError with retcode %d, permanent %v", err, tt.retcode, tt.permanent)
+			}
+		})
+	}
+
+	t.Run("no response", func(t *testing.T) {
+		h := startAdapter(t, Config{ActionTimeout: 50 * time.Millisecond, AvoidDuplicates: true})
+		p := h.connect(h.reverseServer(), 1)
+		_, err := h.a.Sender().Send(context.Background(), platform.SendRequest{Target: PrivateChat(1, 2), Message: platform.DeleteMessage("5")})
+		if !errors.Is(err, ErrActionTimeout) || platform.IsPermanent(err) {
+			t.Fatalf("Send = %v; want a retryable ErrActionTimeout (a deletion cannot be made twice)", err)
+		}
+		if a := p.next(); a.Action != "delete_msg" {
+			t.Fatalf("action = %+v", a)
+		}
+	})
+	t.Run("not connected", func(t *testing.T) {
+		h := startAdapter(t, Config{})
+		_, err := h.a.Sender().Send(context.Background(), platform.SendRequest{Target: PrivateChat(1, 2), Message: platform.DeleteMessage("5")})
+		if !errors.Is(err, ErrNotConnected) || platform.IsPermanent(err) {
+			t.Fatalf("Send = %v; want a retryable ErrNotConnected", err)
+		}
+	})
 }

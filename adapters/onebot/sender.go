@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -26,18 +27,48 @@ import (
 //   - Text → one text segment, sent literally whatever ParseMode says
 //     (OneBot has no Markdown or HTML); with [Config.CQCodeText] it is
 //     parsed as CQ codes instead, which is how to send @mentions (see [At]);
-//   - a photo attachment → an image segment (URL, or the bytes as
-//     base64://), followed by its Caption as text;
-//   - a document attachment given by URL → a text line with its name and
-//     URL; given as bytes → a permanent [ErrUnsupported] error (OneBot v11
-//     has no file segment);
+//   - attachments, in order, each followed by its Caption as text; a
+//     media file is given to the implementation by its URL, as its bytes
+//     (base64://) or by its FileID (the file name of a file an event
+//     carried), as [Image] says:
+//   - a photo → an image segment; a sticker → an image segment of sub
+//     type 1 (subType and sub_type: the sticker kind of go-cqhttp and
+//     NapCat; others show an image); an animation → an image segment (QQ
+//     plays GIFs), or a video segment when it is a video file by its
+//     MIMEType, its name's or URL's extension or its bytes;
+//   - a video → a video segment; a voice note or an audio file → a
+//     record segment (QQ's one kind of audio message, the voice message);
+//   - a video note → a permanent [ErrUnsupported] error: QQ has no round
+//     video messages (send the file as a video instead);
+//   - a document given by URL → a text line with its name and URL; given
+//     as bytes or by FileID → a permanent [ErrUnsupported] error (OneBot
+//     v11 has no file segment);
+//   - Album changes nothing: the attachments of any message go in one
+//     message, shown together;
 //   - Buttons are left out: OneBot has no inline buttons, and the text is
 //     sent without them;
+//   - a reply keyboard (Keyboard with Rows) → a permanent [ErrUnsupported]
+//     error: OneBot has none; a Keyboard that only removes one is ignored,
+//     and the message sent;
 //   - an edit (EditID) → a permanent [ErrUnsupported] error: OneBot v11
 //     cannot change a sent message.
 //
-// Errors: a message that fails Validate, a bad target or an unsupported
-// attachment is permanent; no connection, a connection lost before the
+// Deletion (DeleteID): the delete_msg action recalls the message with that
+// OneBot message ID (the MessageID of a send's result, or an event's) on
+// the connection of the target chat's bot; only the bot's ID in Target.ID
+// matters, and Target.Type may be empty. The result names the deleted
+// message. An ID that is not a number is refused for good, with an error
+// wrapping [platform.ErrInvalidMessage]. Any "failed" response is a
+// permanent [*ActionError]: the message is gone or too old (QQ lets a
+// member recall their own messages for 2 minutes), or the bot may not
+// recall it (another member's, without being an admin), and asking again
+// would get the same answer. A deletion cannot be made twice, so the
+// errors that leave its outcome open (no response in time, the connection
+// lost after the action was written) stay retryable even with
+// [Config.AvoidDuplicates].
+//
+// Errors: a message that fails Validate, a bad target or something OneBot
+// cannot send is permanent; no connection, a connection lost before the
 // action was written and a connection too busy to write are retryable; a
 // "failed" response is an [*ActionError], permanent for retcodes
 // 1400/1401/1403/1404. An "async" response succeeds without a MessageID.
@@ -62,6 +93,9 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 	if req.Message.EditID != "" {
 		// OneBot v11 has no action that changes a sent message.
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("%w: editing a message", ErrUnsupported))
+	}
+	if req.Message.DeleteID != "" {
+		return a.deleteMessage(ctx, req)
 	}
 	selfID, id, err := ParseChatID(req.Target.ID)
 	if err != nil {
@@ -115,8 +149,42 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 	return platform.SendResult{}, aerr
 }
 
+// deleteMessage recalls the message req.Message.DeleteID with delete_msg;
+// see Sender.
+func (a *Adapter) deleteMessage(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	const action = "delete_msg"
+	selfID, _, err := ParseChatID(req.Target.ID)
+	if err != nil {
+		return platform.SendResult{}, platform.Permanent(err)
+	}
+	id, err := strconv.ParseInt(req.Message.DeleteID, 10, 64)
+	if err != nil {
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("onebot: %s: %w: message ID %q is not a number",
+			action, platform.ErrInvalidMessage, req.Message.DeleteID))
+	}
+	if err := ctx.Err(); err != nil {
+		return platform.SendResult{}, fmt.Errorf("onebot: %s: %w", action, err)
+	}
+	c, err := a.pick(selfID)
+	if err != nil {
+		return platform.SendResult{}, err
+	}
+	resp, err := c.call(ctx, action, map[string]any{"message_id": id})
+	if err != nil {
+		return platform.SendResult{}, err
+	}
+	switch resp.Status {
+	case "ok", "async":
+		return platform.SendResult{MessageID: req.Message.DeleteID, ChatID: req.Target.ID, SentAt: time.Now()}, nil
+	}
+	return platform.SendResult{}, platform.Permanent(&ActionError{Action: action, RetCode: resp.RetCode, Message: resp.Message})
+}
+
 // buildMessage turns an outbound message into segments; see Sender.
 func (a *Adapter) buildMessage(m platform.OutboundMessage) (Message, error) {
+	if k := m.Keyboard; k != nil && !k.Remove {
+		return nil, fmt.Errorf("%w: reply keyboards", ErrUnsupported)
+	}
 	var segs Message
 	if m.ReplyToID != "" {
 		segs = append(segs, Reply(m.ReplyToID))
@@ -129,32 +197,24 @@ func (a *Adapter) buildMessage(m platform.OutboundMessage) (Message, error) {
 		}
 	}
 	for i, at := range m.Attachments {
-		switch at.Kind {
-		case platform.AttachPhoto:
-			if at.URL != "" {
-				segs = append(segs, ImageURL(at.URL))
-			} else {
-				segs = append(segs, ImageBytes(at.Data))
-			}
-			if at.Caption != "" {
-				segs = append(segs, Text(at.Caption))
-			}
-		case platform.AttachDocument:
+		if at.Kind == platform.AttachDocument {
 			if at.URL == "" {
-				return nil, fmt.Errorf("%w: attachment %d: a document as bytes (no file segment)", ErrUnsupported, i)
+				return nil, fmt.Errorf("%w: attachment %d: a document as bytes or by file ID (no file segment)", ErrUnsupported, i)
 			}
-			name := at.FileName
-			if name == "" {
-				name = at.Caption
-			}
-			line := at.URL
-			if name != "" {
-				line = name + ": " + at.URL
-			}
+			line := documentLine(at)
 			if len(segs) > 0 {
 				line = "\n" + line
 			}
 			segs = append(segs, Text(line))
+			continue
+		}
+		seg, err := mediaSegment(i, at)
+		if err != nil {
+			return nil, err
+		}
+		segs = append(segs, seg)
+		if at.Caption != "" {
+			segs = append(segs, Text(at.Caption))
 		}
 	}
 	if len(m.Buttons) > 0 {
