@@ -133,60 +133,86 @@ var errHandlerDone = context.Canceled
 // those that arrived since the chat's conversation began; start, if not
 // nil, runs once the chat is in conversation, before the wait. It is
 // Context.Next's engine side.
-func (e *Engine) await(ctx context.Context, st *eventState, c *conversation, accept func(platform.Event) bool) (got platform.Event, err error) {
-	key := inboundKey(st.event)
-
-	// While it waits, the handler holds no handler slot and its running
-	// time does not count against the handler timeout.
+func (e *Engine) await(ctx context.Context, st *eventState, c *conversation, accept func(platform.Event) bool) (*pendingEvent, error) {
+	// Kept small: a waiting handler's goroutine keeps this frame, and those
+	// below it, for as long as the user takes to answer.
 	parked := false
 	defer func() {
 		if parked {
-			e.in.unpark(key)
-			if hc, ok := st.ctx.(*handlerContext); ok {
-				hc.resume()
-			}
+			e.unparkHandler(st)
 		}
 	}()
 	for seen := 0; ; {
-		e.convMu.Lock()
-		events := c.events[seen:len(c.events):len(c.events)]
-		changed, ended := c.changed, c.ended
-		e.convMu.Unlock()
-		for _, pe := range events {
-			seen++
-			if !pe.claimed.Load() && e.accepts(accept, pe.ev) && pe.claimed.CompareAndSwap(false, true) {
-				e.awaited.Add(1)
-				if pe.rec != nil {
-					e.convMu.Lock()
-					c.taken = append(c.taken, pe.rec)
-					e.convMu.Unlock()
-				}
-				return pe.ev, nil
-			}
-		}
-		if ended != nil {
-			return platform.Event{}, ended
+		var pe *pendingEvent
+		var changed <-chan struct{}
+		var err error
+		pe, seen, changed, err = e.scan(c, seen, accept)
+		if pe != nil || err != nil {
+			return pe, err
 		}
 		if !parked {
 			parked = true
-			if hc, ok := st.ctx.(*handlerContext); ok {
-				hc.pause()
-			}
-			e.in.park(key)
+			e.parkHandler(st)
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return platform.Event{}, ctx.Err()
+			return nil, ctx.Err()
 		case <-e.stopping:
-			return platform.Event{}, ErrEngineClosed
+			return nil, ErrEngineClosed
 		}
 	}
 }
 
+// scan looks through the events of c after the first seen for one accept
+// takes, and claims it; else it returns the channel closed when c changes,
+// or why c ended; and how many it has seen.
+//
+//go:noinline
+func (e *Engine) scan(c *conversation, seen int, accept func(platform.Event) bool) (*pendingEvent, int, <-chan struct{}, error) {
+	e.convMu.Lock()
+	events := c.events[seen:len(c.events):len(c.events)]
+	changed, ended := c.changed, c.ended
+	e.convMu.Unlock()
+	for _, pe := range events {
+		seen++
+		if !pe.claimed.Load() && e.accepts(accept, pe.ev) && pe.claimed.CompareAndSwap(false, true) {
+			e.awaited.Add(1)
+			if pe.rec != nil {
+				e.convMu.Lock()
+				c.taken = append(c.taken, pe.rec)
+				e.convMu.Unlock()
+			}
+			return pe, seen, nil, nil
+		}
+	}
+	return nil, seen, changed, ended
+}
+
+// parkHandler and unparkHandler take a waiting handler out of the handler
+// slots and the handler timeout, and back: see executor.park.
+//
+//go:noinline
+func (e *Engine) parkHandler(st *eventState) {
+	if hc, ok := st.ctx.(*handlerContext); ok {
+		hc.pause()
+	}
+	e.in.park(inboundKey(st.event))
+}
+
+//go:noinline
+func (e *Engine) unparkHandler(st *eventState) {
+	e.in.unpark(inboundKey(st.event))
+	if hc, ok := st.ctx.(*handlerContext); ok {
+		hc.resume()
+	}
+}
+
 // converse puts ev's chat in conversation, if it is not, and returns it.
-func (e *Engine) converse(ev platform.Event) (*conversation, error) {
-	key := inboundKey(ev)
+//
+//go:noinline
+func (e *Engine) converse(ev *platform.Event) (*conversation, error) {
+	key := inboundKey(*ev)
 	e.convMu.Lock()
 	defer e.convMu.Unlock()
 	if e.closed.Load() {

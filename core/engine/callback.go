@@ -128,13 +128,15 @@ func (c *Context) AnswerCallback(ev platform.Event, a platform.CallbackAnswer) e
 
 // tookPress notes that a handler's Next took got, so that the end of the
 // handling answers it if it is an unanswered press.
-func (ev *eventState) tookPress(got platform.Event) {
+//
+//go:noinline
+func (ev *eventState) tookPress(got *platform.Event) {
 	if got.Kind != platform.EventCallback {
 		return
 	}
 	ev.act.mu.Lock()
 	defer ev.act.mu.Unlock()
-	ev.act.presses = append(ev.act.presses, got)
+	ev.act.presses = append(ev.act.presses, *got)
 }
 
 // endInteractions ends what st's handling left going once its handlers

@@ -300,53 +300,86 @@ func (c *Context) Send(chat platform.Chat, msg platform.OutboundMessage) *future
 // refused event); ErrEngineClosed once the engine shuts down; and
 // ErrNoChat for an event without a chat.
 func (c *Context) Next(ctx context.Context, accept func(platform.Event) bool) (platform.Event, error) {
-	return c.next(ctx, accept, nil)
+	ev, err := c.next(ctx, accept, nil)
+	if err != nil {
+		return platform.Event{}, err
+	}
+	return *ev, nil
 }
 
-func (c *Context) next(ctx context.Context, accept func(platform.Event) bool, start func()) (platform.Event, error) {
+func (c *Context) next(ctx context.Context, accept func(platform.Event) bool, start func(*wait)) (*platform.Event, error) {
 	ev := c.ev
 	if ev.event.Chat.ID == "" {
-		return platform.Event{}, ErrNoChat
+		return nil, ErrNoChat
 	}
 	if err := ev.ctx.Err(); err != nil {
-		return platform.Event{}, err
+		return nil, err
 	}
 	if accept == nil {
 		from := ev.event.From.ID
 		accept = func(e platform.Event) bool { return e.Kind == platform.EventMessage && e.From.ID == from }
 	}
-	// One context for the wait: ctx's, ended too by the handling's end
-	// and, for a ctx without a deadline, by the conversation's bound.
-	wctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if ctx != ev.ctx {
-		stop := context.AfterFunc(ev.ctx, func() { cancel(ev.ctx.Err()) })
-		defer stop()
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		t := time.AfterFunc(ev.e.opts.conversationWait, func() { cancel(context.DeadlineExceeded) })
-		defer t.Stop()
-	}
-	ctx = wctx
-	var got platform.Event
-	conv, err := ev.e.converse(ev.event)
+	w := ev.newWait(ctx)
+	defer w.end()
+	var got *pendingEvent
+	conv, err := ev.e.converse(&ev.event)
 	if err == nil {
 		if start != nil {
-			start() // the chat is in conversation: no answer slips past
+			start(w) // the chat is in conversation: no answer slips past
 		}
-		got, err = ev.e.await(ctx, ev, conv, accept)
+		got, err = ev.e.await(w.ctx, ev, conv, accept)
 	}
+	if err != nil {
+		return nil, ev.waitFailed(w.ctx, err)
+	}
+	ev.tookPress(&got.ev) // answered at the end of the handling, unless answered
+	return &got.ev, nil
+}
+
+// wait is the context of one wait in Next: ctx's, ended too by the
+// handling's end and, for a ctx without a deadline, by the conversation's
+// bound.
+type wait struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   func() bool
+	timer  *time.Timer
+}
+
+//go:noinline
+func (ev *eventState) newWait(ctx context.Context) *wait {
+	w := &wait{}
+	w.ctx, w.cancel = context.WithCancelCause(ctx)
+	if ctx != ev.ctx {
+		w.stop = context.AfterFunc(ev.ctx, func() { w.cancel(ev.ctx.Err()) })
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		w.timer = time.AfterFunc(ev.e.opts.conversationWait, func() { w.cancel(context.DeadlineExceeded) })
+	}
+	return w
+}
+
+func (w *wait) end() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	if w.stop != nil {
+		w.stop()
+	}
+	w.cancel(nil)
+}
+
+// waitFailed returns the error a wait in Next reports.
+//
+//go:noinline
+func (ev *eventState) waitFailed(ctx context.Context, err error) error {
 	if errors.Is(err, ErrEngineClosed) {
 		ev.interrupted.Store(true)
 	}
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
-			err = cause
-		}
-		return platform.Event{}, err
+	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+		err = cause
 	}
-	ev.tookPress(got) // answered at the end of the handling, unless answered
-	return got, nil
+	return err
 }
 
 // Prompt replies with msg and waits for the user's answer: the next
@@ -356,32 +389,33 @@ func (c *Context) next(ctx context.Context, accept func(platform.Event) bool, st
 // returns at once with an error wrapping ErrPromptNotSent and the reply's
 // error.
 func (c *Context) Prompt(ctx context.Context, msg platform.OutboundMessage) (platform.Event, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if c.ev.event.Chat.ID != "" {
-		// In conversation before the question goes out (next finds it
-		// open), asked from here: a shallow stack, which the waiting
-		// goroutine keeps.
-		if _, err := c.ev.e.converse(c.ev.event); err != nil {
-			c.ev.interrupted.Store(true)
-			return platform.Event{}, err
-		}
-		f := c.Reply(msg)
-		go func() { // ends when the reply is resolved or Prompt returns
-			select {
-			case <-f.Done():
-				if _, err := f.Result(); err != nil {
-					cancel(fmt.Errorf("%w: %w", ErrPromptNotSent, err))
-				}
-			case <-ctx.Done():
+	ev, err := c.prompt(ctx, &msg)
+	if err != nil {
+		return platform.Event{}, err
+	}
+	return *ev, nil
+}
+
+func (c *Context) prompt(ctx context.Context, msg *platform.OutboundMessage) (*platform.Event, error) {
+	return c.next(ctx, nil, func(w *wait) { c.ask(w, msg) })
+}
+
+// ask sends the question of Prompt, the chat in conversation; when it
+// fails, the wait ends with ErrPromptNotSent. It is a function of its own
+// so that a waiting handler's goroutine does not keep its frame.
+//
+//go:noinline
+func (c *Context) ask(w *wait, msg *platform.OutboundMessage) {
+	f := c.Reply(*msg)
+	go func() { // ends when the reply is resolved or the wait ends
+		select {
+		case <-f.Done():
+			if _, err := f.Result(); err != nil {
+				w.cancel(fmt.Errorf("%w: %w", ErrPromptNotSent, err))
 			}
-		}()
-	}
-	ev, err := c.next(ctx, nil, nil)
-	if err != nil && errors.Is(context.Cause(ctx), ErrPromptNotSent) {
-		return platform.Event{}, context.Cause(ctx)
-	}
-	return ev, err
+		case <-w.ctx.Done():
+		}
+	}()
 }
 
 // UserError is an error whose Text may be shown to the user, for

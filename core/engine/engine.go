@@ -404,7 +404,10 @@ func (e *Engine) enqueue(ev platform.Event, rec JournalRecord, recovered bool) e
 		if pe != nil && !pe.claimed.CompareAndSwap(false, true) {
 			return nil // taken by a handler waiting in Next, and done with its event
 		}
-		hctx := newHandlerContext(ctx, e.opts.handlerTimeout)
+		// Of the executor's base, not of the task's context: the task has
+		// no timeout of its own (noRunTimeout), and arming its deadline would
+		// cost every waiting handler a timer.
+		hctx := newHandlerContext(e.in.base, e.opts.handlerTimeout)
 		defer hctx.end(nil)
 		st := e.newEventState(hctx, ev)
 		st.recovered = recovered
