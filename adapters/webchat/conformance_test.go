@@ -24,7 +24,8 @@ import (
 // browser tabs.
 //
 // Features: a tab shows whatever the bot sends (parse modes, buttons,
-// photos, texts of any length) and cannot refuse a message, and Send only
+// every kind of attachment, albums, reply keyboards, texts of any length),
+// edits and deletes messages in place, and cannot refuse a message, and Send only
 // queues the message for the tab's writer and returns, so the peer can
 // inject no permanent failure, no retry-after and no stall. The web chat's
 // one send failure, a chat with no open tab (ErrNoConnection, retryable),
@@ -320,6 +321,10 @@ func (p *webPeer) read(tb *tab, box *inbox) {
 			if !p.recv.Edit(box.chatID, f.Message.ID, outbound(*f.Message)) {
 				p.fail("an edit of message " + f.Message.ID + ", which this tab never got")
 			}
+		case f.Type == "delete" && f.Message != nil && box != nil:
+			// A message the tab never got (one the suite says does not
+			// exist never gets this far) is not shown: nothing to do.
+			p.recv.Delete(box.chatID, f.Message.ID)
 		}
 	}
 }
@@ -391,6 +396,9 @@ func outbound(m message) platform.OutboundMessage {
 			r[i] = platform.Button{Text: b.Text, Data: b.Data, URL: b.URL}
 		}
 		out.Buttons = append(out.Buttons, r)
+	}
+	if k := m.Keyboard; k != nil {
+		out.Keyboard = &platform.ReplyKeyboard{Rows: k.Rows, Remove: k.Remove, OneTime: k.OneTime, Placeholder: k.Placeholder}
 	}
 	return out
 }

@@ -539,10 +539,11 @@ func (c *conn) hello(f clientFrame) {
 		msgs[i] = ch.history.at(i).msg
 	}
 	hist := newHistoryFrame(historyHead{
-		Chat:    wireChat{ID: ch.chat.ID, Type: string(ch.chat.Type), Title: ch.chat.Title},
-		User:    wireUser{ID: user.ID, Name: user.Name},
-		Bot:     wireUser{ID: botUserID, Name: a.cfg.BotName},
-		MaxText: maxTextBytes,
+		Chat:     wireChat{ID: ch.chat.ID, Type: string(ch.chat.Type), Title: ch.chat.Title},
+		User:     wireUser{ID: user.ID, Name: user.Name},
+		Bot:      wireUser{ID: botUserID, Name: a.cfg.BotName},
+		MaxText:  maxTextBytes,
+		Keyboard: ch.keyboard,
 	}, msgs)
 	if !c.enqueueLocked(outFrame{hist: hist}) {
 		a.slowLocked(c)

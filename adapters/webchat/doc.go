@@ -65,7 +65,10 @@
 // produce callbacks, and every open tab gets an edit frame in order with
 // the chat's other messages. An edit needs no open tab, since the tab shows
 // the edited message when it connects; an edit of any other message fails
-// for good with [ErrNoMessage]. [Sender.Send] has the details.
+// for good with [ErrNoMessage]. A send with DeleteID set deletes a message
+// from the history and from every open tab; a send with a reply keyboard
+// shows it under the message box of the chat's tabs until a later message
+// replaces or removes it. [Sender.Send] has the details.
 //
 // # Wire protocol
 //
@@ -102,15 +105,17 @@
 //
 //	{"type":"history","chat":{"id":"…","type":"private","title":""},
 //	 "user":{"id":"…","name":"Ann"},"bot":{"id":"bot","name":"Herald"},
-//	 "max_text":16384,"messages":[message, …]}
+//	 "max_text":16384,"keyboard":keyboard,"messages":[message, …]}
 //	{"type":"message","message":message}
 //	{"type":"echo","message":message}
 //	{"type":"edit","message":{"id":"17","text":"…","parse_mode":"HTML",
 //	 "buttons":[[{"text":"Back","data":"back"}]],"edited":"2026-11-30T09:05:00Z"}}
+//	{"type":"delete","message":{"id":"17"}}
 //	{"type":"error","code":"busy","text":"…","ref":"…"}
 //
 // history answers hello: it confirms the chat and user IDs (the page stores
-// them) and lists the chat's kept messages, oldest first. message is a bot
+// them), gives the chat's reply keyboard if one is up, and lists the
+// chat's kept messages, oldest first. message is a bot
 // message; echo is a user's message in the chat, sent to every tab of the
 // chat including the author's, so all tabs show one order and a user's
 // message always comes before the bot's replies to it. A message object is
@@ -120,11 +125,26 @@
 //	 "attachments":[{"kind":"photo","url":"…","data":"base64…",
 //	                 "mime":"image/png","file_name":"…","caption":"…"}],
 //	 "buttons":[[{"text":"Yes","data":"yes"},{"text":"Docs","url":"https://…"}]],
+//	 "keyboard":keyboard,
 //	 "time":"2026-11-30T09:00:00Z","edited":"2026-11-30T09:05:00Z"}
 //
 // with empty fields left out. Message IDs are decimal strings, unique within
 // the process. edited, the time of the message's last edit, is present on
-// edited messages only; time stays the time it was first sent.
+// edited messages only; time stays the time it was first sent. An
+// attachment's kind is one of platform's attachment kinds (photo,
+// document, video, audio, voice, animation, sticker, video_note), and mime
+// the type of its data. A keyboard is a reply keyboard,
+//
+//	{"rows":[["Tea","Coffee"],["Water"]],"one_time":true,"placeholder":"…"}
+//
+// or its removal, {"remove":true}: a bot message with one shows it under
+// the message box, replacing the one shown, or removes the one shown; its
+// buttons send their text as a message frame.
+//
+// delete removes a message, the bot's or a user's, that the tab may show;
+// it comes in order with the chat's other frames, and a history sent later
+// lacks the message. The page ignores a deletion of a message it does not
+// show.
 //
 // edit changes a bot message the tab has been sent (in the history or a
 // message frame): its text, parse_mode and buttons become the edit's,

@@ -10,9 +10,10 @@ import (
 )
 
 // ErrNoMessage is wrapped by the permanent error of an edit of a message
-// that is not a bot message kept in the target chat's history: the bot
+// that is not a bot message kept in the target chat's history (the bot
 // never sent it to that chat, it is a user's message, or the history has
-// dropped it (see [Config.HistorySize] and [Config.HistoryBytes]).
+// dropped it: see [Config.HistorySize] and [Config.HistoryBytes]), and of
+// a deletion of a message that never existed.
 var ErrNoMessage = errors.New("webchat: no such bot message in the chat's history")
 
 // edit applies m, a validated edit (m.EditID set), to the chat chatID; see

@@ -219,6 +219,7 @@ type frame struct {
 	User     wireUser  `json:"user"`
 	Bot      wireUser  `json:"bot"`
 	MaxText  int       `json:"max_text"`
+	Keyboard *keyboard `json:"keyboard"`
 	Messages []message `json:"messages"`
 	Message  *message  `json:"message"`
 }
@@ -254,7 +255,16 @@ type message struct {
 		Data string `json:"data"`
 		URL  string `json:"url"`
 	} `json:"buttons"`
-	Time time.Time `json:"time"`
+	Keyboard *keyboard `json:"keyboard"`
+	Time     time.Time `json:"time"`
+}
+
+// keyboard is a reply keyboard of a message or a history frame.
+type keyboard struct {
+	Rows        [][]string `json:"rows"`
+	Remove      bool       `json:"remove"`
+	OneTime     bool       `json:"one_time"`
+	Placeholder string     `json:"placeholder"`
 }
 
 // texts returns the texts of msgs, prefixing users' messages with "user:".

@@ -103,6 +103,10 @@ type chatState struct {
 	history ring[entry]
 	bytes   int           // the sum of the history's entry sizes
 	elem    *list.Element // in chats.lru
+	// keyboard is the reply keyboard up in the chat, set by the last bot
+	// message that showed or removed one; nil when none is. It is never
+	// changed in place.
+	keyboard *wireKeyboard
 }
 
 // find returns a copy of the kept message with the given ID, or nil.

@@ -23,10 +23,11 @@ var pageTypes = map[string]string{
 
 // contentSecurityPolicy lets the page load only its own files (module
 // scripts included, which 'self' allows only from the page's origin),
-// connect only to its own WebSocket, and show images from messages (by
-// URL or as data URLs). It allows no inline script and no eval.
+// connect only to its own WebSocket, and show images, videos and audio
+// from messages (by URL or as data URLs). It allows no inline script and
+// no eval.
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; " +
-	"img-src 'self' data: http: https:; connect-src 'self' ws: wss:; " +
+	"img-src 'self' data: http: https:; media-src 'self' data: http: https:; connect-src 'self' ws: wss:; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // newHandler builds the adapter's HTTP handler on a ServeMux of its own:

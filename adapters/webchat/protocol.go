@@ -25,6 +25,7 @@ const (
 	frameHistory = "history"
 	frameEcho    = "echo"
 	frameEdit    = "edit"
+	frameDelete  = "delete"
 	frameErr     = "error"
 )
 
@@ -52,6 +53,7 @@ const (
 	defaultName    = "Guest"  // name of a user who gave none
 	botUserID      = "bot"    // From.ID of the bot's messages
 	errorTextLimit = 200      // bytes of detail echoed in an error frame
+	maxKeyboard    = 16 << 10 // bytes of an encoded reply keyboard
 )
 
 // clientFrame is one decoded frame from the page. Which fields are set
@@ -268,7 +270,8 @@ type wireButton struct {
 	URL  string `json:"url,omitempty"`
 }
 
-// wireAttachment is a photo or document; Data is sent as base64.
+// wireAttachment is a file of any kind; Data is sent as base64, and MIME
+// is its type, for the data: URL the page shows it by.
 type wireAttachment struct {
 	Kind     string `json:"kind"`
 	URL      string `json:"url,omitempty"`
@@ -288,8 +291,24 @@ type wireMessage struct {
 	ReplyTo     string           `json:"reply_to,omitempty"`
 	Attachments []wireAttachment `json:"attachments,omitempty"`
 	Buttons     [][]wireButton   `json:"buttons,omitempty"`
+	Keyboard    *wireKeyboard    `json:"keyboard,omitempty"` // a reply keyboard the message shows or removes
 	Time        time.Time        `json:"time"`
 	Edited      time.Time        `json:"edited,omitzero"` // the last edit, if any
+}
+
+// wireKeyboard is a reply keyboard: rows of buttons shown under the
+// page's message box, each sending its text, or, with Remove, the
+// removal of the keyboard shown.
+type wireKeyboard struct {
+	Rows        [][]string `json:"rows,omitempty"`
+	Remove      bool       `json:"remove,omitempty"`
+	OneTime     bool       `json:"one_time,omitempty"`
+	Placeholder string     `json:"placeholder,omitempty"`
+}
+
+// wireDelete is the message object of a delete frame.
+type wireDelete struct {
+	ID string `json:"id"`
 }
 
 // keptMessage is a kept bot message decoded to be edited: the fields an
@@ -320,6 +339,8 @@ type historyHead struct {
 	User    wireUser `json:"user"`
 	Bot     wireUser `json:"bot"`
 	MaxText int      `json:"max_text"`
+	// Keyboard is the chat's reply keyboard, if one is up.
+	Keyboard *wireKeyboard `json:"keyboard,omitempty"`
 }
 
 // errorFrame reports a refused frame.
@@ -352,7 +373,8 @@ func encodeError(code, text, ref string) []byte {
 }
 
 // encodeMessageFrame wraps an encoded message object in a frame of type typ
-// ("message", "echo" or, with a wireEdit, "edit").
+// ("message", "echo", with a wireEdit "edit", or with a wireDelete
+// "delete").
 func encodeMessageFrame(typ string, msg []byte) []byte {
 	b := make([]byte, 0, len(msg)+len(typ)+24)
 	b = append(b, `{"type":"`...)

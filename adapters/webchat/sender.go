@@ -3,7 +3,9 @@ package webchat
 import (
 	"context"
 	"fmt"
+	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/heraldbot/herald/platform"
@@ -16,7 +18,8 @@ type Sender struct{ a *Adapter }
 
 // Send delivers req.Message to every open tab of the chat req.Target.ID
 // and adds it to the chat's history, or, when req.Message.EditID is set,
-// edits a message the bot sent there (see Edits below). It does not wait
+// edits a message the bot sent there (see Edits below), or, when
+// req.Message.DeleteID is set, deletes a message from it (see Deletions). It does not wait
 // for the browser: it returns as soon as the frame is queued for each tab,
 // and the tabs receive the messages and edits of a chat in the order of
 // the Send calls that returned (one writer per tab writes its queue in
@@ -26,6 +29,35 @@ type Sender struct{ a *Adapter }
 //
 // The result's MessageID is the adapter's ID for the message (the page
 // sends it back with a button press); IDs increase with each new message.
+//
+// Every attachment kind is shown: photos, stickers and GIF animations as
+// images, videos, video notes (round) and video animations (looping,
+// muted) as video players, audio and voice notes as audio players, and
+// documents as download links; a file sent as bytes whose type (its
+// MIMEType, else what its bytes look like) the kind cannot show is a
+// download link too. An album's attachments are shown together in one
+// message, as every message's are.
+//
+// A reply keyboard (Keyboard) is shown under the message box of every tab
+// of the chat, its buttons sending their text as the user's message, with
+// its Placeholder in the box, until a later message replaces it or
+// removes it (Remove); a OneTime keyboard hides once a button was
+// pressed, and a button beside the box brings it back. The chat keeps the
+// keyboard up, whatever its history drops, so a tab that connects later
+// shows it. A keyboard of more than 16 KiB (encoded) is refused for good
+// with an error wrapping [platform.ErrInvalidMessage].
+//
+// # Deletions
+//
+// A deletion removes the message DeleteID, the bot's or a user's, from the
+// history of the chat req.Target.ID and from every open tab of it, which
+// get a delete frame in order with the chat's other messages; its buttons
+// stop working, and replies to it quote it as deleted. Like an edit, it
+// needs no open tab. A message the adapter sent or received that the
+// history no longer keeps counts as deleted: the open tabs are told, in
+// case they still show it, and the deletion succeeds. The result names
+// the deleted message: MessageID is DeleteID, ChatID the chat, and SentAt
+// the time of the deletion.
 //
 // # Edits
 //
@@ -66,9 +98,10 @@ type Sender struct{ a *Adapter }
 //   - with an error wrapping [ErrInvalidChatID], marked permanent, when
 //     the target ID cannot name a web chat;
 //   - with an error wrapping [ErrNoMessage], marked permanent, for an edit
-//     of a message that is not a bot message kept in the chat's history:
-//     one never sent to that chat, a user's message, or one the history
-//     has dropped;
+//     of a message that is not a bot message kept in the chat's history
+//     (one never sent to that chat, a user's message, or one the history
+//     has dropped), and for a deletion of a message ID the adapter never
+//     gave out;
 //   - with an error wrapping [ErrNoConnection], which is not permanent,
 //     when the chat has no open tab (none connected, or all too slow) for
 //     a new message, or for an edit too large to be kept: the message is
@@ -87,12 +120,21 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 	if !validChatID(chatID) {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("webchat: send to %q: %w", chatID, ErrInvalidChatID))
 	}
-	if req.Message.EditID != "" {
+	switch {
+	case req.Message.EditID != "":
 		return a.edit(chatID, req.Message)
+	case req.Message.DeleteID != "":
+		return a.deleteMessage(chatID, req.Message.DeleteID)
+	}
+	kb, err := wireKeyboardOf(req.Message.Keyboard)
+	if err != nil {
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("webchat: send to %q: %w", chatID, err))
 	}
 	id := a.nextMessageID()
 	t := time.Now()
-	msg, err := marshal(a.wireBotMessage(id, req.Message, t))
+	w := a.wireBotMessage(id, req.Message, t)
+	w.Keyboard = kb
+	msg, err := marshal(w)
 	if err != nil { // unreachable: strings, bytes and a current time always encode
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: encoding: %w", chatID, err)
 	}
@@ -105,8 +147,32 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 	if ch == nil || a.fanoutLocked(ch, frame) == 0 {
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: %w", chatID, ErrNoConnection)
 	}
+	if kb != nil {
+		ch.keyboard = kb
+		if kb.Remove {
+			ch.keyboard = nil
+		}
+	}
 	a.chats.pushLocked(ch, entry{id: id, bot: true, msg: msg, buttons: buttons})
 	return platform.SendResult{MessageID: id, ChatID: chatID, SentAt: t}, nil
+}
+
+// wireKeyboardOf converts a validated reply keyboard for the page: nil
+// for none, or an error wrapping platform.ErrInvalidMessage when it is
+// larger encoded than maxKeyboard, since the chat keeps the keyboard up
+// until it is removed, its history aside.
+func wireKeyboardOf(k *platform.ReplyKeyboard) (*wireKeyboard, error) {
+	if k == nil {
+		return nil, nil
+	}
+	if k.Remove {
+		return &wireKeyboard{Remove: true}, nil
+	}
+	w := &wireKeyboard{Rows: k.Rows, OneTime: k.OneTime, Placeholder: k.Placeholder}
+	if b, err := marshal(w); err != nil || len(b) > maxKeyboard {
+		return nil, fmt.Errorf("%w: a reply keyboard of more than %d bytes", platform.ErrInvalidMessage, maxKeyboard)
+	}
+	return w, nil
 }
 
 // wireBotMessage converts a validated outbound message for the page.
@@ -123,12 +189,22 @@ func (a *Adapter) wireBotMessage(id string, m platform.OutboundMessage, t time.T
 	for _, at := range m.Attachments {
 		wa := wireAttachment{Kind: string(at.Kind), URL: at.URL, Data: at.Data, FileName: at.FileName, Caption: at.Caption}
 		if len(at.Data) > 0 {
-			wa.MIME = http.DetectContentType(at.Data)
+			wa.MIME = mimeOf(at)
 		}
 		w.Attachments = append(w.Attachments, wa)
 	}
 	w.Buttons = wireButtons(m.Buttons)
 	return w
+}
+
+// mimeOf returns the media type of an attachment sent as bytes: its
+// MIMEType, if that is a valid type (without its parameters, so the page's
+// data: URL cannot be broken by one), else what its bytes look like.
+func mimeOf(at platform.Attachment) string {
+	if mt, _, err := mime.ParseMediaType(at.MIMEType); err == nil && strings.Count(mt, "/") == 1 {
+		return mt
+	}
+	return http.DetectContentType(at.Data)
 }
 
 // wireButtons converts rows of buttons for the page; no rows give nil.
