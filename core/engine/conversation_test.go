@@ -165,3 +165,23 @@ func heap() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse + ms.StackInuse
 }
+
+// SendAt with a SendID schedules a send once: a handler run again after a
+// crash does not schedule its reminder twice.
+func TestSendAtWithIDOnce(t *testing.T) {
+	e, mem := newEngine(t)
+	ctx := context.Background()
+	for range 2 {
+		id, err := e.SendAfter(ctx, time.Hour, mem.Name(), dm, platform.TextMessage("tea"), engine.SendID("remind:42"))
+		if err != nil || id != "remind:42" {
+			t.Fatalf("SendAfter = %q, %v; want remind:42", id, err)
+		}
+	}
+	waiting, err := e.Scheduled(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(waiting) != 1 {
+		t.Fatalf("scheduled %v; want one send", waiting)
+	}
+}

@@ -286,7 +286,13 @@ func (s *scheduler) add(j *jobSpec) {
 // platform.ErrInvalidMessage for a message that cannot be sent, ctx's
 // error, and the store's error, wrapped. The send may be scheduled before
 // or while the engine runs; it is made only while it runs.
-func (e *Engine) SendAt(ctx context.Context, at time.Time, platformName string, chat platform.Chat, msg platform.OutboundMessage) (string, error) {
+//
+// SendID(id) names the send: a SendAt with the id of a send still waiting
+// schedules nothing more and returns id, so a handler run again after a
+// crash (see WithJournal) does not schedule its send twice; name it after
+// the event (c.Event().Platform, c.Event().ID). Without it the id is
+// random.
+func (e *Engine) SendAt(ctx context.Context, at time.Time, platformName string, chat platform.Chat, msg platform.OutboundMessage, opts ...SendOption) (string, error) {
 	switch {
 	case chat.ID == "":
 		return "", ErrNoChat
@@ -299,7 +305,14 @@ func (e *Engine) SendAt(ctx context.Context, at time.Time, platformName string, 
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	id := randomID()
+	var so sendOptions
+	for _, o := range opts {
+		o.applySend(&so)
+	}
+	id := so.id
+	if id == "" {
+		id = randomID()
+	}
 	en := schedEntry{Due: at, Send: &platform.SendRequest{Platform: platformName, Target: chat, Message: msg}}
 	data, err := json.Marshal(&en)
 	if err != nil {
@@ -311,6 +324,9 @@ func (e *Engine) SendAt(ctx context.Context, at time.Time, platformName string, 
 		if cerr := ctx.Err(); cerr != nil {
 			return "", cerr
 		}
+		if so.id != "" && errors.Is(err, ErrStateConflict) {
+			return id, nil // scheduled already
+		}
 		return "", fmt.Errorf("engine: delayed send: %w", err)
 	}
 	s.mu.Lock()
@@ -320,8 +336,8 @@ func (e *Engine) SendAt(ctx context.Context, at time.Time, platformName string, 
 }
 
 // SendAfter is shorthand for SendAt(ctx, time.Now().Add(d), …).
-func (e *Engine) SendAfter(ctx context.Context, d time.Duration, platformName string, chat platform.Chat, msg platform.OutboundMessage) (string, error) {
-	return e.SendAt(ctx, time.Now().Add(d), platformName, chat, msg)
+func (e *Engine) SendAfter(ctx context.Context, d time.Duration, platformName string, chat platform.Chat, msg platform.OutboundMessage, opts ...SendOption) (string, error) {
+	return e.SendAt(ctx, time.Now().Add(d), platformName, chat, msg, opts...)
 }
 
 // CancelSend removes the delayed send id (from SendAt) from the schedule.

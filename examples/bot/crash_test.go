@@ -310,3 +310,82 @@ func (w *webhookPusher) stop() {
 	w.cancel()
 	<-w.done
 }
+
+// TestE2ECrashNoteAndRemind: a note and a pending reminder survive a
+// SIGKILL of the bot in durable mode: after the restart the note is
+// listed, and the reminder comes once, when due.
+func TestE2ECrashNoteAndRemind(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := []string{
+		"TELEGRAM_BOT_TOKEN=" + crashToken,
+		"TELEGRAM_API_ENDPOINT=" + srv.Endpoint(),
+		"WEBCHAT_ADDR=off",
+		"LOG_FORMAT=json",
+		"DATA_DIR=" + t.TempDir(),
+	}
+	p := startBot(t, env...)
+	const chat = 4100
+	ann := tgbotapi.User{ID: chat, FirstName: "Ann"}
+	srv.SendUserMessage(chat, ann, "/note add buy milk")
+	if _, err := srv.WaitSent(ctx, chat, 1); err != nil {
+		t.Fatal(err)
+	}
+	srv.SendUserMessage(chat, ann, "/remind 15s tea")
+	sent, err := srv.WaitSent(ctx, chat, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sent[1].Text, "tea") {
+		t.Fatalf("the reminder was answered %q", sent[1].Text)
+	}
+	asked := time.Now()
+	if err := srv.WaitUntil(ctx, func() bool { return srv.Pending() == 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+
+	p = startBot(t, env...)
+	srv.SendUserMessage(chat, ann, "/note list")
+	count := func(prefix string) int {
+		n := 0
+		for _, s := range texts(srv.Sent(chat)) {
+			if strings.HasPrefix(s, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	if err := srv.WaitUntil(ctx, func() bool { return count("Your notes:") == 1 && count("⏰") == 1 }); err != nil {
+		t.Fatalf("the note list and the reminder: %v (%q)", err, texts(srv.Sent(chat)))
+	}
+	time.Sleep(2 * time.Second) // a second reminder would come now
+	if code := p.stop(t, 60*time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM; want 0", code)
+	}
+	got := texts(srv.Sent(chat))
+	var list, reminders int
+	for _, s := range got {
+		if strings.HasPrefix(s, "Your notes:") && strings.Contains(s, "1. buy milk") {
+			list++
+		}
+		if strings.HasPrefix(s, "⏰") && strings.Contains(s, "tea") {
+			reminders++
+		}
+	}
+	// The kill may cut the handling of /remind short (its event is then
+	// handled again: its answer may come twice, its reminder never).
+	if list != 1 || reminders != 1 || len(got) > 5 {
+		t.Fatalf("chat got %q; want the note listed and the reminder once", got)
+	}
+	for _, m := range srv.Sent(chat) {
+		if strings.HasPrefix(m.Text, "⏰") && m.At.Sub(asked) < 14*time.Second {
+			t.Fatalf("the reminder came %v after it was asked; want 15 s", m.At.Sub(asked))
+		}
+	}
+}

@@ -61,7 +61,13 @@ func handle(e *engine.Engine, c *engine.Context) error {
 		return nil
 	}
 	msg := platform.TextMessage(Text(c.From(), c.Chat(), text))
-	if _, err := e.SendAfter(c.Context(), d, c.Platform(), c.Chat(), msg); err != nil {
+	var opts []engine.SendOption
+	if id := c.Event().ID; id != "" {
+		// Named after the event: run again after a crash, the handler
+		// schedules nothing more.
+		opts = append(opts, engine.SendID("remind:"+c.Platform()+":"+id))
+	}
+	if _, err := e.SendAfter(c.Context(), d, c.Platform(), c.Chat(), msg, opts...); err != nil {
 		c.ReplyError(engine.NewUserError("I could not keep that reminder; try again later.", err))
 		return nil
 	}
