@@ -199,12 +199,27 @@ func (a *Adapter) wireBotMessage(id string, m platform.OutboundMessage, t time.T
 
 // mimeOf returns the media type of an attachment sent as bytes: its
 // MIMEType, if that is a valid type (without its parameters, so the page's
-// data: URL cannot be broken by one), else what its bytes look like.
+// data: URL cannot be broken by one), else what its bytes look like, named
+// as browsers name it (they refuse to play audio/wave, http's name for
+// WAV, and an Ogg file plays as audio/ogg or video/ogg).
 func mimeOf(at platform.Attachment) string {
 	if mt, _, err := mime.ParseMediaType(at.MIMEType); err == nil && strings.Count(mt, "/") == 1 {
 		return mt
 	}
-	return http.DetectContentType(at.Data)
+	switch mt := http.DetectContentType(at.Data); mt {
+	case "audio/wave":
+		return "audio/wav"
+	case "application/ogg":
+		switch at.Kind {
+		case platform.AttachAudio, platform.AttachVoice:
+			return "audio/ogg"
+		case platform.AttachVideo, platform.AttachVideoNote, platform.AttachAnimation:
+			return "video/ogg"
+		}
+		return mt
+	default:
+		return mt
+	}
 }
 
 // wireButtons converts rows of buttons for the page; no rows give nil.

@@ -1,9 +1,11 @@
 // app.js — the Herald web chat page: wires the connection (protocol.js) to
-// the conversation (render.js), the message box (composer.js), the notices
-// (notices.js) and what the page remembers (storage.js). Plain ES modules,
+// the conversation (render.js), the message box (composer.js) and the
+// bot's reply keyboard under it (keyboard.js), the notices (notices.js)
+// and what the page remembers (storage.js). Plain ES modules,
 // no build step, nothing loaded from other sites.
 
 import { Composer } from './composer.js';
+import { ReplyKeyboard } from './keyboard.js';
 import { Banner, Status } from './notices.js';
 import { Connection, errorText } from './protocol.js';
 import { ChatView } from './render.js';
@@ -39,13 +41,20 @@ const composer = new Composer({
   send: (frame) => conn.send(frame),
   notify: (kind, text, ms) => banner.show(kind, text, ms),
 });
+const keyboard = new ReplyKeyboard({
+  box: $('reply-keyboard'),
+  toggle: $('keyboard-toggle'),
+  input: $('input'),
+  send: (text) => composer.sendText(text),
+});
 
 function onFrame(f) {
   switch (f.type) {
     case 'history': onHistory(f); break;
-    case 'message':
+    case 'message': if (f.message) { onMessage(f.message); } break;
     case 'echo': if (f.message) { view.append(f.message); } break;
     case 'edit': if (f.message) { view.edit(f.message); } break;
+    case 'delete': if (f.message) { view.remove(f.message.id); } break;
     case 'error': onError(f); break;
   }
 }
@@ -68,6 +77,14 @@ function onHistory(f) {
   }
   if (f.max_text > 0) { composer.maxText = f.max_text; }
   view.showHistory(Array.isArray(f.messages) ? f.messages : []);
+  keyboard.reset(f.keyboard);
+}
+
+// onMessage shows a bot message and puts up or removes the reply keyboard
+// it carries, if any (also when the message itself cannot be shown).
+function onMessage(m) {
+  view.append(m);
+  if (typeof m === 'object' && 'keyboard' in m) { keyboard.apply(m.keyboard); }
 }
 
 // onError shows a frame the server refused; a message refused for now

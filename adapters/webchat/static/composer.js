@@ -81,6 +81,18 @@ export class Composer {
     this.#input.style.height = `${Math.min(this.#input.scrollHeight, MAX_HEIGHT)}px`;
   }
 
+  // sendText sends text as the user's message, as if typed into the box
+  // but leaving the box as it is (a reply keyboard's button sends its
+  // text so), and reports whether it went out; when it did not, a notice
+  // says why.
+  sendText(text) {
+    if (!this.#post(text)) {
+      this.#notify('warn', 'Not connected; press the button again when the chat is back.', 4000);
+      return false;
+    }
+    return true;
+  }
+
   #submit() {
     const text = this.#input.value;
     if (!text.trim()) { return; }
@@ -88,15 +100,22 @@ export class Composer {
       this.#notify('error', `This message is too long (at most ${this.maxText} bytes).`, 6000);
       return;
     }
-    const ref = `m${++this.#refSeq}`;
-    if (!this.#send({ type: 'message', text, ref })) {
+    if (!this.#post(text)) {
       this.#notify('warn', 'Not connected; your message is kept. Send it again when the chat is back.', 4000);
       return;
     }
-    this.#pending.set(ref, text);
-    if (this.#pending.size > MAX_PENDING) { this.#pending.delete(this.#pending.keys().next().value); }
     this.#input.value = '';
     this.#autosize();
     this.#input.focus();
+  }
+
+  // post sends a message frame with text, remembering its ref so that a
+  // refusal can give the text back, and reports whether it went out.
+  #post(text) {
+    const ref = `m${++this.#refSeq}`;
+    if (!this.#send({ type: 'message', text, ref })) { return false; }
+    this.#pending.set(ref, text);
+    if (this.#pending.size > MAX_PENDING) { this.#pending.delete(this.#pending.keys().next().value); }
+    return true;
   }
 }

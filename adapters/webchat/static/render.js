@@ -1,12 +1,34 @@
 // render.js — the conversation on the page: ChatView shows the history a
 // connection starts with, new messages (text with its markup, a quote of
-// the message replied to, attachments, buttons), and edits of bot messages
-// in place. Nodes are built with createElement and textContent only (text
+// the message replied to, attachments of every kind, buttons), edits of
+// bot messages in place, and deletions. Nodes are built with createElement and textContent only (text
 // markup through markup.js), so nothing a message holds runs as script.
 
 import { el, renderText, safeURL } from './markup.js';
 
 const STICK_PX = 80; // autoscroll while the view is this close to the bottom
+
+// The media types each element can show, for attachments sent as bytes.
+const IMAGE_TYPE = /^image\//;
+const VIDEO_TYPE = /^(video\/|application\/ogg$)/;
+const AUDIO_TYPE = /^(audio\/|application\/ogg$|video\/webm$)/;
+// File names of videos and of animated stickers (Lottie), for attachments
+// by URL.
+const VIDEO_PATH = /\.(mp4|m4v|mov|webm|mkv|ogv)$/i;
+const LOTTIE_PATH = /\.tgs$/i;
+
+// What each kind of attachment is called, and its icon, where the page
+// shows it as a link.
+const KIND_LABELS = {
+  photo: ['🖼', 'Photo'],
+  document: ['📄', 'Document'],
+  video: ['🎬', 'Video'],
+  video_note: ['🎬', 'Video message'],
+  animation: ['🖼', 'Animation'],
+  sticker: ['🖼', 'Sticker'],
+  audio: ['🎵', 'Audio'],
+  voice: ['🎤', 'Voice message'],
+};
 
 // ChatView renders the messages of one chat into the log element; empty is
 // the hint shown while there is none. userId returns the page's user ID,
@@ -92,6 +114,25 @@ export class ChatView {
     if (stick) { this.scrollToBottom(); }
   }
 
+  // remove takes a message off the page, for a deletion: replies that
+  // quote it say it was deleted. A message the page does not show is
+  // ignored.
+  remove(id) {
+    if (typeof id !== 'string') { return; }
+    const box = this.#byId.get(id);
+    if (!box) { return; }
+    box.remove();
+    this.#byId.delete(id);
+    for (const q of this.#log.querySelectorAll('.reply-to')) {
+      if (q.dataset.replyTo === id) {
+        q.textContent = '↩ (deleted message)';
+        q.classList.add('deleted');
+        q.disabled = true;
+      }
+    }
+    this.#empty.hidden = this.#byId.size > 0;
+  }
+
   nearBottom() {
     const l = this.#log;
     return l.scrollHeight - l.scrollTop - l.clientHeight < STICK_PX;
@@ -154,9 +195,14 @@ export class ChatView {
     return box;
   }
 
+  // renderAttachment shows an attachment as its kind is shown (see
+  // mediaOf), or, where the page cannot show it, as a link to the file.
   #renderAttachment(a) {
-    const fig = el('figure', `attachment ${a.kind || ''}`);
-    let name = a.file_name || '';
+    const kind = typeof a.kind === 'string' ? a.kind : '';
+    const fig = el('figure', 'attachment');
+    if (kind) { fig.dataset.kind = kind; }
+    const [icon, label] = KIND_LABELS[kind] ?? KIND_LABELS.document;
+    let name = typeof a.file_name === 'string' ? a.file_name : '';
     let src;
     if (a.data) {
       src = `data:${a.mime || 'application/octet-stream'};base64,${a.data}`;
@@ -164,26 +210,62 @@ export class ChatView {
       src = safeURL(a.url);
       if (!name && src) { name = fileNameOf(src); }
     }
-    const isImage = a.kind === 'photo' && (a.data ? /^image\//.test(a.mime || '') : !!src);
     if (!src) {
       fig.appendChild(el('span', 'unsupported', '(an attachment with an unsupported link)'));
-    } else if (isImage) {
-      const img = el('img');
-      img.src = src;
-      img.alt = a.caption || name || 'Photo';
-      img.loading = 'lazy';
-      img.addEventListener('load', () => { if (this.nearBottom()) { this.scrollToBottom(); } });
-      fig.appendChild(img);
-    } else {
-      const doc = el('a', 'document', `📄 ${name || 'Document'}`);
-      doc.href = src;
-      if (a.data) {
-        doc.download = name || 'file';
-      } else {
-        doc.target = '_blank';
-        doc.rel = 'noopener noreferrer';
+      if (a.caption) { fig.appendChild(el('figcaption', '', a.caption)); }
+      return fig;
+    }
+    const scroll = () => { if (this.nearBottom()) { this.scrollToBottom(); } };
+    const how = mediaOf(kind, a.data ? String(a.mime || '') : null, src);
+    switch (how) {
+      case 'image': {
+        const img = el('img', kind === 'sticker' ? 'sticker' : '');
+        img.src = src;
+        img.alt = a.caption || name || label;
+        img.loading = 'lazy';
+        img.addEventListener('load', scroll);
+        fig.appendChild(img);
+        break;
       }
-      fig.appendChild(doc);
+      case 'loop': // an animation or a video sticker: plays by itself, silent, like a GIF
+      case 'video': {
+        const v = el('video', kind === 'video_note' ? 'round' : (kind === 'sticker' ? 'sticker' : ''));
+        v.playsInline = true;
+        v.preload = 'metadata';
+        if (how === 'loop') {
+          v.muted = true;
+          v.loop = true;
+          v.autoplay = true;
+        } else {
+          v.controls = true;
+        }
+        v.src = src;
+        v.setAttribute('aria-label', a.caption || name || label);
+        v.addEventListener('loadedmetadata', scroll);
+        fig.appendChild(v);
+        break;
+      }
+      case 'audio': {
+        fig.appendChild(el('span', 'audio-label', `${icon} ${kind === 'voice' ? label : (name || label)}`));
+        const au = el('audio');
+        au.controls = true;
+        au.preload = 'metadata';
+        au.src = src;
+        au.setAttribute('aria-label', kind === 'voice' ? label : (name || label));
+        fig.appendChild(au);
+        break;
+      }
+      default: {
+        const doc = el('a', 'document', `${icon} ${name || label}`);
+        doc.href = src;
+        if (a.data) {
+          doc.download = name || 'file';
+        } else {
+          doc.target = '_blank';
+          doc.rel = 'noopener noreferrer';
+        }
+        fig.appendChild(doc);
+      }
     }
     if (a.caption) { fig.appendChild(el('figcaption', '', a.caption)); }
     return fig;
@@ -223,6 +305,34 @@ export class ChatView {
     });
     return kb;
   }
+}
+
+// mediaOf returns how the page shows an attachment of kind: as an 'image',
+// a 'video' player, a silent 'loop' (an animation or a sticker that is a
+// video), an 'audio' player, or '' for a link. mime is the type of an
+// attachment sent as bytes, or null for one by URL, which is shown as its
+// kind (or, for animations and stickers, its file name) says.
+function mediaOf(kind, mime, src) {
+  const byURL = mime === null;
+  let path = '';
+  if (byURL) {
+    try { path = new URL(src).pathname; } catch { /* none */ }
+  }
+  switch (kind) {
+    case 'photo':
+      return byURL || IMAGE_TYPE.test(mime) ? 'image' : '';
+    case 'animation':
+    case 'sticker':
+      if (byURL) { return VIDEO_PATH.test(path) ? 'loop' : (LOTTIE_PATH.test(path) ? '' : 'image'); }
+      return IMAGE_TYPE.test(mime) ? 'image' : (VIDEO_TYPE.test(mime) ? 'loop' : '');
+    case 'video':
+    case 'video_note':
+      return byURL || VIDEO_TYPE.test(mime) ? 'video' : '';
+    case 'audio':
+    case 'voice':
+      return byURL || AUDIO_TYPE.test(mime) ? 'audio' : '';
+  }
+  return '';
 }
 
 // renderReplyTo returns the quote of target at the top of a reply to it;
