@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,7 +169,12 @@ func wireKeyboardOf(k *platform.ReplyKeyboard) (*wireKeyboard, error) {
 	if k.Remove {
 		return &wireKeyboard{Remove: true}, nil
 	}
-	w := &wireKeyboard{Rows: k.Rows, OneTime: k.OneTime, Placeholder: k.Placeholder}
+	// A copy: the chat keeps it, and the caller may reuse its rows.
+	rows := make([][]string, len(k.Rows))
+	for i, row := range k.Rows {
+		rows[i] = slices.Clone(row)
+	}
+	w := &wireKeyboard{Rows: rows, OneTime: k.OneTime, Placeholder: k.Placeholder}
 	if b, err := marshal(w); err != nil || len(b) > maxKeyboard {
 		return nil, fmt.Errorf("%w: a reply keyboard of more than %d bytes", platform.ErrInvalidMessage, maxKeyboard)
 	}
