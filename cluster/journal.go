@@ -110,12 +110,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	if cfg.Replicas <= 0 {
-		cfg.Replicas = 1
-		if n := clusterSize(ctx, nc); n >= 3 {
-			cfg.Replicas = 3
-		}
-	}
+	cfg.Replicas = replicas(ctx, nc, cfg.Replicas)
 	if _, err := js.AccountInfo(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: the server has no JetStream: %w", err)
 	}
@@ -180,6 +175,18 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 		return nil, fmt.Errorf("cluster: sent bucket: %w", err)
 	}
 	return j, nil
+}
+
+// replicas returns n, or for n <= 0 the replicas that follow the cluster:
+// 3 where it has three servers or more, 1 otherwise.
+func replicas(ctx context.Context, nc *nats.Conn, n int) int {
+	switch {
+	case n > 0:
+		return n
+	case clusterSize(ctx, nc) >= 3:
+		return 3
+	}
+	return 1
 }
 
 // clusterSize returns how many servers the connected cluster has, or 1

@@ -104,7 +104,7 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 		}
 		r.leads[name] = l
 		s.leading.Store(name, true)
-		if r.live != nil && len(r.live) > 1 {
+		if len(r.live) > 1 {
 			s.takeovers.Add(1)
 		}
 		s.log.Info("cluster: holding the lease: this member is the gateway", zap.String("adapter", name))

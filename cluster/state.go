@@ -72,12 +72,7 @@ func openState(ctx context.Context, nc *nats.Conn, cfg Config, kind string) (*St
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	if cfg.Replicas <= 0 {
-		cfg.Replicas = 1
-		if n := clusterSize(ctx, nc); n >= 3 {
-			cfg.Replicas = 3
-		}
-	}
+	cfg.Replicas = replicas(ctx, nc, cfg.Replicas)
 	bucket := kind + "_" + cfg.Bot
 	kv, err := ensureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:         bucket,

@@ -128,7 +128,7 @@ func botEnv(env ...string) []string {
 		switch {
 		case strings.HasPrefix(name, "TELEGRAM_"), strings.HasPrefix(name, "ONEBOT_"), strings.HasPrefix(name, "WEBCHAT_"),
 			name == "METRICS_ADDR", name == "LOG_FORMAT", name == "SHUTDOWN_TIMEOUT", name == "DEAD_LETTERS_FILE",
-			strings.HasPrefix(name, "DATA_"), name == "NATS_URL", name == "XDG_STATE_HOME":
+			strings.HasPrefix(name, "DATA_"), name == "NATS_URL", name == "XDG_STATE_HOME", strings.HasPrefix(name, "HERALD_"):
 			continue
 		}
 		out = append(out, kv)

@@ -41,6 +41,19 @@ const (
 	jitter = 100 * time.Millisecond
 )
 
+// scaleEnv is the environment of the bot's processes in a scale-out test:
+// Telegram (at its fake), JSON logs, NATS at url, and extra.
+func scaleEnv(srv *telegramtest.Server, url string, extra ...string) []string {
+	return append([]string{
+		"TELEGRAM_BOT_TOKEN=" + crashToken,
+		"TELEGRAM_API_ENDPOINT=" + srv.Endpoint(),
+		"WEBCHAT_ADDR=off",
+		"LOG_FORMAT=json",
+		"SHUTDOWN_TIMEOUT=60s",
+		"NATS_URL=" + url,
+	}, extra...)
+}
+
 // startNATS starts a NATS server with JetStream on a loopback port, its
 // store in a directory of the test's, and returns its URL.
 func startNATS(t *testing.T) string {
@@ -278,14 +291,7 @@ func TestE2EScaleOutKills(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	env := []string{
-		"TELEGRAM_BOT_TOKEN=" + crashToken,
-		"TELEGRAM_API_ENDPOINT=" + srv.Endpoint(),
-		"WEBCHAT_ADDR=off",
-		"LOG_FORMAT=json",
-		"SHUTDOWN_TIMEOUT=60s",
-		"NATS_URL=" + startNATS(t),
-	}
+	env := scaleEnv(srv, startNATS(t))
 	nodes := []*node{startNode(t, "n1", env), startNode(t, "n2", env), startNode(t, "n3", env)}
 	gw := waitSpread(ctx, t, nodes)
 	var worker *node
@@ -356,14 +362,7 @@ func TestE2EScaleOutRebalance(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	env := []string{
-		"TELEGRAM_BOT_TOKEN=" + crashToken,
-		"TELEGRAM_API_ENDPOINT=" + srv.Endpoint(),
-		"WEBCHAT_ADDR=off",
-		"LOG_FORMAT=json",
-		"SHUTDOWN_TIMEOUT=60s",
-		"NATS_URL=" + startNATS(t),
-	}
+	env := scaleEnv(srv, startNATS(t))
 	nodes := []*node{startNode(t, "n1", env), startNode(t, "n2", env), startNode(t, "n3", env)}
 	gw := waitSpread(ctx, t, nodes)
 
@@ -470,13 +469,7 @@ func TestE2EScaleOutPausedGateway(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	env := []string{
-		"TELEGRAM_BOT_TOKEN=" + crashToken,
-		"WEBCHAT_ADDR=off",
-		"LOG_FORMAT=json",
-		"SHUTDOWN_TIMEOUT=60s",
-		"NATS_URL=" + startNATS(t),
-	}
+	env := scaleEnv(srv, startNATS(t)) // each node's TELEGRAM_API_ENDPOINT below wins
 	logs := map[string]*apiLog{"n1": newAPILog(t, srv), "n2": newAPILog(t, srv)}
 	var nodes []*node
 	for _, name := range []string{"n1", "n2"} {
@@ -536,16 +529,10 @@ func TestE2EScaleOutWebhook(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	env := []string{
-		"TELEGRAM_BOT_TOKEN=" + crashToken,
+	env := scaleEnv(srv, startNATS(t), // each node's TELEGRAM_API_ENDPOINT below wins
 		"TELEGRAM_WEBHOOK_URL=https://bot.example/hook",
-		"TELEGRAM_WEBHOOK_SECRET=" + crashSecret,
-		"TELEGRAM_BOT_USERNAME=" + srv.Bot().UserName,
-		"WEBCHAT_ADDR=off",
-		"LOG_FORMAT=json",
-		"SHUTDOWN_TIMEOUT=60s",
-		"NATS_URL=" + startNATS(t),
-	}
+		"TELEGRAM_WEBHOOK_SECRET="+crashSecret,
+		"TELEGRAM_BOT_USERNAME="+srv.Bot().UserName)
 	var nodes []*node
 	var urls []string
 	logs := map[string]*apiLog{}
