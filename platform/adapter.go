@@ -104,3 +104,21 @@ func StopContext(ctx context.Context, fallback time.Duration) (context.Context, 
 	}
 	return context.WithTimeout(context.WithoutCancel(ctx), fallback)
 }
+
+// ValidName reports whether name can name an [Adapter] (its Name): 1 to
+// 64 ASCII letters, digits, "_", "-" and ".", so that it never holds the
+// ":" that separates the parts of the engine's chat keys, nor a NATS
+// subject's wildcards and separators.
+func ValidName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}

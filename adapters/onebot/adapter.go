@@ -72,7 +72,7 @@ func New(cfg Config) (*Adapter, error) {
 		return nil, err
 	}
 	red := newRedactor(cfg.AccessToken, cfg.URL)
-	log := cfg.Logger.With(zap.String("platform", Name), zap.Stringer("mode", cfg.Mode))
+	log := cfg.Logger.With(zap.String("platform", cfg.Name), zap.Stringer("mode", cfg.Mode))
 	return &Adapter{
 		rl:       ratelog.New(log, ratelog.DefaultInterval),
 		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.WriteTimeout},
@@ -85,8 +85,14 @@ func New(cfg Config) (*Adapter, error) {
 	}, nil
 }
 
-// Name returns "onebot".
-func (a *Adapter) Name() string { return Name }
+// Name returns the adapter's name: [Config.Name], DefaultName ("onebot")
+// unless configured.
+func (a *Adapter) Name() string { return a.cfg.Name }
+
+// Limits returns the adapter's send budget: [Config.Limits], by default
+// [DefaultLimits]. The engine rate-limits the adapter's sends by it
+// unless configured otherwise (engine.WithRateLimit).
+func (a *Adapter) Limits() platform.Limits { return a.cfg.Limits }
 
 // Run connects and receives events until ctx ends, calling handle for each
 // message, notice and request event (meta events are handled here and not

@@ -9,6 +9,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/platform"
 )
 
 // Mode says which side opens the WebSocket connection.
@@ -55,6 +57,15 @@ const (
 // value means. [New] validates it and returns an error naming the first bad
 // field.
 type Config struct {
+	// Name is the adapter's name ([Adapter.Name]): every event's Platform
+	// and the first part of the engine's keys for the adapter's chats,
+	// rate limits (engine.WithRateLimit) and journal. Empty means
+	// DefaultName, "onebot". Give each adapter its own when one engine
+	// runs several (say, one per QQ account in forward mode): they then
+	// have separate budgets, queues and keys. 1 to 64 letters, digits,
+	// "_", "-" and "." (see [platform.ValidName]).
+	Name string
+
 	// Mode selects reverse (zero value) or forward WebSocket.
 	Mode Mode
 
@@ -160,6 +171,16 @@ type Config struct {
 	// 1400, 1401, 1403 and 1404 (permanent).
 	AvoidDuplicates bool
 
+	// Limits is the send budget [Adapter.Limits] publishes, which the
+	// engine applies to the adapter's sends — replies, dead-letter
+	// replays and the backlog of a restart alike — unless configured
+	// otherwise (engine.WithRateLimit, which can also turn it off). The
+	// zero value means [DefaultLimits], the conservative budget for QQ
+	// accounts. Its rates and bursts must not be negative. A budget
+	// applies to all the bots (accounts) the adapter serves together:
+	// give each account its own adapter (Name) for separate budgets.
+	Limits platform.Limits
+
 	// CQCodeText makes Send parse an outbound message's Text as a CQ-code
 	// string, so text can carry mentions, faces and other segments: build
 	// it with [CQ] and [At], and escape untrusted text with [EscapeText].
@@ -190,6 +211,18 @@ func (c Config) withDefaults() (Config, error) {
 	bad := func(field, format string, args ...any) (Config, error) {
 		// The text may quote URL: keep its secrets out.
 		return Config{}, fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, red.text(fmt.Sprintf(format, args...)))
+	}
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if !platform.ValidName(c.Name) {
+		return bad("Name", "%q is not 1 to 64 letters, digits, _, - and .", c.Name)
+	}
+	if c.Limits == (platform.Limits{}) {
+		c.Limits = DefaultLimits()
+	}
+	if l := c.Limits; l.PerSecond < 0 || l.Burst < 0 || l.PerChatPerSecond < 0 || l.PerChatBurst < 0 || l.PerGroupPerSecond < 0 || l.PerGroupBurst < 0 {
+		return bad("Limits", "a negative rate or burst (%+v)", l)
 	}
 	switch c.Mode {
 	case Reverse:

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heraldbot/herald/platform"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -31,6 +33,13 @@ func TestNewValidates(t *testing.T) {
 		{"write timeout", Config{WriteTimeout: -time.Second}, "WriteTimeout"},
 		{"read limit", Config{ReadLimit: -1}, "ReadLimit"},
 		{"max connections", Config{MaxConnections: -1}, "MaxConnections"},
+		{"named", Config{Name: "qq-2.main_1"}, ""},
+		{"name with a colon", Config{Name: "qq:1"}, "Name"},
+		{"name with a space", Config{Name: "qq 1"}, "Name"},
+		{"name too long", Config{Name: strings.Repeat("q", 65)}, "Name"},
+		{"own limits", Config{Limits: platform.Limits{PerSecond: 5, Burst: 5}}, ""},
+		{"negative rate", Config{Limits: platform.Limits{PerSecond: -1}}, "Limits"},
+		{"negative group burst", Config{Limits: platform.Limits{PerGroupPerSecond: 1, PerGroupBurst: -3}}, "Limits"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,7 +64,8 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if c.Path != DefaultPath || c.ActionTimeout != DefaultActionTimeout || c.ReconnectMin != DefaultReconnectMin ||
 		c.ReconnectMax != DefaultReconnectMax || c.PingInterval != DefaultPingInterval || c.WriteTimeout != DefaultWriteTimeout ||
-		c.ReadLimit != DefaultReadLimit || c.MaxConnections != DefaultMaxConnections || c.Dialer == nil || c.Logger == nil {
+		c.ReadLimit != DefaultReadLimit || c.MaxConnections != DefaultMaxConnections || c.Dialer == nil || c.Logger == nil ||
+		c.Name != DefaultName || c.Limits != DefaultLimits() {
 		t.Fatalf("defaults = %+v", c)
 	}
 	// A small maximum alone pulls the default minimum down with it.
@@ -70,5 +80,33 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if Reverse.String() != "reverse" || Forward.String() != "forward" || Mode(9).String() != "Mode(9)" {
 		t.Fatal("Mode.String")
+	}
+}
+
+// TestNameAndLimits checks what Config.Name and Config.Limits become: the
+// adapter's name, its events' Platform, and the budget it publishes, QQ's
+// conservative default unless configured.
+func TestNameAndLimits(t *testing.T) {
+	def := DefaultLimits()
+	if def.PerSecond <= 0 || def.PerSecond > 1 || def.PerGroupPerSecond <= 0 || def.PerGroupPerSecond > def.PerChatPerSecond ||
+		def.Burst < 1 || def.PerChatBurst < 1 || def.PerGroupBurst < 1 {
+		t.Fatalf("DefaultLimits = %+v; want at most one message a second overall, groups slower than chats, bursts of at least one", def)
+	}
+	a, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Name() != "onebot" || a.Limits() != def {
+		t.Errorf("default adapter: Name %q, Limits %+v; want onebot and DefaultLimits", a.Name(), a.Limits())
+	}
+	own := platform.Limits{PerSecond: 2, Burst: 4, PerGroupPerSecond: 0.5, PerGroupBurst: 2}
+	h := startAdapter(t, Config{Name: "qq-2", Limits: own})
+	if h.a.Name() != "qq-2" || h.a.Limits() != own {
+		t.Errorf("configured adapter: Name %q, Limits %+v; want qq-2 and %+v", h.a.Name(), h.a.Limits(), own)
+	}
+	p := h.connect(h.reverseServer(), 10001)
+	p.sendJSON(privateMsg(10001, 42, 1, "hi"))
+	if ev := h.event(); ev.Platform != "qq-2" || ev.Text != "hi" {
+		t.Errorf("event %+v; want the text hi from platform qq-2", ev)
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/platform"
 )
 
 // Mode says how an [Adapter] receives updates. The zero value, "", means
@@ -248,11 +250,8 @@ func newHTTPClient(pollTimeout time.Duration, maxIdle int) *http.Client {
 // maxWebhookConnections is the most max_connections setWebhook accepts.
 const maxWebhookConnections = 100
 
-// namePattern is the form of an adapter's name.
-var (
-	namePattern     = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-	usernamePattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
-)
+// usernamePattern is the form of a bot's username.
+var usernamePattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 
 // tokenPattern is the form of a bot token.
 var tokenPattern = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
@@ -288,7 +287,7 @@ func (cfg Config) normalize() (Config, error) {
 	if cfg.Name == "" {
 		cfg.Name = DefaultName
 	}
-	if !namePattern.MatchString(cfg.Name) {
+	if !platform.ValidName(cfg.Name) {
 		return bad("name %q is not 1 to 64 letters, digits, _, - and .", cfg.Name)
 	}
 	if cfg.Username = strings.TrimPrefix(cfg.Username, "@"); cfg.Username != "" && !usernamePattern.MatchString(cfg.Username) {
