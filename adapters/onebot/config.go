@@ -3,6 +3,7 @@ package onebot
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -192,6 +193,13 @@ type Config struct {
 	// handshake timeout and the environment's proxy settings.
 	Dialer *websocket.Dialer
 
+	// HTTPClient fetches the files of received messages for
+	// [Adapter.Download]. Nil means a client that gives up on a server
+	// that has not answered within 30 s, follows at most 5 redirects
+	// (to http and https URLs only), and takes at most 2 minutes per
+	// download.
+	HTTPClient *http.Client
+
 	// Logger receives connection and protocol diagnostics. Nil means
 	// zap.NewNop(). Lines that a peer can cause once per frame, event or
 	// request — malformed frames, unknown or skipped events, events
@@ -306,6 +314,9 @@ func (c Config) withDefaults() (Config, error) {
 			Proxy:            websocket.DefaultDialer.Proxy,
 			HandshakeTimeout: 10 * time.Second,
 		}
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = defaultHTTPClient()
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()

@@ -62,8 +62,8 @@ var obFeatures = adaptertest.Features{
 	NoEdit:           true,
 	NoReplyKeyboard:  true,
 	UnsupportedMedia: []platform.AttachmentKind{platform.AttachDocument, platform.AttachVideoNote},
-	// The adapter implements none of these interfaces (yet).
-	NoDownload: true, NoCallbackAnswer: true, NoChatAction: true, NoInline: true,
+	// QQ has none of these.
+	NoCallbackAnswer: true, NoChatAction: true, NoInline: true,
 }
 
 // obSelfID is the fake implementation's bot account.
@@ -88,6 +88,9 @@ type obPeer struct {
 	kinds   map[string]platform.AttachmentKind // by file (URL, bytes or ID): the kind a send asked for
 	chatOf  map[string]string                  // by message ID: the chat of each message accepted
 	errs    []string                           // frames the fake could not understand
+	files   map[string][]byte                  // by path: the files users sent, served by fileSrv
+
+	fileSrv *httptest.Server // serves files, as QQ's servers serve the files of messages
 
 	wmu sync.Mutex // one writer of ws at a time
 }
@@ -113,7 +116,10 @@ func newOBPeer(t *testing.T, cfg Config) *obPeer {
 		stalled: map[string][]string{},
 		kinds:   map[string]platform.AttachmentKind{},
 		chatOf:  map[string]string{},
+		files:   map[string][]byte{},
 	}
+	p.fileSrv = httptest.NewServer(http.HandlerFunc(p.serveFile))
+	t.Cleanup(p.fileSrv.Close)
 	p.msgID.Store(700)
 	t.Cleanup(func() {
 		p.mu.Lock()
@@ -304,6 +310,67 @@ func (p *obPeer) Say(ctx context.Context, chat platform.Chat, from platform.User
 		ev["message_type"], ev["sub_type"] = "private", "friend"
 	}
 	return p.write(ctx, ev)
+}
+
+var _ adaptertest.FilePeer = (*obPeer)(nil)
+
+// SayFile sends a message event of a file segment, as NapCat reports a
+// received file (file, file_id, url, file_size), or of an image segment
+// (file, url), followed by the caption as text. The file is served by
+// fileSrv at the segment's url, with a query standing for the key QQ
+// puts in its links.
+func (p *obPeer) SayFile(ctx context.Context, chat platform.Chat, from platform.User, att platform.Attachment, data []byte) error {
+	_, id, err := ParseChatID(chat.ID)
+	if err != nil {
+		return err
+	}
+	userID, err := strconv.ParseInt(from.ID, 10, 64)
+	if err != nil {
+		return fmt.Errorf("onebot peer: user ID %q: %w", from.ID, err)
+	}
+	n := p.msgID.Add(1)
+	path := fmt.Sprintf("/files/%d", n)
+	p.mu.Lock()
+	p.files[path] = slices.Clone(data)
+	p.mu.Unlock()
+	fileURL := p.fileSrv.URL + path + "?rkey=secret-key"
+	var seg Segment
+	switch att.Kind {
+	case platform.AttachPhoto:
+		seg = Segment{Type: "image", Data: map[string]string{"file": fmt.Sprintf("%X.png", n), "url": fileURL}}
+	case platform.AttachDocument:
+		seg = Segment{Type: "file", Data: map[string]string{"file": att.FileName, "file_id": fmt.Sprintf("/f-%d", n),
+			"url": fileURL, "file_size": strconv.Itoa(len(data))}}
+	default:
+		return fmt.Errorf("onebot peer: no files of kind %q", att.Kind)
+	}
+	msg := Message{seg}
+	if att.Caption != "" {
+		msg = append(msg, Text(att.Caption))
+	}
+	ev := map[string]any{
+		"time": time.Now().Unix(), "self_id": obSelfID, "post_type": "message",
+		"message_id": n, "user_id": userID, "font": 0, "message": msg,
+		"sender": map[string]any{"user_id": userID, "nickname": from.Name},
+	}
+	if chat.Type == platform.ChatGroup {
+		ev["message_type"], ev["sub_type"], ev["group_id"] = "group", "normal", id
+	} else {
+		ev["message_type"], ev["sub_type"] = "private", "friend"
+	}
+	return p.write(ctx, ev)
+}
+
+// serveFile serves a file a user sent, given the key of its link.
+func (p *obPeer) serveFile(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	data, ok := p.files[r.URL.Path]
+	p.mu.Unlock()
+	if !ok || r.URL.Query().Get("rkey") != "secret-key" {
+		http.NotFound(w, r)
+		return
+	}
+	w.Write(data)
 }
 
 func (p *obPeer) Received(ctx context.Context, chat platform.Chat, n int) ([]platform.OutboundMessage, error) {

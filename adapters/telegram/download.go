@@ -3,15 +3,14 @@ package telegram
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"github.com/heraldbot/herald/internal/fetch"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -81,36 +80,12 @@ func (a *Adapter) download(ctx context.Context, att platform.Attachment, maxByte
 }
 
 // fetchFile downloads the file at path, of at most maxBytes bytes.
-func (a *Adapter) fetchFile(ctx context.Context, path string, maxBytes int64, tooLarge func(int64, string) error) ([]byte, error) {
+func (a *Adapter) fetchFile(ctx context.Context, path string, maxBytes int64, tooLarge fetch.TooLarge) ([]byte, error) {
 	escaped := (&url.URL{Path: path}).EscapedPath()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf(a.cfg.FileEndpoint, a.cfg.Token, strings.TrimPrefix(escaped, "/")), nil)
-	if err != nil {
-		return nil, platform.Permanent(fmt.Errorf("telegram: download: %w", redactURLError(err, a.cfg.Token)))
-	}
 	_, bc := a.bot(ctx)
-	resp, err := bc.Do(req)
+	data, err := fetch.Get(ctx, bc, fmt.Sprintf(a.cfg.FileEndpoint, a.cfg.Token, strings.TrimPrefix(escaped, "/")), maxBytes, tooLarge)
 	if err != nil {
-		return nil, fmt.Errorf("telegram: download: %w", err)
-	}
-	defer resp.Body.Close()
-	switch code := resp.StatusCode; {
-	case code == http.StatusTooManyRequests:
-		return nil, fmt.Errorf("telegram: download: HTTP %d %s", code, http.StatusText(code))
-	case code >= 400 && code < 500:
-		return nil, platform.Permanent(fmt.Errorf("telegram: download: HTTP %d %s", code, http.StatusText(code)))
-	case code != http.StatusOK:
-		return nil, fmt.Errorf("telegram: download: HTTP %d %s", code, http.StatusText(code))
-	case resp.ContentLength > maxBytes:
-		return nil, tooLarge(resp.ContentLength, "the download's Content-Length")
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return nil, fmt.Errorf("telegram: download: %w", errors.Join(ctx.Err(), err))
-	case err != nil:
 		return nil, fmt.Errorf("telegram: download: %w", redactURLError(err, a.cfg.Token))
-	case int64(len(data)) > maxBytes:
-		return nil, tooLarge(int64(len(data)), "read so far")
 	}
 	return data, nil
 }

@@ -84,7 +84,7 @@ func echo(c *engine.Context, limit int64) error {
 		switch {
 		case err == nil:
 			back.Data, size = data, int64(len(data))
-		case errors.Is(err, platform.ErrUnsupported) || errors.Is(err, platform.ErrFileTooLarge):
+		case errors.Is(err, platform.ErrUnsupported) || errors.Is(err, platform.ErrFileTooLarge) || errors.Is(err, platform.ErrInvalidMessage):
 			// Back by reference, with the size the platform reported.
 			back.FileID, back.URL = at.FileID, at.URL
 			if back.FileID != "" {
