@@ -106,6 +106,9 @@ type Adapter struct {
 	pending int // connections being upgraded
 	eventID uint64
 	chats   *chats
+
+	uploads *uploads      // the files users sent
+	slots   chan struct{} // upload slots: a frame over ReadLimit is being read
 }
 
 // New returns an Adapter for cfg, or an error wrapping ErrInvalidConfig
@@ -129,7 +132,9 @@ func New(cfg Config) (*Adapter, error) {
 			HistoryBytes:    cfg.HistoryBytes,
 			MaxHistoryBytes: cfg.MaxHistoryBytes,
 		}),
-		guard: newGuard(cfg.AllowedOrigins),
+		guard:   newGuard(cfg.AllowedOrigins),
+		uploads: newUploads(cfg.UploadBytes),
+		slots:   make(chan struct{}, cfg.UploadSlots),
 	}
 	a.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,

@@ -106,6 +106,42 @@ func TestBrowserConnection(t *testing.T) {
 		two.waitFor("the reply", botTextsAre("two"))
 	})
 
+	t.Run("back and forward", func(t *testing.T) {
+		// A page left for the back/forward cache closes its socket (the
+		// browser may keep it open otherwise, holding the tab's place),
+		// and connects again when it is shown from the cache.
+		ec := startEngine(t, webchat.Config{}, nil)
+		openTabs := func(want int) {
+			t.Helper()
+			for deadline := time.Now().Add(pollTimeout); webchat.OpenTabs(ec.a) != want; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d tabs open after %v; want %d", webchat.OpenTabs(ec.a), pollTimeout, want)
+				}
+			}
+		}
+		left := c.newTab(t)
+		left.do(chromedp.Navigate(ec.a.URL()))
+		left.waitFor("the connection", connected)
+		openTabs(1)
+		left.do(chromedp.Navigate("about:blank"))
+		openTabs(0)
+
+		// Coming back from the cache, by the events the browser fires
+		// (chromedp loses track of a page restored from the cache).
+		b := c.newTab(t)
+		b.do(chromedp.Navigate(ec.a.URL()))
+		b.waitFor("the connection", connected)
+		b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo one\n"))
+		b.waitFor("the reply", botTextsAre("one"))
+		b.eval(`(window.dispatchEvent(new PageTransitionEvent('pagehide', {persisted: true})), "")`)
+		openTabs(0)
+		b.eval(`(window.dispatchEvent(new PageTransitionEvent('pageshow', {persisted: true})), "")`)
+		b.waitFor("the connection after coming back", connected+` && `+botTextsAre("one"))
+		openTabs(1)
+		b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo two\n"))
+		b.waitFor("the reply after coming back", botTextsAre("one", "two"))
+	})
+
 	t.Run("new chat", func(t *testing.T) {
 		ec := startEngine(t, webchat.Config{}, nil)
 		b := c.newTab(t)

@@ -26,6 +26,9 @@ const (
 	DefaultPingInterval    = 30 * time.Second
 	DefaultPongWait        = 60 * time.Second
 	DefaultWriteTimeout    = 10 * time.Second
+	DefaultMaxUpload       = 4 << 20
+	DefaultUploadBytes     = 64 << 20
+	DefaultUploadSlots     = 4
 )
 
 // ErrInvalidConfig is wrapped by the errors [New] returns for a Config it
@@ -151,6 +154,34 @@ type Config struct {
 	// DefaultReadLimit, 64 KiB.
 	ReadLimit int64
 
+	// NoUploads turns off users' files: the page shows no button to
+	// attach one, and a file frame is refused. False, the zero value,
+	// lets users send files (see MaxUpload).
+	NoUploads bool
+
+	// MaxUpload is the largest file, in bytes, a user may send from the
+	// page. A file frame may be that large (base64, about 4/3 of it, and
+	// 16 KiB more) although ReadLimit is smaller; frames over ReadLimit
+	// are read at most UploadSlots at a time, so the memory that files
+	// being read take is bounded by UploadSlots × MaxUpload × 4/3 whatever
+	// the number of tabs. A tab whose frame waits for a slot longer than
+	// PongWait is disconnected (the page reconnects; the file is not
+	// sent). Zero means DefaultMaxUpload, 4 MiB.
+	MaxUpload int
+
+	// UploadBytes bounds the bytes of the files users sent that the
+	// adapter keeps, all chats together, for [Adapter.Download] and for
+	// sending them again by FileID; past it, the oldest are forgotten, and
+	// a download or send of a forgotten file fails for good. Zero means
+	// DefaultUploadBytes, 64 MiB; it must be at least MaxUpload. (A
+	// file also counts, as base64, against its chat's history, which
+	// shows it.)
+	UploadBytes int
+
+	// UploadSlots is the number of frames over ReadLimit (files) read at
+	// once across all tabs. Zero means DefaultUploadSlots, 4.
+	UploadSlots int
+
 	// PingInterval is how often the server pings each tab. Zero means
 	// DefaultPingInterval, 30s. It must be shorter than PongWait.
 	PingInterval time.Duration
@@ -216,6 +247,12 @@ func (c Config) withDefaults() (Config, error) {
 		bad("ReadLimit is negative (%d)", c.ReadLimit)
 	case c.ReadLimit == 0:
 		c.ReadLimit = DefaultReadLimit
+	}
+	setInt(&c.MaxUpload, DefaultMaxUpload, "MaxUpload")
+	setInt(&c.UploadBytes, DefaultUploadBytes, "UploadBytes")
+	setInt(&c.UploadSlots, DefaultUploadSlots, "UploadSlots")
+	if c.UploadBytes < c.MaxUpload {
+		bad("UploadBytes (%d) is less than MaxUpload (%d)", c.UploadBytes, c.MaxUpload)
 	}
 	setDur(&c.PingInterval, DefaultPingInterval, "PingInterval")
 	setDur(&c.PongWait, DefaultPongWait, "PongWait")

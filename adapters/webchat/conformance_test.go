@@ -40,8 +40,8 @@ func TestConformance(t *testing.T) {
 		NoPermanentFailure: true,
 		NoRetryAfter:       true,
 		NoStall:            true,
-		// The adapter implements none of these interfaces (yet).
-		NoDownload: true, NoCallbackAnswer: true, NoChatAction: true, NoInline: true,
+		// The page has none of these.
+		NoCallbackAnswer: true, NoChatAction: true, NoInline: true,
 	})
 }
 
@@ -170,6 +170,18 @@ func (p *webPeer) Say(ctx context.Context, chat platform.Chat, from platform.Use
 		return err
 	}
 	return tb.write(ctx, map[string]string{"type": "message", "text": text})
+}
+
+var _ adaptertest.FilePeer = (*webPeer)(nil)
+
+// SayFile sends a file frame, as the page's attach button does.
+func (p *webPeer) SayFile(ctx context.Context, chat platform.Chat, from platform.User, att platform.Attachment, data []byte) error {
+	tb, err := p.tab(ctx, chat, from)
+	if err != nil {
+		return err
+	}
+	return tb.write(ctx, map[string]any{"type": "file", "kind": att.Kind, "file_name": att.FileName,
+		"mime": att.MIMEType, "content": data, "caption": att.Caption})
 }
 
 func (p *webPeer) Received(ctx context.Context, chat platform.Chat, n int) ([]platform.OutboundMessage, error) {

@@ -232,34 +232,56 @@ func (c *conn) serve() {
 	defer c.a.leave(c)
 
 	cfg := &c.a.cfg
-	c.ws.SetReadLimit(cfg.ReadLimit)
+	c.ws.SetReadLimit(cfg.readLimit())
 	c.ws.SetReadDeadline(time.Now().Add(cfg.PongWait))
 	c.ws.SetPongHandler(func(string) error {
 		return c.ws.SetReadDeadline(time.Now().Add(cfg.PongWait))
 	})
 	for {
-		typ, data, err := c.ws.ReadMessage()
+		typ, data, large, err := c.readFrame()
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
 		c.ws.SetReadDeadline(time.Now().Add(cfg.PongWait))
-		if typ != websocket.TextMessage {
-			fe := badFrame("binary frames are not supported; send JSON text")
-			c.a.rlog.Debug("webchat: bad frame", zap.String("remote", c.remote), zap.Error(fe))
-			c.sendError(fe)
-			continue
+		ok := c.serveFrame(typ, data, large)
+		if large {
+			c.a.releaseSlot()
 		}
-		f, err := decodeClientFrame(data)
-		if err != nil {
-			var fe *frameError
-			errors.As(err, &fe)
-			c.a.rlog.Debug("webchat: bad frame", zap.String("remote", c.remote), zap.Error(err))
-			c.sendError(fe)
-			continue
+		if !ok {
+			return
 		}
-		c.handle(f)
 	}
+}
+
+// serveFrame decodes and handles one frame, or answers it with an error
+// frame; it reports false when it closed the connection, for a frame over
+// ReadLimit (large) that is not a file.
+func (c *conn) serveFrame(typ int, data []byte, large bool) bool {
+	if typ != websocket.TextMessage {
+		if large {
+			c.overReadLimit()
+			return false
+		}
+		fe := badFrame("binary frames are not supported; send JSON text")
+		c.a.rlog.Debug("webchat: bad frame", zap.String("remote", c.remote), zap.Error(fe))
+		c.sendError(fe)
+		return true
+	}
+	f, err := decodeClientFrame(data)
+	if large && (err != nil || f.Type != frameFile) {
+		c.overReadLimit()
+		return false
+	}
+	if err != nil {
+		var fe *frameError
+		errors.As(err, &fe)
+		c.a.rlog.Debug("webchat: bad frame", zap.String("remote", c.remote), zap.Error(err))
+		c.sendError(fe)
+		return true
+	}
+	c.handle(f)
+	return true
 }
 
 // readFailed shuts the connection after a read error. It takes the tab
@@ -477,6 +499,8 @@ func (c *conn) handle(f clientFrame) {
 		c.callback(f.Data, f.MessageID, f.Ref)
 	case frameName:
 		c.rename(f.Name, f.Ref)
+	case frameFile:
+		c.file(f)
 	}
 }
 
@@ -539,11 +563,12 @@ func (c *conn) hello(f clientFrame) {
 		msgs[i] = ch.history.at(i).msg
 	}
 	hist := newHistoryFrame(historyHead{
-		Chat:     wireChat{ID: ch.chat.ID, Type: string(ch.chat.Type), Title: ch.chat.Title},
-		User:     wireUser{ID: user.ID, Name: user.Name},
-		Bot:      wireUser{ID: botUserID, Name: a.cfg.BotName},
-		MaxText:  maxTextBytes,
-		Keyboard: ch.keyboard,
+		Chat:      wireChat{ID: ch.chat.ID, Type: string(ch.chat.Type), Title: ch.chat.Title},
+		User:      wireUser{ID: user.ID, Name: user.Name},
+		Bot:       wireUser{ID: botUserID, Name: a.cfg.BotName},
+		MaxText:   maxTextBytes,
+		MaxUpload: a.maxUpload(),
+		Keyboard:  ch.keyboard,
 	}, msgs)
 	if !c.enqueueLocked(outFrame{hist: hist}) {
 		a.slowLocked(c)

@@ -83,6 +83,8 @@
 //	{"type":"message","text":"/ping"}
 //	{"type":"callback","data":"yes","message_id":"17"}
 //	{"type":"name","name":"Ann B."}
+//	{"type":"file","kind":"photo","file_name":"cat.png","mime":"image/png",
+//	 "content":"base64…","caption":"my cat"}
 //
 // Every client frame may also carry "ref", a string of at most 64 bytes
 // that the page chooses; an error frame that refuses the frame carries the
@@ -100,12 +102,24 @@
 // under the bot message message_id, which must still be in the chat's
 // history with that button among its current ones (an edit may have
 // replaced them); name changes the user's display name for later messages.
+// file sends a file as the tab's user: kind is photo, document, video,
+// audio, voice or animation, content the file's bytes in base64 (1 byte to
+// [Config.MaxUpload]), caption at most 16 KiB, file_name and mime
+// optional (a path in the name is dropped, a media type that does not
+// parse is replaced by what the bytes look like). The bot gets a message
+// whose Text is the caption and whose one attachment names the file by a
+// FileID, which [Adapter.Download] fetches and a send can carry back; the
+// chat's tabs get it as an echo. A file frame may be larger than
+// [Config.ReadLimit]; such frames are read a few at a time
+// ([Config.UploadSlots]), and one over ReadLimit that is not a file
+// closes the connection with 1009. With [Config.NoUploads] a file frame
+// is refused.
 //
 // Server to client:
 //
 //	{"type":"history","chat":{"id":"…","type":"private","title":""},
 //	 "user":{"id":"…","name":"Ann"},"bot":{"id":"bot","name":"Herald"},
-//	 "max_text":16384,"keyboard":keyboard,"messages":[message, …]}
+//	 "max_text":16384,"max_upload":4194304,"keyboard":keyboard,"messages":[message, …]}
 //	{"type":"message","message":message}
 //	{"type":"echo","message":message}
 //	{"type":"edit","message":{"id":"17","text":"…","parse_mode":"HTML",
@@ -114,7 +128,9 @@
 //	{"type":"error","code":"busy","text":"…","ref":"…"}
 //
 // history answers hello: it confirms the chat and user IDs (the page stores
-// them), gives the chat's reply keyboard if one is up, and lists the
+// them), says the longest text and the largest file (max_upload, left
+// out when files are off) a tab may send, gives the chat's reply keyboard
+// if one is up, and lists the
 // chat's kept messages, oldest first. message is a bot
 // message; echo is a user's message in the chat, sent to every tab of the
 // chat including the author's, so all tabs show one order and a user's
@@ -167,8 +183,9 @@
 // history answers hello means the hello was refused: the page shows it and
 // does not retry.
 //
-// A frame larger than [Config.ReadLimit] closes the connection with status
-// 1009 (message too big). The server closes with 1001 (going away) when it
+// A frame larger than [Config.ReadLimit], other than a file frame, or a
+// file frame larger than a file of MaxUpload bytes can make, closes the
+// connection with status 1009 (message too big). The server closes with 1001 (going away) when it
 // shuts down, with 1013 (try again later), right after the handshake and
 // with a reason the page shows, a tab over [Config.MaxConnections], and
 // drops a tab that falls too far behind, or stops taking its data, without

@@ -219,6 +219,7 @@ type frame struct {
 	User     wireUser  `json:"user"`
 	Bot      wireUser  `json:"bot"`
 	MaxText  int       `json:"max_text"`
+	MaxUp    int       `json:"max_upload"`
 	Keyboard *keyboard `json:"keyboard"`
 	Messages []message `json:"messages"`
 	Message  *message  `json:"message"`

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/heraldbot/herald/platform"
 )
 
 // Client frame types.
@@ -18,6 +21,7 @@ const (
 	frameMessage  = "message"
 	frameCallback = "callback"
 	frameName     = "name"
+	frameFile     = "file"
 )
 
 // Server frame types.
@@ -54,7 +58,15 @@ const (
 	botUserID      = "bot"    // From.ID of the bot's messages
 	errorTextLimit = 200      // bytes of detail echoed in an error frame
 	maxKeyboard    = 16 << 10 // bytes of an encoded reply keyboard
+	maxFileName    = 255      // runes of an uploaded file's name
+	maxMIME        = 127      // bytes of an uploaded file's media type
 )
+
+// uploadKinds are the attachment kinds a tab may send a file as.
+var uploadKinds = map[string]bool{
+	string(platform.AttachPhoto): true, string(platform.AttachDocument): true, string(platform.AttachVideo): true,
+	string(platform.AttachAudio): true, string(platform.AttachVoice): true, string(platform.AttachAnimation): true,
+}
 
 // clientFrame is one decoded frame from the page. Which fields are set
 // depends on Type; decodeClientFrame has checked and normalised them.
@@ -68,6 +80,14 @@ type clientFrame struct {
 	Data      string `json:"data"`
 	MessageID string `json:"message_id"`
 	Ref       string `json:"ref"`
+
+	// A file frame's file: its kind, name, media type, bytes (base64 on
+	// the wire) and caption.
+	Kind     string `json:"kind"`
+	FileName string `json:"file_name"`
+	MIME     string `json:"mime"`
+	Content  []byte `json:"content"`
+	Caption  string `json:"caption"`
 }
 
 // frameError is why a client frame was refused; it becomes an error frame.
@@ -143,11 +163,48 @@ func checkFrame(f clientFrame) (clientFrame, *frameError) {
 		return clientFrame{Type: f.Type, Data: f.Data, MessageID: f.MessageID}, nil
 	case frameName:
 		return clientFrame{Type: f.Type, Name: cleanName(f.Name)}, nil
+	case frameFile:
+		return checkFile(f)
 	case "":
 		return clientFrame{}, badFrame("missing type")
 	default:
 		return clientFrame{}, &frameError{Code: codeUnknownType, Text: "unknown frame type " + quoteLimited(f.Type)}
 	}
+}
+
+// checkFile checks and normalises a file frame: a known kind, bytes, a
+// caption no longer than a message's text; the name is cut to its last
+// path element and cleaned like a display name, and a media type that
+// does not parse is dropped (the bytes tell). The size limit, which is
+// the adapter's configuration, is checked by the connection.
+func checkFile(f clientFrame) (clientFrame, *frameError) {
+	switch {
+	case !uploadKinds[f.Kind]:
+		return clientFrame{}, badFrame("file: kind must be photo, document, video, audio, voice or animation")
+	case len(f.Content) == 0:
+		return clientFrame{}, badFrame("file: empty content")
+	case len(f.Caption) > maxTextBytes:
+		return clientFrame{}, badFrame("file: caption longer than %d bytes", maxTextBytes)
+	}
+	out := clientFrame{Type: f.Type, Kind: f.Kind, Content: f.Content, Caption: strings.TrimSpace(f.Caption)}
+	out.FileName = cleanFileName(f.FileName)
+	if mt, _, err := mime.ParseMediaType(f.MIME); err == nil && len(mt) <= maxMIME && strings.Count(mt, "/") == 1 {
+		out.MIME = mt
+	}
+	return out, nil
+}
+
+// cleanFileName returns the last element of a file's path (after the last
+// "/" or "\\"), cleaned as a display name is and cut to maxFileName
+// characters; "." and ".." become "".
+func cleanFileName(s string) string {
+	if i := strings.LastIndexAny(s, `/\`); i >= 0 {
+		s = s[i+1:]
+	}
+	if name := cleanText(s, maxFileName); name != "." && name != ".." {
+		return name
+	}
+	return ""
 }
 
 // checkHello validates and normalises a hello frame in place.
@@ -222,14 +279,18 @@ func validMessageID(s string) bool {
 // cleanName removes control and formatting characters (which could reorder
 // or hide text), trims spaces and cuts the result to 64 characters. An
 // empty result stays empty; callers substitute defaultName.
-func cleanName(s string) string {
+func cleanName(s string) string { return cleanText(s, maxNameRunes) }
+
+// cleanText removes control and formatting characters from s, trims
+// spaces and cuts the result to max characters.
+func cleanText(s string, max int) string {
 	var b strings.Builder
 	n := 0
 	for _, r := range strings.TrimSpace(s) {
 		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			continue
 		}
-		if n == maxNameRunes {
+		if n == max {
 			break
 		}
 		b.WriteRune(r)
@@ -339,6 +400,9 @@ type historyHead struct {
 	User    wireUser `json:"user"`
 	Bot     wireUser `json:"bot"`
 	MaxText int      `json:"max_text"`
+	// MaxUpload is the largest file, in bytes, a tab may send; 0 means
+	// none (uploads are off).
+	MaxUpload int `json:"max_upload,omitempty"`
 	// Keyboard is the chat's reply keyboard, if one is up.
 	Keyboard *wireKeyboard `json:"keyboard,omitempty"`
 }

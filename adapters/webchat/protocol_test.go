@@ -3,6 +3,7 @@ package webchat
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -50,12 +51,27 @@ func TestDecodeClientFrame(t *testing.T) {
 		{"refused type keeps its ref", `{"type":"x","ref":"r"}`, clientFrame{Ref: "r"}, codeUnknownType},
 		{"ref too long", `{"type":"message","text":"hi","ref":"` + strings.Repeat("r", maxRefBytes+1) + `"}`, clientFrame{}, codeBadFrame},
 		{"ref not a string", `{"type":"message","text":"hi","ref":1}`, clientFrame{}, codeBadFrame},
+		{"file", `{"type":"file","kind":"photo","file_name":"cat.png","mime":"image/png","content":"aGk=","caption":" a cat ","ref":"f1"}`,
+			clientFrame{Type: "file", Kind: "photo", FileName: "cat.png", MIME: "image/png", Content: []byte("hi"), Caption: "a cat", Ref: "f1"}, ""},
+		{"file name's path dropped", `{"type":"file","kind":"document","file_name":"..\\..\\C:/x/\u0000notes.txt","content":"aGk="}`,
+			clientFrame{Type: "file", Kind: "document", FileName: "notes.txt", Content: []byte("hi")}, ""},
+		{"file name dot dot", `{"type":"file","kind":"document","file_name":"..","content":"aGk="}`,
+			clientFrame{Type: "file", Kind: "document", Content: []byte("hi")}, ""},
+		{"file mime parameters dropped", `{"type":"file","kind":"audio","mime":"audio/ogg; codecs=opus","content":"aGk="}`,
+			clientFrame{Type: "file", Kind: "audio", MIME: "audio/ogg", Content: []byte("hi")}, ""},
+		{"file bad mime dropped", `{"type":"file","kind":"video","mime":"video/mp4/x\"","content":"aGk="}`,
+			clientFrame{Type: "file", Kind: "video", Content: []byte("hi")}, ""},
+		{"file of a kind a tab cannot send", `{"type":"file","kind":"sticker","content":"aGk="}`, clientFrame{}, codeBadFrame},
+		{"file without kind", `{"type":"file","content":"aGk="}`, clientFrame{}, codeBadFrame},
+		{"file empty", `{"type":"file","kind":"photo","content":""}`, clientFrame{}, codeBadFrame},
+		{"file not base64", `{"type":"file","kind":"photo","content":"!!"}`, clientFrame{}, codeBadJSON},
+		{"file caption too long", `{"type":"file","kind":"photo","content":"aGk=","caption":"` + strings.Repeat("c", maxTextBytes+1) + `"}`, clientFrame{}, codeBadFrame},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := decodeClientFrame([]byte(tt.in))
 			if tt.code == "" {
-				if err != nil || got != tt.want {
+				if err != nil || !reflect.DeepEqual(got, tt.want) {
 					t.Fatalf("decode = %+v, %v; want %+v", got, err, tt.want)
 				}
 				return

@@ -131,16 +131,20 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 	if err != nil {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("webchat: send to %q: %w", chatID, err))
 	}
+	m, err := a.withFiles(req.Message)
+	if err != nil {
+		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: %w", chatID, err)
+	}
 	id := a.nextMessageID()
 	t := time.Now()
-	w := a.wireBotMessage(id, req.Message, t)
+	w := a.wireBotMessage(id, m, t)
 	w.Keyboard = kb
 	msg, err := marshal(w)
 	if err != nil { // unreachable: strings, bytes and a current time always encode
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: encoding: %w", chatID, err)
 	}
 	frame := encodeMessageFrame(frameMessage, msg)
-	buttons := callbackData(req.Message.Buttons)
+	buttons := callbackData(m.Buttons)
 
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -38,6 +38,8 @@ const composer = new Composer({
   form: $('composer'),
   input: $('input'),
   button: $('send'),
+  attach: $('attach'),
+  file: $('file'),
   send: (frame) => conn.send(frame),
   notify: (kind, text, ms) => banner.show(kind, text, ms),
 });
@@ -76,6 +78,7 @@ function onHistory(f) {
     document.title = `${f.bot.name} — web chat`;
   }
   if (f.max_text > 0) { composer.maxText = f.max_text; }
+  composer.setMaxUpload(f.max_upload ?? 0);
   view.showHistory(Array.isArray(f.messages) ? f.messages : []);
   keyboard.reset(f.keyboard);
 }
@@ -165,6 +168,10 @@ newChat.addEventListener('click', () => {
 });
 
 window.addEventListener('online', () => conn.resume());
+// A page kept in the back/forward cache gives its place on the server
+// back, and connects again when it is shown.
+window.addEventListener('pagehide', () => conn.suspend());
+window.addEventListener('pageshow', (e) => { if (e.persisted) { conn.restart(); } });
 document.addEventListener('visibilitychange', () => {
   if (document.visibilityState === 'visible') { conn.resume(); }
 });

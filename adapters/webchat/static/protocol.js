@@ -84,6 +84,17 @@ export class Connection {
     if (!this.#ws) { this.restart(); }
   }
 
+  // suspend closes the connection, making no more attempts until restart
+  // or resume: for a page leaving for the browser's back/forward cache
+  // (pagehide), whose socket the browser may otherwise keep open, holding
+  // the tab's place on the server while nobody sees the page.
+  suspend() {
+    clearTimeout(this.#timer);
+    const old = this.#ws;
+    this.#ws = null;
+    old?.close(1000);
+  }
+
   // send sends frame and reports whether it went out: only an open
   // connection sends.
   send(frame) {
