@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -157,6 +158,8 @@ func FuzzDecodeClientFrame(f *testing.F) {
 		`{"type":"x"}`, `{"type":5}`, `null`, `[]`, `{`, `{"type":"hello"} x`, "",
 		`{"type":"message","text":"\ud800"}`, `{"type":"hello","name":"\u202e"}`,
 		`{"type":"message","text":"x","ref":"r1"}`, `{"type":"x","ref":"r2"}`,
+		`{"type":"file","kind":"photo","file_name":"a/b.png","mime":"image/png","content":"aGk=","caption":"c"}`,
+		`{"type":"file","kind":"document","file_name":"..","mime":"x","content":"!"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -184,6 +187,12 @@ func FuzzDecodeClientFrame(f *testing.F) {
 		case frameMessage:
 			if strings.TrimSpace(fr.Text) == "" || len(fr.Text) > maxTextBytes {
 				t.Fatalf("accepted invalid message %+v", fr)
+			}
+		case frameFile:
+			if !uploadKinds[fr.Kind] || len(fr.Content) == 0 || len(fr.Caption) > maxTextBytes ||
+				strings.ContainsAny(fr.FileName, `/\`) || fr.FileName == ".." || utf8.RuneCountInString(fr.FileName) > maxFileName ||
+				strings.ContainsFunc(fr.FileName, unicode.IsControl) || strings.Contains(fr.MIME, ";") {
+				t.Fatalf("accepted invalid file %+v", fr)
 			}
 		case frameCallback:
 			if fr.Data == "" || !validMessageID(fr.MessageID) {
