@@ -68,6 +68,16 @@ const (
 	ActionUploadVideoNote ChatAction = "upload_video_note"
 )
 
+// Known reports whether a is one of the actions above.
+func (a ChatAction) Known() bool {
+	switch a {
+	case ActionTyping, ActionUploadPhoto, ActionRecordVideo, ActionUploadVideo, ActionRecordVoice, ActionUploadVoice,
+		ActionUploadDocument, ActionChooseSticker, ActionFindLocation, ActionRecordVideoNote, ActionUploadVideoNote:
+		return true
+	}
+	return false
+}
+
 // ChatActor is implemented by an [Adapter] whose platform shows chat
 // actions.
 //

@@ -207,14 +207,6 @@ func (a *Adapter) AnswerCallback(ctx context.Context, ev platform.Event, ans pla
 	return a.scrub(err)
 }
 
-// chatActions are the actions sendChatAction knows.
-var chatActions = map[platform.ChatAction]bool{
-	platform.ActionTyping: true, platform.ActionUploadPhoto: true, platform.ActionRecordVideo: true,
-	platform.ActionUploadVideo: true, platform.ActionRecordVoice: true, platform.ActionUploadVoice: true,
-	platform.ActionUploadDocument: true, platform.ActionChooseSticker: true, platform.ActionFindLocation: true,
-	platform.ActionRecordVideoNote: true, platform.ActionUploadVideoNote: true,
-}
-
 // SendChatAction shows action in chat (a chat ID or "@channel") with
 // sendChatAction, for 5 s or until the bot's next message arrives there,
 // and implements platform.ChatActor. An action Telegram does not know, or
@@ -222,7 +214,7 @@ var chatActions = map[platform.ChatAction]bool{
 // permanent error wrapping platform.ErrInvalidMessage before any request;
 // Telegram's answers map as for sends (4xx permanent, 429 retry-after).
 func (a *Adapter) SendChatAction(ctx context.Context, chat platform.Chat, action platform.ChatAction) error {
-	if !chatActions[action] {
+	if !action.Known() {
 		return platform.Permanent(fmt.Errorf("telegram: %w: unknown chat action %q", platform.ErrInvalidMessage, action))
 	}
 	ref, err := parseChat(chat.ID)

@@ -107,6 +107,7 @@ type Adapter struct {
 	eventID uint64
 	chats   *chats
 
+	presses presses       // button presses waiting for an answer
 	uploads *uploads      // the files users sent
 	slots   chan struct{} // upload slots: a frame over ReadLimit is being read
 }

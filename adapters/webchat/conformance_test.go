@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,8 +41,8 @@ func TestConformance(t *testing.T) {
 		NoPermanentFailure: true,
 		NoRetryAfter:       true,
 		NoStall:            true,
-		// The page has none of these.
-		NoCallbackAnswer: true, NoChatAction: true, NoInline: true,
+		// The page has no inline queries.
+		NoInline: true,
 	})
 }
 
@@ -79,6 +80,10 @@ type webPeer struct {
 	recv   adaptertest.Inbox        // the messages of inbox, for Received
 	closed map[string]bool          // chats whose tabs Inject closed, until a send fails
 	errs   []string                 // error frames and other surprises
+
+	answers map[string]platform.CallbackAnswer // by QueryID: the answers tabs were shown
+	actions map[string][]platform.ChatAction   // by chat ID: the actions its owner's tab was shown
+	changed chan struct{}                      // closed and replaced when answers or actions change
 }
 
 type tabKey struct{ chatID, userID string }
@@ -104,7 +109,8 @@ func newWebPeer(t *testing.T) adaptertest.Peer {
 		t.Fatalf("New: %v", err)
 	}
 	p := &webPeer{a: a, tabs: map[tabKey]*tab{}, owners: map[string]platform.User{},
-		inbox: map[string]*inbox{}, closed: map[string]bool{}}
+		inbox: map[string]*inbox{}, closed: map[string]bool{},
+		answers: map[string]platform.CallbackAnswer{}, actions: map[string][]platform.ChatAction{}, changed: make(chan struct{})}
 	t.Cleanup(func() {
 		p.mu.Lock()
 		tabs := make([]*tab, 0, len(p.tabs))
@@ -333,12 +339,81 @@ func (p *webPeer) read(tb *tab, box *inbox) {
 			if !p.recv.Edit(box.chatID, f.Message.ID, outbound(*f.Message)) {
 				p.fail("an edit of message " + f.Message.ID + ", which this tab never got")
 			}
+		case f.Type == "answer" && f.Answer != nil:
+			p.mu.Lock()
+			p.answers[f.Answer.QueryID] = platform.CallbackAnswer{Text: f.Answer.Text, Alert: f.Answer.Alert}
+			p.changedLocked()
+			p.mu.Unlock()
+		case f.Type == "action" && box != nil:
+			p.mu.Lock()
+			p.actions[box.chatID] = append(p.actions[box.chatID], platform.ChatAction(f.Action))
+			p.changedLocked()
+			p.mu.Unlock()
 		case f.Type == "delete" && f.Message != nil && box != nil:
 			// A message the tab never got (one the suite says does not
 			// exist never gets this far) is not shown: nothing to do.
 			p.recv.Delete(box.chatID, f.Message.ID)
 		}
 	}
+}
+
+// changedLocked wakes those waiting for an answer or an action.
+func (p *webPeer) changedLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// waitFor waits until ok, called with p.mu held, reports true.
+func (p *webPeer) waitFor(ctx context.Context, ok func() bool) error {
+	for {
+		p.mu.Lock()
+		done, changed := ok(), p.changed
+		p.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+var (
+	_ adaptertest.PressPeer  = (*webPeer)(nil)
+	_ adaptertest.ActionPeer = (*webPeer)(nil)
+)
+
+// Press sends a callback frame from user's tab, as a click on the button
+// does.
+func (p *webPeer) Press(ctx context.Context, chat platform.Chat, from platform.User, messageID, data string) error {
+	tb, err := p.tab(ctx, chat, from)
+	if err != nil {
+		return err
+	}
+	return tb.write(ctx, map[string]string{"type": "callback", "data": data, "message_id": messageID})
+}
+
+// Answered waits for the answer frame of the press ev.
+func (p *webPeer) Answered(ctx context.Context, ev platform.Event) (platform.CallbackAnswer, error) {
+	var a platform.CallbackAnswer
+	err := p.waitFor(ctx, func() bool {
+		var ok bool
+		a, ok = p.answers[ev.QueryID]
+		return ok
+	})
+	return a, err
+}
+
+// Actions waits until chat's owner's tab was shown n chat actions.
+func (p *webPeer) Actions(ctx context.Context, chat platform.Chat, n int) ([]platform.ChatAction, error) {
+	var got []platform.ChatAction
+	err := p.waitFor(ctx, func() bool {
+		got = slices.Clone(p.actions[chat.ID])
+		return len(got) >= n
+	})
+	return got, err
 }
 
 func (p *webPeer) fail(s string) {

@@ -628,15 +628,19 @@ func (c *conn) callback(data, messageID, ref string) {
 		c.errorLocked(codeUnknownButton, "this button is no longer available", ref)
 		return
 	}
-	a.queueEventLocked(c, platform.Event{
+	queryID := a.presses.addLocked(c, messageID)
+	if !a.queueEventLocked(c, platform.Event{
 		Platform:  DefaultName,
 		Kind:      platform.EventCallback,
 		Chat:      c.chat.chat,
 		From:      c.user,
 		Text:      data,
 		MessageID: messageID,
+		QueryID:   queryID,
 		Time:      time.Now(),
-	}, ref)
+	}, ref) {
+		a.presses.takeLocked(queryID)
+	}
 }
 
 // queueEventLocked gives ev an ID and queues it for Run, or tells the tab,

@@ -125,6 +125,8 @@
 //	{"type":"edit","message":{"id":"17","text":"…","parse_mode":"HTML",
 //	 "buttons":[[{"text":"Back","data":"back"}]],"edited":"2026-11-30T09:05:00Z"}}
 //	{"type":"delete","message":{"id":"17"}}
+//	{"type":"answer","answer":{"query_id":"press-3","message_id":"17","text":"Saved","alert":true}}
+//	{"type":"action","action":"typing"}
 //	{"type":"error","code":"busy","text":"…","ref":"…"}
 //
 // history answers hello: it confirms the chat and user IDs (the page stores
@@ -171,6 +173,12 @@
 // message already edited. The page ignores an edit of a message it does not
 // show, as it ignores server frames of types it does not know, so frame
 // types, like fields, can be added without breaking older pages.
+//
+// answer goes to the tab that pressed a button: the bot's answer to the
+// press (an event whose QueryID is query_id), a passing notice or, with
+// alert, one that stays until dismissed; an empty answer sends no frame.
+// action is the bot's chat action ([Adapter.SendChatAction]) to every
+// tab of the chat, shown for 5 s or until the bot's next message.
 //
 // error reports a frame the server refused, with the frame's
 // ref if it had one; the connection stays open. Its codes are bad_json (not

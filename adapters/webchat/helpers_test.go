@@ -223,6 +223,16 @@ type frame struct {
 	Keyboard *keyboard `json:"keyboard"`
 	Messages []message `json:"messages"`
 	Message  *message  `json:"message"`
+	Answer   *answer   `json:"answer"`
+	Action   string    `json:"action"`
+}
+
+// answer is the answer of an answer frame.
+type answer struct {
+	QueryID   string `json:"query_id"`
+	MessageID string `json:"message_id"`
+	Text      string `json:"text"`
+	Alert     bool   `json:"alert"`
 }
 
 type wireChat struct {

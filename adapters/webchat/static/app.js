@@ -6,7 +6,7 @@
 
 import { Composer } from './composer.js';
 import { ReplyKeyboard } from './keyboard.js';
-import { Banner, Status } from './notices.js';
+import { Banner, ChatAction, Status } from './notices.js';
 import { Connection, errorText } from './protocol.js';
 import { ChatView } from './render.js';
 import * as storage from './storage.js';
@@ -43,6 +43,8 @@ const composer = new Composer({
   send: (frame) => conn.send(frame),
   notify: (kind, text, ms) => banner.show(kind, text, ms),
 });
+const action = new ChatAction($('action'), () => $('title').textContent);
+$('banner').addEventListener('click', () => { if (banner.kind === 'alert') { banner.hide(); } });
 const keyboard = new ReplyKeyboard({
   box: $('reply-keyboard'),
   toggle: $('keyboard-toggle'),
@@ -57,6 +59,8 @@ function onFrame(f) {
     case 'echo': if (f.message) { view.append(f.message); } break;
     case 'edit': if (f.message) { view.edit(f.message); } break;
     case 'delete': if (f.message) { view.remove(f.message.id); } break;
+    case 'answer': if (f.answer) { onAnswer(f.answer); } break;
+    case 'action': action.show(f.action); break;
     case 'error': onError(f); break;
   }
 }
@@ -84,10 +88,23 @@ function onHistory(f) {
 }
 
 // onMessage shows a bot message and puts up or removes the reply keyboard
-// it carries, if any (also when the message itself cannot be shown).
+// it carries, if any (also when the message itself cannot be shown). The
+// bot's chat action ends with it.
 function onMessage(m) {
+  action.hide();
   view.append(m);
   if (typeof m === 'object' && 'keyboard' in m) { keyboard.apply(m.keyboard); }
+}
+
+// onAnswer shows the bot's answer to a button press: a passing notice, or
+// an alert that stays until clicked.
+function onAnswer(a) {
+  if (typeof a.text !== 'string' || !a.text) { return; }
+  if (a.alert) {
+    banner.show('alert', a.text);
+  } else {
+    banner.show('info', a.text, 4000);
+  }
 }
 
 // onError shows a frame the server refused; a message refused for now

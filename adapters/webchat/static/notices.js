@@ -1,6 +1,7 @@
 // notices.js — what the page tells the user about itself: Status, the
-// connection's state in the top bar, and Banner, the notice under it
-// (lost connections, refusals, errors).
+// connection's state in the top bar, Banner, the notice under it (lost
+// connections, refusals, errors, the bot's answers to button presses),
+// and ChatAction, what the bot is doing ("Herald is typing…").
 
 // The status shown for each state of a Connection (protocol.js): the
 // data-state of the status element and the page's body, and its text.
@@ -26,7 +27,7 @@ export class Status {
 }
 
 // Banner shows one notice at a time in the element el, of the kind 'info',
-// 'warn' or 'error'. A notice shown with pin stays whatever comes later.
+// 'warn', 'error' or 'alert'. A notice shown with pin stays whatever comes later.
 export class Banner {
   #el;
   #kind = '';      // of the notice shown, '' for none
@@ -68,5 +69,52 @@ export class Banner {
     this.#el.hidden = false;
     this.#el.dataset.sticky = ms ? 'false' : 'true';
     if (ms) { this.#timer = setTimeout(() => this.hide(), ms); }
+  }
+}
+
+// What each chat action says, after the bot's name.
+const ACTIONS = {
+  typing: 'is typing…',
+  upload_photo: 'is sending a photo…',
+  record_video: 'is recording a video…',
+  upload_video: 'is sending a video…',
+  record_voice: 'is recording a voice message…',
+  upload_voice: 'is sending a voice message…',
+  upload_document: 'is sending a file…',
+  choose_sticker: 'is choosing a sticker…',
+  find_location: 'is finding a location…',
+  record_video_note: 'is recording a video message…',
+  upload_video_note: 'is sending a video message…',
+};
+const ACTION_MS = 5000; // how long an action shows, unless repeated
+
+// ChatAction shows the bot's chat action in the element el for a few
+// seconds, or until hidden (the bot's next message); name returns the
+// bot's name.
+export class ChatAction {
+  #el;
+  #name;
+  #timer = 0;
+
+  constructor(el, name) {
+    this.#el = el;
+    this.#name = name;
+  }
+
+  // show shows action, if the page knows it.
+  show(action) {
+    const says = ACTIONS[action];
+    if (typeof action !== 'string' || !says) { return; }
+    clearTimeout(this.#timer);
+    this.#el.textContent = `${this.#name() || 'The bot'} ${says}`;
+    this.#el.dataset.action = action;
+    this.#el.hidden = false;
+    this.#timer = setTimeout(() => this.hide(), ACTION_MS);
+  }
+
+  hide() {
+    clearTimeout(this.#timer);
+    this.#el.hidden = true;
+    delete this.#el.dataset.action;
   }
 }
