@@ -52,6 +52,8 @@ type lead struct {
 	nwaiting int
 	wake     chan struct{}
 	retried  chan struct{}
+
+	calls *interactions // the account's interactions, made for the members
 }
 
 // waitingSend is a send that waits for room in its chat's queue.
@@ -144,6 +146,11 @@ func (r *membership) lead(ctx context.Context, name string, rev uint64) (*lead, 
 		waiting:          map[string][]waitingSend{}, wake: make(chan struct{}, 1), retried: make(chan struct{})}
 	l.renewed.Store(time.Now().UnixNano())
 	l.ctx, l.cancel = context.WithCancel(context.Background())
+	if err := l.serveInteractions(); err != nil {
+		l.cancel()
+		it.Stop()
+		return nil, err
+	}
 	go l.connect()
 	go l.pull()
 	go l.retry()
@@ -237,10 +244,7 @@ func (l *lead) send(msg jetstream.Msg) {
 		if errors.Is(err, ErrLeaseLost) || reply == "" {
 			return // the next gateway makes it, and answers
 		}
-		o := outcome{Key: key, Result: res}
-		if err != nil {
-			o.Err, o.Permanent = err.Error(), platform.IsPermanent(err)
-		}
+		o := outcome{Key: key, Result: res, wireError: encodeError(err)}
 		if b, merr := json.Marshal(o); merr == nil {
 			_ = s.nc.Publish(reply, b)
 		}
@@ -361,6 +365,7 @@ func (l *lead) stopTaking() {
 	l.cancel() // the connection too: the next gateway polls
 	l.it.Stop()
 	<-l.pulled
+	l.calls.stop()
 }
 
 // lose stops the gateway at once: the lease is another's now.

@@ -244,10 +244,9 @@ func (s *Shared) Recover(ctx context.Context) (engine.Recovered, error) {
 
 // outcome is a send's outcome as the gateway answers it.
 type outcome struct {
-	Key       string              `json:"key"`
-	Result    platform.SendResult `json:"result"`
-	Err       string              `json:"error,omitempty"`
-	Permanent bool                `json:"permanent,omitempty"`
+	Key    string              `json:"key"`
+	Result platform.SendResult `json:"result"`
+	wireError
 }
 
 // Join takes part in the cluster for m until ctx ends (see engine.Cluster).
@@ -257,14 +256,7 @@ func (s *Shared) Join(ctx context.Context, m engine.ClusterMember) error {
 		if json.Unmarshal(msg.Data, &o) != nil {
 			return
 		}
-		var err error
-		if o.Err != "" {
-			err = errors.New(o.Err)
-			if o.Permanent {
-				err = platform.Permanent(err)
-			}
-		}
-		m.Result(o.Key, o.Result, err)
+		m.Result(o.Key, o.Result, o.decode())
 	})
 	if err != nil {
 		return fmt.Errorf("cluster: results: %w", err)

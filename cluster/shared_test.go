@@ -39,6 +39,13 @@ type member struct {
 
 func startMember(t *testing.T, s *embedded.Server, mem *memory.Adapter, name string) *member {
 	t.Helper()
+	return startMemberWith(t, s, name, func(*cluster.Shared) platform.Adapter { return mem })
+}
+
+// startMemberWith starts a member whose adapter adapter returns, given
+// the member's journal.
+func startMemberWith(t *testing.T, s *embedded.Server, name string, adapter func(*cluster.Shared) platform.Adapter) *member {
+	t.Helper()
 	nc, err := s.Connect()
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +57,7 @@ func startMember(t *testing.T, s *embedded.Server, mem *memory.Adapter, name str
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(j), engine.WithShutdownTimeout(10*time.Second),
+	e, err := engine.New(engine.WithAdapter(adapter(j)), engine.WithJournal(j), engine.WithShutdownTimeout(10*time.Second),
 		engine.WithLogger(cfg.Logger))
 	if err != nil {
 		t.Fatal(err)

@@ -108,8 +108,7 @@ func (c *Context) AnswerCallback(ev platform.Event, a platform.CallbackAnswer) e
 	if ev.Kind != platform.EventCallback {
 		return platform.Permanent(fmt.Errorf("engine: answering event %s: %w: it is a %s, not a button press", ev.ID, platform.ErrInvalidMessage, ev.Kind))
 	}
-	ca, ok := c.ev.e.adapter(ev.Platform).(platform.CallbackAnswerer)
-	if !ok {
+	if _, ok := c.ev.e.adapter(ev.Platform).(platform.CallbackAnswerer); !ok {
 		return platform.Permanent(fmt.Errorf("engine: answering a button press on %s: %w", ev.Platform, platform.ErrUnsupported))
 	}
 	act := &c.ev.act
@@ -119,7 +118,7 @@ func (c *Context) AnswerCallback(ev platform.Event, a platform.CallbackAnswer) e
 	}
 	ctx, cancel := context.WithTimeout(c.ev.ctx, answerTimeout)
 	defer cancel()
-	err := ca.AnswerCallback(ctx, ev, a)
+	_, err := c.ev.e.interact(ctx, ev.Platform, Interaction{Op: OpAnswerCallback, Event: ev, Answer: a})
 	if err != nil && !platform.IsPermanent(err) {
 		act.release(key)
 	}
@@ -165,14 +164,13 @@ func (e *Engine) endInteractions(st *eventState) {
 	act.mu.Unlock()
 	action.stop()
 	for _, p := range unanswered {
-		ca, ok := e.adapter(p.Platform).(platform.CallbackAnswerer)
-		if !ok {
+		if _, ok := e.adapter(p.Platform).(platform.CallbackAnswerer); !ok {
 			continue
 		}
 		// The handling's context may have ended (a time limit): the
 		// answer still goes, bounded by its own and by a forced shutdown.
 		ctx, cancel := context.WithTimeout(e.in.base, answerTimeout)
-		err := ca.AnswerCallback(ctx, p, platform.CallbackAnswer{})
+		_, err := e.interact(ctx, p.Platform, Interaction{Op: OpAnswerCallback, Event: p})
 		cancel()
 		fields := []zap.Field{zap.String("platform", p.Platform), zap.String("event", p.ID), zap.Error(err)}
 		switch {

@@ -53,8 +53,7 @@ func (c *Context) ChatAction(action platform.ChatAction) error {
 	if ev.event.Chat.ID == "" {
 		return ErrNoChat
 	}
-	actor, ok := ev.e.adapter(ev.event.Platform).(platform.ChatActor)
-	if !ok {
+	if _, ok := ev.e.adapter(ev.event.Platform).(platform.ChatActor); !ok {
 		return platform.Permanent(fmt.Errorf("engine: chat action on %s: %w", ev.event.Platform, platform.ErrUnsupported))
 	}
 	if action == "" {
@@ -78,7 +77,7 @@ func (c *Context) ChatAction(action platform.ChatAction) error {
 	old.stop()
 	go func() {
 		defer close(a.done)
-		ev.e.showAction(ctx, actor, ev, action, sends)
+		ev.e.showAction(ctx, ev, action, sends)
 	}()
 	return nil
 }
@@ -102,7 +101,7 @@ func (c *Context) StopChatAction() {
 // ChatActionInterval until ctx ends or ev's handlers made a send since
 // they had made sends sends; a retry-after the platform asks for longer
 // than the interval postpones the next.
-func (e *Engine) showAction(ctx context.Context, actor platform.ChatActor, ev *eventState, action platform.ChatAction, sends int64) {
+func (e *Engine) showAction(ctx context.Context, ev *eventState, action platform.ChatAction, sends int64) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -116,7 +115,7 @@ func (e *Engine) showAction(ctx context.Context, actor platform.ChatActor, ev *e
 		}
 		wait := ChatActionInterval
 		rctx, cancel := context.WithTimeout(ctx, ChatActionInterval)
-		err := actor.SendChatAction(rctx, ev.event.Chat, action)
+		_, err := e.interact(rctx, ev.event.Platform, Interaction{Op: OpChatAction, Chat: ev.event.Chat, Action: action})
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			e.log.Debug("engine: showing a chat action failed", zap.String("platform", ev.event.Platform),

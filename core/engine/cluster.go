@@ -36,6 +36,13 @@ type Cluster interface {
 	// what it took (ClusterMember.Drain), gives up its leases and
 	// partitions so other members take them at once, and returns nil.
 	Join(ctx context.Context, m ClusterMember) error
+	// Interact makes in on the named adapter's account through its
+	// gateway: this process's adapter when it leads the account
+	// (ClusterMember.Interact), another member's otherwise. It returns
+	// what a download fetched, and the gateway's error as the gateway's
+	// adapter gave it (its kind and the platform sentinels it matched);
+	// with no gateway, a retryable error.
+	Interact(ctx context.Context, adapter string, in Interaction) ([]byte, error)
 }
 
 // ClusterMember is the engine as its [Cluster] sees it.
@@ -63,6 +70,9 @@ type ClusterMember interface {
 	// Drain waits until the events and sends this process took are done,
 	// or ctx ends.
 	Drain(ctx context.Context) error
+	// Interact makes in on this process's adapter of the account it
+	// leads, for a member that asked through Cluster.Interact.
+	Interact(ctx context.Context, adapter string, in Interaction) ([]byte, error)
 }
 
 // clusterState is the engine's side of its Cluster.

@@ -32,8 +32,7 @@ func (c *Context) AnswerInline(a platform.InlineAnswer) error {
 	if ev.Kind != platform.EventInlineQuery {
 		return platform.Permanent(fmt.Errorf("engine: answering event %s: %w: it is a %s, not an inline query", ev.ID, platform.ErrInvalidMessage, ev.Kind))
 	}
-	ia, ok := c.ev.e.adapter(ev.Platform).(platform.InlineAnswerer)
-	if !ok {
+	if _, ok := c.ev.e.adapter(ev.Platform).(platform.InlineAnswerer); !ok {
 		return platform.Permanent(fmt.Errorf("engine: answering an inline query on %s: %w", ev.Platform, platform.ErrUnsupported))
 	}
 	act := &c.ev.act
@@ -43,7 +42,7 @@ func (c *Context) AnswerInline(a platform.InlineAnswer) error {
 	}
 	ctx, cancel := context.WithTimeout(c.ev.ctx, answerTimeout)
 	defer cancel()
-	err := ia.AnswerInline(ctx, ev, a)
+	_, err := c.ev.e.interact(ctx, ev.Platform, Interaction{Op: OpAnswerInline, Event: ev, Inline: a})
 	if err != nil && !platform.IsPermanent(err) {
 		act.release(key)
 	}

@@ -29,11 +29,10 @@ func (c *Context) Attachments() []platform.Attachment { return c.ev.event.Attach
 // check with platform.IsPermanent whether trying again may help.
 func (c *Context) Download(ctx context.Context, att platform.Attachment, maxBytes int64) ([]byte, error) {
 	name := c.ev.event.Platform
-	d, ok := c.ev.e.adapter(name).(platform.Downloader)
-	if !ok {
+	if _, ok := c.ev.e.adapter(name).(platform.Downloader); !ok {
 		return nil, platform.Permanent(fmt.Errorf("engine: downloading a file on %s: %w", name, platform.ErrUnsupported))
 	}
-	return d.Download(ctx, att, maxBytes)
+	return c.ev.e.download(ctx, name, att, maxBytes)
 }
 
 // Delete queues the deletion of the message messageID (the bot's own, or,

@@ -1,0 +1,73 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// TestWireError checks that an error told by one member to another keeps
+// its text, its kind and the sentinels it matched.
+func TestWireError(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		permanent bool
+		wait      time.Duration
+		is        []error
+	}{
+		{"nil", nil, false, 0, nil},
+		{"plain", errors.New("connection reset"), false, 0, nil},
+		{"unsupported", platform.Permanent(fmt.Errorf("telegram: %w: stickers here", platform.ErrUnsupported)), true, 0, []error{platform.ErrUnsupported}},
+		{"too large", platform.Permanent(fmt.Errorf("x: %w", platform.ErrFileTooLarge)), true, 0, []error{platform.ErrFileTooLarge}},
+		{"flood", platform.NewRetryAfter(30*time.Second, errors.New("429")), false, 30 * time.Second, nil},
+		{"maybe delivered", platform.MaybeDelivered(fmt.Errorf("timeout: %w", context.DeadlineExceeded)), false, 0, []error{platform.ErrMaybeDelivered, context.DeadlineExceeded}},
+		{"answered", platform.Permanent(fmt.Errorf("%w", platform.ErrAlreadyAnswered)), true, 0, []error{platform.ErrAlreadyAnswered}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(encodeError(tt.err))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w wireError
+			if err := json.Unmarshal(b, &w); err != nil {
+				t.Fatal(err)
+			}
+			got := w.decode()
+			if tt.err == nil {
+				if got != nil {
+					t.Fatalf("decode = %v; want nil", got)
+				}
+				return
+			}
+			if got == nil || got.Error() != tt.err.Error() || platform.IsPermanent(got) != tt.permanent {
+				t.Fatalf("decode = %v (permanent %v); want %q (permanent %v)", got, platform.IsPermanent(got), tt.err, tt.permanent)
+			}
+			if d, ok := platform.RetryAfterOf(got); ok != (tt.wait > 0) || d != tt.wait {
+				t.Errorf("retry after %v, %v; want %v", d, ok, tt.wait)
+			}
+			for _, s := range tt.is {
+				if !errors.Is(got, s) {
+					t.Errorf("decode = %v; want it to match %v", got, s)
+				}
+			}
+			if errors.Is(got, platform.ErrInvalidMessage) && !errors.Is(tt.err, platform.ErrInvalidMessage) {
+				t.Errorf("decode = %v matches ErrInvalidMessage, which the original did not", got)
+			}
+		})
+	}
+	// An outcome of the first version still decodes.
+	var o outcome
+	if err := json.Unmarshal([]byte(`{"key":"k","result":{},"error":"gone","permanent":true}`), &o); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.decode(); err == nil || err.Error() != "gone" || !platform.IsPermanent(err) {
+		t.Errorf("an old outcome decodes to %v; want the permanent error gone", err)
+	}
+}
