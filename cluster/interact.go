@@ -63,7 +63,7 @@ func (s *Shared) Interact(ctx context.Context, adapter string, in engine.Interac
 		ctx, cancel = context.WithTimeout(ctx, interactTimeout)
 		defer cancel()
 	}
-	inbox := s.nc.NewRespInbox()
+	inbox := s.nc.NewInbox() // not under the connection's request inboxes, whose handler would see each part too
 	sub, err := s.nc.SubscribeSync(inbox)
 	if err != nil {
 		return fail(err)

@@ -171,7 +171,8 @@ type Config struct {
 
 	// UploadBytes bounds the bytes of the files users sent that the
 	// adapter keeps, all chats together, for [Adapter.Download] and for
-	// sending them again by FileID; past it, the oldest are forgotten, and
+	// sending them again by FileID; past it, or past 10,000 files, the
+	// oldest are forgotten, and
 	// a download or send of a forgotten file fails for good. Zero means
 	// DefaultUploadBytes, 64 MiB; it must be at least MaxUpload. (A
 	// file also counts, as base64, against its chat's history, which

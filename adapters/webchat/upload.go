@@ -35,8 +35,12 @@ type upload struct {
 	mime     string
 }
 
+// maxUploadFiles bounds the number of files kept, whatever their sizes.
+const maxUploadFiles = 10_000
+
 // uploads keeps the files users sent, oldest forgotten first once they
-// take more than max bytes together. It is safe for concurrent use.
+// take more than max bytes together, or are more than maxUploadFiles. It
+// is safe for concurrent use.
 type uploads struct {
 	max int
 
@@ -52,7 +56,7 @@ func newUploads(max int) *uploads { return &uploads{max: max, files: map[string]
 func (s *uploads) put(id string, u upload) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.used+len(u.data) > s.max && len(s.order) > 0 {
+	for (s.used+len(u.data) > s.max || len(s.files) >= maxUploadFiles) && len(s.order) > 0 {
 		old := s.order[0]
 		s.order = s.order[1:]
 		s.used -= len(s.files[old].data)
@@ -71,6 +75,7 @@ func (s *uploads) remove(id string) {
 	if u, ok := s.files[id]; ok {
 		s.used -= len(u.data)
 		delete(s.files, id)
+		// Its place in order, if not the last, is dropped when reached.
 		if n := len(s.order); n > 0 && s.order[n-1] == id {
 			s.order = s.order[:n-1]
 		}
