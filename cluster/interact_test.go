@@ -118,22 +118,7 @@ func TestSharedInteractionsThroughTheGateway(t *testing.T) {
 			return nil
 		})
 	}
-	waitFor(t, "the partitions to spread", func() bool {
-		total, leaders := 0, 0
-		for _, m := range members {
-			st := m.j.Stats()
-			if st.Partitions == 0 {
-				return false
-			}
-			total += st.Partitions
-			leaders += len(st.Leading)
-		}
-		return total == 8 && leaders == 1
-	})
-	gateway := members[0].name
-	if len(members[1].j.Stats().Leading) > 0 {
-		gateway = members[1].name
-	}
+	gateway := waitSpread(t, members).name
 
 	const chats = 100
 	menu := platform.OutboundMessage{Text: "menu", Buttons: [][]platform.Button{{{Text: "Go", Data: "go"}}}}

@@ -97,6 +97,29 @@ func (m *member) stop(t *testing.T) {
 	m.nc.Close()
 }
 
+// waitSpread waits until every member owns partitions, all 8 are owned,
+// and one member is the gateway, and returns the gateway.
+func waitSpread(t *testing.T, members []*member) *member {
+	t.Helper()
+	var gw *member
+	waitFor(t, "the partitions to spread", func() bool {
+		total, leaders := 0, 0
+		for _, m := range members {
+			st := m.j.Stats()
+			if st.Partitions == 0 {
+				return false
+			}
+			total += st.Partitions
+			leaders += len(st.Leading)
+			if len(st.Leading) > 0 {
+				gw = m
+			}
+		}
+		return total == 8 && leaders == 1
+	})
+	return gw
+}
+
 // waitFor waits until cond holds; diag tells more when it never does.
 func waitFor(t *testing.T, what string, cond func() bool, diag ...func()) {
 	t.Helper()
@@ -120,18 +143,7 @@ func TestSharedThreeMembers(t *testing.T) {
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	mem := memory.New()
 	members := []*member{startMember(t, srv.s, mem, "a"), startMember(t, srv.s, mem, "b"), startMember(t, srv.s, mem, "c")}
-	waitFor(t, "the partitions to spread", func() bool {
-		total, leaders := 0, 0
-		for _, m := range members {
-			st := m.j.Stats()
-			if st.Partitions == 0 {
-				return false
-			}
-			total += st.Partitions
-			leaders += len(st.Leading)
-		}
-		return total == 8 && leaders == 1
-	})
+	waitSpread(t, members)
 	const chats, n = 20, 5
 	for c := range chats {
 		chat := memory.Private(fmt.Sprint(100 + c))

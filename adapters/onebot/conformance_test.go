@@ -298,18 +298,23 @@ func (p *obPeer) Say(ctx context.Context, chat platform.Chat, from platform.User
 	if err != nil {
 		return fmt.Errorf("onebot peer: user ID %q: %w", from.ID, err)
 	}
+	return p.write(ctx, messageEvent(chat.Type, id, userID, from.Name, p.msgID.Add(1), Message{Text(text)}))
+}
+
+// messageEvent returns a message event of msg, numbered n, from user
+// (named name) in a chat of typ whose QQ ID is id.
+func messageEvent(typ platform.ChatType, id, user int64, name string, n int64, msg Message) map[string]any {
 	ev := map[string]any{
 		"time": time.Now().Unix(), "self_id": obSelfID, "post_type": "message",
-		"message_id": p.msgID.Add(1), "user_id": userID, "font": 0,
-		"message": Message{Text(text)},
-		"sender":  map[string]any{"user_id": userID, "nickname": from.Name},
+		"message_id": n, "user_id": user, "font": 0, "message": msg,
+		"sender": map[string]any{"user_id": user, "nickname": name},
 	}
-	if chat.Type == platform.ChatGroup {
+	if typ == platform.ChatGroup {
 		ev["message_type"], ev["sub_type"], ev["group_id"] = "group", "normal", id
 	} else {
 		ev["message_type"], ev["sub_type"] = "private", "friend"
 	}
-	return p.write(ctx, ev)
+	return ev
 }
 
 var _ adaptertest.FilePeer = (*obPeer)(nil)
@@ -348,17 +353,7 @@ func (p *obPeer) SayFile(ctx context.Context, chat platform.Chat, from platform.
 	if att.Caption != "" {
 		msg = append(msg, Text(att.Caption))
 	}
-	ev := map[string]any{
-		"time": time.Now().Unix(), "self_id": obSelfID, "post_type": "message",
-		"message_id": n, "user_id": userID, "font": 0, "message": msg,
-		"sender": map[string]any{"user_id": userID, "nickname": from.Name},
-	}
-	if chat.Type == platform.ChatGroup {
-		ev["message_type"], ev["sub_type"], ev["group_id"] = "group", "normal", id
-	} else {
-		ev["message_type"], ev["sub_type"] = "private", "friend"
-	}
-	return p.write(ctx, ev)
+	return p.write(ctx, messageEvent(chat.Type, id, userID, from.Name, n, msg))
 }
 
 // serveFile serves a file a user sent, given the key of its link.
