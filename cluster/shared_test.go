@@ -202,20 +202,7 @@ func TestSharedMemberDies(t *testing.T) {
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	mem := memory.New()
 	members := []*member{startMember(t, srv.s, mem, "a"), startMember(t, srv.s, mem, "b"), startMember(t, srv.s, mem, "c")}
-	waitFor(t, "the partitions to spread", func() bool {
-		for _, m := range members {
-			if m.j.Stats().Partitions == 0 {
-				return false
-			}
-		}
-		return true
-	})
-	var gw *member
-	for _, m := range members {
-		if len(m.j.Stats().Leading) == 1 {
-			gw = m
-		}
-	}
+	gw := waitSpread(t, members) // a gateway too: it is the member that dies
 	const chats, n = 20, 30
 	mem.SlowNext("", 0)
 	var wg sync.WaitGroup
