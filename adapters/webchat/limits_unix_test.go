@@ -106,9 +106,10 @@ func TestNeverReadingTabsClosed(t *testing.T) {
 		if !errors.Is(err, syscall.ECONNRESET) {
 			t.Errorf("tab %d: read %v after it was closed; want a reset", i, err)
 		}
-		// Its receive buffer (32 KiB, doubled by Linux) at most.
-		if left > 64<<10 {
-			t.Errorf("tab %d: %d KiB left to read; want at most 64 KiB", i, left>>10)
+		// About its receive buffer (32 KiB, doubled by Linux, which may
+		// queue a little past it), far from the 3 MiB history.
+		if left > 128<<10 {
+			t.Errorf("tab %d: %d bytes left to read; want at most 128 KiB", i, left)
 		}
 	}
 	roomSays(t, a, got, "after")
