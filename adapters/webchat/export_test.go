@@ -38,3 +38,6 @@ func ServerConns(a *Adapter) (open int, evicted uint64) {
 
 // ServerConnCap is the cap on the connections of Run's server.
 func ServerConnCap(a *Adapter) int { return a.cfg.MaxConnections + httpHeadroom }
+
+// UploadSlotsTaken returns how many frames over ReadLimit are being read.
+func UploadSlotsTaken(a *Adapter) int { return len(a.slots) }

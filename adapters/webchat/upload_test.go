@@ -3,8 +3,10 @@ package webchat_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,4 +155,52 @@ func TestUploadBounds(t *testing.T) {
 	if _, err := webchat.New(webchat.Config{MaxUpload: 2 << 20, UploadBytes: 1 << 20}); !errors.Is(err, webchat.ErrInvalidConfig) {
 		t.Errorf("New with UploadBytes under MaxUpload = %v; want ErrInvalidConfig", err)
 	}
+}
+
+// TestUploadSlots: with one upload slot, a file frame over ReadLimit that
+// arrives while another is still being read waits for it, so the files
+// read at once stay bounded whatever the number of tabs.
+func TestUploadSlots(t *testing.T) {
+	a, bot := start(t, webchat.Config{ReadLimit: 1024, MaxUpload: 100_000, UploadSlots: 1})
+	watcher := connect(t, a, hello{Room: "files"})
+	first := connect(t, a, hello{Room: "files"})
+	second := connect(t, a, hello{Room: "files"})
+	frame := func(name string) []byte {
+		b, err := json.Marshal(fileFrame(platform.AttachDocument, name, "", bytes.Repeat([]byte{'x'}, 9000), ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// The first tab sends part of its file, well over ReadLimit, and
+	// holds the slot while the rest does not come.
+	w, err := first.ws.NextWriter(websocket.TextMessage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1 := frame("a.bin")
+	if _, err := w.Write(a1[:8000]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first file to take the slot", func() bool { return webchat.UploadSlotsTaken(a) == 1 })
+	second.ws.SetWriteDeadline(time.Now().Add(ioTimeout))
+	if err := second.ws.WriteMessage(websocket.TextMessage, frame("b.bin")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // time for the second file to overtake, were it not waiting
+	if _, err := w.Write(a1[8000:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range watcher.readMessages(t, 2) {
+		names = append(names, m.Attachments[0].FileName)
+	}
+	if !slices.Equal(names, []string{"a.bin", "b.bin"}) {
+		t.Errorf("files arrived as %q; want a.bin first: b.bin waited for its slot", names)
+	}
+	waitFor(t, "the slot to be free", func() bool { return webchat.UploadSlotsTaken(a) == 0 })
+	bot.checkNoErrors(t)
 }
