@@ -686,9 +686,12 @@ func (e *Engine) handleFromAdapter(ev platform.Event) {
 // ignores its context.
 //
 // Shutdown may be called more than once and concurrently: a call waits
-// for an earlier one to finish (or its own ctx to end, returning ctx.Err())
-// and then for what is left. Run calls Shutdown when its context ends, and
-// returns after an outside call to Shutdown has stopped the adapters.
+// for an earlier one to finish and then for what is left. Each call's ctx
+// bounds the shutdown: if it ends while an earlier call is still waiting
+// for handlers or sends (Run's own call, with the shutdown timeout, say),
+// this call force-closes them as above and returns ctx.Err(). Run calls
+// Shutdown when its context ends, and returns after an outside call to
+// Shutdown has stopped the adapters.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.closed.Store(true)
 	e.closeOnce.Do(func() { close(e.stopping) })
@@ -696,6 +699,15 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	case e.shutSem <- struct{}{}:
 		defer func() { <-e.shutSem }()
 	case <-ctx.Done():
+		e.forceClose(ctx.Err())
+		// The earlier call now ends with the cancelled work.
+		gctx, cancel := context.WithTimeout(context.Background(), 2*forceGrace)
+		defer cancel()
+		select {
+		case e.shutSem <- struct{}{}:
+			<-e.shutSem
+		case <-gctx.Done():
+		}
 		return ctx.Err()
 	}
 	e.state.stop() // no more scheduled runs begin; the handler pool ends those begun
@@ -707,12 +719,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	hs, st := e.in.Stats(), e.out.Stats()
-	e.log.Warn("shutdown timed out; cancelling pending work",
-		zap.Int("events_pending", hs.Queued+hs.Running),
-		zap.Int("sends_pending", st.Queued+st.Running+st.Waiting), zap.Error(err))
-	e.in.ForceClose()
-	e.out.ForceClose()
+	e.forceClose(err)
 	for _, stage := range []struct {
 		name string
 		d    *executor
@@ -725,6 +732,17 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		cancel()
 	}
 	return err
+}
+
+// forceClose cancels the handlers and sends still pending after a
+// shutdown ran out of time (err says how), logging what it cut off.
+func (e *Engine) forceClose(err error) {
+	hs, st := e.in.Stats(), e.out.Stats()
+	e.log.Warn("shutdown timed out; cancelling pending work",
+		zap.Int("events_pending", hs.Queued+hs.Running),
+		zap.Int("sends_pending", st.Queued+st.Running+st.Waiting), zap.Error(err))
+	e.in.ForceClose()
+	e.out.ForceClose()
 }
 
 // Stats returns a snapshot of the engine's counters.

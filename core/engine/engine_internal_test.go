@@ -4,31 +4,39 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/heraldbot/herald/platform"
 )
 
 // A Shutdown that finds another one running waits for it only as long as
-// its own context allows.
+// its own context allows, and a little more for the work it then cancels
+// (a running Shutdown that never ends is the test's own token here).
 func TestShutdownWaitsWithItsOwnContext(t *testing.T) {
-	e, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.shutSem <- struct{}{} // another Shutdown is running
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Shutdown = %v; want DeadlineExceeded", err)
-	}
-	if err := e.HandleEvent(testEvent()); !errors.Is(err, ErrEngineClosed) {
-		t.Fatalf("HandleEvent after Shutdown began = %v", err)
-	}
-	<-e.shutSem
-	if err := e.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e, err := New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.shutSem <- struct{}{} // another Shutdown is running
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown = %v; want DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d > 20*time.Millisecond+2*forceGrace {
+			t.Fatalf("Shutdown took %v", d)
+		}
+		if err := e.HandleEvent(testEvent()); !errors.Is(err, ErrEngineClosed) {
+			t.Fatalf("HandleEvent after Shutdown began = %v", err)
+		}
+		<-e.shutSem
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func testEvent() platform.Event {

@@ -621,6 +621,48 @@ func testShutdownForced(t *testing.T) {
 	}
 }
 
+// An outside Shutdown's deadline holds even when another call (Run's own,
+// with the whole shutdown timeout) is already draining: the outside call
+// force-closes the work at its deadline rather than waiting behind it.
+func TestShutdownDeadlineHoldsBehindAnotherCall(t *testing.T) {
+	synctest.Test(t, testShutdownDeadlineHoldsBehindAnotherCall)
+}
+
+func testShutdownDeadlineHoldsBehindAnotherCall(t *testing.T) {
+	e, mem := newEngine(t)
+	var f *future.Future[platform.SendResult]
+	e.OnCommand("slow", func(c *engine.Context) error {
+		f = c.ReplyText("x")
+		return nil
+	})
+	mem.SlowNext("", time.Hour)
+	must(t, e.HandleEvent(msg(dm, ann, "/slow")))
+	synctest.Wait() // the reply hangs in the adapter
+
+	first := make(chan error, 1)
+	go func() { first <- e.Shutdown(context.Background()) }()
+	synctest.Wait() // the first call drains, waiting for the reply
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v; want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d != 100*time.Millisecond {
+		t.Fatalf("Shutdown returned after %v; want its 100ms", d)
+	}
+	if _, err := f.Result(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("reply: %v; want Canceled", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("first Shutdown = %v", err)
+	}
+	if n := len(mem.Sent(dm.ID)); n != 0 {
+		t.Fatalf("%d replies sent; want none", n)
+	}
+}
+
 func TestRunWithAdapter(t *testing.T) {
 	e, mem := newEngine(t)
 	e.OnCommand("ping", func(c *engine.Context) error {
