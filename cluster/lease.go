@@ -73,10 +73,14 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 			if time.Since(time.Unix(0, l.renewed.Load())) < s.cfg.LeaseTTL/3 {
 				continue
 			}
+			// The lease lasts its TTL from when the server wrote it, which
+			// is after this request left: count from here, not from the
+			// reply, which a paused process may read much later.
+			at := time.Now()
 			rev, err := s.leases.Update(ctx, key, []byte(s.cfg.Node), l.rev)
 			if err == nil {
 				l.rev = rev
-				l.renewed.Store(time.Now().UnixNano())
+				l.renewed.Store(at.UnixNano())
 				continue
 			}
 			if ctx.Err() != nil {
@@ -91,6 +95,7 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 		if !take {
 			continue
 		}
+		at := time.Now() // as when renewing, the lease counts from the request
 		rev, err := s.leases.Create(ctx, key, []byte(s.cfg.Node))
 		if err != nil {
 			if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
@@ -98,7 +103,7 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 			}
 			continue
 		}
-		l, err := r.lead(ctx, name, rev)
+		l, err := r.lead(ctx, name, rev, at)
 		if err != nil {
 			s.warn.Warn("cluster: cannot lead", zap.String("adapter", name), zap.Error(err))
 			_ = s.leases.Delete(ctx, key, jetstream.LastRevision(rev))
@@ -115,8 +120,9 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 
 // lead starts the gateway of name: the adapter's connection, and the
 // account's sends from OUT, reset to the ack floor so that those the
-// previous gateway left come first, in order.
-func (r *membership) lead(ctx context.Context, name string, rev uint64) (*lead, error) {
+// previous gateway left come first, in order. The lease of revision rev
+// was asked for at taken.
+func (r *membership) lead(ctx context.Context, name string, rev uint64, taken time.Time) (*lead, error) {
 	s := r.s
 	cname := "out-" + markKey(name)
 	cons, err := s.out.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
@@ -144,7 +150,7 @@ func (r *membership) lead(ctx context.Context, name string, rev uint64) (*lead, 
 	l := &lead{s: s, m: r.m, name: name, rev: rev, ran: make(chan struct{}), it: it, pulled: make(chan struct{}),
 		redeliveredBelow: info.State.LastSeq,
 		waiting:          map[string][]waitingSend{}, wake: make(chan struct{}, 1), retried: make(chan struct{})}
-	l.renewed.Store(time.Now().UnixNano())
+	l.renewed.Store(taken.UnixNano())
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	if err := l.serveInteractions(); err != nil {
 		l.cancel()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,10 +22,11 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
-// fast are TTLs short enough for tests.
+// fast are TTLs short enough for tests, and long enough that a loaded
+// machine's stall does not make a live member look gone.
 var fast = cluster.SharedConfig{
-	Heartbeat: 200 * time.Millisecond, MemberTTL: time.Second,
-	PinnedTTL: 2 * time.Second, LeaseTTL: 2 * time.Second,
+	Heartbeat: 200 * time.Millisecond, MemberTTL: 2 * time.Second,
+	PinnedTTL: 2 * time.Second, LeaseTTL: 3 * time.Second,
 	Config: cluster.Config{Partitions: 8},
 }
 
@@ -255,10 +257,16 @@ func TestSharedHandoverWaitsForHandler(t *testing.T) {
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	mem := memory.New()
 	release := make(chan struct{})
-	var started sync.WaitGroup
+	const chats = 16
+	// Counted, not a WaitGroup: a handler run again (a member wrongly
+	// thought gone) must fail the test, not panic the package.
+	var started atomic.Int64
+	allStarted := make(chan struct{})
 	slow := func(e *engine.Engine) {
 		e.OnCommand("slow", func(c *engine.Context) error {
-			started.Done()
+			if started.Add(1) == chats {
+				close(allStarted)
+			}
 			<-release
 			c.ReplyText("slow")
 			return nil
@@ -271,13 +279,11 @@ func TestSharedHandoverWaitsForHandler(t *testing.T) {
 	a := startMember(t, srv.s, mem, "a")
 	slow(a.e)
 	waitFor(t, "a to own every partition", func() bool { return a.j.Stats().Partitions == 8 && len(a.j.Stats().Leading) == 1 })
-	const chats = 16
-	started.Add(chats)
 	for c := range chats {
 		chat := memory.Private(fmt.Sprint(300 + c))
 		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: memory.User(chat.ID, "u"), Text: "/slow"})
 	}
-	started.Wait()
+	<-allStarted
 	b := startMember(t, srv.s, mem, "b")
 	slow(b.e)
 	waitFor(t, "a to give partitions up", func() bool { return a.j.Stats().Partitions < 8 })
@@ -302,4 +308,7 @@ func TestSharedHandoverWaitsForHandler(t *testing.T) {
 		}
 	}
 	waitFor(t, "b to own its partitions", func() bool { return b.j.Stats().Partitions > 0 })
+	if n := started.Load(); n != chats {
+		t.Fatalf("/slow ran %d times for %d chats", n, chats)
+	}
 }

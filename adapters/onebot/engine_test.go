@@ -437,7 +437,7 @@ func TestEngineOneBot(t *testing.T) {
 			const attempts = 3
 			b := startObEngineWith(t, Config{ActionTimeout: time.Hour, AvoidDuplicates: avoid},
 				engine.WithSenderConfig(sender.DefaultConfig{
-					Timeout: 20 * time.Millisecond,
+					Timeout: 500 * time.Millisecond, // written well before it ends, even on a slow machine
 					Retry:   sender.RetryConfig{MaxAttempts: attempts, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond},
 				}))
 			silent := obChat{user: 42}

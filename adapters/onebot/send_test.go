@@ -560,7 +560,7 @@ func TestDelete(t *testing.T) {
 	}
 
 	t.Run("no response", func(t *testing.T) {
-		h := startAdapter(t, Config{ActionTimeout: 50 * time.Millisecond, AvoidDuplicates: true})
+		h := startAdapter(t, Config{ActionTimeout: time.Second, AvoidDuplicates: true})
 		p := h.connect(h.reverseServer(), 1)
 		_, err := h.a.Sender().Send(context.Background(), platform.SendRequest{Target: PrivateChat(1, 2), Message: platform.DeleteMessage("5")})
 		if !errors.Is(err, ErrActionTimeout) || platform.IsPermanent(err) {

@@ -76,7 +76,9 @@ func TestSendAmbiguousErrors(t *testing.T) {
 		{name: "Telegram's 502", fault: &telegramtest.Fault{Status: 502, Description: "Bad Gateway"}, maybe: true},
 		{name: "no answer before the deadline", fault: &telegramtest.Fault{Delay: time.Hour}, maybe: true,
 			ctx: func() (context.Context, context.CancelFunc) {
-				return context.WithTimeout(context.Background(), 100*time.Millisecond)
+				// Long enough for the request to be written on a slow
+				// machine; the fault holds the answer an hour.
+				return context.WithTimeout(context.Background(), 2*time.Second)
 			}},
 		{name: "blocked (403)", fault: &telegramtest.Fault{Status: 403}, permanent: true},
 		{name: "bad request (400)", fault: &telegramtest.Fault{Status: 400}, permanent: true},
