@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/heraldbot/herald/cluster/embedded"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A gateway's fence: its sends and its connection go on only while its
@@ -59,5 +61,61 @@ func TestLeaseFence(t *testing.T) {
 	nc.Close()
 	if err := l.valid(); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("a gateway cut off from NATS: %v; want ErrLeaseLost", err)
+	}
+}
+
+// slowKV answers every Update late, as a paused gateway reads the reply
+// of a renewal it sent before the pause.
+type slowKV struct {
+	jetstream.KeyValue
+	delay time.Duration
+}
+
+func (kv slowKV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	rev, err := kv.KeyValue.Update(ctx, key, value, last)
+	time.Sleep(kv.delay)
+	return rev, err
+}
+
+// oneAdapter is a cluster member with one adapter, for renewLeases.
+type oneAdapter struct{ engine.ClusterMember }
+
+func (oneAdapter) Adapters() []string { return []string{"tg"} }
+
+// A renewal counts from when it was asked for: the lease's TTL runs from
+// the server's write, so a reply read late must not make it look fresh.
+func TestLeaseRenewalCountsFromTheRequest(t *testing.T) {
+	srv, err := embedded.Start(embedded.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx := context.Background()
+	s, err := OpenShared(ctx, nc, SharedConfig{LeaseTTL: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := s.leases.Create(ctx, token("tg"), []byte("me"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.leases = slowKV{KeyValue: s.leases, delay: 500 * time.Millisecond}
+	l := &lead{s: s, name: "tg", rev: rev}
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	defer l.cancel()
+	l.renewed.Store(time.Now().Add(-2 * time.Second).UnixNano()) // due for renewal
+	r := &membership{s: s, m: oneAdapter{}, leads: map[string]*lead{"tg": l}}
+	asked := time.Now()
+	r.renewLeases(ctx, false)
+	if l.rev == rev {
+		t.Fatal("the lease was not renewed")
+	}
+	if got := time.Unix(0, l.renewed.Load()); got.Sub(asked) >= 250*time.Millisecond {
+		t.Fatalf("renewal stamped %v after it was asked for; want when asked (the reply came 500ms late)", got.Sub(asked))
 	}
 }
