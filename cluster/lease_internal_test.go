@@ -8,6 +8,7 @@ import (
 
 	"github.com/heraldbot/herald/cluster/embedded"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -17,16 +18,7 @@ import (
 // (GC, a stopped VM) sends nothing once it wakes, before it even learns
 // that another took the lease.
 func TestLeaseFence(t *testing.T) {
-	srv, err := embedded.Start(embedded.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := connectEmbedded(t)
 	s, err := OpenShared(context.Background(), nc, SharedConfig{LeaseTTL: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -85,16 +77,7 @@ func (oneAdapter) Adapters() []string { return []string{"tg"} }
 // A renewal counts from when it was asked for: the lease's TTL runs from
 // the server's write, so a reply read late must not make it look fresh.
 func TestLeaseRenewalCountsFromTheRequest(t *testing.T) {
-	srv, err := embedded.Start(embedded.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := connectEmbedded(t)
 	ctx := context.Background()
 	s, err := OpenShared(ctx, nc, SharedConfig{LeaseTTL: 3 * time.Second})
 	if err != nil {
@@ -118,4 +101,21 @@ func TestLeaseRenewalCountsFromTheRequest(t *testing.T) {
 	if got := time.Unix(0, l.renewed.Load()); got.Sub(asked) >= 250*time.Millisecond {
 		t.Fatalf("renewal stamped %v after it was asked for; want when asked (the reply came 500ms late)", got.Sub(asked))
 	}
+}
+
+// connectEmbedded starts a NATS server in the test, its store in a
+// directory of the test's, and connects to it; both stop with the test.
+func connectEmbedded(t *testing.T) *nats.Conn {
+	t.Helper()
+	srv, err := embedded.Start(embedded.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }
