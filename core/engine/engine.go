@@ -695,31 +695,25 @@ func (e *Engine) handleFromAdapter(ev platform.Event) {
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.closed.Store(true)
 	e.closeOnce.Do(func() { close(e.stopping) })
-	select {
-	case e.shutSem <- struct{}{}:
-		defer func() { <-e.shutSem }()
-	case <-ctx.Done():
-		e.forceClose(ctx.Err())
-		// The earlier call now ends with the cancelled work.
-		gctx, cancel := context.WithTimeout(context.Background(), 2*forceGrace)
-		defer cancel()
-		select {
-		case e.shutSem <- struct{}{}:
-			<-e.shutSem
-		case <-gctx.Done():
-		}
-		return ctx.Err()
+	forced, err := e.takeShutdown(ctx)
+	if err != nil {
+		return err
 	}
+	defer func() { <-e.shutSem }()
 	e.state.stop() // no more scheduled runs begin; the handler pool ends those begun
 	e.in.Close()
-	err := e.in.Drain(ctx)
+	err = e.in.Drain(ctx)
 	if err == nil {
 		err = e.out.Shutdown(ctx)
 	}
-	if err == nil {
+	switch {
+	case err == nil && !forced:
 		return nil
+	case err == nil:
+		err = ctx.Err() // forced behind an earlier call, which then ended
+	case !forced:
+		e.forceClose(err)
 	}
-	e.forceClose(err)
 	for _, stage := range []struct {
 		name string
 		d    *executor
@@ -732,6 +726,34 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		cancel()
 	}
 	return err
+}
+
+// takeShutdown takes the token of a running Shutdown, waiting for an
+// earlier call to finish; a free token is taken even when ctx has ended.
+// If ctx ends while an earlier call still waits for handlers or sends,
+// takeShutdown force-closes them (forced) and gives that call a grace to
+// end with the cancelled work; it fails with ctx.Err() only if the earlier
+// call did not end within the grace.
+func (e *Engine) takeShutdown(ctx context.Context) (forced bool, err error) {
+	select {
+	case e.shutSem <- struct{}{}:
+		return false, nil
+	default:
+	}
+	select {
+	case e.shutSem <- struct{}{}:
+		return false, nil
+	case <-ctx.Done():
+	}
+	e.forceClose(ctx.Err())
+	gctx, cancel := context.WithTimeout(context.Background(), 2*forceGrace)
+	defer cancel()
+	select {
+	case e.shutSem <- struct{}{}:
+		return true, nil
+	case <-gctx.Done():
+		return true, ctx.Err()
+	}
 }
 
 // forceClose cancels the handlers and sends still pending after a

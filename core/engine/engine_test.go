@@ -663,6 +663,30 @@ func testShutdownDeadlineHoldsBehindAnotherCall(t *testing.T) {
 	}
 }
 
+// Shutdown with a context already ended still shuts down, at once: every
+// pending reply's Future is resolved when it returns.
+func TestShutdownWithEndedContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, mem := newEngine(t)
+		var f *future.Future[platform.SendResult]
+		e.OnCommand("slow", func(c *engine.Context) error {
+			f = c.ReplyText("x")
+			return nil
+		})
+		mem.SlowNext("", time.Hour)
+		must(t, e.HandleEvent(msg(dm, ann, "/slow")))
+		synctest.Wait()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := e.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Shutdown = %v; want Canceled", err)
+		}
+		if _, err := f.Result(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("reply: %v; want Canceled", err)
+		}
+	})
+}
+
 func TestRunWithAdapter(t *testing.T) {
 	e, mem := newEngine(t)
 	e.OnCommand("ping", func(c *engine.Context) error {
