@@ -51,8 +51,7 @@ func TestBrowserAnswersAndTyping(t *testing.T) {
 	})
 
 	b := c.first()
-	b.do(chromedp.Navigate(ec.a.URL()))
-	b.waitFor("the connection", connected)
+	b.open(ec.a.URL())
 	b.do(chromedp.SendKeys(chromedp.ID("input"), "/ask\n"))
 	b.waitFor("the buttons", botTextsAre("press one"))
 	button := func(n int) chromedp.CSS {

@@ -72,8 +72,7 @@ func TestBrowserEdit(t *testing.T) {
 	})
 
 	b := c.first()
-	b.do(chromedp.Navigate(ec.a.URL()))
-	b.waitFor("the connection", connected)
+	b.open(ec.a.URL())
 	b.do(chromedp.SendKeys(chromedp.ID("input"), "/menu\n"))
 	b.waitFor("the menu", botTextsAre("Pick a drink")+` && document.querySelectorAll('#log .msg.bot .kb-btn').length === 2`)
 	id := b.eval(`document.querySelector('#log .msg.bot').dataset.id`)

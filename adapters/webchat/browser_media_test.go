@@ -76,8 +76,7 @@ func TestBrowserMedia(t *testing.T) {
 	})
 
 	b := c.first()
-	b.do(chromedp.Navigate(ec.a.URL()))
-	b.waitFor("the connection", connected)
+	b.open(ec.a.URL())
 	b.do(chromedp.SendKeys(chromedp.ID("input"), "/media\n"))
 	const fig = `document.querySelectorAll('#log .msg.bot')[0].querySelectorAll('.attachments figure')`
 	b.waitFor("the media", botTextsAre("media")+` && `+fig+`.length === 7`)
@@ -184,8 +183,7 @@ func TestBrowserDelete(t *testing.T) {
 	})
 
 	b := c.first()
-	b.do(chromedp.Navigate(ec.a.URL()))
-	b.waitFor("the connection", connected)
+	b.open(ec.a.URL())
 	b.do(chromedp.SendKeys(chromedp.ID("input"), "/ping\n"))
 	b.waitFor("pong", botTextsAre(pong))
 	b.do(chromedp.SendKeys(chromedp.ID("input"), "/del\n"))

@@ -120,8 +120,7 @@ func TestBrowserConnection(t *testing.T) {
 			}
 		}
 		left := c.newTab(t)
-		left.do(chromedp.Navigate(ec.a.URL()))
-		left.waitFor("the connection", connected)
+		left.open(ec.a.URL())
 		openTabs(1)
 		left.do(chromedp.Navigate("about:blank"))
 		openTabs(0)
@@ -129,8 +128,7 @@ func TestBrowserConnection(t *testing.T) {
 		// Coming back from the cache, by the events the browser fires
 		// (chromedp loses track of a page restored from the cache).
 		b := c.newTab(t)
-		b.do(chromedp.Navigate(ec.a.URL()))
-		b.waitFor("the connection", connected)
+		b.open(ec.a.URL())
 		b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo one\n"))
 		b.waitFor("the reply", botTextsAre("one"))
 		b.eval(`(window.dispatchEvent(new PageTransitionEvent('pagehide', {persisted: true})), "")`)
@@ -145,8 +143,7 @@ func TestBrowserConnection(t *testing.T) {
 	t.Run("new chat", func(t *testing.T) {
 		ec := startEngine(t, webchat.Config{}, nil)
 		b := c.newTab(t)
-		b.do(chromedp.Navigate(ec.a.URL()))
-		b.waitFor("the connection", connected)
+		b.open(ec.a.URL())
 		b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo one\n"))
 		b.waitFor("the reply", botTextsAre("one"))
 		old := b.eval(chatOf)
@@ -210,8 +207,7 @@ func TestBrowserBadInput(t *testing.T) {
 			return nil
 		})
 		b := c.newTab(t)
-		b.do(chromedp.Navigate(ec.a.URL()))
-		b.waitFor("the connection", connected)
+		b.open(ec.a.URL())
 		b.do(chromedp.SendKeys(chromedp.ID("input"), "/doc\n"))
 		const link = `Array.from(document.querySelectorAll('#log .msg.bot a.document'), e => e.textContent).join() === '📄 report-100%.pdf'`
 		b.waitFor("the document link", link)
@@ -223,8 +219,7 @@ func TestBrowserBadInput(t *testing.T) {
 	t.Run("stopping gives the text back", func(t *testing.T) {
 		ec := startEngine(t, webchat.Config{}, nil)
 		b := c.newTab(t)
-		b.do(chromedp.Navigate(ec.a.URL()))
-		b.waitFor("the connection", connected)
+		b.open(ec.a.URL())
 		ec.a.StopReceiving()
 		b.do(chromedp.SendKeys(chromedp.ID("input"), "/ping\n"))
 		b.waitFor("the text back in the box", `document.getElementById('input').value === '/ping' &&

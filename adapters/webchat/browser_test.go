@@ -152,6 +152,13 @@ func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// open loads the chat page at url and waits for its connection.
+func (b *browser) open(url string) {
+	b.t.Helper()
+	b.do(chromedp.Navigate(url))
+	b.waitFor("the connection", connected)
+}
+
 // waitFor polls the page until the JavaScript expression is true.
 func (b *browser) waitFor(what, expr string) {
 	b.t.Helper()
@@ -258,8 +265,7 @@ func TestBrowser(t *testing.T) {
 	a := ec.a
 
 	b := c.first()
-	b.do(chromedp.Navigate(a.URL()))
-	b.waitFor("the connection", connected)
+	b.open(a.URL())
 	b.do(chromedp.SendKeys(chromedp.ID("name"), "Ann\n"))
 
 	// Enter sends.

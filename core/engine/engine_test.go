@@ -621,14 +621,10 @@ func testShutdownForced(t *testing.T) {
 	}
 }
 
-// An outside Shutdown's deadline holds even when another call (Run's own,
-// with the whole shutdown timeout) is already draining: the outside call
-// force-closes the work at its deadline rather than waiting behind it.
-func TestShutdownDeadlineHoldsBehindAnotherCall(t *testing.T) {
-	synctest.Test(t, testShutdownDeadlineHoldsBehindAnotherCall)
-}
-
-func testShutdownDeadlineHoldsBehindAnotherCall(t *testing.T) {
+// hungReply returns an engine, in a synctest bubble, whose one reply
+// hangs in the adapter, and that reply's Future.
+func hungReply(t *testing.T) (*engine.Engine, *memory.Adapter, *future.Future[platform.SendResult]) {
+	t.Helper()
 	e, mem := newEngine(t)
 	var f *future.Future[platform.SendResult]
 	e.OnCommand("slow", func(c *engine.Context) error {
@@ -637,7 +633,19 @@ func testShutdownDeadlineHoldsBehindAnotherCall(t *testing.T) {
 	})
 	mem.SlowNext("", time.Hour)
 	must(t, e.HandleEvent(msg(dm, ann, "/slow")))
-	synctest.Wait() // the reply hangs in the adapter
+	synctest.Wait() // the handler ran; its reply hangs in the adapter
+	return e, mem, f
+}
+
+// An outside Shutdown's deadline holds even when another call (Run's own,
+// with the whole shutdown timeout) is already draining: the outside call
+// force-closes the work at its deadline rather than waiting behind it.
+func TestShutdownDeadlineHoldsBehindAnotherCall(t *testing.T) {
+	synctest.Test(t, testShutdownDeadlineHoldsBehindAnotherCall)
+}
+
+func testShutdownDeadlineHoldsBehindAnotherCall(t *testing.T) {
+	e, mem, f := hungReply(t)
 
 	first := make(chan error, 1)
 	go func() { first <- e.Shutdown(context.Background()) }()
@@ -667,15 +675,7 @@ func testShutdownDeadlineHoldsBehindAnotherCall(t *testing.T) {
 // pending reply's Future is resolved when it returns.
 func TestShutdownWithEndedContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, mem := newEngine(t)
-		var f *future.Future[platform.SendResult]
-		e.OnCommand("slow", func(c *engine.Context) error {
-			f = c.ReplyText("x")
-			return nil
-		})
-		mem.SlowNext("", time.Hour)
-		must(t, e.HandleEvent(msg(dm, ann, "/slow")))
-		synctest.Wait()
+		e, _, f := hungReply(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if err := e.Shutdown(ctx); !errors.Is(err, context.Canceled) {
