@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldbot/herald/core/state"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/heraldbot/herald/core/engine"
 )
 
 // Buckets of state, for a bot named B (Config.Bot):
@@ -27,7 +26,7 @@ import (
 // markerTTL is how long the marker of a removed or expired key stays.
 const markerTTL = time.Minute
 
-// StateStore is an engine.StateStore in a NATS JetStream key-value
+// StateStore is a state.Store in a NATS JetStream key-value
 // bucket: state that survives restarts and is shared by the processes of
 // one bot. A revision is the stream sequence of the key's last write, so
 // compare and swap is JetStream's expected last sequence per subject; a
@@ -43,7 +42,7 @@ type StateStore struct {
 	subj   string // its subject prefix, $KV.<bucket>.
 }
 
-var _ engine.StateStore = (*StateStore)(nil)
+var _ state.Store = (*StateStore)(nil)
 
 // NewSessionStore creates (or updates) the bucket of the bot's sessions,
 // sessions_<Bot>, on nc's server and returns the store, for
@@ -161,7 +160,7 @@ func conflict(err error) bool {
 }
 
 // Get returns key's value and revision, read from the bucket stream's
-// leader (see engine.StateStore).
+// leader (see state.Store).
 func (s *StateStore) Get(ctx context.Context, key string) ([]byte, uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
@@ -190,7 +189,7 @@ func (s *StateStore) Get(ctx context.Context, key string) ([]byte, uint64, error
 	}
 	switch {
 	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return nil, 0, fmt.Errorf("cluster: %q: %w", key, engine.ErrStateNotFound)
+		return nil, 0, fmt.Errorf("cluster: %q: %w", key, state.ErrNotFound)
 	case resp.Error != nil:
 		return nil, 0, fail(ctx, "get", key, resp.Error)
 	case resp.Message == nil:
@@ -204,7 +203,7 @@ func (s *StateStore) Get(ctx context.Context, key string) ([]byte, uint64, error
 		if h.Get(jetstream.MarkerReasonHeader) != "" || h.Get("KV-Operation") != "" {
 			// A delete or purge marker, or one the server left for an
 			// expired key.
-			return nil, 0, fmt.Errorf("cluster: %q: %w", key, engine.ErrStateNotFound)
+			return nil, 0, fmt.Errorf("cluster: %q: %w", key, state.ErrNotFound)
 		}
 	}
 	return resp.Message.Data, resp.Message.Seq, nil
@@ -221,7 +220,7 @@ func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, defaultTimeout)
 }
 
-// Create sets key if it has no value (see engine.StateStore).
+// Create sets key if it has no value (see state.Store).
 func (s *StateStore) Create(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -235,18 +234,18 @@ func (s *StateStore) Create(ctx context.Context, key string, value []byte, ttl t
 	case err == nil:
 		return rev, nil
 	case conflict(err):
-		return 0, fmt.Errorf("cluster: %q exists: %w", key, engine.ErrStateConflict)
+		return 0, fmt.Errorf("cluster: %q exists: %w", key, state.ErrConflict)
 	}
 	return 0, fail(ctx, "create", key, err)
 }
 
-// Update sets key if its revision is still rev (see engine.StateStore).
+// Update sets key if its revision is still rev (see state.Store).
 func (s *StateStore) Update(ctx context.Context, key string, value []byte, rev uint64, ttl time.Duration) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	if rev == 0 {
-		return 0, fmt.Errorf("cluster: %q: update of revision 0: %w", key, engine.ErrStateConflict)
+		return 0, fmt.Errorf("cluster: %q: update of revision 0: %w", key, state.ErrConflict)
 	}
 	// Not kv.Update, which drops a TTL: the same publish, with one.
 	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(rev)}
@@ -258,12 +257,12 @@ func (s *StateStore) Update(ctx context.Context, key string, value []byte, rev u
 	case err == nil:
 		return ack.Sequence, nil
 	case conflict(err):
-		return 0, fmt.Errorf("cluster: %q: revision %d is not the last: %w", key, rev, engine.ErrStateConflict)
+		return 0, fmt.Errorf("cluster: %q: revision %d is not the last: %w", key, rev, state.ErrConflict)
 	}
 	return 0, fail(ctx, "update", key, err)
 }
 
-// Delete removes key's value (see engine.StateStore): a purge, whose
+// Delete removes key's value (see state.Store): a purge, whose
 // marker goes after markerTTL.
 func (s *StateStore) Delete(ctx context.Context, key string, rev uint64) error {
 	if err := ctx.Err(); err != nil {
@@ -278,13 +277,13 @@ func (s *StateStore) Delete(ctx context.Context, key string, rev uint64) error {
 	case err == nil:
 		return nil
 	case conflict(err):
-		return fmt.Errorf("cluster: %q: revision %d is not the last: %w", key, rev, engine.ErrStateConflict)
+		return fmt.Errorf("cluster: %q: revision %d is not the last: %w", key, rev, state.ErrConflict)
 	}
 	return fail(ctx, "delete", key, err)
 }
 
 // Keys returns the keys with a value that begin with prefix (see
-// engine.StateStore). It reads the whole bucket's keys.
+// state.Store). It reads the whole bucket's keys.
 func (s *StateStore) Keys(ctx context.Context, prefix string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

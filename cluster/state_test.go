@@ -15,7 +15,8 @@ import (
 	"github.com/heraldbot/herald/cluster"
 	"github.com/heraldbot/herald/cluster/embedded"
 	"github.com/heraldbot/herald/core/engine"
-	"github.com/heraldbot/herald/internal/storetest"
+	"github.com/heraldbot/herald/core/state"
+	"github.com/heraldbot/herald/core/state/statetest"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -40,10 +41,10 @@ func scheduleStore(t *testing.T, nc *nats.Conn, cfg cluster.Config) *cluster.Sta
 func TestStateStoreSuite(t *testing.T) {
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	n := 0
-	storetest.Run(t, func(t *testing.T) engine.StateStore {
+	statetest.Run(t, func(t *testing.T) state.Store {
 		n++
 		return sessionStore(t, srv.nc, cluster.Config{Bot: fmt.Sprint("suite", n)})
-	}, storetest.Features{TTLUnit: time.Second})
+	}, statetest.Features{TTLUnit: time.Second})
 }
 
 // What a store holds survives a restart of the server, and is read by
@@ -83,7 +84,7 @@ func TestStateStoreServerDown(t *testing.T) {
 	srv.s.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if _, _, err := s.Get(ctx, "k"); err == nil || errors.Is(err, engine.ErrStateNotFound) {
+	if _, _, err := s.Get(ctx, "k"); err == nil || errors.Is(err, state.ErrNotFound) {
 		t.Fatalf("Get with the server down: %v", err)
 	}
 	if _, err := s.Create(ctx, "k", []byte("v"), 0); err == nil {

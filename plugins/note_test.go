@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/state"
 	"github.com/heraldbot/herald/platform"
 	"github.com/heraldbot/herald/plugins/note"
 )
@@ -113,7 +114,7 @@ func TestNoteFull(t *testing.T) {
 // Notes live in the session store: a new engine on the same store (a
 // restart, with a store that lasts) has them.
 func TestNoteKeptInTheSessionStore(t *testing.T) {
-	store := engine.NewMemoryStore()
+	store := state.NewMemoryStore()
 	ann, dm := memory.User("1", "Ann"), memory.Private("1")
 	e, mem := runBot(t, []engine.Option{engine.WithSessionStore(store)}, note.New())
 	say(t, mem, dm, ann, "/note add kept")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/state"
 	"github.com/heraldbot/herald/plugins/remind"
 )
 
@@ -55,7 +56,7 @@ func TestRemind(t *testing.T) {
 // store that lasts), which sends it at start if its time passed.
 func TestRemindKeptInTheScheduleStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := engine.NewMemoryStore()
+		store := state.NewMemoryStore()
 		ann, dm := memory.User("1", "Ann"), memory.Private("1")
 		e, mem := runBot(t, []engine.Option{engine.WithScheduleStore(store)}, remind.New())
 		mem.Say(dm, ann, "/remind 10m tea")

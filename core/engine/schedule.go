@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/core/state"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -62,18 +63,18 @@ type Job func(ctx context.Context) error
 
 // stateOptions are the options of sessions and the schedule.
 type stateOptions struct {
-	sessions StateStore
-	schedule StateStore
+	sessions state.Store
+	schedule state.Store
 	poll     time.Duration
 }
 
 // WithScheduleStore keeps the schedule — when each job runs next, and the
-// delayed sends waiting — in store instead of a [MemoryStore] of the
+// delayed sends waiting — in store instead of a [state.MemoryStore] of the
 // engine's own, whose schedule ends with the process. Package cluster's
-// StateStore keeps it across restarts, shared by the processes of one bot,
+// state.Store keeps it across restarts, shared by the processes of one bot,
 // each entry run by one of them. Repeated use keeps the last; nil means
 // the default.
-func WithScheduleStore(store StateStore) Option {
+func WithScheduleStore(store state.Store) Option {
 	return optionFunc(func(o *options) { o.state.schedule = store })
 }
 
@@ -88,17 +89,17 @@ func WithSchedulePoll(d time.Duration) Option {
 // stateful is the engine's state outside events: its session store and
 // its scheduler.
 type stateful struct {
-	sessions StateStore
+	sessions state.Store
 	sched    *scheduler
 }
 
 func newStateful(e *Engine) *stateful {
 	o := e.opts.state
 	if o.sessions == nil {
-		o.sessions = NewMemoryStore()
+		o.sessions = state.NewMemoryStore()
 	}
 	if o.schedule == nil {
-		o.schedule = NewMemoryStore()
+		o.schedule = state.NewMemoryStore()
 	}
 	if o.poll <= 0 {
 		o.poll = DefaultSchedulePoll
@@ -185,7 +186,7 @@ type jobSpec struct {
 // stop; the runs are tasks on the inbound executor.
 type scheduler struct {
 	e     *Engine
-	store StateStore
+	store state.Store
 	poll  time.Duration
 	lease time.Duration
 	owner string // this process's name in claims
@@ -324,7 +325,7 @@ func (e *Engine) SendAt(ctx context.Context, at time.Time, platformName string, 
 		if cerr := ctx.Err(); cerr != nil {
 			return "", cerr
 		}
-		if so.id != "" && errors.Is(err, ErrStateConflict) {
+		if so.id != "" && errors.Is(err, state.ErrConflict) {
 			return id, nil // scheduled already
 		}
 		return "", fmt.Errorf("engine: delayed send: %w", err)
@@ -341,7 +342,7 @@ func (e *Engine) SendAfter(ctx context.Context, d time.Duration, platformName st
 }
 
 // CancelSend removes the delayed send id (from SendAt) from the schedule.
-// It returns an error wrapping ErrStateNotFound when there is no such send
+// It returns an error wrapping state.ErrNotFound when there is no such send
 // waiting (it was made, or cancelled, or never scheduled), ctx's error, or
 // the store's. A send being made as CancelSend runs may be made anyway.
 func (e *Engine) CancelSend(ctx context.Context, id string) error {
@@ -374,7 +375,7 @@ func (e *Engine) Scheduled(ctx context.Context) (map[string]time.Time, error) {
 	out := make(map[string]time.Time, len(keys))
 	for _, key := range keys {
 		en, _, err := s.read(ctx, key)
-		if errors.Is(err, ErrStateNotFound) {
+		if errors.Is(err, state.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -513,7 +514,7 @@ func (s *scheduler) ensure(ctx context.Context, j *jobSpec) error {
 		en, rev, err := s.read(ctx, j.key)
 		now := time.Now()
 		switch {
-		case errors.Is(err, ErrStateNotFound):
+		case errors.Is(err, state.ErrNotFound):
 			en = schedEntry{Due: j.at, Every: j.every}
 			if j.every > 0 {
 				en.Due = now.Add(j.every)
@@ -537,7 +538,7 @@ func (s *scheduler) ensure(ctx context.Context, j *jobSpec) error {
 			return nil
 		}
 		_, err = s.write(ctx, j.key, &en, rev)
-		if errors.Is(err, ErrStateConflict) {
+		if errors.Is(err, state.ErrConflict) {
 			continue // another process wrote it: read it again
 		}
 		if err != nil {
@@ -548,7 +549,7 @@ func (s *scheduler) ensure(ctx context.Context, j *jobSpec) error {
 		s.mu.Unlock()
 		return nil
 	}
-	return fmt.Errorf("engine: job %q: %w", j.name, ErrStateConflict)
+	return fmt.Errorf("engine: job %q: %w", j.name, state.ErrConflict)
 }
 
 // list follows the delayed sends in the store it does not know yet, and
@@ -596,7 +597,7 @@ func (s *scheduler) list(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			if !errors.Is(err, ErrStateNotFound) {
+			if !errors.Is(err, state.ErrNotFound) {
 				s.e.limitedLog.Warn("engine: a delayed send could not be read", zap.String("key", k), zap.Error(err))
 			}
 			continue
@@ -677,7 +678,7 @@ func (s *scheduler) run(ctx context.Context, key string) time.Time {
 	j := s.jobs[key]
 	s.mu.Unlock()
 	switch {
-	case errors.Is(err, ErrStateNotFound):
+	case errors.Is(err, state.ErrNotFound):
 		if j != nil {
 			// Removed from the store behind the job's back: begin anew.
 			s.mu.Lock()
@@ -698,7 +699,7 @@ func (s *scheduler) run(ctx context.Context, key string) time.Time {
 	en.Owner, en.Until = s.owner, now.Add(s.lease)
 	rev, err = s.write(ctx, key, &en, rev)
 	switch {
-	case errors.Is(err, ErrStateConflict):
+	case errors.Is(err, state.ErrConflict):
 		return now // another process took it: read it again
 	case err != nil:
 		s.e.limitedLog.Warn("engine: a schedule entry could not be claimed; trying again", zap.String("key", key), zap.Error(err))
@@ -722,7 +723,7 @@ func (s *scheduler) run(ctx context.Context, key string) time.Time {
 		}
 		dctx, cancel := wctx()
 		defer cancel()
-		if err := s.store.Delete(dctx, key, rev); err != nil && !errors.Is(err, ErrStateConflict) {
+		if err := s.store.Delete(dctx, key, rev); err != nil && !errors.Is(err, state.ErrConflict) {
 			s.e.log.Warn("engine: a delayed send made could not be removed from the schedule", zap.String("key", key), zap.Error(err))
 		}
 		return time.Time{}

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/core/state"
 )
 
 // A run claimed by a process that died is taken over when its claim's
 // lease ends, not before.
 func TestScheduleTakesOverAnExpiredClaim(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		store := state.NewMemoryStore()
 		start := time.Now()
 		claimed := schedEntry{Due: start.Add(-time.Minute), Every: time.Hour, Owner: "dead", Until: start.Add(10 * time.Minute)}
 		data, _ := json.Marshal(&claimed)

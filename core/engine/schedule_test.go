@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/state"
 	"github.com/heraldbot/herald/infra/future"
 	"github.com/heraldbot/herald/platform"
 )
@@ -121,7 +122,7 @@ func TestEverySlowRun(t *testing.T) {
 // on; a restart within an interval makes no run of its own.
 func TestEveryMissedRunsAfterRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := engine.NewMemoryStore()
+		store := state.NewMemoryStore()
 		r := newRuns()
 		start := func() *process {
 			p := startProcess(t, engine.WithScheduleStore(store))
@@ -168,7 +169,7 @@ func TestEveryInMemoryLivesWithTheProcess(t *testing.T) {
 // Processes that share a store make each run once between them.
 func TestEveryOnceAcrossProcesses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := engine.NewMemoryStore()
+		store := state.NewMemoryStore()
 		var n atomic.Int32
 		var ps []*process
 		for range 3 {
@@ -190,7 +191,7 @@ func TestEveryOnceAcrossProcesses(t *testing.T) {
 // passed while no process ran runs at start.
 func TestAt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := engine.NewMemoryStore()
+		store := state.NewMemoryStore()
 		t0 := time.Now()
 		r := newRuns()
 		late := newRuns()
@@ -309,7 +310,7 @@ func TestSendAt(t *testing.T) {
 		if err := e.CancelSend(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.CancelSend(ctx, id); !errors.Is(err, engine.ErrStateNotFound) {
+		if err := e.CancelSend(ctx, id); !errors.Is(err, state.ErrNotFound) {
 			t.Fatalf("a second CancelSend: %v; want ErrStateNotFound", err)
 		}
 		if _, err := e.SendAt(ctx, time.Now().Add(-time.Minute), p.mem.Name(), dm, platform.TextMessage("past")); err != nil {
@@ -353,7 +354,7 @@ func TestSendAt(t *testing.T) {
 // processes sharing the store, one makes it.
 func TestSendAtSurvivesRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := engine.NewMemoryStore()
+		store := state.NewMemoryStore()
 		ctx := context.Background()
 		p := startProcess(t, engine.WithScheduleStore(store)).run(t)
 		if _, err := p.e.SendAfter(ctx, time.Hour, p.mem.Name(), dm, platform.TextMessage("tea")); err != nil {
@@ -381,7 +382,7 @@ func TestSendAtSurvivesRestart(t *testing.T) {
 // failingDeletes is a store whose next Delete fails, as a crash between a
 // delayed send and its removal from the schedule would leave it.
 type failingDeletes struct {
-	*engine.MemoryStore
+	*state.MemoryStore
 	fail atomic.Int32
 }
 
@@ -397,7 +398,7 @@ func (s *failingDeletes) Delete(ctx context.Context, key string, rev uint64) err
 // lease ran out — is no second send: the journal knows its id.
 func TestSendAtRepeatedIsSentOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &failingDeletes{MemoryStore: engine.NewMemoryStore()}
+		store := &failingDeletes{MemoryStore: state.NewMemoryStore()}
 		store.fail.Store(1)
 		j := newIDJournal()
 		ctx := context.Background()

@@ -7,220 +7,24 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/heraldbot/herald/core/state"
 )
 
-// Errors of sessions and their stores.
+// Errors of sessions.
 var (
-	// ErrStateNotFound is wrapped by a StateStore's error for a key that
-	// has no value: never set, deleted, or expired.
-	ErrStateNotFound = errors.New("engine: no such state")
-	// ErrStateConflict is wrapped by a StateStore's error for a write
-	// whose expected revision is no longer the key's (another write came
-	// in between), and by SessionKey.Update's error when every attempt
-	// met one.
-	ErrStateConflict = errors.New("engine: state changed meanwhile")
 	// ErrNoUser is returned by a per-user session's methods for an event
 	// without a user.
 	ErrNoUser = errors.New("engine: no user")
 )
 
-// StateStore keeps the engine's state outside its handlers: sessions (see
-// [NewChatSession], [NewUserSession]) and the schedule (see [Engine.Every],
-// [Engine.SendAt]). It is a key-value store with revisions, so that writes
-// can be made only if nothing changed since a read (compare and swap), and
-// with a time to live per key. Keys are any non-empty strings; values are
-// opaque bytes. [NewMemoryStore] keeps them in the process; package
-// cluster's StateStore keeps them in a NATS JetStream key-value bucket,
-// across restarts and shared by several processes.
-//
-// Its methods are called concurrently, and must be safe for concurrent use.
-// A read must see every write that returned before it began. Errors wrap
-// ErrStateNotFound and ErrStateConflict where their docs say so, and the
-// cause otherwise.
-type StateStore interface {
-	// Get returns key's value and its revision, or an error wrapping
-	// ErrStateNotFound.
-	Get(ctx context.Context, key string) (value []byte, rev uint64, err error)
-	// Create sets key to value if key has no value, and returns the new
-	// revision; it returns an error wrapping ErrStateConflict if key has
-	// one. With ttl > 0, key expires ttl after this write (stores may
-	// round a ttl up, to a second say); 0 means never.
-	Create(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error)
-	// Update sets key to value if its revision is still rev, and returns
-	// the new revision; it returns an error wrapping ErrStateConflict if
-	// key changed, was deleted or expired since. ttl is Create's.
-	Update(ctx context.Context, key string, value []byte, rev uint64, ttl time.Duration) (uint64, error)
-	// Delete removes key's value if its revision is rev, or whatever it
-	// is with rev 0. A key with no value is no error with rev 0, and
-	// ErrStateConflict otherwise.
-	Delete(ctx context.Context, key string, rev uint64) error
-	// Keys returns the keys with a value that begin with prefix, in no
-	// particular order.
-	Keys(ctx context.Context, prefix string) ([]string, error)
-}
-
-// MemoryStore is a [StateStore] in the process's memory: the engine's
-// default for sessions and the schedule, whose state then ends with the
-// process. Expired keys are dropped as writes go on, so it holds no more
-// than what lives. Its zero value is not usable: create it with
-// [NewMemoryStore]. It is safe for concurrent use, and may be shared by
-// several engines (in tests, to stand for processes sharing a store).
-type MemoryStore struct {
-	mu      sync.Mutex
-	rev     uint64
-	entries map[string]memoryEntry
-	writes  int // since the last sweep of expired keys
-}
-
-type memoryEntry struct {
-	value   []byte
-	rev     uint64
-	expires time.Time // zero: never
-}
-
-var _ StateStore = (*MemoryStore)(nil)
-
-// NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore { return &MemoryStore{entries: make(map[string]memoryEntry)} }
-
-// liveLocked returns key's entry unless it has none or it expired.
-func (s *MemoryStore) liveLocked(key string, now time.Time) (memoryEntry, bool) {
-	en, ok := s.entries[key]
-	if !ok {
-		return memoryEntry{}, false
-	}
-	if !en.expires.IsZero() && !now.Before(en.expires) {
-		delete(s.entries, key)
-		return memoryEntry{}, false
-	}
-	return en, true
-}
-
-// Get returns key's value and revision (see StateStore).
-func (s *MemoryStore) Get(ctx context.Context, key string) ([]byte, uint64, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, 0, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	en, ok := s.liveLocked(key, time.Now())
-	if !ok {
-		return nil, 0, fmt.Errorf("engine: %q: %w", key, ErrStateNotFound)
-	}
-	return append([]byte(nil), en.value...), en.rev, nil
-}
-
-// Create sets key if it has no value (see StateStore).
-func (s *MemoryStore) Create(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
-	return s.write(ctx, key, value, 0, ttl)
-}
-
-// Update sets key if its revision is still rev (see StateStore).
-func (s *MemoryStore) Update(ctx context.Context, key string, value []byte, rev uint64, ttl time.Duration) (uint64, error) {
-	if rev == 0 {
-		return 0, fmt.Errorf("engine: %q: update of revision 0: %w", key, ErrStateConflict)
-	}
-	return s.write(ctx, key, value, rev, ttl)
-}
-
-func (s *MemoryStore) write(ctx context.Context, key string, value []byte, rev uint64, ttl time.Duration) (uint64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	if key == "" {
-		return 0, errors.New("engine: empty state key")
-	}
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	en, ok := s.liveLocked(key, now)
-	switch {
-	case rev == 0 && ok:
-		return 0, fmt.Errorf("engine: %q exists: %w", key, ErrStateConflict)
-	case rev != 0 && (!ok || en.rev != rev):
-		return 0, fmt.Errorf("engine: %q: revision %d is not the last: %w", key, rev, ErrStateConflict)
-	}
-	s.rev++
-	en = memoryEntry{value: append([]byte(nil), value...), rev: s.rev}
-	if ttl > 0 {
-		en.expires = now.Add(ttl)
-	}
-	s.entries[key] = en
-	s.sweepLocked(now)
-	return en.rev, nil
-}
-
-// sweepLocked drops expired entries once there were as many writes as
-// entries since the last sweep: amortized, a write costs O(1).
-func (s *MemoryStore) sweepLocked(now time.Time) {
-	s.writes++
-	if s.writes < len(s.entries) {
-		return
-	}
-	s.writes = 0
-	for k, en := range s.entries {
-		if !en.expires.IsZero() && !now.Before(en.expires) {
-			delete(s.entries, k)
-		}
-	}
-}
-
-// Delete removes key's value (see StateStore).
-func (s *MemoryStore) Delete(ctx context.Context, key string, rev uint64) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	en, ok := s.liveLocked(key, time.Now())
-	if rev != 0 && (!ok || en.rev != rev) {
-		return fmt.Errorf("engine: %q: revision %d is not the last: %w", key, rev, ErrStateConflict)
-	}
-	delete(s.entries, key)
-	return nil
-}
-
-// Keys returns the live keys that begin with prefix (see StateStore).
-func (s *MemoryStore) Keys(ctx context.Context, prefix string) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var keys []string
-	for k := range s.entries {
-		if strings.HasPrefix(k, prefix) {
-			if _, ok := s.liveLocked(k, now); ok {
-				keys = append(keys, k)
-			}
-		}
-	}
-	return keys, nil
-}
-
-// Len returns the number of keys with a value.
-func (s *MemoryStore) Len() int {
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for k := range s.entries {
-		if _, ok := s.liveLocked(k, now); ok {
-			n++
-		}
-	}
-	return n
-}
-
-// WithSessionStore keeps sessions in store instead of a [MemoryStore] of
+// WithSessionStore keeps sessions in store instead of a [state.MemoryStore] of
 // the engine's own (whose sessions end with the process); package
 // cluster's StateStore keeps them across restarts, shared by the
 // processes of one bot. Repeated use keeps the last; nil means the
 // default.
-func WithSessionStore(store StateStore) Option {
+func WithSessionStore(store state.Store) Option {
 	return optionFunc(func(o *options) { o.state.sessions = store })
 }
 
@@ -302,7 +106,7 @@ func (k *SessionKey[T]) Get(c *Context) (T, error) {
 // returns the value written. If f returns an error, nothing is written and
 // Update returns it. f may run more than once (see SessionKey); once
 // SessionUpdateAttempts writes met a conflict, Update returns an error
-// wrapping ErrStateConflict. Its other errors are Get's.
+// wrapping state.ErrConflict. Its other errors are Get's.
 func (k *SessionKey[T]) Update(c *Context, f func(*T) error) (T, error) {
 	s, err := k.of(c)
 	if err != nil {
@@ -361,7 +165,7 @@ func escapeKey(s string) string {
 // [SessionKey.Of]. Its methods are those of SessionKey, with a context
 // instead of a handler's Context. The zero value refuses every call.
 type Session[T any] struct {
-	store StateStore
+	store state.Store
 	key   string
 	ttl   time.Duration
 }
@@ -383,7 +187,7 @@ func (s Session[T]) get(ctx context.Context) (T, uint64, error) {
 	}
 	data, rev, err := s.store.Get(ctx, s.key)
 	switch {
-	case errors.Is(err, ErrStateNotFound):
+	case errors.Is(err, state.ErrNotFound):
 		return v, 0, nil
 	case err != nil:
 		return v, 0, s.fail(ctx, err)
@@ -418,7 +222,7 @@ func (s Session[T]) Update(ctx context.Context, f func(*T) error) (T, error) {
 		switch {
 		case err == nil:
 			return v, nil
-		case !errors.Is(err, ErrStateConflict):
+		case !errors.Is(err, state.ErrConflict):
 			return zero, s.fail(ctx, err)
 		case attempt == SessionUpdateAttempts:
 			return zero, fmt.Errorf("engine: session %s: %d attempts: %w", s.key, attempt, err)

@@ -12,36 +12,9 @@ import (
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
-	"github.com/heraldbot/herald/internal/storetest"
+	"github.com/heraldbot/herald/core/state"
 	"github.com/heraldbot/herald/platform"
 )
-
-func TestMemoryStoreSuite(t *testing.T) {
-	storetest.Run(t, func(*testing.T) engine.StateStore { return engine.NewMemoryStore() },
-		storetest.Features{TTLUnit: time.Second, Bubble: synctest.Test})
-}
-
-// Expired keys do not pile up: a store written to keeps only what lives.
-func TestMemoryStoreDropsExpired(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := engine.NewMemoryStore()
-		ctx := context.Background()
-		for i := range 1000 {
-			if _, err := s.Create(ctx, fmt.Sprint("old", i), []byte("x"), time.Minute); err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(2 * time.Minute)
-		for i := range 1000 {
-			if _, err := s.Create(ctx, fmt.Sprint("new", i), []byte("x"), 0); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if n := s.Len(); n != 1000 {
-			t.Fatalf("Len = %d; want 1000", n)
-		}
-	})
-}
 
 var (
 	chatCount = engine.NewChatSession[int]("count", 0)
@@ -103,7 +76,7 @@ func TestSessionsPerChatAndUser(t *testing.T) {
 // updated from many chats at once, retries on conflicts and loses none
 // either. Run with -race.
 func TestSessionConcurrentUpdates(t *testing.T) {
-	store := &countingStore{MemoryStore: engine.NewMemoryStore()}
+	store := &countingStore{MemoryStore: state.NewMemoryStore()}
 	e, mem := newEngine(t, engine.WithSessionStore(store), engine.WithHandlerConcurrency(16))
 	chatN := engine.NewChatSession[int]("n", 0)
 	userN := engine.NewUserSession[int]("n", 0)
@@ -155,7 +128,7 @@ func TestSessionConcurrentUpdates(t *testing.T) {
 // countingStore counts the conflicts its writes meet, and makes the next
 // conflictNext writes meet one, as if another process wrote in between.
 type countingStore struct {
-	*engine.MemoryStore
+	*state.MemoryStore
 	conflicts    atomic.Int64
 	conflictNext atomic.Int64
 }
@@ -181,7 +154,7 @@ func (s *countingStore) Update(ctx context.Context, key string, value []byte, re
 // interfere adds one to key's number, as another writer.
 func (s *countingStore) interfere(ctx context.Context, key string) {
 	v, rev, err := s.MemoryStore.Get(ctx, key)
-	if errors.Is(err, engine.ErrStateNotFound) {
+	if errors.Is(err, state.ErrNotFound) {
 		_, _ = s.MemoryStore.Create(ctx, key, []byte("1"), 0)
 		return
 	}
@@ -190,7 +163,7 @@ func (s *countingStore) interfere(ctx context.Context, key string) {
 }
 
 func (s *countingStore) count(err error) {
-	if errors.Is(err, engine.ErrStateConflict) {
+	if errors.Is(err, state.ErrConflict) {
 		s.conflicts.Add(1)
 	}
 }
@@ -199,7 +172,7 @@ func (s *countingStore) count(err error) {
 // gives up with ErrStateConflict after SessionUpdateAttempts.
 func TestSessionUpdateRetriesConflicts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &countingStore{MemoryStore: engine.NewMemoryStore()}
+		store := &countingStore{MemoryStore: state.NewMemoryStore()}
 		e, _ := newEngine(t, engine.WithSessionStore(store))
 		s := engine.NewUserSession[int]("n", 0).Of(e, "memory", "u")
 		ctx := context.Background()
@@ -215,7 +188,7 @@ func TestSessionUpdateRetriesConflicts(t *testing.T) {
 		store.conflictNext.Store(engine.SessionUpdateAttempts)
 		calls = 0
 		_, err = s.Update(ctx, func(v *int) error { calls++; *v += 10; return nil })
-		if !errors.Is(err, engine.ErrStateConflict) || calls != engine.SessionUpdateAttempts {
+		if !errors.Is(err, state.ErrConflict) || calls != engine.SessionUpdateAttempts {
 			t.Fatalf("Update always in conflict: %v after %d calls; want ErrStateConflict after %d", err, calls, engine.SessionUpdateAttempts)
 		}
 		if got, _ := s.Get(ctx); got != 12+engine.SessionUpdateAttempts {

@@ -1,7 +1,11 @@
-// Package storetest is the suite every engine.StateStore passes: the
-// engine's MemoryStore and package cluster's store on JetStream run it in
-// their tests, as adapters run adaptertest.
-package storetest
+// Package statetest is the suite every [state.Store] passes: the
+// MemoryStore and package cluster's store on JetStream run it in their
+// tests, as adapters run adaptertest. A store of your own runs it too:
+//
+//	func TestStore(t *testing.T) {
+//		statetest.Run(t, func(t *testing.T) state.Store { return newStore(t) }, statetest.Features{})
+//	}
+package statetest
 
 import (
 	"context"
@@ -13,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/state"
 )
 
 // Features says how a store differs from the suite's defaults.
@@ -27,7 +31,7 @@ type Features struct {
 }
 
 // Run runs the suite on stores from newStore, one per subtest.
-func Run(t *testing.T, newStore func(t *testing.T) engine.StateStore, f Features) {
+func Run(t *testing.T, newStore func(t *testing.T) state.Store, f Features) {
 	if f.TTLUnit <= 0 {
 		f.TTLUnit = time.Millisecond
 	}
@@ -44,14 +48,14 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.StateStore, f Features
 	}
 	sub("CreateGetUpdateDelete", func(t *testing.T) {
 		s, ctx := newStore(t), ctx(t)
-		if _, _, err := s.Get(ctx, "a/b"); !errors.Is(err, engine.ErrStateNotFound) {
+		if _, _, err := s.Get(ctx, "a/b"); !errors.Is(err, state.ErrNotFound) {
 			t.Fatalf("Get of a missing key: %v; want ErrStateNotFound", err)
 		}
 		r1, err := s.Create(ctx, "a/b", []byte("one"), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Create(ctx, "a/b", []byte("again"), 0); !errors.Is(err, engine.ErrStateConflict) {
+		if _, err := s.Create(ctx, "a/b", []byte("again"), 0); !errors.Is(err, state.ErrConflict) {
 			t.Fatalf("Create of an existing key: %v; want ErrStateConflict", err)
 		}
 		v, rev, err := s.Get(ctx, "a/b")
@@ -62,22 +66,22 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.StateStore, f Features
 		if err != nil || r2 == r1 {
 			t.Fatalf("Update = %d, %v", r2, err)
 		}
-		if _, err := s.Update(ctx, "a/b", []byte("stale"), r1, 0); !errors.Is(err, engine.ErrStateConflict) {
+		if _, err := s.Update(ctx, "a/b", []byte("stale"), r1, 0); !errors.Is(err, state.ErrConflict) {
 			t.Fatalf("Update of a stale revision: %v; want ErrStateConflict", err)
 		}
 		if v, _, _ := s.Get(ctx, "a/b"); string(v) != "two" {
 			t.Fatalf("after a refused Update: %q", v)
 		}
-		if err := s.Delete(ctx, "a/b", r1); !errors.Is(err, engine.ErrStateConflict) {
+		if err := s.Delete(ctx, "a/b", r1); !errors.Is(err, state.ErrConflict) {
 			t.Fatalf("Delete of a stale revision: %v; want ErrStateConflict", err)
 		}
 		if err := s.Delete(ctx, "a/b", r2); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.Get(ctx, "a/b"); !errors.Is(err, engine.ErrStateNotFound) {
+		if _, _, err := s.Get(ctx, "a/b"); !errors.Is(err, state.ErrNotFound) {
 			t.Fatalf("Get after Delete: %v", err)
 		}
-		if _, err := s.Update(ctx, "a/b", []byte("x"), r2, 0); !errors.Is(err, engine.ErrStateConflict) {
+		if _, err := s.Update(ctx, "a/b", []byte("x"), r2, 0); !errors.Is(err, state.ErrConflict) {
 			t.Fatalf("Update of a deleted key: %v; want ErrStateConflict", err)
 		}
 		if err := s.Delete(ctx, "a/b", 0); err != nil {
@@ -142,11 +146,11 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.StateStore, f Features
 		var err2 error
 		for range 20 { // a store may drop an expired key a little late
 			time.Sleep(f.TTLUnit)
-			if _, _, err2 = s.Get(ctx, "t"); errors.Is(err2, engine.ErrStateNotFound) {
+			if _, _, err2 = s.Get(ctx, "t"); errors.Is(err2, state.ErrNotFound) {
 				break
 			}
 		}
-		if !errors.Is(err2, engine.ErrStateNotFound) {
+		if !errors.Is(err2, state.ErrNotFound) {
 			t.Fatalf("Get after the TTL: %v; want ErrStateNotFound", err2)
 		}
 		if _, err := s.Create(ctx, "t", []byte("3"), 0); err != nil {
@@ -168,7 +172,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.StateStore, f Features
 					n := 0
 					if err == nil {
 						n, _ = strconv.Atoi(string(v))
-					} else if !errors.Is(err, engine.ErrStateNotFound) {
+					} else if !errors.Is(err, state.ErrNotFound) {
 						errs <- err
 						return
 					}
@@ -181,7 +185,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.StateStore, f Features
 					switch {
 					case err == nil:
 						i++
-					case !errors.Is(err, engine.ErrStateConflict):
+					case !errors.Is(err, state.ErrConflict):
 						errs <- fmt.Errorf("writer %d: %w", w, err)
 						return
 					}
