@@ -162,4 +162,3 @@ func (s *MemoryStore) Len() int {
 	}
 	return n
 }
-

@@ -37,4 +37,3 @@ func TestMemoryStoreDropsExpired(t *testing.T) {
 		}
 	})
 }
-
