@@ -197,12 +197,12 @@ func (e *Engine) parkHandler(st *eventState) {
 	if hc, ok := st.ctx.(*handlerContext); ok {
 		hc.pause()
 	}
-	e.in.park(inboundKey(st.event))
+	e.in.Park(inboundKey(st.event))
 }
 
 //go:noinline
 func (e *Engine) unparkHandler(st *eventState) {
-	e.in.unpark(inboundKey(st.event))
+	e.in.Unpark(inboundKey(st.event))
 	if hc, ok := st.ctx.(*handlerContext); ok {
 		hc.resume()
 	}

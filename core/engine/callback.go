@@ -169,7 +169,7 @@ func (e *Engine) endInteractions(st *eventState) {
 		}
 		// The handling's context may have ended (a time limit): the
 		// answer still goes, bounded by its own and by a forced shutdown.
-		ctx, cancel := context.WithTimeout(e.in.base, answerTimeout)
+		ctx, cancel := context.WithTimeout(e.in.Base(), answerTimeout)
 		_, err := e.interact(ctx, p.Platform, Interaction{Op: OpAnswerCallback, Event: p})
 		cancel()
 		fields := []zap.Field{zap.String("platform", p.Platform), zap.String("event", p.ID), zap.Error(err)}

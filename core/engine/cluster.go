@@ -190,7 +190,7 @@ func (m *member) Drain(ctx context.Context) error {
 	e := m.engine()
 	for {
 		st := e.journalStats()
-		in, out := e.in.Stats(), e.out.Stats()
+		in, out := e.inStats(), e.out.Stats()
 		if st == (JournalStats{}) && in.Queued+in.Running == 0 && out.Queued+out.Running+out.Waiting == 0 {
 			return nil
 		}

@@ -2,38 +2,31 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"hash/maphash"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/heraldbot/herald/internal/executor"
 )
 
 // Errors returned by [OutboundDispatcher.Submit].
 var (
 	// ErrDispatcherClosed is returned for work submitted after Close,
 	// Shutdown or ForceClose.
-	ErrDispatcherClosed = errors.New("engine: dispatcher closed")
+	ErrDispatcherClosed = executor.ErrClosed
 	// ErrQueueFull is returned when the chat already has QueueSize tasks
 	// waiting.
-	ErrQueueFull = errors.New("engine: queue full")
+	ErrQueueFull = executor.ErrQueueFull
 	// ErrEmptyKey is returned for an empty chat key.
-	ErrEmptyKey = errors.New("engine: empty chat key")
+	ErrEmptyKey = executor.ErrEmptyKey
 	// ErrNilTask is returned for a nil task.
-	ErrNilTask = errors.New("engine: nil task")
-
-	// errGoexit is reported for a task that called runtime.Goexit.
-	errGoexit = errors.New("engine: task called runtime.Goexit")
+	ErrNilTask = executor.ErrNilTask
 )
 
 // Defaults for the zero values of [DispatcherConfig].
 const (
-	DefaultMaxInflight = 512
-	DefaultQueueSize   = 64
-	DefaultSendTimeout = 30 * time.Second
-	DefaultMaxLifetime = 15 * time.Minute
+	DefaultMaxInflight = executor.DefaultMaxInflight // 512
+	DefaultQueueSize   = executor.DefaultQueueSize   // 64
+	DefaultSendTimeout = executor.DefaultRunTimeout  // 30 s
+	DefaultMaxLifetime = executor.DefaultMaxLifetime // 15 min
 )
 
 // DispatcherConfig configures an [OutboundDispatcher]. The zero value is a
@@ -47,22 +40,21 @@ type DispatcherConfig struct {
 	// 0 means 64.
 	QueueSize int
 	// SendTimeout is the deadline of each run of a task, counted from the
-	// moment the run starts: a task submitted with Submit runs once, a
-	// task that pauses once more per pause (see Submit). 0
-	// means 30s.
+	// moment the run starts: a task runs once, a task that pauses once
+	// more per pause (see Submit). 0 means 30s.
 	SendTimeout time.Duration
 	// MaxLifetime bounds a task's whole life, counted from Submit: its
-	// time queued, its runs, and its pauses between runs.
-	// No run's context lasts beyond it, so a task still queued then runs
-	// with an expired context, and a task may not pause past it
-	// (a platform's retry-after it cannot wait out fails at once). 0 means
-	// 15 minutes: a chat's full queue of sends paced at Telegram's 20 a
-	// minute for a group, and a flood wait of a few minutes, fit in it. A
-	// negative value means no bound.
+	// time queued, its runs, and its pauses between runs. No run's context
+	// lasts beyond it, so a task still queued then runs with an expired
+	// context, and a task may not pause past it (a platform's retry-after
+	// it cannot wait out fails at once). 0 means 15 minutes: a chat's full
+	// queue of sends paced at Telegram's 20 a minute for a group, and a
+	// flood wait of a few minutes, fit in it. A negative value means no
+	// bound.
 	MaxLifetime time.Duration
-	// Recover, if not nil, is called with the value of every panic recovered
-	// from a task (or a hook), on the goroutine that recovered it. The
-	// panic is also reported to Hooks.OnDone as a *PanicError.
+	// Recover, if not nil, is called with the value of every panic
+	// recovered from a task (or a hook), on the goroutine that recovered
+	// it. The panic is also reported to Hooks.OnDone as a *PanicError.
 	Recover func(any)
 	// Hooks observe the dispatcher; nil hooks are skipped.
 	Hooks DispatcherHooks
@@ -104,22 +96,10 @@ type DispatchInfo struct {
 }
 
 // PanicError is the error reported to [DispatcherHooks.OnDone] for a task
-// that panicked.
-type PanicError struct {
-	// Value is the value passed to panic.
-	Value any
-	// Stack is the goroutine's stack trace at the panic.
-	Stack []byte
-}
-
-// Error returns "engine: task panicked: " and the panic value.
-func (e *PanicError) Error() string { return fmt.Sprintf("engine: task panicked: %v", e.Value) }
-
-// Unwrap returns the panic value if it is an error.
-func (e *PanicError) Unwrap() error {
-	err, _ := e.Value.(error)
-	return err
-}
+// that panicked: its Value is the value passed to panic, its Stack the
+// goroutine's stack trace at the panic, and its Unwrap returns the value
+// if it is an error.
+type PanicError = executor.PanicError
 
 // DispatcherStats is a snapshot of an [OutboundDispatcher]'s counters and
 // gauges. At any moment Submitted == Completed + Queued + Running + Waiting.
@@ -140,8 +120,8 @@ type DispatcherStats struct {
 	// Running is the number of tasks running now.
 	Running int
 	// Waiting is the number of tasks paused between two runs now (see
-	// [OutboundDispatcher.Submit]): started, not finished, and
-	// holding no worker.
+	// [OutboundDispatcher.Submit]): started, not finished, and holding no
+	// worker.
 	Waiting int
 	// Chats is the number of chats with a task waiting or running now.
 	Chats int
@@ -183,53 +163,7 @@ type DispatcherStats struct {
 // An OutboundDispatcher must be created with [NewOutboundDispatcher]. All
 // methods are safe for concurrent use, and Close, Drain, Shutdown and
 // ForceClose may be called any number of times in any order.
-type OutboundDispatcher struct{ executor }
-
-// executor is the keyed, fair, bounded task runner under both of the
-// engine's queues: the OutboundDispatcher that makes sends, and the
-// inbound queue that runs each event's handlers. Its methods are
-// OutboundDispatcher's.
-type executor struct {
-	cfg    execConfig
-	base   context.Context
-	cancel context.CancelFunc
-	seed   maphash.Seed
-	epoch  time.Time // origin of the monotonic enqueue stamps
-
-	shards []shard
-	mask   uint64
-
-	closed   atomic.Bool
-	rejected atomic.Uint64
-
-	// Worker slots: slots counts worker goroutines holding a slot, at most
-	// cfg.MaxInflight. A shard that needs a worker and finds no free slot
-	// waits in hungry until a worker frees or hands over its slot.
-	slots   atomic.Int64
-	hungryN atomic.Int64
-	hmu     sync.Mutex
-	hungry  []*shard // FIFO of shards waiting for a slot, guarded by hmu
-
-	wg sync.WaitGroup // worker goroutines
-
-	// Parked tasks (park, unpark: a handler waiting in Next) hold no
-	// slot; unparking counts those waiting to take one again, which come
-	// before hungry shards, and slotFree is closed when a slot frees for
-	// them.
-	parked, unparking atomic.Int64
-	umu               sync.Mutex
-	slotFree          chan struct{}
-
-	// stopWake unregisters the wake-up of sleeping chats that runs when
-	// base ends (see wakeAll).
-	stopWake func() bool
-
-	testHookHungry func() // tests only: runs before Submit's addHungry
-}
-
-// noRunTimeout is a run timeout that never ends a run: the tasks bound
-// themselves.
-const noRunTimeout = 100 * 365 * 24 * time.Hour
+type OutboundDispatcher struct{ x *executor.Executor }
 
 // NewOutboundDispatcher returns a dispatcher whose tasks' contexts derive
 // from ctx: when ctx ends, running and queued tasks see it, as after
@@ -237,97 +171,21 @@ const noRunTimeout = 100 * 365 * 24 * time.Hour
 // negative config values take their defaults (see [DispatcherConfig]).
 // A nil ctx means context.Background().
 func NewOutboundDispatcher(ctx context.Context, cfg DispatcherConfig) *OutboundDispatcher {
-	d := new(OutboundDispatcher)
-	d.init(ctx, cfg.exec())
-	return d
+	return &OutboundDispatcher{x: executor.New(ctx, cfg.executor())}
 }
 
-// execConfig is an executor's configuration, normalized: a
-// DispatcherConfig with names that fit the inbound queue, whose runs are
-// handlings of events, too.
-type execConfig struct {
-	maxInflight int           // DispatcherConfig.MaxInflight
-	queueSize   int           // DispatcherConfig.QueueSize
-	runTimeout  time.Duration // DispatcherConfig.SendTimeout: bounds each run
-	maxLifetime time.Duration // DispatcherConfig.MaxLifetime; 0: none
-	recover     func(any)
-	hooks       DispatcherHooks
-}
-
-// exec returns c's execConfig, with the defaults for its zero values.
-func (c DispatcherConfig) exec() execConfig {
-	x := execConfig{
-		maxInflight: c.MaxInflight, queueSize: c.QueueSize,
-		runTimeout: c.SendTimeout, maxLifetime: c.MaxLifetime,
-		recover: c.Recover, hooks: c.Hooks,
+// executor returns c as the executor's configuration.
+func (c DispatcherConfig) executor() executor.Config {
+	h := c.Hooks
+	x := executor.Config{
+		MaxInflight: c.MaxInflight, QueueSize: c.QueueSize, RunTimeout: max(c.SendTimeout, 0),
+		MaxLifetime: c.MaxLifetime, Recover: c.Recover,
+		Hooks: executor.Hooks{OnQueued: h.OnQueued, OnStart: h.OnStart, OnRejected: h.OnRejected},
 	}
-	if x.maxInflight <= 0 {
-		x.maxInflight = DefaultMaxInflight
-	}
-	if x.queueSize <= 0 {
-		x.queueSize = DefaultQueueSize
-	}
-	if x.runTimeout <= 0 {
-		x.runTimeout = DefaultSendTimeout
-	}
-	switch {
-	case x.maxLifetime == 0:
-		x.maxLifetime = DefaultMaxLifetime
-	case x.maxLifetime < 0:
-		x.maxLifetime = 0
+	if done := h.OnDone; done != nil {
+		x.Hooks.OnDone = func(i executor.Info) { done(DispatchInfo(i)) }
 	}
 	return x
-}
-
-// init sets up x, which must be new; see NewOutboundDispatcher.
-func (x *executor) init(ctx context.Context, cfg execConfig) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	base, cancel := context.WithCancel(ctx)
-	n := shardCount(cfg.maxInflight, runtime.GOMAXPROCS(0))
-	d := x
-	*d = executor{
-		cfg:    cfg,
-		base:   base,
-		cancel: cancel,
-		seed:   maphash.MakeSeed(),
-		epoch:  time.Now(),
-		shards: make([]shard, n),
-		mask:   uint64(n - 1),
-	}
-	// When the parent context ends, sleeping chats wake at once (ForceClose
-	// wakes them itself). Nothing runs until then.
-	d.stopWake = context.AfterFunc(base, d.wakeAll)
-	for i := range d.shards {
-		s := &d.shards[i]
-		s.d = d
-		s.chats = make(map[string]*chat)
-		// Split MaxInflight into per-shard quotas that sum to it; each is
-		// at least minShardQuota when there are several shards.
-		s.quota = cfg.maxInflight / n
-		if i < cfg.maxInflight%n {
-			s.quota++
-		}
-	}
-}
-
-// minShardQuota is the smallest worker quota a shard gets: below it, one
-// shard holds every chat, so round-robin is exact across all chats.
-const minShardQuota = 64
-
-// shardCount picks how many shards hold the chats: a power of two, about
-// four per processor to keep lock contention low, at most 64, and few
-// enough that each shard's quota of MaxInflight is at least minShardQuota.
-// With MaxInflight below 128 that is one shard: small pools have few
-// workers to contend for a lock, and keep exact global round-robin.
-func shardCount(maxInflight, procs int) int {
-	want := min(4*procs, 64, maxInflight/minShardQuota)
-	n := 1
-	for n*2 <= want {
-		n *= 2
-	}
-	return n
 }
 
 // Submit queues task to run after every task already queued for chatID.
@@ -356,143 +214,42 @@ func shardCount(maxInflight, procs int) int {
 // task as Waiting between runs. The engine submits every send this way,
 // so a send waiting out a retry backoff, a platform's retry-after or a
 // rate limit holds no worker.
-func (d *executor) Submit(chatID string, run func(context.Context) error) error {
-	if chatID == "" {
-		return d.reject(chatID, ErrEmptyKey)
-	}
-	if run == nil {
-		return d.reject(chatID, ErrNilTask)
-	}
-	s := &d.shards[d.shardIndex(chatID)]
-	t := task{run: run}
-	if d.cfg.hooks.OnDone != nil || d.cfg.maxLifetime > 0 {
-		t.enq = d.now()
-	}
-	queueLen, need, err := s.submit(chatID, t)
-	if err != nil {
-		return d.reject(chatID, err)
-	}
-	d.startWorker(s, need)
-	if h := d.cfg.hooks.OnQueued; h != nil {
-		d.protect(func() { h(chatID, queueLen) })
-	}
-	return nil
-}
-
-func (d *executor) reject(chatID string, err error) error {
-	d.rejected.Add(1)
-	if h := d.cfg.hooks.OnRejected; h != nil {
-		d.protect(func() { h(chatID, err) })
-	}
-	return err
+func (d *OutboundDispatcher) Submit(chatID string, task func(context.Context) error) error {
+	return d.x.Submit(chatID, task)
 }
 
 // Close stops the dispatcher from accepting work: later Submits return
 // [ErrDispatcherClosed]. Queued and running tasks are not interrupted and
-// still run; use [OutboundDispatcher.Drain] to wait for them. Close does not
-// block and may be called more than once.
-func (d *executor) Close() {
-	d.closed.Store(true)
-	// A Submit that saw the dispatcher open holds a shard lock until its
-	// task is queued; taking each lock once means that when Close returns,
-	// no Submit can still accept a task.
-	for i := range d.shards {
-		d.shards[i].mu.Lock()
-		//lint:ignore SA2001 the empty critical section is a barrier.
-		d.shards[i].mu.Unlock()
-	}
-}
+// still run; use [OutboundDispatcher.Drain] to wait for them. Close does
+// not block and may be called more than once.
+func (d *OutboundDispatcher) Close() { d.x.Close() }
 
 // Drain waits until the dispatcher is idle — nothing queued, running or
-// waiting to be resumed — or until ctx ends. It returns nil in the first case, and then
-// every task accepted before the call has finished; it returns ctx.Err() in
-// the second, and the tasks keep running. Each shard is waited for in turn
-// until it is idle once. Drain does not stop Submit, so under a steady
-// stream of new work it may not return before ctx ends: use
-// [OutboundDispatcher.Shutdown] to close and drain in one call.
-func (d *executor) Drain(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for i := range d.shards {
-		if ch := d.shards[i].idleWait(); ch != nil {
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
-	if d.closed.Load() {
-		// No Submit can start a worker any more, and every worker has
-		// left its shard: wait for the goroutines themselves to exit, so
-		// that none is left behind after Shutdown.
-		d.wg.Wait()
-	}
-	return nil
-}
+// waiting to be resumed — or until ctx ends. It returns nil in the first
+// case, and then every task accepted before the call has finished; it
+// returns ctx.Err() in the second, and the tasks keep running. Drain does
+// not stop Submit, so under a steady stream of new work it may not return
+// before ctx ends: use [OutboundDispatcher.Shutdown] to close and drain in
+// one call.
+func (d *OutboundDispatcher) Drain(ctx context.Context) error { return d.x.Drain(ctx) }
 
 // Shutdown closes the dispatcher and waits for every accepted task to
 // finish, like Close followed by Drain. If ctx ends first it returns
 // ctx.Err(); the remaining tasks keep running, and ForceClose interrupts
 // them. After Shutdown returned nil no dispatcher goroutine is left.
 // Shutdown may be called more than once, and concurrently with ForceClose.
-func (d *executor) Shutdown(ctx context.Context) error {
-	d.Close()
-	return d.Drain(ctx)
-}
+func (d *OutboundDispatcher) Shutdown(ctx context.Context) error { return d.x.Shutdown(ctx) }
 
 // ForceClose closes the dispatcher and cancels the context of every running
-// and queued task. It does not wait: queued tasks still run, each once, with
-// an already cancelled context (a task paused between runs is run again
-// at once), so that they can report the cancellation
-// (the engine resolves their Futures with it). A Drain or Shutdown in
-// progress keeps waiting for them, which is quick if the tasks honour their
-// contexts. ForceClose may be called more than once.
-func (d *executor) ForceClose() {
-	d.Close()
-	d.stopWake() // woken below, on this goroutine rather than a new one
-	d.cancel()
-	d.wakeAll()
-}
+// and queued task. It does not wait: queued tasks still run, each once,
+// with an already cancelled context (a task paused between runs is run
+// again at once), so that they can report the cancellation (the engine
+// resolves their Futures with it). A Drain or Shutdown in progress keeps
+// waiting for them, which is quick if the tasks honour their contexts.
+// ForceClose may be called more than once.
+func (d *OutboundDispatcher) ForceClose() { d.x.ForceClose() }
 
-// Stats returns a snapshot of the dispatcher's counters and gauges. Each
-// shard is read under its lock, so the snapshot is consistent per shard but
-// not across shards while tasks are moving.
-func (d *executor) Stats() DispatcherStats {
-	st := DispatcherStats{Rejected: d.rejected.Load()}
-	for i := range d.shards {
-		s := &d.shards[i]
-		s.mu.Lock()
-		st.Submitted += s.submitted
-		st.Completed += s.completed
-		st.Failed += s.failed
-		st.Panicked += s.panicked
-		st.Queued += s.queued
-		st.Running += s.running
-		st.Waiting += s.waiting
-		st.Chats += len(s.chats)
-		s.mu.Unlock()
-	}
-	return st
-}
-
-// shardIndex returns the index of the shard that holds chatID.
-func (d *executor) shardIndex(chatID string) uint64 {
-	return maphash.String(d.seed, chatID) & d.mask
-}
-
-// now returns a monotonic timestamp for queue latency, in nanoseconds since
-// the dispatcher was created.
-func (d *executor) now() int64 { return int64(time.Since(d.epoch)) }
-
-// protect runs a hook, recovering a panic from it and reporting it to
-// Recover: a faulty hook must not kill a worker or a Submit caller.
-func (d *executor) protect(f func()) {
-	defer func() {
-		if r := recover(); r != nil && d.cfg.recover != nil {
-			d.cfg.recover(r)
-		}
-	}()
-	f()
-}
+// Stats returns a snapshot of the dispatcher's counters and gauges. The
+// chats are read in shards, each under its lock, so the snapshot is
+// consistent per shard but not across shards while tasks are moving.
+func (d *OutboundDispatcher) Stats() DispatcherStats { return DispatcherStats(d.x.Stats()) }

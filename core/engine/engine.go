@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/internal/executor"
 	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
@@ -107,7 +108,7 @@ type Engine struct {
 	opts        options
 	log         *zap.Logger
 	out         *OutboundDispatcher
-	in          *executor // the inbound queue: one task per event
+	in          *executor.Executor // the inbound queue: one task per event
 	adapters    []platform.Adapter
 	senders     map[string]platform.Sender
 	counters    *sender.Counters
@@ -235,22 +236,22 @@ func New(opts ...Option) (*Engine, error) {
 	}
 	e.out = NewOutboundDispatcher(context.Background(), outCfg)
 	e.submitSend = e.out.Submit
-	e.in = new(executor)
-	e.in.init(context.Background(), execConfig{
-		maxInflight: o.handlerConcurrency,
-		queueSize:   o.inboundQueueSize,
+	e.in = executor.New(context.Background(), executor.Config{
+		MaxInflight: o.handlerConcurrency,
+		QueueSize:   o.inboundQueueSize,
 		// An event's handling is bounded by its handlerContext (the
 		// handler timeout of running time) and its waits in Next by their
 		// own bound, not by the task's run.
-		runTimeout: noRunTimeout,
-		// maxLifetime 0: an event waits in its chat's queue as long as it takes.
-		recover: func(v any) { e.log.Error("event handling panicked", zap.Any("panic", v)) },
+		RunTimeout: -1,
+		// MaxLifetime: an event waits in its chat's queue as long as it takes.
+		MaxLifetime: -1,
+		Recover:     func(v any) { e.log.Error("event handling panicked", zap.Any("panic", v)) },
 	})
 
 	if m := o.metrics; m != nil {
 		err := errors.Join(
 			m.Register(newDispatcherCollector("outbound", e.out.Stats)),
-			m.Register(newDispatcherCollector("inbound", e.in.Stats)),
+			m.Register(newDispatcherCollector("inbound", e.inStats)),
 			m.Register(newJournalCollector(e.journalStats)),
 		)
 		if err != nil {
@@ -405,9 +406,9 @@ func (e *Engine) enqueue(ev platform.Event, rec JournalRecord, recovered bool) e
 			return nil // taken by a handler waiting in Next, and done with its event
 		}
 		// Of the executor's base, not of the task's context: the task has
-		// no timeout of its own (noRunTimeout), and arming its deadline would
+		// no timeout of its own (RunTimeout -1), and arming its deadline would
 		// cost every waiting handler a timer.
-		hctx := newHandlerContext(e.in.base, e.opts.handlerTimeout)
+		hctx := newHandlerContext(e.in.Base(), e.opts.handlerTimeout)
 		defer hctx.end(nil)
 		st := e.newEventState(hctx, ev)
 		st.recovered = recovered
@@ -460,7 +461,7 @@ func (e *Engine) process(st *eventState) (handled bool) {
 	// with its match, so a later matcher never changes what an earlier
 	// handler (or a goroutine it started) sees.
 	scratch := &Context{ev: st}
-	defer func() { handled = e.in.base.Err() == nil && !st.interrupted.Load() }()
+	defer func() { handled = e.in.Base().Err() == nil && !st.interrupted.Load() }()
 	in := input{isMessage: ev.Kind == platform.EventMessage}
 	if in.isMessage {
 		in.cmd, in.isCommand = parseCommand(ev.Text, e.opts.prefixes)
@@ -716,8 +717,8 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	}
 	for _, stage := range []struct {
 		name string
-		d    *executor
-	}{{"handlers", e.in}, {"sends", &e.out.executor}} {
+		d    *executor.Executor
+	}{{"handlers", e.in}, {"sends", e.out.x}} {
 		gctx, cancel := context.WithTimeout(context.Background(), forceGrace)
 		if gerr := stage.d.Shutdown(gctx); gerr != nil {
 			e.log.Error("still running after cancellation; they ignore their context",
@@ -759,13 +760,16 @@ func (e *Engine) takeShutdown(ctx context.Context) (forced bool, err error) {
 // forceClose cancels the handlers and sends still pending after a
 // shutdown ran out of time (err says how), logging what it cut off.
 func (e *Engine) forceClose(err error) {
-	hs, st := e.in.Stats(), e.out.Stats()
+	hs, st := e.inStats(), e.out.Stats()
 	e.log.Warn("shutdown timed out; cancelling pending work",
 		zap.Int("events_pending", hs.Queued+hs.Running),
 		zap.Int("sends_pending", st.Queued+st.Running+st.Waiting), zap.Error(err))
 	e.in.ForceClose()
 	e.out.ForceClose()
 }
+
+// inStats returns the inbound executor's statistics.
+func (e *Engine) inStats() DispatcherStats { return DispatcherStats(e.in.Stats()) }
 
 // Stats returns a snapshot of the engine's counters.
 func (e *Engine) Stats() Stats {
@@ -777,7 +781,7 @@ func (e *Engine) Stats() Stats {
 		Awaited:       e.awaited.Load(),
 		HandlerErrors: e.handlerErrors.Load(),
 		HandlerPanics: e.handlerPanics.Load(),
-		Handlers:      e.in.Stats(),
+		Handlers:      e.inStats(),
 		Outbound:      e.out.Stats(),
 		Sends:         e.counters.Snapshot(),
 		DeadLetters:   e.deadLetters.Len(),

@@ -93,7 +93,7 @@ func (e *Engine) queueSend(key string, s JournalSend, ev *eventState) (*future.F
 func (e *Engine) newSendTask(s platform.Sender, req platform.SendRequest) *sendTask {
 	now := time.Now()
 	var deadline time.Time
-	if life := e.out.cfg.maxLifetime; life > 0 {
+	if life := e.out.x.MaxLifetime(); life > 0 {
 		deadline = now.Add(life)
 	}
 	t := &sendTask{s: s, req: req, f: future.New[platform.SendResult](), js: e.journal}

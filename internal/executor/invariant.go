@@ -1,10 +1,10 @@
-package engine
+package executor
 
 // invariant panics with msg if cond is false, in race builds only: the
 // checks cost nothing in production builds and catch scheduler bugs in
 // every test run under -race, like CockroachDB's util.RaceEnabled checks.
 func invariant(cond bool, msg string) {
 	if raceEnabled && !cond {
-		panic("engine: INVARIANT violated: " + msg)
+		panic("executor: INVARIANT violated: " + msg)
 	}
 }

@@ -1,8 +1,9 @@
-package engine
+package executor
 
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -103,10 +104,10 @@ func (c *chat) take() task {
 }
 
 func (c *chat) push(t task, limit int) bool {
+	if c.n >= limit {
+		return false // Push may have taken the chat past a Submit's limit
+	}
 	if c.n == len(c.buf) {
-		if c.n >= limit {
-			return false
-		}
 		c.grow(limit)
 	}
 	i := c.head + c.n
@@ -144,7 +145,7 @@ func (c *chat) pop() task {
 }
 
 type shard struct {
-	d     *executor
+	d     *Executor
 	quota int
 
 	// inHungry is set while the shard is in d.hungry; written under d.hmu,
@@ -174,18 +175,22 @@ type shard struct {
 
 // submit queues a task. It reports the chat's queue length and what the
 // caller must do for a worker (see workerNeed).
-func (s *shard) submit(key string, t task) (queueLen int, need workerNeed, err error) {
+func (s *shard) submit(key string, t task, unbounded bool) (queueLen int, need workerNeed, err error) {
 	d := s.d
 	s.mu.Lock()
 	if d.closed.Load() {
 		s.mu.Unlock()
-		return 0, needNone, ErrDispatcherClosed
+		return 0, needNone, ErrClosed
 	}
 	c := s.chats[key]
 	if c == nil {
 		c = s.newChatLocked(key)
 	}
-	if !c.push(t, d.cfg.queueSize) {
+	limit := d.cfg.queueSize
+	if unbounded {
+		limit = math.MaxInt
+	}
+	if !c.push(t, limit) {
 		s.mu.Unlock()
 		return 0, needNone, ErrQueueFull
 	}
@@ -225,7 +230,7 @@ func (s *shard) readyLocked(c *chat) workerNeed {
 }
 
 // startWorker does what readyLocked said, with no lock held.
-func (d *executor) startWorker(s *shard, need workerNeed) {
+func (d *Executor) startWorker(s *shard, need workerNeed) {
 	switch need {
 	case needSpawn:
 		go d.work(s) // counted in d.wg by readyLocked
@@ -343,7 +348,7 @@ func (s *shard) idleLocked() bool {
 	return s.workers == 0 && s.queued == 0 && s.running == 0 && s.waiting == 0
 }
 
-func (d *executor) tryAcquireSlot() bool {
+func (d *Executor) tryAcquireSlot() bool {
 	for {
 		n := d.slots.Load()
 		if n >= int64(d.cfg.maxInflight) {
@@ -360,7 +365,7 @@ func (d *executor) tryAcquireSlot() bool {
 // addHungry puts s in the hungry FIFO, then serves the FIFO in case a slot
 // was freed meanwhile. Together with releaseSlot's check of hungryN after
 // freeing a slot, this leaves no hungry shard waiting beside a free slot.
-func (d *executor) addHungry(s *shard) {
+func (d *Executor) addHungry(s *shard) {
 	d.hmu.Lock()
 	if !s.inHungry.Load() {
 		s.inHungry.Store(true)
@@ -371,7 +376,7 @@ func (d *executor) addHungry(s *shard) {
 	d.serveHungry()
 }
 
-func (d *executor) popHungry() *shard {
+func (d *Executor) popHungry() *shard {
 	d.hmu.Lock()
 	defer d.hmu.Unlock()
 	if len(d.hungry) == 0 {
@@ -390,7 +395,7 @@ func (d *executor) popHungry() *shard {
 
 // serveHungry starts a worker for hungry shards while slots are free and
 // no parked task waits for one.
-func (d *executor) serveHungry() {
+func (d *Executor) serveHungry() {
 	for d.hungryN.Load() > 0 && d.unparking.Load() == 0 && d.tryAcquireSlot() {
 		s := d.popHungry()
 		if s == nil {
@@ -405,7 +410,7 @@ func (d *executor) serveHungry() {
 	}
 }
 
-func (d *executor) releaseSlot() {
+func (d *Executor) releaseSlot() {
 	d.slots.Add(-1)
 	if d.unparking.Load() > 0 {
 		d.umu.Lock()
@@ -421,13 +426,13 @@ func (d *executor) releaseSlot() {
 	}
 }
 
-// park gives up the slot of the running task of key that calls it, on its
+// Park gives up the slot of the running task of key that calls it, on its
 // worker's goroutine, while the task waits for something other than the
 // executor (a handler waiting in Next for the user's answer): other tasks
 // run meanwhile. The worker no longer counts as one of its shard's; if the
 // shard has chats ready, a fresh worker takes them, on the slot. The task
-// calls unpark, on the same goroutine, before it goes on.
-func (d *executor) park(key string) {
+// calls Unpark, on the same goroutine, before it goes on.
+func (d *Executor) Park(key string) {
 	d.parked.Add(1)
 	s := &d.shards[d.shardIndex(key)]
 	s.mu.Lock()
@@ -445,10 +450,10 @@ func (d *executor) park(key string) {
 	d.releaseSlot()
 }
 
-// unpark takes a slot again for a parked task of key, before any hungry
+// Unpark takes a slot again for a parked task of key, before any hungry
 // shard, waiting until one is free — at most MaxInflight tasks run at once,
 // the parked ones not counted — and counts its worker in its shard again.
-func (d *executor) unpark(key string) {
+func (d *Executor) Unpark(key string) {
 	d.parked.Add(-1)
 	d.unparking.Add(1)
 	for !d.tryAcquireSlot() {
@@ -473,7 +478,7 @@ func (d *executor) unpark(key string) {
 }
 
 // work is a worker goroutine. It holds a slot, and counts as a worker of s.
-func (d *executor) work(s *shard) {
+func (d *Executor) work(s *shard) {
 	defer d.wg.Done()
 	for s != nil {
 		s = d.workShard(s)
@@ -484,7 +489,7 @@ func (d *executor) work(s *shard) {
 // or s has more workers than its quota while another shard is hungry. It
 // then leaves s and returns the shard to work for next, or nil after
 // releasing the worker's slot.
-func (d *executor) workShard(s *shard) (next *shard) {
+func (d *Executor) workShard(s *shard) (next *shard) {
 	var cur *chat
 	defer func() {
 		if cur != nil {
@@ -569,7 +574,7 @@ func (s *shard) finishLocked(c *chat, err error, panicked bool) {
 // A run that paused reports it with the delay: the task is not finished,
 // so OnDone is not called; t then keeps its first run's start and queue
 // length for the next run, which does not call OnStart again.
-func (d *executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
+func (d *Executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
 	h := &d.cfg.hooks
 	if t.rs == nil && h.OnStart != nil {
 		d.protect(func() { h.OnStart(key) })
@@ -593,7 +598,7 @@ func (d *executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
 		if out.paused || h.OnDone == nil {
 			return
 		}
-		info := DispatchInfo{
+		info := Info{
 			ChatID:       key,
 			QueueLen:     queueLen,
 			QueueLatency: time.Duration(int64(start.Sub(d.epoch)) - t.enq),
@@ -617,7 +622,7 @@ func (d *executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
 	if cerr := ctx.Err(); cerr != nil && d.lifeOver(t) {
 		// The task's life ended (its MaxLifetime, ForceClose), perhaps
 		// after it paused: waiting cannot help. (A context ended by the
-		// run's own SendTimeout is no reason: the next run has a deadline
+		// run's own RunTimeout is no reason: the next run has a deadline
 		// of its own.) The task runs once more at once, so that every
 		// layer sees the end and reports it (the engine's send resolves
 		// its Future then); a task that still pauses is finished, so that
@@ -633,7 +638,7 @@ func (d *executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
 }
 
 // lifeEnd returns when t's MaxLifetime ends, or the zero time without one.
-func (d *executor) lifeEnd(t *task) time.Time {
+func (d *Executor) lifeEnd(t *task) time.Time {
 	if d.cfg.maxLifetime <= 0 {
 		return time.Time{}
 	}
@@ -642,7 +647,7 @@ func (d *executor) lifeEnd(t *task) time.Time {
 
 // lifeOver reports whether a paused task can run no more but to report
 // its end: the dispatcher's context ended, or its MaxLifetime.
-func (d *executor) lifeOver(t *task) bool {
+func (d *Executor) lifeOver(t *task) bool {
 	if d.base.Err() != nil {
 		return true
 	}
@@ -650,7 +655,7 @@ func (d *executor) lifeOver(t *task) bool {
 	return !life.IsZero() && !time.Now().Before(life)
 }
 
-func (d *executor) call(ctx context.Context, run func(context.Context) error) (err error, panicked bool) {
+func (d *Executor) call(ctx context.Context, run func(context.Context) error) (err error, panicked bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			err, panicked = &PanicError{Value: r, Stack: debug.Stack()}, true

@@ -1,4 +1,4 @@
-package engine
+package executor
 
 import (
 	"context"
@@ -138,4 +138,4 @@ func (c *taskContext) release() {
 	c.mu.Unlock()
 }
 
-func (c *taskContext) String() string { return "engine.taskContext" }
+func (c *taskContext) String() string { return "executor.taskContext" }

@@ -1,4 +1,4 @@
-package engine
+package executor
 
 import (
 	"context"
@@ -74,10 +74,10 @@ func TestResumableFreesWorker(t *testing.T) {
 		var (
 			mu      sync.Mutex
 			starts  int
-			done    []DispatchInfo
+			done    []Info
 			hookErr error
 		)
-		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: 1, Hooks: DispatcherHooks{
+		d := New(context.Background(), Config{MaxInflight: 1, Hooks: Hooks{
 			OnStart: func(chat string) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -85,7 +85,7 @@ func TestResumableFreesWorker(t *testing.T) {
 					starts++
 				}
 			},
-			OnDone: func(info DispatchInfo) {
+			OnDone: func(info Info) {
 				mu.Lock()
 				defer mu.Unlock()
 				if info.ChatID == "a" {
@@ -129,13 +129,13 @@ func TestResumableFreesWorker(t *testing.T) {
 	})
 }
 
-// Each run of a resumable task has SendTimeout of its own, and all of them
+// Each run of a resumable task has RunTimeout of its own, and all of them
 // MaxLifetime from Submit: a wait past it is cut to it, and the next run
-// sees its context expired. A retry-after longer than SendTimeout is
+// sees its context expired. A retry-after longer than RunTimeout is
 // waited out.
 func TestResumableLifetime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{SendTimeout: 5 * time.Second, MaxLifetime: time.Minute})
+		d := New(context.Background(), Config{RunTimeout: 5 * time.Second, MaxLifetime: time.Minute})
 		start := time.Now()
 		type run struct {
 			at       time.Duration
@@ -152,7 +152,7 @@ func TestResumableLifetime(t *testing.T) {
 			switch len(runs) {
 			case 1:
 				time.Sleep(time.Second)
-				return later(ctx, 40*time.Second) // longer than SendTimeout
+				return later(ctx, 40*time.Second) // longer than RunTimeout
 			case 2:
 				return later(ctx, time.Hour) // longer than what is left
 			}
@@ -178,7 +178,7 @@ func TestResumableLifetime(t *testing.T) {
 // A task queued past its MaxLifetime runs once, with an expired context.
 func TestLifetimeCountsQueueTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxLifetime: 10 * time.Second})
+		d := New(context.Background(), Config{MaxLifetime: 10 * time.Second})
 		release := make(chan struct{})
 		if err := d.Submit("c", func(context.Context) error { <-release; return nil }); err != nil {
 			t.Fatal(err)
@@ -206,7 +206,7 @@ func TestResumableWaitEndsWithContext(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				parent, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				d := NewOutboundDispatcher(parent, DispatcherConfig{SendTimeout: 2 * time.Hour})
+				d := New(parent, Config{RunTimeout: 2 * time.Hour})
 				start := time.Now()
 				result := make(chan error, 1)
 				err := d.Submit("c", counted(func(ctx context.Context, run int) error {
@@ -244,7 +244,7 @@ func TestResumableWaitEndsWithContext(t *testing.T) {
 // the dispatcher idle while one waits.
 func TestResumableDrainWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{})
+		d := New(context.Background(), Config{})
 		log := newEventLog()
 		if err := d.Submit("c", waitOnce(log.add, "t", 3*time.Second)); err != nil {
 			t.Fatal(err)
@@ -269,7 +269,7 @@ func TestResumableWaitsHoldNoGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const max, chats = 4, 2000
 		before := runtime.NumGoroutine()
-		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: max})
+		d := New(context.Background(), Config{MaxInflight: max})
 		var mu sync.Mutex
 		finished := 0
 		for c := range chats {
@@ -312,8 +312,8 @@ func TestPausedTaskThatFailsFinishes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var errs []error
-		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{Hooks: DispatcherHooks{
-			OnDone: func(info DispatchInfo) {
+		d := New(context.Background(), Config{Hooks: Hooks{
+			OnDone: func(info Info) {
 				mu.Lock()
 				defer mu.Unlock()
 				errs = append(errs, info.Err)
@@ -352,7 +352,7 @@ func TestPausedTaskThatFailsFinishes(t *testing.T) {
 func TestResumablePerChatFIFO(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const chats, perChat = 50, 20
-		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: 3, QueueSize: perChat})
+		d := New(context.Background(), Config{MaxInflight: 3, QueueSize: perChat})
 		var mu sync.Mutex
 		got := make(map[int][]int)
 		for i := range perChat {
@@ -394,10 +394,10 @@ func TestResumableWaitAfterContextEndedFinishes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var errs []error
-				d := NewOutboundDispatcher(context.Background(), DispatcherConfig{
-					SendTimeout: 100 * time.Millisecond,
+				d := New(context.Background(), Config{
+					RunTimeout:  100 * time.Millisecond,
 					MaxLifetime: 100 * time.Millisecond,
-					Hooks:       DispatcherHooks{OnDone: func(info DispatchInfo) { errs = append(errs, info.Err) }},
+					Hooks:       Hooks{OnDone: func(info Info) { errs = append(errs, info.Err) }},
 				})
 				runs := 0
 				err := d.Submit("c", counted(func(ctx context.Context, run int) error {
@@ -431,7 +431,7 @@ func TestResumableWaitAfterContextEndedFinishes(t *testing.T) {
 func TestResumableWakeTimes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const each = 500
-		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: 4})
+		d := New(context.Background(), Config{MaxInflight: 4})
 		start := time.Now()
 		var mu sync.Mutex
 		woke := map[time.Duration]int{}

@@ -1,4 +1,4 @@
-package engine
+package executor
 
 import (
 	"time"
@@ -120,7 +120,7 @@ func (s *shard) wakeDue() {
 
 // wakeAll wakes every sleeping chat at once: the dispatcher's context has
 // ended, and the tasks' next runs report it.
-func (d *executor) wakeAll() {
+func (d *Executor) wakeAll() {
 	for i := range d.shards {
 		s := &d.shards[i]
 		var w wakeups

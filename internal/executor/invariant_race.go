@@ -1,7 +1,7 @@
-//go:build !race
+//go:build race
 
-package engine
+package executor
 
 // raceEnabled is true in race builds (go test -race), which check the
 // dispatcher's INVARIANT comments at run time.
-const raceEnabled = false
+const raceEnabled = true

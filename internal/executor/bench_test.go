@@ -1,4 +1,4 @@
-package engine
+package executor
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // The benchmarks compare the dispatcher with a baseline: a bare pool that
 // hashes each chat onto one of MaxInflight goroutines, one channel each,
-// doing the same per-task work (a context with the SendTimeout deadline).
+// doing the same per-task work (a context with the RunTimeout deadline).
 // The baseline keeps per-chat order but is unfair (a hot chat blocks every
 // chat hashed to its goroutine) and refuses nothing (Submit blocks when a
 // channel is full).
@@ -124,10 +124,10 @@ func BenchmarkDispatcherThroughput(b *testing.B) {
 		}
 	}
 	b.Run("herald", func(b *testing.B) {
-		run(b, NewOutboundDispatcher(context.Background(), DispatcherConfig{}))
+		run(b, New(context.Background(), Config{}))
 	})
 	b.Run("baseline", func(b *testing.B) {
-		run(b, newBaselinePool(DefaultMaxInflight, DefaultQueueSize, DefaultSendTimeout))
+		run(b, newBaselinePool(DefaultMaxInflight, DefaultQueueSize, DefaultRunTimeout))
 	})
 }
 
@@ -145,7 +145,7 @@ func BenchmarkDispatcherWaitingChats(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&ms0)
 		g0 := runtime.NumGoroutine()
-		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: max})
+		d := New(context.Background(), Config{MaxInflight: max})
 		for _, k := range keys {
 			if err := d.Submit(k, task); err != nil {
 				b.Fatal(err)
@@ -173,7 +173,7 @@ func BenchmarkDispatcherFairness(b *testing.B) {
 	keys := chatKeys(cold)
 	var waits []time.Duration
 	for b.Loop() {
-		d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: 2, QueueSize: hotTasks})
+		d := New(context.Background(), Config{MaxInflight: 2, QueueSize: hotTasks})
 		hot := func(context.Context) error { time.Sleep(50 * time.Microsecond); return nil }
 		for range hotTasks {
 			for _, k := range []string{"hot-a", "hot-b"} {
@@ -195,7 +195,7 @@ func BenchmarkDispatcherFairness(b *testing.B) {
 // timedSubmits submits one task to each chat of keys; each task appends to
 // *waits how long it waited from its Submit to its start. Read *waits
 // after the dispatcher has drained.
-func timedSubmits(b *testing.B, d *OutboundDispatcher, keys []string, waits *[]time.Duration) {
+func timedSubmits(b *testing.B, d *Executor, keys []string, waits *[]time.Duration) {
 	var mu sync.Mutex
 	for _, k := range keys {
 		submitted := time.Now()
@@ -232,7 +232,7 @@ func BenchmarkDispatcherRetryWaits(b *testing.B) {
 		var waits []time.Duration
 		var total time.Duration
 		for b.Loop() {
-			d := NewOutboundDispatcher(context.Background(), DispatcherConfig{MaxInflight: max})
+			d := New(context.Background(), Config{MaxInflight: max})
 			start := time.Now()
 			for _, k := range keys[:flooded] {
 				var err error
