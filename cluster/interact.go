@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 
-	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -43,11 +43,11 @@ func (s *Shared) gatewaySubject(adapter string) string {
 }
 
 // Interact makes in through the gateway of adapter's account, and
-// implements engine.Cluster: a request to the member that holds the
+// implements journal.Journal: a request to the member that holds the
 // lease (this one, if it does), whose answer may come in several parts
 // (a download larger than the server's largest message). With no
 // gateway, or none answering in time, it fails with a retryable error.
-func (s *Shared) Interact(ctx context.Context, adapter string, in engine.Interaction) ([]byte, error) {
+func (s *Shared) Interact(ctx context.Context, adapter string, in journal.Interaction) ([]byte, error) {
 	fail := func(err error) ([]byte, error) {
 		return nil, fmt.Errorf("cluster: %s through the gateway of %s: %w", in.Op, adapter, err)
 	}
@@ -73,7 +73,7 @@ func (s *Shared) Interact(ctx context.Context, adapter string, in engine.Interac
 		return fail(err)
 	}
 	limit := int64(-1)
-	if in.Op == engine.OpDownload {
+	if in.Op == journal.OpDownload {
 		limit = in.MaxBytes
 		if limit <= 0 {
 			limit = platform.DefaultMaxDownload
@@ -149,7 +149,7 @@ func (in *interactions) serve(msg *nats.Msg) {
 	}
 	in.wg.Go(func() {
 		defer func() { <-in.slots }()
-		var call engine.Interaction
+		var call journal.Interaction
 		if err := json.Unmarshal(msg.Data, &call); err != nil {
 			in.answer(msg.Reply, nil, platform.Permanent(fmt.Errorf("cluster: an undecodable interaction: %w", err)))
 			return
@@ -158,7 +158,7 @@ func (in *interactions) serve(msg *nats.Msg) {
 			in.answer(msg.Reply, nil, err) // retryable: the next gateway makes it
 			return
 		}
-		ctx, cancel := context.WithTimeout(in.l.ctx, interactTimeout)
+		ctx, cancel := context.WithTimeout(in.l.conn, interactTimeout)
 		defer cancel()
 		data, err := in.l.m.Interact(ctx, in.l.name, call)
 		in.answer(msg.Reply, data, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/heraldbot/herald/cluster"
 	"github.com/heraldbot/herald/cluster/embedded"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -183,15 +184,15 @@ func TestSharedInteractionsThroughTheGateway(t *testing.T) {
 	ev := mem.SayFile(memory.Private("600"), memory.User("600", "u"), platform.Attachment{Kind: platform.AttachDocument}, big)
 	att := ev.Attachments[0]
 	for _, m := range members {
-		data, err := m.j.Interact(ctxFor(t), mem.Name(), engine.Interaction{Op: engine.OpDownload, Attachment: att, MaxBytes: int64(len(big))})
+		data, err := m.j.Interact(ctxFor(t), mem.Name(), journal.Interaction{Op: journal.OpDownload, Attachment: att, MaxBytes: int64(len(big))})
 		if err != nil || !bytes.Equal(data, big) {
 			t.Errorf("%s: a download of %d bytes through the gateway = %d bytes, %v", m.name, len(big), len(data), err)
 		}
-		_, err = m.j.Interact(ctxFor(t), mem.Name(), engine.Interaction{Op: engine.OpDownload, Attachment: att, MaxBytes: 1000})
+		_, err = m.j.Interact(ctxFor(t), mem.Name(), journal.Interaction{Op: journal.OpDownload, Attachment: att, MaxBytes: 1000})
 		if !platform.IsPermanent(err) || !errors.Is(err, platform.ErrFileTooLarge) {
 			t.Errorf("%s: a download over the limit = %v; want a permanent ErrFileTooLarge", m.name, err)
 		}
-		_, err = m.j.Interact(ctxFor(t), "nobody", engine.Interaction{Op: engine.OpChatAction, Chat: memory.Private("600"), Action: platform.ActionTyping})
+		_, err = m.j.Interact(ctxFor(t), "nobody", journal.Interaction{Op: journal.OpChatAction, Chat: memory.Private("600"), Action: platform.ActionTyping})
 		if err == nil || platform.IsPermanent(err) {
 			t.Errorf("%s: an interaction on an account without a gateway = %v; want a retryable error", m.name, err)
 		}

@@ -33,7 +33,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -76,9 +76,12 @@ type Config struct {
 	MaxBytes int64
 }
 
-// Journal is an engine.Journal on NATS JetStream. Create it with [Open];
-// it is safe for concurrent use.
+// Journal is the journal of one process on NATS JetStream: a
+// journal.Journal (the one-process journal.Local) over its own
+// journal.Log, the streams and buckets above. Create it with [Open]; it
+// is safe for concurrent use.
 type Journal struct {
+	*journal.Local
 	cfg      Config
 	js       jetstream.JetStream
 	in       jetstream.Stream
@@ -88,7 +91,10 @@ type Journal struct {
 	sent     jetstream.KeyValue
 }
 
-var _ engine.Journal = (*Journal)(nil)
+var (
+	_ journal.Journal = (*Journal)(nil)
+	_ journal.Log     = (*Journal)(nil)
+)
 
 // Open creates (or updates) the journal's streams and bucket on nc's
 // server and returns the journal. It fails when the server has no
@@ -115,6 +121,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 		return nil, fmt.Errorf("cluster: the server has no JetStream: %w", err)
 	}
 	j := &Journal{cfg: cfg, js: js}
+	j.Local = journal.NewLocal(j)
 	stream := func(kind string, retention jetstream.RetentionPolicy) (jetstream.Stream, error) {
 		sc := jetstream.StreamConfig{
 			Name:        strings.ToUpper(kind) + "_" + cfg.Bot,
@@ -205,8 +212,8 @@ type sendData struct {
 	Request platform.SendRequest `json:"request"`
 }
 
-// AppendEvent records ev in IN (see engine.Journal).
-func (j *Journal) AppendEvent(ctx context.Context, ev platform.Event) (engine.JournalRecord, bool, error) {
+// RecordEvent records ev in IN (see journal.Log).
+func (j *Journal) RecordEvent(ctx context.Context, ev platform.Event) (journal.Record, bool, error) {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return nil, false, fmt.Errorf("cluster: event: %w", err)
@@ -234,19 +241,19 @@ func chatOf(ev platform.Event) string {
 	return "user:" + ev.From.ID
 }
 
-// AppendSend records a send in OUT (see engine.Journal). A send with
-// Repeat set is first looked up in the marks of delivered sends.
-func (j *Journal) AppendSend(ctx context.Context, s engine.JournalSend) (engine.JournalAppend, error) {
+// RecordSend records a send in OUT (see journal.Log). A send with Repeat
+// set is first looked up in the marks of delivered sends.
+func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Record, journal.Appended, error) {
 	if s.Repeat && s.ID != "" {
 		if res, ok, err := j.mark(ctx, s.ID); err != nil {
-			return engine.JournalAppend{}, err
+			return nil, journal.Appended{}, err
 		} else if ok {
-			return engine.JournalAppend{Duplicate: true, Delivered: &res}, nil
+			return nil, journal.Appended{Duplicate: true, Delivered: &res}, nil
 		}
 	}
 	data, err := json.Marshal(sendData{ID: s.ID, Request: s.Request})
 	if err != nil {
-		return engine.JournalAppend{}, fmt.Errorf("cluster: send: %w", err)
+		return nil, journal.Appended{}, fmt.Errorf("cluster: send: %w", err)
 	}
 	var opts []jetstream.PublishOpt
 	if s.ID != "" {
@@ -254,12 +261,12 @@ func (j *Journal) AppendSend(ctx context.Context, s engine.JournalSend) (engine.
 	}
 	ack, err := j.js.Publish(ctx, j.subject("out", s.Request.Platform, s.Request.Target.ID), data, opts...)
 	if err != nil {
-		return engine.JournalAppend{}, fmt.Errorf("cluster: record send: %w", err)
+		return nil, journal.Appended{}, fmt.Errorf("cluster: record send: %w", err)
 	}
 	if ack.Duplicate {
-		return engine.JournalAppend{Duplicate: true}, nil
+		return nil, journal.Appended{Duplicate: true}, nil
 	}
-	return engine.JournalAppend{Record: &record{j: j, stream: j.out, seq: ack.Sequence, send: true, id: s.ID}}, nil
+	return &record{j: j, stream: j.out, seq: ack.Sequence, send: true, id: s.ID}, journal.Appended{}, nil
 }
 
 // mark returns the result a send with id was marked delivered with, if it
@@ -360,17 +367,17 @@ func gone(err error) bool {
 		errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful)
 }
 
-// Recover returns what IN and OUT hold, in order, and the dead letters
-// (see engine.Journal).
-func (j *Journal) Recover(ctx context.Context) (engine.Recovered, error) {
-	var rec engine.Recovered
+// Pending returns what IN and OUT hold, in order, and the dead letters
+// (see journal.Log).
+func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
+	var rec journal.Pending
 	err := j.each(ctx, j.out, func(m *jetstream.RawStreamMsg) error {
 		var d sendData
 		if err := json.Unmarshal(m.Data, &d); err != nil {
 			return fmt.Errorf("send %d: %w", m.Sequence, err)
 		}
 		r := &record{j: j, stream: j.out, seq: m.Sequence, send: true}
-		rs := engine.RecoveredSend{ID: d.ID, Request: d.Request, Record: r}
+		rs := journal.Outgoing{ID: d.ID, Request: d.Request, Record: r}
 		if e, err := j.progress.Get(ctx, progressKey(m.Sequence)); err == nil {
 			r.saved = true
 			_ = json.Unmarshal(e.Value(), &rs.Progress) // a bad entry: start afresh
@@ -381,32 +388,41 @@ func (j *Journal) Recover(ctx context.Context) (engine.Recovered, error) {
 		return nil
 	})
 	if err != nil {
-		return engine.Recovered{}, fmt.Errorf("cluster: recover sends: %w", err)
+		return journal.Pending{}, fmt.Errorf("cluster: recover sends: %w", err)
 	}
 	err = j.each(ctx, j.in, func(m *jetstream.RawStreamMsg) error {
 		var ev platform.Event
 		if err := json.Unmarshal(m.Data, &ev); err != nil {
 			return fmt.Errorf("event %d: %w", m.Sequence, err)
 		}
-		rec.Events = append(rec.Events, engine.RecoveredEvent{Event: ev, Record: &record{j: j, stream: j.in, seq: m.Sequence}})
+		rec.Events = append(rec.Events, journal.Incoming{Event: ev, Record: &record{j: j, stream: j.in, seq: m.Sequence}})
 		return nil
 	})
 	if err != nil {
-		return engine.Recovered{}, fmt.Errorf("cluster: recover events: %w", err)
+		return journal.Pending{}, fmt.Errorf("cluster: recover events: %w", err)
 	}
-	err = j.each(ctx, j.dlq, func(m *jetstream.RawStreamMsg) error {
+	if rec.DeadLetters, err = j.deadLetters(ctx); err != nil {
+		return journal.Pending{}, err
+	}
+	return rec, nil
+}
+
+// deadLetters returns the dead letters DLQ holds, in order.
+func (j *Journal) deadLetters(ctx context.Context) ([]sender.DeadLetter, error) {
+	var letters []sender.DeadLetter
+	err := j.each(ctx, j.dlq, func(m *jetstream.RawStreamMsg) error {
 		var dl sender.DeadLetter
 		if err := json.Unmarshal(m.Data, &dl); err != nil {
 			return fmt.Errorf("dead letter %d: %w", m.Sequence, err)
 		}
 		dl.ID = progressKey(m.Sequence)
-		rec.DeadLetters = append(rec.DeadLetters, dl)
+		letters = append(letters, dl)
 		return nil
 	})
 	if err != nil {
-		return engine.Recovered{}, fmt.Errorf("cluster: recover dead letters: %w", err)
+		return nil, fmt.Errorf("cluster: recover dead letters: %w", err)
 	}
-	return rec, nil
+	return letters, nil
 }
 
 // each calls f for every message s holds, in order.

@@ -14,6 +14,7 @@ import (
 	"github.com/heraldbot/herald/cluster"
 	"github.com/heraldbot/herald/cluster/embedded"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/internal/leakcheck"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
@@ -82,15 +83,15 @@ func TestJournalRoundTrip(t *testing.T) {
 	srv := startServer(t, dir, embedded.Config{})
 	j := open(t, srv.nc, cluster.Config{})
 
-	var evs []engine.JournalRecord
+	var evs []journal.Record
 	for i, chat := range []string{"a", "b.c", "a", "sp ace", ""} {
-		rec, dup, err := j.AppendEvent(ctx, event(fmt.Sprint(i), chat, fmt.Sprint("text ", i)))
+		rec, dup, err := j.RecordEvent(ctx, event(fmt.Sprint(i), chat, fmt.Sprint("text ", i)))
 		if err != nil || dup {
 			t.Fatalf("AppendEvent %d: %v, duplicate %v", i, err, dup)
 		}
 		evs = append(evs, rec)
 	}
-	if _, dup, err := j.AppendEvent(ctx, event("1", "b.c", "again")); err != nil || !dup {
+	if _, dup, err := j.RecordEvent(ctx, event("1", "b.c", "again")); err != nil || !dup {
 		t.Fatalf("the same event again: duplicate %v, %v; want a duplicate", dup, err)
 	}
 	if err := evs[1].Done(ctx, nil); err != nil {
@@ -99,25 +100,23 @@ func TestJournalRoundTrip(t *testing.T) {
 	if err := evs[1].Done(ctx, nil); err != nil {
 		t.Fatalf("Done twice: %v", err)
 	}
-	a1, err := j.AppendSend(ctx, engine.JournalSend{ID: "memory:0/1", Request: sendTo("a", "one")})
+	s1, _, err := j.RecordSend(ctx, journal.Send{ID: "memory:0/1", Request: sendTo("a", "one")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s1 := a1.Record
-	if a, err := j.AppendSend(ctx, engine.JournalSend{ID: "memory:0/1", Request: sendTo("a", "one")}); err != nil || !a.Duplicate {
+	if _, a, err := j.RecordSend(ctx, journal.Send{ID: "memory:0/1", Request: sendTo("a", "one")}); err != nil || !a.Duplicate {
 		t.Fatalf("a send repeated with its id: %+v, %v", a, err)
 	}
-	a2, err := j.AppendSend(ctx, engine.JournalSend{Request: sendTo("a", "two")})
+	s2, _, err := j.RecordSend(ctx, journal.Send{Request: sendTo("a", "two")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2 := a2.Record
 	p := platform.NewProgress(time.Unix(100, 0), time.Time{})
 	p.Attempts, p.Platform = 2, []byte(`{"next":1}`)
 	if err := s2.Save(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.AppendSend(ctx, engine.JournalSend{Request: sendTo("b", "three")}); err != nil {
+	if _, _, err := j.RecordSend(ctx, journal.Send{Request: sendTo("b", "three")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s1.Done(ctx, &platform.SendResult{MessageID: "77", ChatID: "a"}); err != nil {
@@ -128,7 +127,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	srv.stop()
 	srv = startServer(t, dir, embedded.Config{})
 	j = open(t, srv.nc, cluster.Config{})
-	rec, err := j.Recover(ctx)
+	rec, err := j.Pending(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +146,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	}
 	// The delivered send, repeated by its handler after the restart, is
 	// known by its mark, with its result.
-	if a, err := j.AppendSend(ctx, engine.JournalSend{ID: "memory:0/1", Request: sendTo("a", "one"), Repeat: true}); err != nil ||
+	if _, a, err := j.RecordSend(ctx, journal.Send{ID: "memory:0/1", Request: sendTo("a", "one"), Repeat: true}); err != nil ||
 		!a.Duplicate || a.Delivered == nil || a.Delivered.MessageID != "77" {
 		t.Fatalf("a delivered send repeated after a restart: %+v, %v; want a duplicate with its result", a, err)
 	}
@@ -161,7 +160,7 @@ func TestJournalRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rec, err = j.Recover(ctx); err != nil || len(rec.Sends)+len(rec.Events) != 0 {
+	if rec, err = j.Pending(ctx); err != nil || len(rec.Sends)+len(rec.Events) != 0 {
 		t.Fatalf("after Done: %+v, %v; want nothing", rec, err)
 	}
 }
@@ -182,7 +181,7 @@ func TestJournalDeadLetters(t *testing.T) {
 	if err := j.Forget(ids[1], "not-ours"); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := j.Recover(ctx)
+	rec, err := j.Pending(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,15 +197,15 @@ func TestJournalFull(t *testing.T) {
 	ctx := ctxFor(t)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	j := open(t, srv.nc, cluster.Config{MaxBytes: 4096})
-	var recs []engine.JournalRecord
+	var recs []journal.Record
 	var err error
 	for i := 0; i < 1000; i++ {
-		var a engine.JournalAppend
-		a, err = j.AppendSend(ctx, engine.JournalSend{Request: sendTo("c", fmt.Sprintf("a reply of some length, number %d", i))})
+		var r journal.Record
+		r, _, err = j.RecordSend(ctx, journal.Send{Request: sendTo("c", fmt.Sprintf("a reply of some length, number %d", i))})
 		if err != nil {
 			break
 		}
-		recs = append(recs, a.Record)
+		recs = append(recs, r)
 	}
 	if err == nil || len(recs) == 0 {
 		t.Fatalf("a 4 KiB stream took %d sends, last error %v", len(recs), err)
@@ -216,7 +215,7 @@ func TestJournalFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := j.AppendSend(ctx, engine.JournalSend{Request: sendTo("c", "after")}); err != nil {
+	if _, _, err := j.RecordSend(ctx, journal.Send{Request: sendTo("c", "after")}); err != nil {
 		t.Fatalf("after the sends were done: %v", err)
 	}
 }
@@ -230,8 +229,8 @@ func TestJournalServerDown(t *testing.T) {
 	srv.s.Shutdown()
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	if _, _, err := j.AppendEvent(short, event("1", "c", "x")); err == nil {
-		t.Fatal("AppendEvent with the server down succeeded")
+	if _, _, err := j.RecordEvent(short, event("1", "c", "x")); err == nil {
+		t.Fatal("RecordEvent with the server down succeeded")
 	}
 }
 

@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -25,14 +24,18 @@ var ErrLeaseLost = errors.New("cluster: the gateway's lease is lost")
 // its lease: the adapter's connection and the account's sends.
 type lead struct {
 	s       *Shared
-	m       engine.ClusterMember
+	m       journal.Member
 	name    string
 	rev     uint64
 	renewed atomic.Int64 // UnixNano of the last renewal
 
-	ctx    context.Context // the adapter's connection and the sends' fence
-	cancel context.CancelFunc
-	ran    chan struct{}
+	// recv ends when the gateway stops taking events and sends; conn,
+	// which also fences the sends, when it lets the connection go.
+	recv     context.Context
+	stopRecv context.CancelFunc
+	conn     context.Context
+	stopConn context.CancelFunc
+	ran      chan struct{}
 
 	it     jetstream.MessagesContext
 	pulled chan struct{}
@@ -44,23 +47,7 @@ type lead struct {
 	// started yet are left in OUT for the next gateway (the fence fails).
 	leaving atomic.Bool
 
-	// waiting holds, per chat, the sends pulled while the chat's queue in
-	// the dispatcher was full, in order; retry queues them as room frees
-	// up. The consumer's MaxAckPending bounds them.
-	mu       sync.Mutex
-	waiting  map[string][]waitingSend
-	nwaiting int
-	wake     chan struct{}
-	retried  chan struct{}
-
 	calls *interactions // the account's interactions, made for the members
-}
-
-// waitingSend is a send that waits for room in its chat's queue.
-type waitingSend struct {
-	rs   engine.RecoveredSend
-	done func(platform.SendResult, error)
-	msg  jetstream.Msg
 }
 
 // renewLeases renews the leases this member holds, gives up those it
@@ -148,18 +135,17 @@ func (r *membership) lead(ctx context.Context, name string, rev uint64, taken ti
 		return nil, fmt.Errorf("consumer %s: %w", cname, err)
 	}
 	l := &lead{s: s, m: r.m, name: name, rev: rev, ran: make(chan struct{}), it: it, pulled: make(chan struct{}),
-		redeliveredBelow: info.State.LastSeq,
-		waiting:          map[string][]waitingSend{}, wake: make(chan struct{}, 1), retried: make(chan struct{})}
+		redeliveredBelow: info.State.LastSeq}
 	l.renewed.Store(taken.UnixNano())
-	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.conn, l.stopConn = context.WithCancel(context.Background())
+	l.recv, l.stopRecv = context.WithCancel(l.conn)
 	if err := l.serveInteractions(); err != nil {
-		l.cancel()
+		l.stopConn()
 		it.Stop()
 		return nil, err
 	}
 	go l.connect()
 	go l.pull()
-	go l.retry()
 	return l, nil
 }
 
@@ -168,57 +154,77 @@ func (r *membership) lead(ctx context.Context, name string, rev uint64, taken ti
 // send (fencing), and the member connected, so that what it sends it can
 // also record as sent.
 func (l *lead) valid() error {
-	if l.ctx.Err() != nil || l.leaving.Load() || !l.s.nc.IsConnected() || time.Since(time.Unix(0, l.renewed.Load())) > l.s.cfg.LeaseTTL*2/3 {
+	if l.conn.Err() != nil || l.leaving.Load() || !l.s.nc.IsConnected() || time.Since(time.Unix(0, l.renewed.Load())) > l.s.cfg.LeaseTTL*2/3 {
 		return ErrLeaseLost
 	}
 	return nil
 }
 
 // connect runs the adapter's connection while the lease lasts, again after
-// a pause if it fails. It is fenced like the sends: while the lease is not
-// surely this member's (a pause, a lost connection to NATS), the
+// a pause when the lease was unsure. It is fenced like the sends: once
+// the lease is not surely this member's (it was not renewed in time), the
 // connection is stopped, so a gateway that lost its lease does not poll
 // against the next one.
 func (l *lead) connect() {
 	defer close(l.ran)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for l.ctx.Err() == nil {
+	for l.recv.Err() == nil {
 		if l.valid() != nil {
-			select { // wait until it is sure again, or lost
-			case <-tick.C:
-			case <-l.ctx.Done():
+			// Not renewed in time: wait for the next renewal (or the loss).
+			if !l.sleep(l.s.cfg.Heartbeat) {
+				break
 			}
 			continue
 		}
-		ctx, cancel := context.WithCancel(l.ctx)
+		recv, stopRecv := context.WithCancel(l.recv)
+		conn, stopConn := context.WithCancel(l.conn)
 		fenced := make(chan struct{})
-		go func() {
+		go func() { // ends with the connection
 			defer close(fenced)
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-					if l.valid() != nil {
-						cancel()
-						return
-					}
-				}
-			}
+			l.fence(conn, func() { stopRecv(); stopConn() })
 		}()
-		err := l.m.Lead(ctx, l.name)
-		stopped := ctx.Err() != nil
-		cancel()
+		err := l.m.Lead(recv, conn, l.name)
+		stopRecv()
+		stopConn()
 		<-fenced
-		if stopped {
-			continue
+		if err != nil {
+			// The member stops: the engine reports its adapter's failure.
+			l.s.warn.Error("cluster: the gateway's connection failed", zap.String("adapter", l.name), zap.Error(err))
+			return
 		}
-		l.s.warn.Error("cluster: the gateway's connection failed; trying again", zap.String("adapter", l.name), zap.Error(err))
+	}
+}
+
+// fence calls stop once the lease is no longer surely this member's, or
+// returns when ctx ends: a timer set to when the last renewal stops
+// counting (two thirds of the TTL after it) is the lease's deadline, set
+// again after each renewal.
+func (l *lead) fence(ctx context.Context, stop func()) {
+	for {
+		left := l.s.cfg.LeaseTTL*2/3 - time.Since(time.Unix(0, l.renewed.Load()))
+		if left <= 0 || l.valid() != nil {
+			stop()
+			return
+		}
+		t := time.NewTimer(left) // the lease's deadline, as renewed last
 		select {
-		case <-time.After(5 * time.Second):
-		case <-l.ctx.Done():
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
 		}
+	}
+}
+
+// sleep waits d (a pause before trying again), or until the connection
+// ends; it reports whether the gateway still runs.
+func (l *lead) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return l.recv.Err() == nil
+	case <-l.recv.Done():
+		return false
 	}
 }
 
@@ -257,15 +263,15 @@ func (l *lead) send(msg jetstream.Msg) {
 	}
 	meta, _ := msg.Metadata()
 	rec := &outRecord{l: l, msg: msg, id: d.ID}
-	rs := engine.RecoveredSend{ID: d.ID, Request: d.Request, Record: rec, Fence: l.valid}
+	out := journal.Outgoing{ID: d.ID, Request: d.Request, Record: rec, Fence: l.valid, Held: true, Done: answer}
 	if meta != nil {
 		rec.seq = meta.Sequence.Stream
-		redelivered := meta.NumDelivered > 1 || rec.seq <= l.redeliveredBelow
+		out.Redelivered = meta.NumDelivered > 1 || rec.seq <= l.redeliveredBelow
 		if meta.NumDelivered > 1 {
 			s.redeliveries.Add(1)
 		}
-		ctx, cancel := context.WithTimeout(l.ctx, opTimeout)
-		if redelivered && d.ID != "" {
+		ctx, cancel := context.WithTimeout(l.conn, opTimeout)
+		if out.Redelivered && d.ID != "" {
 			// Made before, by a gateway that died before its ack?
 			if res, ok, err := s.mark(ctx, d.ID); err == nil && ok {
 				err = msg.DoubleAck(ctx)
@@ -279,96 +285,27 @@ func (l *lead) send(msg jetstream.Msg) {
 		}
 		if e, err := s.progress.Get(ctx, progressKey(rec.seq)); err == nil {
 			rec.saved = true
-			_ = json.Unmarshal(e.Value(), &rs.Progress)
+			_ = json.Unmarshal(e.Value(), &out.Progress)
 		}
 		cancel()
 	}
-	l.submit(sendChat(d.Request), waitingSend{rs: rs, done: answer, msg: msg})
-}
-
-func sendChat(r platform.SendRequest) string { return r.Platform + "\x00" + r.Target.ID }
-
-// submit queues w in the dispatcher, or behind the sends of its chat that
-// wait for room.
-func (l *lead) submit(chat string, w waitingSend) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.waiting[chat]) == 0 && l.trySubmit(w) {
-		return
-	}
-	l.waiting[chat] = append(l.waiting[chat], w)
-	l.nwaiting++
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
-
-// trySubmit queues w in the dispatcher; it returns false when w's chat
-// has no room. Called with mu held.
-func (l *lead) trySubmit(w waitingSend) bool {
-	err := l.m.Send(w.rs, w.done)
-	switch {
-	case errors.Is(err, engine.ErrQueueFull):
-		return false
-	case err != nil:
-		// The engine is closing: this gateway takes no more sends, and the
-		// next one makes them, in order.
+	// The consumer's MaxAckPending bounds the sends in hand: they are
+	// queued past a chat's queue bound, in OUT's order.
+	if err := l.m.Make(out); err != nil {
+		// The engine stops, or cannot make the account's sends: this
+		// gateway takes no more, and the next one makes them, in order.
 		l.leaving.Store(true)
 		l.s.warn.Warn("cluster: a send could not be queued; the next gateway makes it", zap.Error(err))
-	}
-	return true
-}
-
-// retry queues the waiting sends as their chats' queues free up, until
-// the gateway stops.
-func (l *lead) retry() {
-	defer close(l.retried)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-l.ctx.Done():
-			return
-		case <-l.wake:
-		}
-		for {
-			l.mu.Lock()
-			if l.leaving.Load() { // left in OUT for the next gateway
-				clear(l.waiting)
-				l.nwaiting = 0
-			}
-			for chat, ws := range l.waiting {
-				for len(ws) > 0 && l.trySubmit(ws[0]) {
-					ws = ws[1:]
-					l.nwaiting--
-				}
-				if len(ws) == 0 {
-					delete(l.waiting, chat)
-				} else {
-					l.waiting[chat] = ws
-				}
-			}
-			n := l.nwaiting
-			l.mu.Unlock()
-			if n == 0 {
-				break
-			}
-			select {
-			case <-l.ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
+		_ = msg.Nak()
 	}
 }
 
 // stopTaking stops pulling sends and starting those taken: the sends
 // under way end, the others are left in OUT for the next gateway, which
-// makes them in order.
+// makes them in order. The connection stays until release or lose.
 func (l *lead) stopTaking() {
 	l.leaving.Store(true)
-	l.cancel() // the connection too: the next gateway polls
+	l.stopRecv() // the next gateway polls
 	l.it.Stop()
 	<-l.pulled
 	l.calls.stop()
@@ -377,18 +314,16 @@ func (l *lead) stopTaking() {
 // lose stops the gateway at once: the lease is another's now.
 func (l *lead) lose() {
 	l.stopTaking()
-	l.cancel()
+	l.stopConn()
 	<-l.ran
-	<-l.retried
 }
 
 // release gives the lease up, once the sends under way ended: the next
 // gateway takes it at once.
 func (l *lead) release(ctx context.Context) {
 	l.stopTaking()
-	l.cancel()
+	l.stopConn()
 	<-l.ran
-	<-l.retried
 	_ = l.s.leases.Delete(ctx, token(l.name), jetstream.LastRevision(l.rev))
 }
 

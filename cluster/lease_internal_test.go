@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldbot/herald/cluster/embedded"
-	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -25,9 +25,9 @@ func TestLeaseFence(t *testing.T) {
 	}
 	newLead := func(renewed time.Time) *lead {
 		l := &lead{s: s}
-		l.ctx, l.cancel = context.WithCancel(context.Background())
+		l.conn, l.stopConn = context.WithCancel(context.Background())
 		l.renewed.Store(renewed.UnixNano())
-		t.Cleanup(l.cancel)
+		t.Cleanup(l.stopConn)
 		return l
 	}
 	if err := newLead(time.Now()).valid(); err != nil {
@@ -45,7 +45,7 @@ func TestLeaseFence(t *testing.T) {
 		t.Fatalf("a leaving gateway: %v; want ErrLeaseLost", err)
 	}
 	l = newLead(time.Now())
-	l.cancel()
+	l.stopConn()
 	if err := l.valid(); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("a stopped gateway: %v; want ErrLeaseLost", err)
 	}
@@ -70,7 +70,7 @@ func (kv slowKV) Update(ctx context.Context, key string, value []byte, last uint
 }
 
 // oneAdapter is a cluster member with one adapter, for renewLeases.
-type oneAdapter struct{ engine.ClusterMember }
+type oneAdapter struct{ journal.Member }
 
 func (oneAdapter) Adapters() []string { return []string{"tg"} }
 
@@ -89,8 +89,8 @@ func TestLeaseRenewalCountsFromTheRequest(t *testing.T) {
 	}
 	s.leases = slowKV{KeyValue: s.leases, delay: 500 * time.Millisecond}
 	l := &lead{s: s, name: "tg", rev: rev}
-	l.ctx, l.cancel = context.WithCancel(ctx)
-	defer l.cancel()
+	l.conn, l.stopConn = context.WithCancel(ctx)
+	defer l.stopConn()
 	l.renewed.Store(time.Now().Add(-2 * time.Second).UnixNano()) // due for renewal
 	r := &membership{s: s, m: oneAdapter{}, leads: map[string]*lead{"tg": l}}
 	asked := time.Now()

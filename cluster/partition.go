@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -22,7 +22,7 @@ import (
 // are not done yet.
 type partition struct {
 	s     *Shared
-	m     engine.ClusterMember
+	m     journal.Member
 	n     int
 	name  string
 	claim uint64 // the revision of its claim
@@ -214,7 +214,9 @@ func (p *partition) deliver(msg jetstream.Msg) {
 	p.mu.Lock()
 	p.pending[rec] = struct{}{}
 	p.mu.Unlock()
-	if err := p.m.Deliver(p.ctx, ev, rec, redelivered); err != nil {
+	// The consumer's MaxAckPending bounds the events in hand: they are
+	// queued past a chat's queue bound, in the partition's order.
+	if err := p.m.Deliver(journal.Incoming{Event: ev, Record: rec, Redelivered: redelivered, Held: true}); err != nil {
 		p.forget(rec)
 		if p.ctx.Err() == nil {
 			p.s.warn.Warn("cluster: an event could not be queued; the server offers it again", zap.Error(err))

@@ -17,8 +17,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/internal/ratelog"
+	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -66,9 +67,13 @@ type SharedConfig struct {
 	Logger *zap.Logger
 }
 
-// Shared is a journal shared by the processes of one bot, an
-// engine.Cluster: given to engine.WithJournal, it makes the engine a
-// member (see engine.Cluster).
+// Shared is a journal shared by the processes of one bot: given to
+// engine.WithJournal, it makes the engine one member of the bot (see
+// journal.Journal). Each chat is handled by one process at a time, in
+// order, so conversations work across processes; each platform
+// account's sends are made by one process, its gateway, so the
+// platform's rate limits hold across all of them; and only the gateway
+// runs the adapter's connection (one long poll, one WebSocket).
 //
 // IN is split into Partitions by chat (a subject transform, fixed when IN
 // is created). The live members, known by heartbeats in a bucket with a
@@ -99,13 +104,19 @@ type Shared struct {
 	leases  jetstream.KeyValue
 	results string // the subject this member hears outcomes on
 
+	m atomic.Pointer[journal.Member]
+	// pending holds the Done of each send this member appended whose
+	// outcome the gateway has not answered yet, by the send's key.
+	pmu     sync.Mutex
+	pending map[string]func(platform.SendResult, error)
+
 	takeovers, redeliveries, skipped atomic.Uint64
 	owned                            atomic.Int64
 	sendSeq                          atomic.Uint64 // numbers this member's sends, for their keys
 	leading                          sync.Map      // adapter name → true
 }
 
-var _ engine.Cluster = (*Shared)(nil)
+var _ journal.Journal = (*Shared)(nil)
 
 // OpenShared opens the journal (see [Open]) and the buckets the members
 // share, and returns it as a Shared.
@@ -134,7 +145,7 @@ func OpenShared(ctx context.Context, nc *nats.Conn, cfg SharedConfig) (*Shared, 
 	}
 	log = log.With(zap.String("node", cfg.Node))
 	s := &Shared{Journal: j, cfg: cfg, nc: nc, log: log, warn: ratelog.New(log, time.Minute),
-		results: "herald." + j.cfg.Bot + ".result." + token(cfg.Node)}
+		results: "herald." + j.cfg.Bot + ".result." + token(cfg.Node), pending: map[string]func(platform.SendResult, error){}}
 	s.members, err = ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
 		Bucket: "members_" + j.cfg.Bot, TTL: cfg.MemberTTL, Storage: jetstream.MemoryStorage, Replicas: j.cfg.Replicas,
 	})
@@ -187,13 +198,31 @@ func (s *Shared) Stats() SharedStats {
 	return st
 }
 
+// Attach binds the journal to its engine (see journal.Journal).
+func (s *Shared) Attach(m journal.Member) error {
+	if m == nil {
+		return errors.New("cluster: Attach: nil member")
+	}
+	if !s.m.CompareAndSwap(nil, &m) {
+		return journal.ErrAttached
+	}
+	return nil
+}
+
+func (s *Shared) member() (journal.Member, error) {
+	if p := s.m.Load(); p != nil {
+		return *p, nil
+	}
+	return nil, journal.ErrNotAttached
+}
+
 // AppendEvent records ev in IN, for the member owning its partition.
-func (s *Shared) AppendEvent(ctx context.Context, ev platform.Event) (engine.JournalRecord, bool, error) {
-	_, dup, err := s.Journal.AppendEvent(ctx, ev)
+func (s *Shared) AppendEvent(ctx context.Context, ev platform.Event) (bool, error) {
+	_, dup, err := s.Journal.RecordEvent(ctx, ev)
 	if dup {
 		s.skipped.Add(1)
 	}
-	return nil, dup, err
+	return dup, err
 }
 
 // resultHeaders name, on a send in OUT, where its outcome goes.
@@ -202,19 +231,19 @@ const (
 	hdrKey   = "Herald-Key"
 )
 
-// AppendSend records a send in OUT, for the gateway of its account; its
-// outcome comes back under the returned key.
-func (s *Shared) AppendSend(ctx context.Context, snd engine.JournalSend) (engine.JournalAppend, error) {
+// AppendSend records a send in OUT, for the gateway of its account, which
+// answers its outcome to this member, under a key of the send's own.
+func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appended, error) {
 	if snd.Repeat && snd.ID != "" {
 		if res, ok, err := s.mark(ctx, snd.ID); err != nil {
-			return engine.JournalAppend{}, err
+			return journal.Appended{}, err
 		} else if ok {
-			return engine.JournalAppend{Duplicate: true, Delivered: &res}, nil
+			return journal.Appended{Duplicate: true, Delivered: &res}, nil
 		}
 	}
 	data, err := json.Marshal(sendData{ID: snd.ID, Request: snd.Request})
 	if err != nil {
-		return engine.JournalAppend{}, fmt.Errorf("cluster: send: %w", err)
+		return journal.Appended{}, fmt.Errorf("cluster: send: %w", err)
 	}
 	key := s.cfg.Node + "/" + strconv.FormatUint(s.sendSeq.Add(1), 10)
 	msg := nats.NewMsg(s.subject("out", snd.Request.Platform, snd.Request.Target.ID))
@@ -225,21 +254,58 @@ func (s *Shared) AppendSend(ctx context.Context, snd engine.JournalSend) (engine
 	if snd.ID != "" {
 		opts = append(opts, jetstream.WithMsgID("send:"+snd.ID))
 	}
+	if snd.Done != nil {
+		// Before the publish: the gateway may answer before it returns.
+		s.pmu.Lock()
+		s.pending[key] = snd.Done
+		s.pmu.Unlock()
+	}
 	ack, err := s.js.PublishMsg(ctx, msg, opts...)
+	if err != nil || ack.Duplicate {
+		s.takeResult(key)
+	}
 	if err != nil {
-		return engine.JournalAppend{}, fmt.Errorf("cluster: record send: %w", err)
+		return journal.Appended{}, fmt.Errorf("cluster: record send: %w", err)
 	}
 	if ack.Duplicate {
-		return engine.JournalAppend{Duplicate: true}, nil
+		return journal.Appended{Duplicate: true}, nil
 	}
-	return engine.JournalAppend{Key: key}, nil
+	return journal.Appended{}, nil
 }
 
-// Recover returns only the dead letters: the members take up events and
-// sends through their consumers.
-func (s *Shared) Recover(ctx context.Context) (engine.Recovered, error) {
-	rec, err := s.Journal.Recover(ctx)
-	return engine.Recovered{DeadLetters: rec.DeadLetters}, err
+// takeResult removes and returns the Done waiting under key, or nil.
+func (s *Shared) takeResult(key string) func(platform.SendResult, error) {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	done := s.pending[key]
+	delete(s.pending, key)
+	return done
+}
+
+// unheard resolves the sends whose outcome this member will no longer
+// hear: it leaves.
+func (s *Shared) unheard() {
+	s.pmu.Lock()
+	open := s.pending
+	s.pending = map[string]func(platform.SendResult, error){}
+	s.pmu.Unlock()
+	for _, done := range open {
+		done(platform.SendResult{}, journal.ErrUnheard)
+	}
+}
+
+// Recover returns the journal as the dead letters' backend, with the
+// letters it keeps: the members take up events and sends through their
+// consumers (see journal.Journal).
+func (s *Shared) Recover(ctx context.Context) (sender.DeadLetterBackend, []sender.DeadLetter, error) {
+	if _, err := s.member(); err != nil {
+		return nil, nil, err
+	}
+	letters, err := s.deadLetters(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.Journal, letters, nil
 }
 
 // outcome is a send's outcome as the gateway answers it.
@@ -249,14 +315,21 @@ type outcome struct {
 	wireError
 }
 
-// Join takes part in the cluster for m until ctx ends (see engine.Cluster).
-func (s *Shared) Join(ctx context.Context, m engine.ClusterMember) error {
+// Join takes part in the cluster until ctx ends (see journal.Journal).
+func (s *Shared) Join(ctx context.Context) error {
+	m, err := s.member()
+	if err != nil {
+		return err
+	}
+	defer s.unheard()
 	sub, err := s.nc.Subscribe(s.results, func(msg *nats.Msg) {
 		var o outcome
 		if json.Unmarshal(msg.Data, &o) != nil {
 			return
 		}
-		m.Result(o.Key, o.Result, o.decode())
+		if done := s.takeResult(o.Key); done != nil {
+			done(o.Result, o.decode())
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("cluster: results: %w", err)
@@ -270,9 +343,11 @@ func (s *Shared) Join(ctx context.Context, m engine.ClusterMember) error {
 		defer close(beating)
 		run.heartbeat(hctx)
 	}()
+	listening := run.listen(ctx)
 	err = run.loop(ctx)
 	// Leave: stop taking, finish what was taken, still alive and holding
-	// the leases so that nobody takes over meanwhile, then let go.
+	// the leases so that nobody takes over meanwhile, then let go. The
+	// member bounds the wait by its own shutdown timeout.
 	run.stopTaking()
 	kctx, stopKeeping := context.WithCancel(context.Background())
 	kept := make(chan struct{})
@@ -280,9 +355,7 @@ func (s *Shared) Join(ctx context.Context, m engine.ClusterMember) error {
 		defer close(kept)
 		run.keepAlive(kctx)
 	}()
-	stopCtx, cancel := platform.StopContext(ctx, 30*time.Second)
-	defer cancel()
-	if derr := m.Drain(stopCtx); derr != nil {
+	if derr := m.Drain(context.Background()); derr != nil {
 		s.warn.Warn("cluster: left with work unfinished; the next owners take it up", zap.Error(derr))
 	}
 	stopKeeping()
@@ -290,13 +363,14 @@ func (s *Shared) Join(ctx context.Context, m engine.ClusterMember) error {
 	stopBeating()
 	<-beating
 	run.letGo()
+	listening.Wait()
 	return err
 }
 
 // membership is one Join's state.
 type membership struct {
 	s     *Shared
-	m     engine.ClusterMember
+	m     journal.Member
 	parts map[int]*partition
 	leads map[string]*lead
 	live  []string // the members last seen, sorted
@@ -305,6 +379,17 @@ type membership struct {
 	releasing sync.WaitGroup
 	mu        sync.Mutex
 	handing   map[int]bool
+}
+
+// listen runs, until ctx ends, the listeners of the member's adapters
+// that take events in at a listener of their own (a webhook): in every
+// process, so the platform may deliver to any of them.
+func (r *membership) listen(ctx context.Context) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for _, name := range r.m.Adapters() {
+		wg.Go(func() { _ = r.m.Listen(ctx, name) })
+	}
+	return &wg
 }
 
 // loop keeps the member alive, its partitions and leases current, until

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -28,17 +29,17 @@ import (
 
 // conversation is the state of one chat in conversation.
 type conversation struct {
-	events  []*pendingEvent // arrived during the conversation, oldest first
-	taken   []JournalRecord // journal records of the events the handler took
-	changed chan struct{}   // closed when events grows or the conversation ends
-	ended   error           // why it ended, once it has
+	events  []*pendingEvent  // arrived during the conversation, oldest first
+	taken   []journal.Record // journal records of the events the handler took
+	changed chan struct{}    // closed when events grows or the conversation ends
+	ended   error            // why it ended, once it has
 }
 
 // pendingEvent is an event queued during a conversation; whoever sets
 // claimed first — a waiting handler or the event's queued task — has it.
 type pendingEvent struct {
 	ev      platform.Event
-	rec     JournalRecord // the event's journal record, or nil
+	rec     journal.Record // the event's journal record, or nil
 	claimed atomic.Bool
 }
 
@@ -54,7 +55,7 @@ func inboundKey(ev platform.Event) string {
 
 // listen returns the pending event to queue ev with if its chat is in
 // conversation, or nil. The caller queues ev, then calls heard or unheard.
-func (e *Engine) listen(key string, ev platform.Event, rec JournalRecord) *pendingEvent {
+func (e *Engine) listen(key string, ev platform.Event, rec journal.Record) *pendingEvent {
 	if e.conversing.Load() == 0 {
 		return nil
 	}
@@ -94,7 +95,7 @@ func (e *Engine) overflow(key string, err error) {
 // endConversation ends key's conversation, if any, when the handling of
 // the event whose handler started it is over, and returns the journal
 // records of the events its handler took: they are done with the event.
-func (e *Engine) endConversation(key string) []JournalRecord {
+func (e *Engine) endConversation(key string) []journal.Record {
 	if e.conversing.Load() == 0 {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -118,7 +119,7 @@ func (c *Context) AnswerCallback(ev platform.Event, a platform.CallbackAnswer) e
 	}
 	ctx, cancel := context.WithTimeout(c.ev.ctx, answerTimeout)
 	defer cancel()
-	_, err := c.ev.e.interact(ctx, ev.Platform, Interaction{Op: OpAnswerCallback, Event: ev, Answer: a})
+	_, err := c.ev.e.interact(ctx, ev.Platform, journal.Interaction{Op: journal.OpAnswerCallback, Event: ev, Answer: a})
 	if err != nil && !platform.IsPermanent(err) {
 		act.release(key)
 	}
@@ -170,7 +171,7 @@ func (e *Engine) endInteractions(st *eventState) {
 		// The handling's context may have ended (a time limit): the
 		// answer still goes, bounded by its own and by a forced shutdown.
 		ctx, cancel := context.WithTimeout(e.in.Base(), answerTimeout)
-		_, err := e.interact(ctx, p.Platform, Interaction{Op: OpAnswerCallback, Event: p})
+		_, err := e.interact(ctx, p.Platform, journal.Interaction{Op: journal.OpAnswerCallback, Event: p})
 		cancel()
 		fields := []zap.Field{zap.String("platform", p.Platform), zap.String("event", p.ID), zap.Error(err)}
 		switch {

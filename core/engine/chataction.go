@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -115,7 +116,7 @@ func (e *Engine) showAction(ctx context.Context, ev *eventState, action platform
 		}
 		wait := ChatActionInterval
 		rctx, cancel := context.WithTimeout(ctx, ChatActionInterval)
-		_, err := e.interact(rctx, ev.event.Platform, Interaction{Op: OpChatAction, Chat: ev.event.Chat, Action: action})
+		_, err := e.interact(rctx, ev.event.Platform, journal.Interaction{Op: journal.OpChatAction, Chat: ev.event.Chat, Action: action})
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			e.log.Debug("engine: showing a chat action failed", zap.String("platform", ev.event.Platform),

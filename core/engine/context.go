@@ -213,7 +213,7 @@ func (c *Context) Reply(msg platform.OutboundMessage) *future.Future[platform.Se
 // handlers run again on the event; "" for an event without an ID.
 func (ev *eventState) nextSendID() string {
 	n := ev.sends.Add(1)
-	if ev.e.journal == nil || ev.event.ID == "" {
+	if ev.event.ID == "" {
 		return ""
 	}
 	return ev.event.Platform + ":" + ev.event.ID + "/" + strconv.FormatInt(n, 10)

@@ -11,26 +11,48 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
-// queue is a Submitter that records tasks for the test to run.
+// queue is a journal that records the tasks of the sends appended to it,
+// for the test to run, instead of queueing them in the dispatcher.
 type queue struct {
+	e      *Engine
 	mu     sync.Mutex
 	keys   []string
 	tasks  []func(stdctx.Context) error
 	refuse error
 }
 
-func (q *queue) Submit(key string, task func(stdctx.Context) error) error {
+func (q *queue) Attach(journal.Member) error { return nil }
+
+func (q *queue) AppendEvent(stdctx.Context, platform.Event) (bool, error) { return false, nil }
+
+func (q *queue) AppendSend(_ stdctx.Context, s journal.Send) (journal.Appended, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.refuse != nil {
-		return q.refuse
+		return journal.Appended{}, &refusal{q.refuse}
 	}
-	q.keys = append(q.keys, key)
-	q.tasks = append(q.tasks, task)
-	return nil
+	t, err := q.e.sendTaskOf(journal.Outgoing{ID: s.ID, Request: s.Request, Done: s.Done, Settled: s.Settled})
+	if err != nil {
+		return journal.Appended{}, err
+	}
+	q.keys = append(q.keys, chatKey(s.Request.Platform, s.Request.Target.ID))
+	q.tasks = append(q.tasks, t.run)
+	return journal.Appended{}, nil
+}
+
+func (q *queue) Recover(stdctx.Context) (sender.DeadLetterBackend, []sender.DeadLetter, error) {
+	return nil, nil, nil
+}
+
+func (q *queue) Join(ctx stdctx.Context) error { <-ctx.Done(); return nil }
+
+func (q *queue) Interact(stdctx.Context, string, journal.Interaction) ([]byte, error) {
+	return nil, platform.ErrUnsupported
 }
 
 // run runs task i with ctx on a fresh goroutine, as the dispatcher would,
@@ -58,7 +80,11 @@ var ctxEvent = platform.Event{
 // nil), and which logs to log (none if nil).
 func testContext(t *testing.T, ev platform.Event, s platform.Sender, q *queue, log *zap.Logger) *Context {
 	t.Helper()
-	e, err := New(WithLogger(log))
+	opts := []Option{WithLogger(log)}
+	if q != nil {
+		opts = append(opts, WithJournal(q))
+	}
+	e, err := New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +92,7 @@ func testContext(t *testing.T, ev platform.Event, s platform.Sender, q *queue, l
 		e.senders["mem"] = s
 	}
 	if q != nil {
-		e.submitSend = q.Submit
+		q.e = e
 	}
 	return e.newContext(stdctx.Background(), ev)
 }

@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/internal/executor"
 	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/middleware/sender"
@@ -114,17 +114,23 @@ type Engine struct {
 	counters    *sender.Counters
 	deadLetters *sender.DeadLetterStore
 
-	// journal is the engine's journal (WithJournal), or nil; cluster is
-	// set too when it is a Cluster.
-	journal *journalState
-	cluster *clusterState
+	// journal is what the engine runs on (WithJournal; one that keeps
+	// nothing by default), and js the engine's side of it.
+	journal journal.Journal
+	js      *journalState
+
+	// stopCtx bounds what adapters and the journal still do once the
+	// engine began to stop: Run ends it when the shutdown timeout runs
+	// out.
+	stopCtx context.Context
+	endStop context.CancelFunc
+
+	// failed gets the error of an adapter that failed for good (Lead),
+	// which stops Run.
+	failed chan error
 
 	// state holds sessions and the schedule (session.go, schedule.go).
 	state *stateful
-
-	// submitSend queues a send's task: e.out.Submit, or a
-	// test's recorder.
-	submitSend func(key string, task func(context.Context) error) error
 
 	regMu    sync.Mutex // serialises registrations
 	seq      int
@@ -201,24 +207,20 @@ func New(opts ...Option) (*Engine, error) {
 	}
 	e.matchers.Store(new([]*matcher))
 	e.state = newStateful(e)
-	if o.journal != nil {
-		e.journal = &journalState{j: o.journal, log: e.log, replayed: make(map[string]*future.Future[platform.SendResult])}
-		e.deadLetters.SetBackend(o.journal, func(err error) { e.journal.failed("dead letter", err) })
-		if c, ok := o.journal.(Cluster); ok {
-			e.cluster = &clusterState{c: c, remote: map[string]*future.Future[platform.SendResult]{}}
-		}
+	e.stopCtx, e.endStop = context.WithCancel(context.Background())
+	e.failed = make(chan error, 1)
+	e.journal = o.journal
+	if e.journal == nil {
+		e.journal = journal.NewLocal(nil)
 	}
+	e.js = newJournalState(e.log)
 
 	for _, a := range o.adapters {
 		name := a.Name()
 		if _, dup := e.senders[name]; dup {
 			return nil, fmt.Errorf("engine: two adapters named %q", name)
 		}
-		snd := a.Sender()
-		if e.cluster != nil {
-			snd = fencedSender{snd}
-		}
-		e.senders[name] = e.chain(a)(snd)
+		e.senders[name] = e.chain(a)(fencedSender{a.Sender()})
 	}
 
 	outCfg := o.dispatcher
@@ -235,7 +237,6 @@ func New(opts ...Option) (*Engine, error) {
 		}
 	}
 	e.out = NewOutboundDispatcher(context.Background(), outCfg)
-	e.submitSend = e.out.Submit
 	e.in = executor.New(context.Background(), executor.Config{
 		MaxInflight: o.handlerConcurrency,
 		QueueSize:   o.inboundQueueSize,
@@ -252,11 +253,14 @@ func New(opts ...Option) (*Engine, error) {
 		err := errors.Join(
 			m.Register(newDispatcherCollector("outbound", e.out.Stats)),
 			m.Register(newDispatcherCollector("inbound", e.inStats)),
-			m.Register(newJournalCollector(e.journalStats)),
+			m.Register(newJournalCollector(e.js.stats)),
 		)
 		if err != nil {
 			return nil, fmt.Errorf("engine: metrics: %w", err)
 		}
+	}
+	if err := e.journal.Attach((*member)(e)); err != nil {
+		return nil, fmt.Errorf("engine: journal: %w", err)
 	}
 	return e, nil
 }
@@ -365,67 +369,64 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 	if e.closed.Load() {
 		return ErrEngineClosed
 	}
-	js := e.journal
-	if js == nil {
-		return e.enqueue(ev, nil, false)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), journalOpTimeout)
-	rec, dup, err := js.j.AppendEvent(ctx, ev)
-	cancel()
+	js := e.js
+	dup, err := e.journal.AppendEvent(context.Background(), ev)
 	if err != nil {
+		if r := refusalOf(err); r != nil {
+			return r // the engine's own: counted and logged by enqueue
+		}
 		e.dropped.Add(1)
 		return fmt.Errorf("engine: event %s from %s not taken: %w", ev.ID, ev.Platform, js.failed("event", err))
 	}
 	js.ok()
 	if dup {
 		e.duplicates.Add(1)
-		return nil
-	}
-	if e.cluster != nil {
-		return nil // the owner of its chat's partition handles it
-	}
-	js.events.Add(1)
-	switch err := e.enqueue(ev, rec, false); {
-	case errors.Is(err, ErrEngineClosed):
-		// Recorded: the next start handles it.
-		return nil
-	case err != nil:
-		js.doneEvent(rec) // refused: the platform keeps it, or it is dropped
-		return err
 	}
 	return nil
 }
 
-// enqueue queues ev, journaled as rec (or not, with a nil rec), for its
-// handlers; recovered says ev was taken up from the journal at start.
-func (e *Engine) enqueue(ev platform.Event, rec JournalRecord, recovered bool) error {
+// enqueue queues in's event for its handlers, refusing it when its chat's
+// queue is full (unless in.Held) or the engine stops. Its errors are
+// refusals (see refusalOf).
+func (e *Engine) enqueue(in journal.Incoming) error {
+	ev, rec := in.Event, in.Record
 	key := inboundKey(ev)
+	if in.Redelivered {
+		// Its handler may be a conversation a crash cut off: the answer
+		// may be queued behind it already (taken up too, or sent while
+		// the bot was down).
+		e.expectConversation(key)
+	}
 	pe := e.listen(key, ev, rec)
-	err := e.in.Submit(key, func(ctx context.Context) error {
+	task := func(ctx context.Context) error {
 		if pe != nil && !pe.claimed.CompareAndSwap(false, true) {
 			return nil // taken by a handler waiting in Next, and done with its event
 		}
 		// Of the executor's base, not of the task's context: the task has
-		// no timeout of its own (RunTimeout -1), and arming its deadline would
-		// cost every waiting handler a timer.
+		// no timeout of its own (RunTimeout -1), and arming its deadline
+		// would cost every waiting handler a timer.
 		hctx := newHandlerContext(e.in.Base(), e.opts.handlerTimeout)
 		defer hctx.end(nil)
 		st := e.newEventState(hctx, ev)
-		st.recovered = recovered
+		st.recovered = in.Redelivered
 		handled := e.process(st)
 		e.endInteractions(st) // stop the chat action, answer unanswered presses
 		taken := e.endConversation(key)
-		if js := e.journal; js != nil && handled {
-			for _, r := range taken {
-				js.doneEvent(r)
-			}
-			js.doneEvent(rec)
-		}
 		if handled {
+			for _, r := range taken {
+				e.js.doneEvent(r)
+			}
+			e.js.doneEvent(rec)
 			st.settled.Store(true) // else the journal keeps it, to run again
 		}
 		return nil
-	})
+	}
+	var err error
+	if in.Held {
+		err = e.in.Push(key, task)
+	} else {
+		err = e.in.Submit(key, task)
+	}
 	if pe != nil {
 		if err == nil {
 			e.heard(key, pe)
@@ -436,12 +437,15 @@ func (e *Engine) enqueue(ev platform.Event, rec JournalRecord, recovered bool) e
 	switch {
 	case err == nil:
 		e.received.Add(1)
+		if rec != nil {
+			e.js.events.Add(1)
+		}
 		return nil
 	case errors.Is(err, ErrDispatcherClosed):
-		return ErrEngineClosed
+		return errStopping
 	default:
 		e.dropped.Add(1)
-		return fmt.Errorf("engine: event %s from %s not queued: %w", ev.ID, ev.Platform, err)
+		return &refusal{fmt.Errorf("engine: event %s from %s not queued: %w", ev.ID, ev.Platform, err)}
 	}
 }
 
@@ -541,13 +545,20 @@ func (e *Engine) callOnError(c *Context, err error) {
 	e.opts.onError(c, err)
 }
 
-// Run starts every adapter and feeds their events to HandleEvent; an
-// adapter that implements platform.ConfirmingAdapter learns which events
-// HandleEvent refused, so it can have the platform deliver them again. It
-// blocks
-// until ctx ends or an adapter fails for good, then stops the engine,
-// giving pending handlers and replies WithShutdownTimeout to finish (see
-// Shutdown):
+// Run runs the engine on its journal until ctx ends, Shutdown is called,
+// or an adapter fails for good. It first takes up what the journal holds
+// (with one that keeps records, such as package cluster's: the dead
+// letters, the sends not done, then the events not handled; it returns
+// the journal's error if it cannot read them), starts the schedule, and
+// joins the journal, which runs the adapters this process leads and feeds
+// their events to HandleEvent (an adapter that implements
+// platform.ConfirmingAdapter learns which ones HandleEvent refused, so it
+// can have the platform deliver them again). One process leads every
+// adapter; with a journal shared by several processes (package cluster's
+// Shared), see journal.Journal.
+//
+// Then it stops the engine, giving pending handlers and replies
+// WithShutdownTimeout to finish (see Shutdown):
 //
 //  1. Adapters stop receiving: Run ends the Run of each adapter, except
 //     those that implement platform.Drainer, which are told to
@@ -557,11 +568,7 @@ func (e *Engine) callOnError(c *Context, err error) {
 //     platform.StopContext finds in its Run context ends with it.
 //  2. Shutdown: queued events are handled, then every pending reply is
 //     sent.
-//  3. The remaining adapters' Run is ended.
-//
-// With a journal (WithJournal), Run first takes up what it holds: the
-// sends not done, then the events not handled, and returns the journal's
-// error if it cannot read them.
+//  3. The remaining adapters' Run is ended, and the journal left.
 //
 // Run returns nil after a clean stop; the failing adapter's error if one
 // failed; and, joined to it, the Shutdown error if pending work had to be
@@ -577,90 +584,52 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
-	if e.cluster != nil {
-		return e.runCluster(ctx)
+	backend, kept, err := e.journal.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("engine: journal: %w", err)
 	}
-	if e.journal != nil {
-		if err := e.recoverJournal(ctx); err != nil {
-			return err
-		}
+	if backend != nil {
+		e.deadLetters.SetBackend(backend, func(err error) { e.js.failed("dead letter", err) })
 	}
+	e.deadLetters.Restore(kept)
 	e.state.start() // scheduled jobs and sends, after what the journal held
-	errc := make(chan error, len(e.adapters))
-	var receivers, drainers sync.WaitGroup // adapters ended first, and Drainers
-	var stopReceivers, stopDrainers []context.CancelFunc
-	// What adapters still do after their Run context ended (confirming
-	// what the engine took) is bounded by the shutdown timeout.
-	stopCtx, endStop := context.WithCancel(context.Background())
-	defer endStop()
-	for _, a := range e.adapters {
-		actx, cancel := context.WithCancel(platform.WithStopContext(context.WithoutCancel(ctx), stopCtx))
-		wg := &receivers
-		if _, ok := a.(platform.Drainer); ok {
-			wg = &drainers
-			stopDrainers = append(stopDrainers, cancel)
-		} else {
-			stopReceivers = append(stopReceivers, cancel)
-		}
-		wg.Go(func() {
-			defer cancel()
-			var err error
-			if ca, ok := a.(platform.ConfirmingAdapter); ok {
-				err = ca.RunConfirmed(actx, e.HandleEvent)
-			} else {
-				err = a.Run(actx, e.handleFromAdapter)
-			}
-			if err != nil && actx.Err() == nil {
-				errc <- fmt.Errorf("engine: adapter %s: %w", a.Name(), err)
-			} else if err != nil {
-				e.log.Warn("adapter stopped with an error", zap.String("adapter", a.Name()), zap.Error(err))
-			}
-		})
-	}
-	allStopped := make(chan struct{})
-	go func() {
-		receivers.Wait()
-		drainers.Wait()
-		close(allStopped)
-	}()
-	e.log.Info("engine running", zap.Int("adapters", len(e.adapters)))
+
+	jctx, leave := context.WithCancel(context.WithoutCancel(ctx))
+	defer leave()
+	joined := make(chan error, 1)
+	go func() { joined <- e.journal.Join(jctx) }()
+	e.log.Info("engine running", zap.Strings("adapters", (*member)(e).Adapters()))
 
 	var runErr error
+	left := false
 	select {
 	case <-ctx.Done():
 	case <-e.stopping: // Shutdown was called
-	case runErr = <-errc:
+	case runErr = <-e.failed:
 		e.log.Error("adapter failed; stopping", zap.Error(runErr))
-	case <-allStopped:
-	}
-
-	// The shutdown timeout counts from here: stopping the receivers is
-	// part of it.
-	sctx, scancel := context.WithTimeout(context.Background(), e.opts.shutdownTimeout)
-	defer scancel()
-	context.AfterFunc(sctx, endStop)
-
-	// 1. Stop receiving.
-	for _, a := range e.adapters {
-		if d, ok := a.(platform.Drainer); ok {
-			d.StopReceiving()
+	case runErr = <-joined:
+		left = true
+		if runErr != nil {
+			e.log.Error("the journal failed; stopping", zap.Error(runErr))
 		}
 	}
-	for _, cancel := range stopReceivers {
-		cancel()
-	}
-	receivers.Wait()
 
-	// 2. Handle what was received and send every pending reply.
+	// The shutdown timeout counts from here: stopping the adapters is
+	// part of it, and what they and the journal do on their way out ends
+	// with it.
+	sctx, scancel := context.WithTimeout(context.Background(), e.opts.shutdownTimeout)
+	defer scancel()
+	context.AfterFunc(sctx, e.endStop)
+	e.closed.Store(true) // no event is taken from here on
+	leave()
 	if err := e.Shutdown(sctx); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
-
-	// 3. Close the connections the replies went through.
-	for _, cancel := range stopDrainers {
-		cancel()
+	if !left {
+		if err := <-joined; err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("engine: journal: %w", err))
+		}
 	}
-	<-allStopped
 	return runErr
 }
 
@@ -786,15 +755,8 @@ func (e *Engine) Stats() Stats {
 		Sends:         e.counters.Snapshot(),
 		DeadLetters:   e.deadLetters.Len(),
 		Duplicates:    e.duplicates.Load(),
-		Journal:       e.journalStats(),
+		Journal:       e.js.stats(),
 	}
-}
-
-func (e *Engine) journalStats() JournalStats {
-	if js := e.journal; js != nil {
-		return JournalStats{Events: js.events.Load(), Sends: js.sends.Load()}
-	}
-	return JournalStats{}
 }
 
 // DeadLetters returns a copy of the failed sends kept for replay, oldest
@@ -824,7 +786,7 @@ func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
 			break
 		}
 		req := dl.Request
-		if _, err := e.queueSend(chatKey(req.Platform, req.Target.ID), JournalSend{Request: req}, nil); err != nil {
+		if _, err := e.queueSend(chatKey(req.Platform, req.Target.ID), journal.Send{Request: req}); err != nil {
 			errs = append(errs, fmt.Errorf("engine: replay to %s:%s: %w", req.Platform, req.Target.ID, err))
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -42,7 +43,7 @@ func (c *Context) AnswerInline(a platform.InlineAnswer) error {
 	}
 	ctx, cancel := context.WithTimeout(c.ev.ctx, answerTimeout)
 	defer cancel()
-	_, err := c.ev.e.interact(ctx, ev.Platform, Interaction{Op: OpAnswerInline, Event: ev, Inline: a})
+	_, err := c.ev.e.interact(ctx, ev.Platform, journal.Interaction{Op: journal.OpAnswerInline, Event: ev, Inline: a})
 	if err != nil && !platform.IsPermanent(err) {
 		act.release(key)
 	}

@@ -16,11 +16,12 @@ import (
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
-// memJournal is an engine.Journal in memory, shared by the engines of a
+// memJournal is a journal.Log in memory, shared by the engines of a
 // test as a NATS server outlives the processes that use it: records are
 // kept until done, ids ever appended are duplicates, and refuse makes
 // every call fail.
@@ -56,7 +57,7 @@ func (j *memJournal) setRefuse(err error) {
 	j.refuse = err
 }
 
-func (j *memJournal) AppendEvent(_ context.Context, ev platform.Event) (engine.JournalRecord, bool, error) {
+func (j *memJournal) RecordEvent(_ context.Context, ev platform.Event) (journal.Record, bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.refuse != nil {
@@ -73,17 +74,17 @@ func (j *memJournal) AppendEvent(_ context.Context, ev platform.Event) (engine.J
 	return r, false, nil
 }
 
-func (j *memJournal) AppendSend(_ context.Context, s engine.JournalSend) (engine.JournalAppend, error) {
+func (j *memJournal) RecordSend(_ context.Context, s journal.Send) (journal.Record, journal.Appended, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.refuse != nil {
-		return engine.JournalAppend{}, j.refuse
+		return nil, journal.Appended{}, j.refuse
 	}
 	if s.ID != "" && j.ids["send:"+s.ID] {
-		return engine.JournalAppend{Duplicate: true}, nil
+		return nil, journal.Appended{Duplicate: true}, nil
 	}
 	if res, ok := j.marks[s.ID]; ok && s.Repeat {
-		return engine.JournalAppend{Duplicate: true, Delivered: &res}, nil
+		return nil, journal.Appended{Duplicate: true, Delivered: &res}, nil
 	}
 	if s.ID != "" {
 		j.ids["send:"+s.ID] = true
@@ -91,7 +92,7 @@ func (j *memJournal) AppendSend(_ context.Context, s engine.JournalSend) (engine
 	j.seq++
 	r := &memRecord{j: j, seq: j.seq, id: s.ID, req: s.Request}
 	j.sends = append(j.sends, r)
-	return engine.JournalAppend{Record: r}, nil
+	return r, journal.Appended{}, nil
 }
 
 // forgetIDs forgets the ids of what is done, as a server restart makes
@@ -106,18 +107,18 @@ func (j *memJournal) forgetIDs() {
 	}
 }
 
-func (j *memJournal) Recover(context.Context) (engine.Recovered, error) {
+func (j *memJournal) Pending(context.Context) (journal.Pending, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	var rec engine.Recovered
+	var rec journal.Pending
 	for _, r := range j.sends {
 		if !r.done {
-			rec.Sends = append(rec.Sends, engine.RecoveredSend{ID: r.id, Request: r.req, Progress: r.progress, Record: r})
+			rec.Sends = append(rec.Sends, journal.Outgoing{ID: r.id, Request: r.req, Progress: r.progress, Record: r})
 		}
 	}
 	for _, r := range j.events {
 		if !r.done {
-			rec.Events = append(rec.Events, engine.RecoveredEvent{Event: r.ev, Record: r})
+			rec.Events = append(rec.Events, journal.Incoming{Event: r.ev, Record: r})
 		}
 	}
 	for _, id := range j.deadSeq {
@@ -199,7 +200,7 @@ func crash(e *engine.Engine) {
 // handlers, and the channel Run's error arrives on.
 func journaled(t *testing.T, mem *memory.Adapter, j *memJournal, opts ...engine.Option) (*engine.Engine, <-chan error) {
 	t.Helper()
-	e, err := engine.New(append([]engine.Option{engine.WithAdapter(mem), engine.WithJournal(j)}, opts...)...)
+	e, err := engine.New(append([]engine.Option{engine.WithAdapter(mem), engine.WithJournal(journal.NewLocal(j))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestJournalRecordsAndDones(t *testing.T) {
 func TestJournalDuplicateEvent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem, j := memory.New(), newMemJournal()
-		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(j))
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(journal.NewLocal(j)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +356,7 @@ func TestJournalDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		core, logs := observer.New(zap.InfoLevel)
 		mem, j := memory.New(), newMemJournal()
-		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(j), engine.WithLogger(zap.New(core)))
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(journal.NewLocal(j)), engine.WithLogger(zap.New(core)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,7 +430,7 @@ func TestJournalDeadLettersSurviveRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if rec, _ := j.Recover(context.Background()); len(rec.DeadLetters) != 0 || len(e2.DeadLetters()) != 0 {
+		if rec, _ := j.Pending(context.Background()); len(rec.DeadLetters) != 0 || len(e2.DeadLetters()) != 0 {
 			t.Fatalf("replayed letters still kept: %+v", rec.DeadLetters)
 		}
 		if err := e2.Shutdown(context.Background()); err != nil {

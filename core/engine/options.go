@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -38,7 +39,7 @@ type options struct {
 	rateLimits         map[string]sender.RateLimitConfig
 	metrics            *sender.Metrics
 	deadLetters        *sender.DeadLetterStore
-	journal            Journal
+	journal            journal.Journal
 	state              stateOptions
 	handlerConcurrency int
 	inboundQueueSize   int
@@ -211,27 +212,31 @@ func WithBotUsername(name string) Option {
 	return optionFunc(func(o *options) { o.botUsername = name })
 }
 
-// WithJournal makes the engine keep, in j, every event it takes until its
-// handling ended and every send until its outcome is final, with the
-// sends that failed for good, so that a crash loses nothing (package
-// cluster's Journal, on NATS JetStream, is one).
+// WithJournal runs the engine on j instead of a journal of its own that
+// keeps nothing (journal.NewLocal(nil)). Package cluster's journals keep,
+// on NATS JetStream, every event the engine takes until its handling
+// ended and every send until its outcome is final, with the sends that
+// failed for good, so that a crash loses nothing: cluster.Open for one
+// process, cluster.OpenShared for one bot over several (see
+// journal.Journal).
 //
-// With it, HandleEvent records an event before it returns, so an adapter
-// tells the platform an event was taken only once it is recorded; Reply,
-// Send and Edit record the send before they return its Future. At start,
-// Run takes up what j holds: the dead letters, then the sends not done,
-// each chat's in order, then the events whose handling did not end. A
-// handler run again on such an event repeats its sends with the same ids
-// (the event's ID and the send's number), which j recognizes: they are not
-// sent twice, and its Futures are those of the sends being made again —
-// so handlers must make the same sends in the same order when run again
-// on the same event, as conversations (Next, Prompt) do.
+// With such a journal, HandleEvent records an event before it returns, so
+// an adapter tells the platform an event was taken only once it is
+// recorded; Reply, Send and Edit record the send before they return its
+// Future. At start, Run takes up what j holds: the dead letters, then the
+// sends not done, each chat's in order, then the events whose handling
+// did not end. A handler run again on such an event repeats its sends
+// with the same ids (the event's ID and the send's number), which j
+// recognizes: they are not sent twice, and its Futures are those of the
+// sends being made again — so handlers must make the same sends in the
+// same order when run again on the same event, as conversations (Next,
+// Prompt) do.
 //
 // While j refuses (unreachable, full), events are refused with an error
 // wrapping ErrJournal (the platform keeps them, where it can), and sends
 // resolve at once with such an error; the engine goes on, and logs the
-// outage once when it begins and once when it ends. Repeated use keeps
-// the last; nil means no journal.
-func WithJournal(j Journal) Option {
+// outage once when it begins and once when it ends. A journal serves one
+// engine. Repeated use keeps the last; nil means the default.
+func WithJournal(j journal.Journal) Option {
 	return optionFunc(func(o *options) { o.journal = j })
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/core/state"
 	"github.com/heraldbot/herald/infra/future"
 	"github.com/heraldbot/herald/platform"
@@ -402,7 +403,7 @@ func TestSendAtRepeatedIsSentOnce(t *testing.T) {
 		store.fail.Store(1)
 		j := newIDJournal()
 		ctx := context.Background()
-		p1 := startProcess(t, engine.WithScheduleStore(store), engine.WithJournal(j)).run(t)
+		p1 := startProcess(t, engine.WithScheduleStore(store), engine.WithJournal(journal.NewLocal(j))).run(t)
 		if _, err := p1.e.SendAfter(ctx, time.Minute, p1.mem.Name(), dm, platform.TextMessage("tea")); err != nil {
 			t.Fatal(err)
 		}
@@ -411,7 +412,7 @@ func TestSendAtRepeatedIsSentOnce(t *testing.T) {
 		if store.Len() != 1 {
 			t.Fatalf("the schedule holds %d entries; want the one not removed", store.Len())
 		}
-		p2 := startProcess(t, engine.WithScheduleStore(store), engine.WithJournal(j)).run(t)
+		p2 := startProcess(t, engine.WithScheduleStore(store), engine.WithJournal(journal.NewLocal(j))).run(t)
 		time.Sleep(3 * time.Minute) // the first claim's lease: the handler timeout and a minute
 		p2.stop()
 		if got := append(p1.mem.Texts(dm.ID), p2.mem.Texts(dm.ID)...); !slices.Equal(got, []string{"tea"}) {

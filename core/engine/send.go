@@ -6,26 +6,32 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/infra/future"
 	"github.com/heraldbot/herald/platform"
 )
 
 // sendTask is one send on the OutboundDispatcher: its request, the sender
-// chain it goes through, the Future it resolves, and its Progress, which
-// it owns across its runs (see platform.Progress).
+// chain it goes through, who hears its outcome, and its Progress, which it
+// owns across its runs (see platform.Progress).
 type sendTask struct {
 	s        platform.Sender
 	req      platform.SendRequest
-	f        *future.Future[platform.SendResult]
 	progress platform.Progress
+	js       *journalState
 
-	// With a journal: the send's id and record, the event whose handler
-	// made it (nil for others), and, for a send taken up after a restart
-	// that was waiting, when its wait ends.
-	js        *journalState
+	// f, if not nil, and done, if not nil, get the outcome.
+	f    *future.Future[platform.SendResult]
+	done func(platform.SendResult, error)
+
+	// With a journal that keeps records: the send's id and record;
+	// settled, for a send of a handler of this process, says whether its
+	// event is done with; for a send taken up after a restart that was
+	// waiting, when its wait ends; fence, for a gateway's send, whether
+	// its lease still holds.
 	id        string
-	rec       JournalRecord
-	ev        *eventState
+	rec       journal.Record
+	settled   func() bool
 	notBefore time.Time
 	fence     func() error
 }
@@ -34,58 +40,47 @@ type sendTask struct {
 // returns its Future.
 func (e *Engine) send(ev *eventState, key string, chat platform.Chat, msg platform.OutboundMessage) *future.Future[platform.SendResult] {
 	req := platform.SendRequest{Platform: ev.event.Platform, Target: chat, Message: msg}
-	f, _ := e.queueSend(key, JournalSend{ID: ev.nextSendID(), Request: req, Repeat: ev.recovered}, ev)
+	f, _ := e.queueSend(key, journal.Send{ID: ev.nextSendID(), Request: req, Repeat: ev.recovered, Settled: ev.settled.Load})
 	return f
 }
 
-// queueSend records s in the journal, if there is one, and queues it
-// under key; ev is the event whose handler made it, or nil. Its error says
-// why it was not queued (no adapter, the journal or the dispatcher
-// refused); the Future is then resolved with it.
-func (e *Engine) queueSend(key string, s JournalSend, ev *eventState) (*future.Future[platform.SendResult], error) {
-	snd := e.senders[s.Request.Platform]
-	if snd == nil {
+// queueSend appends s to the journal, which hands it to the gateway of its
+// account (this process's Make, or another's), and returns its Future.
+// Its error says why it was not queued (no adapter, the journal or the dispatcher refused); the
+// Future is then resolved with it.
+func (e *Engine) queueSend(key string, s journal.Send) (*future.Future[platform.SendResult], error) {
+	if e.senders[s.Request.Platform] == nil {
 		return future.Resolved(platform.SendResult{}, ErrNoSender), ErrNoSender
 	}
-	t := e.newSendTask(snd, s.Request)
-	if js := e.journal; js != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), journalOpTimeout)
-		a, err := js.j.AppendSend(ctx, s)
-		cancel()
-		switch {
-		case err != nil:
+	f := future.New[platform.SendResult]()
+	s.Done = func(res platform.SendResult, err error) { f.Resolve(res, err) }
+	js := e.js
+	a, err := e.journal.AppendSend(context.Background(), s)
+	switch {
+	case err != nil:
+		if r := refusalOf(err); r != nil {
+			err = r
+		} else {
 			err = js.failed("send", err)
-			return future.Resolved(platform.SendResult{}, err), err
-		case a.Duplicate:
-			// A handler run again after a restart repeats a send it made
-			// before: that one is being made again, or was made.
-			js.ok()
-			if f := js.replay(s.ID); f != nil {
-				return f, nil
-			}
-			var res platform.SendResult
-			if a.Delivered != nil {
-				res = *a.Delivered
-			}
-			return future.Resolved(res, nil), nil
 		}
+		f.Resolve(platform.SendResult{}, err)
+		return f, err
+	case a.Duplicate:
+		// A handler run again after a restart repeats a send it made
+		// before: that one is being made again, or was made.
 		js.ok()
-		if e.cluster != nil {
-			return e.awaitRemote(a.Key), nil // the gateway makes it
+		if rf := js.replay(s.ID); rf != nil {
+			return rf, nil
 		}
-		js.sends.Add(1)
-		t.id, t.rec, t.ev = s.ID, a.Record, ev
-		t.progress.Journaled = true
-	}
-	if err := e.submitSend(key, t.run); err != nil {
-		err = fmt.Errorf("engine: send not queued: %w", err)
-		t.f.Resolve(platform.SendResult{}, err)
-		if t.js != nil {
-			t.js.doneSend(t.rec, nil)
+		var res platform.SendResult
+		if a.Delivered != nil {
+			res = *a.Delivered
 		}
-		return t.f, err
+		f.Resolve(res, nil)
+		return f, nil
 	}
-	return t.f, nil
+	js.ok()
+	return f, nil
 }
 
 // newSendTask returns the task that sends req through s, its life bounded
@@ -96,9 +91,19 @@ func (e *Engine) newSendTask(s platform.Sender, req platform.SendRequest) *sendT
 	if life := e.out.x.MaxLifetime(); life > 0 {
 		deadline = now.Add(life)
 	}
-	t := &sendTask{s: s, req: req, f: future.New[platform.SendResult](), js: e.journal}
+	t := &sendTask{s: s, req: req, js: e.js}
 	t.progress = *platform.NewProgress(time.Time{}, deadline) // Started: at the first run
 	return t
+}
+
+// resolve hands the send's outcome to who hears it.
+func (t *sendTask) resolve(res platform.SendResult, err error) {
+	if t.f != nil {
+		t.f.Resolve(res, err)
+	}
+	if t.done != nil {
+		t.done(res, err)
+	}
 }
 
 // run is one run of the send. It resolves the Future on every path but a
@@ -114,13 +119,13 @@ func (t *sendTask) run(ctx context.Context) error {
 		}
 		r := recover()
 		if r == nil {
-			t.f.Resolve(platform.SendResult{}, ErrSendAborted)
+			t.resolve(platform.SendResult{}, ErrSendAborted)
 			return
 		}
 		if perr, ok := r.(error); ok {
-			t.f.Resolve(platform.SendResult{}, fmt.Errorf("%w: %w", ErrSendPanicked, perr))
+			t.resolve(platform.SendResult{}, fmt.Errorf("%w: %w", ErrSendPanicked, perr))
 		} else {
-			t.f.Resolve(platform.SendResult{}, fmt.Errorf("%w: %v", ErrSendPanicked, r))
+			t.resolve(platform.SendResult{}, fmt.Errorf("%w: %v", ErrSendPanicked, r))
 		}
 		panic(r)
 	}()
@@ -130,7 +135,7 @@ func (t *sendTask) run(ctx context.Context) error {
 			if t.rec != nil {
 				t.js.sends.Add(-1) // not made, not done: another makes it
 			}
-			t.f.Resolve(platform.SendResult{}, err)
+			t.resolve(platform.SendResult{}, err)
 			return nil
 		}
 	}
@@ -160,14 +165,14 @@ func (t *sendTask) run(ctx context.Context) error {
 	// DeadLetters keeps it, in the journal too), so the record can go —
 	// unless a forced shutdown cancelled the send: the journal then keeps
 	// it for the next start (and it is no dead letter).
-	if t.js != nil && !cancelledJournaled(ctx, &t.progress, err) {
+	if !cancelledJournaled(ctx, &t.progress, err) {
 		var delivered *platform.SendResult
-		if err == nil && t.id != "" && (t.ev == nil || !t.ev.settled.Load()) {
+		if err == nil && t.id != "" && (t.settled == nil || !t.settled()) {
 			delivered = &res // its handler may run again: remember it was sent
 		}
 		t.js.doneSend(t.rec, delivered)
 	}
-	t.f.Resolve(res, err)
+	t.resolve(res, err)
 	return err
 }
 
@@ -191,7 +196,7 @@ func cancelledJournaled(ctx context.Context, p *platform.Progress, err error) bo
 	return p.Journaled && errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
 }
 
-// fenceKey carries a send's fence (RecoveredSend.Fence) down its sender
+// fenceKey carries a send's fence (journal.Outgoing.Fence) down its sender
 // chain, to fencedSender.
 type fenceKey struct{}
 

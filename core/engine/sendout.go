@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/infra/future"
 	"github.com/heraldbot/herald/platform"
 )
@@ -85,9 +86,9 @@ func (e *Engine) sendOut(platformName string, chat platform.Chat, msg platform.O
 	if chat.ID == "" {
 		return future.Resolved(platform.SendResult{}, ErrNoChat), ErrNoChat
 	}
-	s := JournalSend{Request: platform.SendRequest{Platform: platformName, Target: chat, Message: msg}}
-	if id != "" && e.journal != nil {
+	s := journal.Send{Request: platform.SendRequest{Platform: platformName, Target: chat, Message: msg}}
+	if id != "" {
 		s.ID = "out/" + id // a handler's is platform:event/n, and no adapter name holds a "/"
 	}
-	return e.queueSend(chatKey(platformName, chat.ID), s, nil)
+	return e.queueSend(chatKey(platformName, chat.ID), s)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/infra/future"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
@@ -165,12 +166,12 @@ func TestEngineSendThroughTheChain(t *testing.T) {
 	})
 }
 
-// idJournal is a Journal that keeps sends only, recognizing repeated ids
+// idJournal is a journal.Log that keeps sends only, recognizing repeated ids
 // as JetStream's duplicate window does.
 type idJournal struct {
 	mu    sync.Mutex
 	ids   map[string]bool
-	sends []engine.JournalSend
+	sends []journal.Send
 }
 
 func newIDJournal() *idJournal { return &idJournal{ids: map[string]bool{}} }
@@ -180,28 +181,28 @@ type nopRecord struct{}
 func (nopRecord) Done(context.Context, *platform.SendResult) error { return nil }
 func (nopRecord) Save(context.Context, *platform.Progress) error   { return nil }
 
-func (j *idJournal) AppendEvent(context.Context, platform.Event) (engine.JournalRecord, bool, error) {
+func (j *idJournal) RecordEvent(context.Context, platform.Event) (journal.Record, bool, error) {
 	return nopRecord{}, false, nil
 }
 
-func (j *idJournal) AppendSend(_ context.Context, s engine.JournalSend) (engine.JournalAppend, error) {
+func (j *idJournal) RecordSend(_ context.Context, s journal.Send) (journal.Record, journal.Appended, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if s.ID != "" && j.ids[s.ID] {
-		return engine.JournalAppend{Duplicate: true}, nil
+		return nil, journal.Appended{Duplicate: true}, nil
 	}
 	j.ids[s.ID] = true
 	j.sends = append(j.sends, s)
-	return engine.JournalAppend{Record: nopRecord{}}, nil
+	return nopRecord{}, journal.Appended{}, nil
 }
 
-func (j *idJournal) Recover(context.Context) (engine.Recovered, error) {
-	return engine.Recovered{}, nil
+func (j *idJournal) Pending(context.Context) (journal.Pending, error) {
+	return journal.Pending{}, nil
 }
 func (j *idJournal) Keep(sender.DeadLetter) (string, error) { return "", nil }
 func (j *idJournal) Forget(...string) error                 { return nil }
 
-func (j *idJournal) journaled() []engine.JournalSend {
+func (j *idJournal) journaled() []journal.Send {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return slices.Clone(j.sends)
@@ -211,7 +212,7 @@ func (j *idJournal) journaled() []engine.JournalSend {
 // repeated under its SendID is not made again.
 func TestEngineSendJournaled(t *testing.T) {
 	j := newIDJournal()
-	e, mem := newEngine(t, engine.WithJournal(j))
+	e, mem := newEngine(t, engine.WithJournal(journal.NewLocal(j)))
 	runEngine(t, e)
 	ctx := testCtx(t)
 	for range 2 {

@@ -60,6 +60,7 @@ import (
 	"github.com/heraldbot/herald/cluster"
 	"github.com/heraldbot/herald/cluster/embedded"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/internal/httpserve"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/plugins/count"
@@ -163,12 +164,12 @@ func openDurability(ctx context.Context, cfg config, log *zap.Logger) (d durabil
 		}
 	}()
 	cc := cluster.Config{Bot: cfg.botName}
-	var journal engine.Journal
+	var j journal.Journal
 	if srv == nil {
 		d.shared, err = cluster.OpenShared(ctx, nc, cluster.SharedConfig{Config: cc, Node: cfg.nodeName, Logger: log.Named("cluster")})
-		journal = d.shared
+		j = d.shared
 	} else {
-		journal, err = cluster.Open(ctx, nc, cc)
+		j, err = cluster.Open(ctx, nc, cc)
 	}
 	if err != nil {
 		return d, err
@@ -181,7 +182,7 @@ func openDurability(ctx context.Context, cfg config, log *zap.Logger) (d durabil
 	if err != nil {
 		return d, err
 	}
-	d.opts = []engine.Option{engine.WithJournal(journal), engine.WithSessionStore(sessions), engine.WithScheduleStore(schedule)}
+	d.opts = []engine.Option{engine.WithJournal(j), engine.WithSessionStore(sessions), engine.WithScheduleStore(schedule)}
 	return d, nil
 }
 

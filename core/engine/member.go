@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/platform"
+)
+
+// member is the engine as its journal sees it (journal.Member); a type of
+// its own keeps these methods out of Engine's.
+type member Engine
+
+var _ journal.Member = (*member)(nil)
+
+func (m *member) engine() *Engine { return (*Engine)(m) }
+
+// Adapters implements journal.Member.
+func (m *member) Adapters() []string {
+	names := make([]string, len(m.adapters))
+	for i, a := range m.adapters {
+		names[i] = a.Name()
+	}
+	return names
+}
+
+// Deliver implements journal.Member.
+func (m *member) Deliver(in journal.Incoming) error { return m.engine().enqueue(in) }
+
+// Make implements journal.Member: it queues the send in the
+// OutboundDispatcher, through the adapter's sender chain.
+func (m *member) Make(out journal.Outgoing) error {
+	e := m.engine()
+	t, err := e.sendTaskOf(out)
+	if err != nil {
+		return err
+	}
+	key := chatKey(out.Request.Platform, out.Request.Target.ID)
+	if out.Held {
+		err = e.out.x.Push(key, t.run)
+	} else {
+		err = e.out.x.Submit(key, t.run)
+	}
+	if err != nil {
+		if t.rec != nil {
+			e.js.sends.Add(-1)
+		}
+		err = fmt.Errorf("engine: send not queued: %w", err)
+		if errors.Is(err, ErrDispatcherClosed) {
+			return &stoppingError{err}
+		}
+		return &refusal{err}
+	}
+	return nil
+}
+
+// sendTaskOf returns the task that makes out, counted among the sends
+// the journal holds if it has a record.
+func (e *Engine) sendTaskOf(out journal.Outgoing) (*sendTask, error) {
+	snd := e.senders[out.Request.Platform]
+	if snd == nil {
+		return nil, &refusal{fmt.Errorf("engine: a send to %q: %w", out.Request.Platform, ErrNoSender)}
+	}
+	t := e.newSendTask(snd, out.Request)
+	t.id, t.rec, t.fence, t.done, t.settled = out.ID, out.Record, out.Fence, out.Done, out.Settled
+	if p := out.Progress; !p.Started.IsZero() {
+		t.progress.Started, t.progress.Attempts, t.progress.Platform = p.Started, p.Attempts, p.Platform
+		if time.Until(p.NotBefore) > 0 {
+			t.notBefore = p.NotBefore
+		}
+	}
+	if t.rec != nil {
+		t.progress.Journaled = true
+		e.js.sends.Add(1)
+	}
+	if out.Redelivered && out.ID != "" {
+		// A handler run again on its event may repeat the send: it gets
+		// this one's Future (journal.Send's duplicate).
+		t.f = future.New[platform.SendResult]()
+		e.js.mu.Lock()
+		e.js.replayed[out.ID] = t.f
+		e.js.mu.Unlock()
+	}
+	return t, nil
+}
+
+// Lead implements journal.Member: it runs the adapter named name until ctx
+// ends — its RunConfirmed, for a platform.ConfirmingAdapter, else its Run
+// — and stops it as Run's doc says, a platform.Drainer once conn ended
+// too. What the adapter does on its way out is bounded by the engine's
+// shutdown timeout (platform.StopContext). An adapter that fails for
+// good stops the engine.
+func (m *member) Lead(ctx, conn context.Context, name string) error {
+	e := m.engine()
+	a := e.adapter(name)
+	if a == nil {
+		return fmt.Errorf("engine: no adapter %q", name)
+	}
+	actx, cancel := context.WithCancel(platform.WithStopContext(context.WithoutCancel(ctx), e.stopCtx))
+	defer cancel()
+	if d, ok := a.(platform.Drainer); ok {
+		defer context.AfterFunc(ctx, d.StopReceiving)()
+		defer context.AfterFunc(conn, cancel)()
+	} else {
+		defer context.AfterFunc(ctx, cancel)()
+	}
+	var err error
+	if ca, ok := a.(platform.ConfirmingAdapter); ok {
+		err = ca.RunConfirmed(actx, e.HandleEvent)
+	} else {
+		err = a.Run(actx, e.handleFromAdapter)
+	}
+	switch {
+	case actx.Err() == nil:
+		// It stopped by itself: the engine stops.
+		if err == nil {
+			err = fmt.Errorf("engine: adapter %s stopped", name)
+		} else {
+			err = fmt.Errorf("engine: adapter %s: %w", name, err)
+		}
+		select {
+		case e.failed <- err:
+		default:
+		}
+		return err
+	case err != nil:
+		e.log.Warn("adapter stopped with an error", zap.String("adapter", name), zap.Error(err))
+	}
+	return nil
+}
+
+// Listen implements journal.Member: a platform.Receiver configured to take
+// events in at a listener of its own receives in every process.
+func (m *member) Listen(ctx context.Context, name string) error {
+	e := m.engine()
+	r, ok := e.adapter(name).(platform.Receiver)
+	if !ok || !r.Receives() {
+		return nil
+	}
+	err := r.Receive(platform.WithStopContext(ctx, e.stopCtx), e.HandleEvent)
+	if err != nil && ctx.Err() == nil {
+		e.log.Error("engine: receiving failed; this process takes no events from the adapter", zap.String("adapter", name), zap.Error(err))
+		return err
+	}
+	return nil
+}
+
+// Drain implements journal.Member; the wait ends at the latest with the
+// engine's shutdown timeout.
+func (m *member) Drain(ctx context.Context) error {
+	e := m.engine()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(e.stopCtx, cancel)()
+	if err := e.in.Drain(ctx); err != nil {
+		return err
+	}
+	return e.out.Drain(ctx)
+}
+
+// Interact implements journal.Member: it makes in on this process's
+// adapter name, and returns what a download fetched.
+func (m *member) Interact(ctx context.Context, name string, in journal.Interaction) ([]byte, error) {
+	return m.engine().interactHere(ctx, name, in)
+}

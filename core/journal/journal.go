@@ -1,0 +1,239 @@
+// Package journal is the contract between Herald's engine and the journal
+// it runs on, as database/sql/driver is between database/sql and its
+// drivers: bot authors pass a Journal to engine.WithJournal and need
+// nothing else here.
+//
+// Whatever the deployment, the engine runs one loop on a [Journal]: an
+// event is appended to it (HandleEvent) and handed back to the member
+// that handles its chat ([Member.Deliver]); a send is appended to it
+// (Reply, Send) and handed to the member that makes its platform account's
+// sends, the gateway ([Member.Make]), whose outcome comes back to the
+// send's Done; [Journal.Join] runs the member's part — it takes up what
+// the journal holds, leads the adapters the member leads, and leaves.
+//
+//   - [NewLocal] is the journal of one process: it hands every event and
+//     send back at once to its own member. Over a nil [Log] it keeps
+//     nothing — the engine's default, in memory; over a Log (package
+//     cluster's, on NATS JetStream) every event is kept until its handling
+//     ended and every send until its outcome is final, and Join takes up
+//     what a crash left.
+//   - Package cluster's Shared is the journal of several processes: events
+//     go to the member that owns their chat's partition, sends to the
+//     gateway that holds their account's lease.
+//
+// Package journaltest is the suite every Journal passes.
+package journal
+
+import (
+	"context"
+	"errors"
+
+	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Errors of journals.
+var (
+	// ErrNotAttached is returned by a Journal used before Attach, and
+	// ErrAttached by a second Attach: a journal serves one engine.
+	ErrNotAttached = errors.New("journal: not attached to an engine")
+	ErrAttached    = errors.New("journal: attached to an engine already")
+	// ErrStopping is wrapped by the error of a Member that refuses an
+	// event or a send because its engine stops: a journal that keeps
+	// records keeps it for the next start (or the next owner), and takes
+	// it as appended.
+	ErrStopping = errors.New("journal: the engine stops")
+	// ErrUnheard resolves the outcome of a send made by another process
+	// (a gateway) that this process will no longer hear: it left.
+	ErrUnheard = errors.New("journal: the send's outcome is made elsewhere and no longer heard here")
+)
+
+// Journal is what an engine runs on: where it appends the events it takes
+// and the sends its handlers make, and what hands them back to the member
+// that handles or makes them. Its methods are safe for concurrent use.
+//
+// Errors a journal returns for its own failures (its store unreachable or
+// full) wrap their cause; the engine wraps them in engine.ErrJournal. An
+// error of the Member's (a chat's full queue, an engine that stops) is
+// returned as the member gave it, wrapped, and is no failure of the
+// journal's.
+type Journal interface {
+	// Attach binds the journal to its engine, m, before any other call;
+	// the engine calls it once, from engine.New. A second call returns
+	// ErrAttached.
+	Attach(m Member) error
+
+	// AppendEvent records ev before the engine takes it, and hands it to
+	// the member that handles its chat: this engine's Deliver at once, or
+	// (a journal shared by several processes) the owner of its chat's
+	// partition, later. duplicate reports that an event with ev's
+	// platform and ID was recorded before (the platform delivered it
+	// again): it is not handled again. When Deliver refuses the event, its
+	// record is removed and Deliver's error returned, wrapped.
+	AppendEvent(ctx context.Context, ev platform.Event) (duplicate bool, err error)
+
+	// AppendSend records s and hands it to the member that makes its
+	// account's sends: this engine's Make at once, or the gateway's
+	// later; s.Done gets its final outcome, wherever it is made. A send
+	// whose ID was recorded before and is not done, or was marked
+	// delivered (see Record.Done), is a duplicate: it is not recorded nor
+	// made again, and s.Done is not called. When Make refuses the send,
+	// its record is removed and Make's error returned, wrapped.
+	AppendSend(ctx context.Context, s Send) (Appended, error)
+
+	// Recover takes up what the journal holds and this member should: it
+	// hands over the sends not done, then the events not handled, each in
+	// order (Member.Make, Member.Deliver). It returns where the engine
+	// keeps its dead letters besides its store's memory, and the letters
+	// kept there, which the engine restores; a nil backend keeps them in
+	// memory only. The engine calls it once, from Run, before Join.
+	Recover(ctx context.Context) (backend sender.DeadLetterBackend, kept []sender.DeadLetter, err error)
+
+	// Join runs the member's part until ctx ends or the journal fails for
+	// good: the connections of the adapters the member leads
+	// (Member.Lead), their listeners (Member.Listen), and the events and
+	// sends others append for it. When ctx ends it stops taking work,
+	// waits for the member to finish what it took (Member.Drain), lets
+	// the others take over what the member held, and returns nil.
+	Join(ctx context.Context) error
+
+	// Interact makes in on the named adapter's account through the member
+	// that leads it: this engine's Interact when it leads the account, or
+	// another process's. It returns what a download fetched, and the
+	// adapter's error as the adapter gave it (its kind and the platform
+	// sentinels it matched); with no member leading the account, an error
+	// that is not permanent.
+	Interact(ctx context.Context, adapter string, in Interaction) ([]byte, error)
+}
+
+// Member is the engine as its [Journal] sees it. Its methods are safe for
+// concurrent use.
+type Member interface {
+	// Adapters returns the names of the engine's adapters: the platform
+	// accounts it can lead.
+	Adapters() []string
+
+	// Deliver queues in for its handlers and returns once it is queued.
+	// It refuses in — with an error wrapping engine.ErrQueueFull — when
+	// its chat already has as many events waiting as the engine allows,
+	// unless in.Held says the journal bounds what it hands over; and, with
+	// an error wrapping ErrStopping, once the engine stops. in.Record is
+	// done once its handling ended.
+	Deliver(in Incoming) error
+
+	// Make queues out to be sent through the engine's dispatcher and
+	// sender chain, and returns once it is queued, refusing it as Deliver
+	// refuses an event; out.Done gets its final outcome, and out.Record is
+	// done by then (but for a send a forced shutdown cut off, which stays
+	// for the next start, or the next gateway).
+	Make(out Outgoing) error
+
+	// Lead runs the named adapter's connection to its platform: this
+	// member leads the account. The adapter receives events until ctx
+	// ends, and keeps its connection for the sends still being made until
+	// conn ends too (an adapter whose sends do not need it stops at once).
+	// Lead returns once both ended and the adapter stopped: nil after a
+	// clean stop, and the adapter's error if it failed for good, which the
+	// member reports itself (its engine stops).
+	Lead(ctx, conn context.Context, adapter string) error
+
+	// Listen takes events in at the named adapter's own listener (a
+	// webhook), in a process that does not lead the account, until ctx
+	// ends; it returns nil at once for an adapter without one.
+	Listen(ctx context.Context, adapter string) error
+
+	// Drain waits until the events and sends the member took are done, or
+	// ctx ends, and returns ctx's error then.
+	Drain(ctx context.Context) error
+
+	// Interact makes in on this process's adapter of the account it
+	// leads, for Journal.Interact.
+	Interact(ctx context.Context, adapter string, in Interaction) ([]byte, error)
+}
+
+// Incoming is an event a [Journal] hands to its [Member].
+type Incoming struct {
+	Event platform.Event
+	// Record is the event's record, done once its handling ended; nil for
+	// a journal that keeps nothing.
+	Record Record
+	// Redelivered says the event may have been handled before — by
+	// another process, or by this one before a restart: its handlers run
+	// again and may repeat what they did then.
+	Redelivered bool
+	// Held says the journal bounds what it hands over (a consumer with at
+	// most so many events unacknowledged) and keeps the event if it is
+	// refused: the member queues it even past its chat's queue bound.
+	Held bool
+}
+
+// Outgoing is a send a [Journal] hands to its [Member] to make.
+type Outgoing struct {
+	// ID names the send across runs of the handler that made it (see
+	// Send.ID), or is empty.
+	ID      string
+	Request platform.SendRequest
+	// Record is the send's record, or nil.
+	Record Record
+	// Progress is what the record's last Save kept, or the zero value.
+	Progress platform.Progress
+	// Fence, if not nil, is asked before each run of the send: an error (a
+	// gateway's lease ran out) ends the send with it at once, without
+	// making it and without Done, for another to make.
+	Fence func() error
+	// Redelivered says the send is taken up from the journal (after a
+	// restart, or by a new gateway): it may have been made before, and a
+	// handler run again may repeat it.
+	Redelivered bool
+	// Held is Incoming's.
+	Held bool
+	// Done, if not nil, is called once with the send's final outcome.
+	Done func(platform.SendResult, error)
+	// Settled is Send's, for a send made in the process that appended it;
+	// nil otherwise.
+	Settled func() bool
+}
+
+// Send is a send for [Journal.AppendSend].
+type Send struct {
+	// ID, when not empty, names the send across runs of the handler that
+	// makes it: the platform, the event's ID and the send's place in the
+	// handling.
+	ID      string
+	Request platform.SendRequest
+	// Repeat is set for a send of a handler run again on an event handed
+	// over again (Incoming.Redelivered): it may have been delivered
+	// before, and marked so.
+	Repeat bool
+	// Done is called once with the send's final outcome, wherever it is
+	// made; not for a duplicate, nor when AppendSend fails.
+	Done func(platform.SendResult, error)
+	// Settled, if not nil, reports whether the handling of the event whose
+	// handler made the send ended for good: a run again can no longer
+	// repeat the send, so a delivered send needs no mark (Record.Done).
+	// With nil, every delivered send with an ID is marked.
+	Settled func() bool
+}
+
+// Appended is what [Journal.AppendSend] did.
+type Appended struct {
+	// Duplicate is set when the send was recorded before.
+	Duplicate bool
+	// Delivered is the result of a duplicate marked delivered, or nil.
+	Delivered *platform.SendResult
+}
+
+// Record is one event or send a [Journal] holds.
+type Record interface {
+	// Done removes the record: the event's handling ended, or the send's
+	// outcome is final. A non-nil delivered marks a send with an ID
+	// delivered, with its result, for as long as the journal recognizes
+	// duplicates: the engine asks for it when the send's event is still
+	// being handled (a crash then runs its handler again, which repeats
+	// the send). Events get nil.
+	Done(ctx context.Context, delivered *platform.SendResult) error
+	// Save records how far a send got (the parts of a long text delivered,
+	// a wait it is in), so that a send taken up again after a restart goes
+	// on from there. Events ignore it.
+	Save(ctx context.Context, p *platform.Progress) error
+}

@@ -1,0 +1,194 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Log is where the journal of one process ([NewLocal]) keeps its records:
+// package cluster's Journal on NATS JetStream, say. Its methods are called
+// concurrently.
+type Log interface {
+	// RecordEvent records ev. duplicate reports that an event with ev's
+	// platform and ID was recorded before: nothing is recorded then.
+	RecordEvent(ctx context.Context, ev platform.Event) (rec Record, duplicate bool, err error)
+	// RecordSend records s (its Done aside). A send whose ID was recorded
+	// before and is not done is a duplicate, not recorded again; so is one
+	// marked delivered (see Record.Done), whose result it then returns —
+	// it looks for marks only for a send with Repeat set.
+	RecordSend(ctx context.Context, s Send) (Record, Appended, error)
+	// Pending returns what is recorded and not done: the sends, then the
+	// events, each in the order they were recorded, and the dead letters.
+	Pending(ctx context.Context) (Pending, error)
+	// Keep and Forget keep the dead letters.
+	sender.DeadLetterBackend
+}
+
+// Pending is what a [Log] holds at start: its records not done, as the
+// journal hands them over (their Redelivered and Held are set by it).
+type Pending struct {
+	Sends       []Outgoing
+	Events      []Incoming
+	DeadLetters []sender.DeadLetter
+}
+
+// Local is the [Journal] of one process: every event and send is handed
+// back at once to its own member, which leads every adapter. Over a nil
+// [Log] it keeps nothing: the engine's default, whose events and sends
+// live in the process's memory only. Over a Log it records each event
+// before the member takes it and each send before its Future is handed
+// out, removes them when done, and at Recover hands over what a crash
+// left, the sends first.
+//
+// Create it with [NewLocal]; it is safe for concurrent use.
+type Local struct {
+	log Log
+	m   atomic.Pointer[Member]
+}
+
+var _ Journal = (*Local)(nil)
+
+// NewLocal returns the journal of one process over log; a nil log keeps
+// nothing.
+func NewLocal(log Log) *Local { return &Local{log: log} }
+
+// Attach binds the journal to its engine (see Journal).
+func (l *Local) Attach(m Member) error {
+	if m == nil {
+		return errors.New("journal: Attach: nil member")
+	}
+	if !l.m.CompareAndSwap(nil, &m) {
+		return ErrAttached
+	}
+	return nil
+}
+
+func (l *Local) member() (Member, error) {
+	if p := l.m.Load(); p != nil {
+		return *p, nil
+	}
+	return nil, ErrNotAttached
+}
+
+// AppendEvent records ev in the log, if there is one, and delivers it
+// (see Journal). An event the member refuses because it stops stays
+// recorded, for the next start, and counts as appended.
+func (l *Local) AppendEvent(ctx context.Context, ev platform.Event) (bool, error) {
+	m, err := l.member()
+	if err != nil {
+		return false, err
+	}
+	if l.log == nil {
+		return false, m.Deliver(Incoming{Event: ev})
+	}
+	rec, dup, err := l.log.RecordEvent(ctx, ev)
+	if err != nil || dup {
+		return dup, err
+	}
+	if err := m.Deliver(Incoming{Event: ev, Record: rec}); err != nil {
+		if errors.Is(err, ErrStopping) {
+			return false, nil // recorded: the next start handles it
+		}
+		return false, refused(ctx, rec, err)
+	}
+	return false, nil
+}
+
+// AppendSend records s in the log, if there is one, and hands it to the
+// member to make (see Journal).
+func (l *Local) AppendSend(ctx context.Context, s Send) (Appended, error) {
+	m, err := l.member()
+	if err != nil {
+		return Appended{}, err
+	}
+	out := Outgoing{ID: s.ID, Request: s.Request, Done: s.Done, Settled: s.Settled}
+	if l.log == nil {
+		return Appended{}, m.Make(out)
+	}
+	rec, a, err := l.log.RecordSend(ctx, s)
+	if err != nil || a.Duplicate {
+		return a, err
+	}
+	out.Record = rec
+	if err := m.Make(out); err != nil {
+		return Appended{}, refused(ctx, rec, err)
+	}
+	return Appended{}, nil
+}
+
+// refused removes the record of what the member refused, and returns the
+// refusal, joined by the removal's failure if it failed (the record then
+// stays, and is handed over at the next start).
+func refused(ctx context.Context, rec Record, err error) error {
+	if derr := rec.Done(ctx, nil); derr != nil {
+		return errors.Join(err, fmt.Errorf("journal: removing the refused record: %w", derr))
+	}
+	return err
+}
+
+// Recover hands over what the log held at start — the sends, then the
+// events, each in order — and returns the log as the dead letters'
+// backend, with those it keeps; nothing without a log (see Journal).
+func (l *Local) Recover(ctx context.Context) (sender.DeadLetterBackend, []sender.DeadLetter, error) {
+	m, err := l.member()
+	if err != nil || l.log == nil {
+		return nil, nil, err
+	}
+	rec, err := l.log.Pending(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("journal: recover: %w", err)
+	}
+	for _, s := range rec.Sends {
+		s.Redelivered, s.Held = true, true
+		if err := m.Make(s); err != nil {
+			return nil, nil, fmt.Errorf("journal: take up a send: %w", err)
+		}
+	}
+	for _, in := range rec.Events {
+		in.Redelivered, in.Held = true, true
+		if err := m.Deliver(in); err != nil {
+			return nil, nil, fmt.Errorf("journal: take up an event: %w", err)
+		}
+	}
+	return l.log, rec.DeadLetters, nil
+}
+
+// Join leads every adapter of the member until ctx ends; it then stops
+// them receiving, waits for the member to finish what it took, and closes
+// their connections (see Journal).
+func (l *Local) Join(ctx context.Context) error {
+	m, err := l.member()
+	if err != nil {
+		return err
+	}
+	conn, closeConns := context.WithCancel(context.WithoutCancel(ctx))
+	defer closeConns()
+	var leads sync.WaitGroup
+	for _, name := range m.Adapters() {
+		// An adapter that fails for good is the member's to report: Lead
+		// returns its error to it, and it stops (see Member.Lead).
+		leads.Go(func() { _ = m.Lead(ctx, conn, name) })
+	}
+	<-ctx.Done()
+	// The connections stay while what was taken is done: the member's
+	// own bound (its shutdown timeout) ends the wait.
+	_ = m.Drain(context.WithoutCancel(ctx))
+	closeConns()
+	leads.Wait()
+	return nil
+}
+
+// Interact makes in on the member's own adapter (see Journal).
+func (l *Local) Interact(ctx context.Context, adapter string, in Interaction) ([]byte, error) {
+	m, err := l.member()
+	if err != nil {
+		return nil, err
+	}
+	return m.Interact(ctx, adapter, in)
+}
