@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/infra/backoff"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -218,14 +219,7 @@ func (l *lead) fence(ctx context.Context, stop func()) {
 // sleep waits d (a pause before trying again), or until the connection
 // ends; it reports whether the gateway still runs.
 func (l *lead) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return l.recv.Err() == nil
-	case <-l.recv.Done():
-		return false
-	}
+	return backoff.Sleep(l.recv, d) && l.recv.Err() == nil
 }
 
 // pull hands the account's sends to the member's dispatcher, in order.

@@ -151,7 +151,7 @@ func (r *membership) startPartition(ctx context.Context, p int, rev uint64, from
 // says "in progress" for those it still works on.
 func (p *partition) run() {
 	defer close(p.done)
-	tick := time.NewTicker(p.s.cfg.AckWait / 3)
+	tick := time.NewTicker(p.s.cfg.AckWait / 3) // heartbeat: "in progress" before AckWait runs out
 	defer tick.Stop()
 	msgs := make(chan jetstream.Msg)
 	go func() { // ends when the iterator is stopped

@@ -396,7 +396,7 @@ func (r *membership) listen(ctx context.Context) *sync.WaitGroup {
 // ctx ends.
 func (r *membership) loop(ctx context.Context) error {
 	s := r.s
-	beat := time.NewTicker(s.cfg.Heartbeat)
+	beat := time.NewTicker(s.cfg.Heartbeat) // heartbeat: members, partitions and leases looked at each beat
 	defer beat.Stop()
 	for {
 		if live, err := r.liveMembers(ctx); err == nil {
@@ -416,7 +416,7 @@ func (r *membership) loop(ctx context.Context) error {
 // heartbeat says the member is alive every Heartbeat until ctx ends, on a
 // beat of its own: a slow takeover never makes it look gone.
 func (r *membership) heartbeat(ctx context.Context) {
-	beat := time.NewTicker(r.s.cfg.Heartbeat)
+	beat := time.NewTicker(r.s.cfg.Heartbeat) // heartbeat: the member's own
 	defer beat.Stop()
 	for {
 		if _, err := r.s.members.Put(ctx, token(r.s.cfg.Node), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
@@ -433,7 +433,7 @@ func (r *membership) heartbeat(ctx context.Context) {
 // keepAlive renews the leases held, taking nothing, until ctx ends: the
 // member is leaving.
 func (r *membership) keepAlive(ctx context.Context) {
-	beat := time.NewTicker(r.s.cfg.Heartbeat)
+	beat := time.NewTicker(r.s.cfg.Heartbeat) // heartbeat: the leases' renewals while leaving
 	defer beat.Stop()
 	for {
 		select {

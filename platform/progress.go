@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/heraldbot/herald/infra/backoff"
 )
 
 // ErrWouldExceedDeadline is returned by [Progress.Wait] when a wait cannot
@@ -168,14 +170,10 @@ func (p *Progress) Wait(ctx context.Context, d time.Duration) error {
 		p.NotBefore = now.Add(d)
 		return &PauseError{Delay: d}
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if !backoff.Sleep(ctx, d) {
 		return ctx.Err()
 	}
+	return nil
 }
 
 // PauseError is what a run of a resumable send returns, through every

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldbot/herald/infra/backoff"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -199,14 +200,8 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 	a.mu.Unlock()
 
 	if hasFault {
-		if f.delay > 0 {
-			t := time.NewTimer(f.delay)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return platform.SendResult{}, fmt.Errorf("memory: send to %s: %w", chatID, ctx.Err())
-			}
+		if f.delay > 0 && !backoff.Sleep(ctx, f.delay) {
+			return platform.SendResult{}, fmt.Errorf("memory: send to %s: %w", chatID, ctx.Err())
 		}
 		if f.panic != nil {
 			panic(f.panic)

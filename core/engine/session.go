@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heraldbot/herald/core/state"
+	"github.com/heraldbot/herald/infra/backoff"
 )
 
 // Errors of sessions.
@@ -239,15 +240,10 @@ func (s Session[T]) Update(ctx context.Context, f func(*T) error) (T, error) {
 // first.
 func pauseBeforeRetry(ctx context.Context, attempt int) error {
 	d := time.Millisecond << min(attempt-1, 5)
-	d = d/2 + rand.N(d/2+1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if !backoff.Sleep(ctx, backoff.EqualJitter(d, rand.Float64())) {
 		return ctx.Err()
 	}
+	return nil
 }
 
 // Delete removes the value.

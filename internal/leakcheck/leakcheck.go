@@ -24,7 +24,7 @@ func Find(opts ...goleak.Option) error {
 	deadline := time.Now().Add(Patience)
 	err := goleak.Find(opts...)
 	for err != nil && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // a test helper's wait, bounded by Patience: goroutines end in their own time
 		err = goleak.Find(opts...)
 	}
 	return err

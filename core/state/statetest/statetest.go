@@ -134,18 +134,18 @@ func Run(t *testing.T, newStore func(t *testing.T) state.Store, f Features) {
 		if _, err := s.Create(ctx, "forever", []byte("1"), 0); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(f.TTLUnit)
+		time.Sleep(f.TTLUnit) // a timeout under test: the key's TTL (fake time under Features.Bubble)
 		// An update renews the TTL.
 		if _, err := s.Update(ctx, "t", []byte("2"), r, ttl); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(f.TTLUnit + f.TTLUnit/2)
+		time.Sleep(f.TTLUnit + f.TTLUnit/2) // a timeout under test, as above
 		if v, _, err := s.Get(ctx, "t"); err != nil || string(v) != "2" {
 			t.Fatalf("Get within the renewed TTL = %q, %v", v, err)
 		}
 		var err2 error
 		for range 20 { // a store may drop an expired key a little late
-			time.Sleep(f.TTLUnit)
+			time.Sleep(f.TTLUnit) // a timeout under test, as above
 			if _, _, err2 = s.Get(ctx, "t"); errors.Is(err2, state.ErrNotFound) {
 				break
 			}
