@@ -218,6 +218,9 @@ func (s *Shared) member() (journal.Member, error) {
 
 // AppendEvent records ev in IN, for the member owning its partition.
 func (s *Shared) AppendEvent(ctx context.Context, ev platform.Event) (bool, error) {
+	if _, err := s.member(); err != nil {
+		return false, err
+	}
 	_, dup, err := s.Journal.RecordEvent(ctx, ev)
 	if dup {
 		s.skipped.Add(1)
@@ -234,6 +237,9 @@ const (
 // AppendSend records a send in OUT, for the gateway of its account, which
 // answers its outcome to this member, under a key of the send's own.
 func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appended, error) {
+	if _, err := s.member(); err != nil {
+		return journal.Appended{}, err
+	}
 	if snd.Repeat && snd.ID != "" {
 		if res, ok, err := s.mark(ctx, snd.ID); err != nil {
 			return journal.Appended{}, err

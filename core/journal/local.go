@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -50,7 +51,19 @@ type Pending struct {
 type Local struct {
 	log Log
 	m   atomic.Pointer[Member]
+
+	// refused holds the records of events the member refused (a full
+	// queue): the log knows their IDs, so when the platform delivers one
+	// again it is a duplicate there, and is offered to the member again
+	// from here. At most maxRefused are kept, the oldest dropped first.
+	rmu     sync.Mutex
+	refused map[string]Record
+	order   []string
 }
+
+// maxRefused bounds the refused events a Local keeps for their platform's
+// next delivery.
+const maxRefused = 4096
 
 var _ Journal = (*Local)(nil)
 
@@ -88,16 +101,75 @@ func (l *Local) AppendEvent(ctx context.Context, ev platform.Event) (bool, error
 		return false, m.Deliver(Incoming{Event: ev})
 	}
 	rec, dup, err := l.log.RecordEvent(ctx, ev)
-	if err != nil || dup {
-		return dup, err
+	switch {
+	case err != nil:
+		return false, err
+	case dup:
+		if rec = l.takeRefused(ev); rec == nil {
+			return true, nil
+		}
 	}
 	if err := m.Deliver(Incoming{Event: ev, Record: rec}); err != nil {
 		if errors.Is(err, ErrStopping) {
 			return false, nil // recorded: the next start handles it
 		}
-		return false, refused(ctx, rec, err)
+		if ev.ID == "" {
+			return false, refused(ctx, rec, err) // nothing to know it by
+		}
+		// Kept: the platform delivers it again (or the next start
+		// handles it), and the log knows it already.
+		return false, errors.Join(err, l.keepRefused(ctx, ev, rec))
 	}
 	return false, nil
+}
+
+func refusedKey(ev platform.Event) string { return ev.Platform + ":" + ev.ID }
+
+// keepRefused keeps the record of the refused event ev, dropping the
+// oldest kept beyond maxRefused; it returns the failure to remove one.
+func (l *Local) keepRefused(ctx context.Context, ev platform.Event, rec Record) error {
+	l.rmu.Lock()
+	if l.refused == nil {
+		l.refused = make(map[string]Record)
+	}
+	key := refusedKey(ev)
+	if _, ok := l.refused[key]; !ok {
+		l.order = append(l.order, key)
+	}
+	l.refused[key] = rec
+	var drop Record
+	for len(l.order) > maxRefused {
+		old := l.order[0]
+		l.order = l.order[1:]
+		if r, ok := l.refused[old]; ok {
+			delete(l.refused, old)
+			drop = r
+			break
+		}
+	}
+	l.rmu.Unlock()
+	if drop != nil {
+		if err := drop.Done(ctx, nil); err != nil {
+			return fmt.Errorf("journal: removing an old refused record: %w", err)
+		}
+	}
+	return nil
+}
+
+// takeRefused returns, and forgets, the record of ev if it was refused.
+func (l *Local) takeRefused(ev platform.Event) Record {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	key := refusedKey(ev)
+	rec, ok := l.refused[key]
+	if !ok {
+		return nil
+	}
+	delete(l.refused, key)
+	if i := slices.Index(l.order, key); i >= 0 {
+		l.order = slices.Delete(l.order, i, i+1)
+	}
+	return rec
 }
 
 // AppendSend records s in the log, if there is one, and hands it to the

@@ -1,0 +1,518 @@
+// Package journaltest is the suite every [journal.Journal] passes: the
+// engine's default journal (journal.NewLocal(nil)) and package cluster's
+// journals run it in their tests, as adapters run adaptertest and stores
+// statetest. A journal of your own runs it too:
+//
+//	func TestJournal(t *testing.T) {
+//		journaltest.Run(t, func(t *testing.T) journal.Journal { return open(t) }, journaltest.Features{Durable: true})
+//	}
+//
+// The suite plays the engine: a Member that records what the journal
+// hands it, makes every send at once, and leads one adapter, "t".
+package journaltest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Adapter is the name of the one adapter the suite's member has.
+const Adapter = "t"
+
+// Features says what a journal does beyond the contract's floor.
+type Features struct {
+	// Durable journals keep what they record: they know an event or a
+	// send by its ID (a duplicate), and hand over at Recover what a
+	// journal on the same store left undone. Reopen, if not nil, returns
+	// a new journal on the store of the last one open returned (the
+	// process restarted); the suite then checks what Recover hands over.
+	Durable bool
+	Reopen  func(t *testing.T) journal.Journal
+	// Deferred journals hand events and sends over once Join runs (from
+	// consumers of their own), not at once from AppendEvent and
+	// AppendSend; refusals of the member are then not the caller's.
+	Deferred bool
+}
+
+// patience bounds every wait of the suite.
+const patience = 30 * time.Second
+
+// Run runs the suite on journals from open, one per subtest.
+func Run(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
+	t.Run("Attach", func(t *testing.T) { testAttach(t, open) })
+	t.Run("EventsInOrder", func(t *testing.T) { testEvents(t, open, f) })
+	t.Run("SendsAndOutcomes", func(t *testing.T) { testSends(t, open, f) })
+	t.Run("Interact", func(t *testing.T) { testInteract(t, open, f) })
+	t.Run("JoinLeaves", func(t *testing.T) { testJoinLeaves(t, open, f) })
+	if !f.Deferred {
+		t.Run("Refusals", func(t *testing.T) { testRefusals(t, open) })
+	}
+	if f.Durable {
+		t.Run("Duplicates", func(t *testing.T) { testDuplicates(t, open, f) })
+	}
+	if f.Durable && f.Reopen != nil {
+		t.Run("RecoverAfterRestart", func(t *testing.T) { testRecover(t, open, f) })
+	}
+}
+
+// Member is the suite's engine: it records the events and sends handed to
+// it, handles each event and makes each send at once (their records done,
+// a send's Done given a result naming it), and leads one adapter that
+// runs until its contexts end. Refuse, while set, refuses every event and
+// send, as a full queue would. It is safe for concurrent use.
+type Member struct {
+	mu       sync.Mutex
+	events   []journal.Incoming
+	sends    []journal.Outgoing
+	refuse   error
+	leading  int
+	drained  int
+	changed  chan struct{}
+	seq      int
+	interact []journal.Interaction
+}
+
+// NewMember returns a Member.
+func NewMember() *Member { return &Member{changed: make(chan struct{})} }
+
+func (m *Member) note() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// Adapters implements journal.Member.
+func (m *Member) Adapters() []string { return []string{Adapter} }
+
+// Deliver implements journal.Member.
+func (m *Member) Deliver(in journal.Incoming) error {
+	m.mu.Lock()
+	if err := m.refuse; err != nil && !in.Held {
+		m.mu.Unlock()
+		return err
+	}
+	m.events = append(m.events, in)
+	m.note()
+	m.mu.Unlock()
+	if in.Record != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		_ = in.Record.Done(ctx, nil)
+	}
+	return nil
+}
+
+// Make implements journal.Member.
+func (m *Member) Make(out journal.Outgoing) error {
+	m.mu.Lock()
+	if err := m.refuse; err != nil && !out.Held {
+		m.mu.Unlock()
+		return err
+	}
+	if out.Fence != nil {
+		if err := out.Fence(); err != nil {
+			m.mu.Unlock()
+			return nil // another gateway makes it
+		}
+	}
+	m.seq++
+	res := platform.SendResult{MessageID: strconv.Itoa(m.seq), ChatID: out.Request.Target.ID}
+	m.sends = append(m.sends, out)
+	m.note()
+	m.mu.Unlock()
+	if out.Record != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		var mark *platform.SendResult
+		if out.ID != "" && (out.Settled == nil || !out.Settled()) {
+			mark = &res
+		}
+		_ = out.Record.Done(ctx, mark)
+	}
+	if out.Done != nil {
+		out.Done(res, nil)
+	}
+	return nil
+}
+
+// Lead implements journal.Member: the adapter runs until both contexts
+// end.
+func (m *Member) Lead(ctx, conn context.Context, adapter string) error {
+	m.mu.Lock()
+	m.leading++
+	m.note()
+	m.mu.Unlock()
+	<-ctx.Done()
+	<-conn.Done()
+	m.mu.Lock()
+	m.leading--
+	m.note()
+	m.mu.Unlock()
+	return nil
+}
+
+// Listen implements journal.Member: the adapter has no listener.
+func (m *Member) Listen(context.Context, string) error { return nil }
+
+// Drain implements journal.Member: everything is done at once.
+func (m *Member) Drain(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.drained++
+	m.note()
+	return nil
+}
+
+// Interact implements journal.Member: it answers with the interaction's
+// op.
+func (m *Member) Interact(_ context.Context, adapter string, in journal.Interaction) ([]byte, error) {
+	if adapter != Adapter {
+		return nil, platform.Permanent(fmt.Errorf("journaltest: no adapter %q: %w", adapter, platform.ErrUnsupported))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.interact = append(m.interact, in)
+	return []byte(in.Op), nil
+}
+
+// waitFor waits until cond, called with m's lock held, holds.
+func (m *Member) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	timer := time.NewTimer(patience)
+	defer timer.Stop()
+	for {
+		m.mu.Lock()
+		ok, changed := cond(), m.changed
+		m.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			t.Fatalf("journaltest: waited %v for %s", patience, what)
+		}
+	}
+}
+
+// running is a journal attached to a Member, joined until the test ends.
+type running struct {
+	j    journal.Journal
+	m    *Member
+	stop func()
+}
+
+// start attaches j to a new Member, recovers and, with join, joins it
+// until the test ends.
+func start(t *testing.T, j journal.Journal, join bool) *running {
+	t.Helper()
+	m := NewMember()
+	if err := j.Attach(m); err != nil {
+		t.Fatalf("Attach: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if _, _, err := j.Recover(ctx); err != nil {
+		t.Fatalf("Recover: %v", err)
+	}
+	r := &running{j: j, m: m, stop: func() {}}
+	if join {
+		jctx, leave := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- j.Join(jctx) }()
+		var once sync.Once
+		r.stop = func() {
+			once.Do(func() {
+				leave()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Errorf("Join: %v", err)
+					}
+				case <-time.After(patience): // a timeout: Join must return
+					t.Errorf("Join did not return %v after its context ended", patience)
+				}
+			})
+		}
+		t.Cleanup(r.stop)
+		m.waitFor(t, "the journal to lead the adapter", func() bool { return m.leading > 0 })
+	}
+	return r
+}
+
+func ctxOf(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func event(id, chat, text string) platform.Event {
+	return platform.Event{ID: id, Platform: Adapter, Kind: platform.EventMessage,
+		Chat: platform.Chat{ID: chat, Type: platform.ChatPrivate}, From: platform.User{ID: "u"}, Text: text}
+}
+
+func sendTo(chat, text string) platform.SendRequest {
+	return platform.SendRequest{Platform: Adapter, Target: platform.Chat{ID: chat}, Message: platform.TextMessage(text)}
+}
+
+func testAttach(t *testing.T, open func(t *testing.T) journal.Journal) {
+	j := open(t)
+	ctx := ctxOf(t)
+	if _, err := j.AppendEvent(ctx, event("1", "a", "x")); !errors.Is(err, journal.ErrNotAttached) {
+		t.Errorf("AppendEvent before Attach: %v; want ErrNotAttached", err)
+	}
+	if err := j.Attach(NewMember()); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Attach(NewMember()); !errors.Is(err, journal.ErrAttached) {
+		t.Errorf("a second Attach: %v; want ErrAttached", err)
+	}
+}
+
+// Events of one chat are handed over in the order they were appended.
+func testEvents(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
+	r := start(t, open(t), true)
+	ctx := ctxOf(t)
+	const n = 30
+	for i := range n {
+		chat := []string{"a", "b.c", "sp ace"}[i%3]
+		if dup, err := r.j.AppendEvent(ctx, event(fmt.Sprint("e", i), chat, strconv.Itoa(i))); err != nil || dup {
+			t.Fatalf("AppendEvent %d: duplicate %v, %v", i, dup, err)
+		}
+	}
+	r.m.waitFor(t, "every event", func() bool { return len(r.m.events) == n })
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	last := map[string]int{}
+	for _, in := range r.m.events {
+		i, _ := strconv.Atoi(in.Event.Text)
+		if prev, ok := last[in.Event.Chat.ID]; ok && i < prev {
+			t.Fatalf("chat %q got event %d after %d", in.Event.Chat.ID, i, prev)
+		}
+		last[in.Event.Chat.ID] = i
+		if f.Durable && in.Record == nil {
+			t.Fatalf("a durable journal handed event %d over without its record", i)
+		}
+	}
+}
+
+// Sends are handed over in order per chat, and each one's outcome reaches
+// its Done.
+func testSends(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
+	r := start(t, open(t), true)
+	ctx := ctxOf(t)
+	const n = 20
+	var mu sync.Mutex
+	results := map[int]platform.SendResult{}
+	all := make(chan struct{})
+	for i := range n {
+		s := journal.Send{ID: fmt.Sprint("t:ev/", i), Request: sendTo("c"+strconv.Itoa(i%2), strconv.Itoa(i)),
+			Done: func(res platform.SendResult, err error) {
+				if err != nil {
+					t.Errorf("send %d: %v", i, err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				results[i] = res
+				if len(results) == n {
+					close(all)
+				}
+			}}
+		if a, err := r.j.AppendSend(ctx, s); err != nil || a.Duplicate {
+			t.Fatalf("AppendSend %d: %+v, %v", i, a, err)
+		}
+	}
+	r.m.waitFor(t, "every send", func() bool { return len(r.m.sends) == n })
+	select {
+	case <-all:
+	case <-ctx.Done():
+		mu.Lock()
+		t.Fatalf("%d of %d outcomes reached their Done", len(results), n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	last := map[string]int{}
+	for _, out := range r.m.sends {
+		i, _ := strconv.Atoi(out.Request.Message.Text)
+		if prev, ok := last[out.Request.Target.ID]; ok && i < prev {
+			t.Fatalf("chat %q: send %d made after %d", out.Request.Target.ID, i, prev)
+		}
+		last[out.Request.Target.ID] = i
+		if out.ID != fmt.Sprint("t:ev/", i) {
+			t.Fatalf("send %d handed over with id %q", i, out.ID)
+		}
+		if f.Durable && out.Record == nil {
+			t.Fatalf("a durable journal handed send %d over without its record", i)
+		}
+	}
+	for i, res := range results {
+		if res.ChatID != "c"+strconv.Itoa(i%2) || res.MessageID == "" {
+			t.Fatalf("send %d's outcome %+v", i, res)
+		}
+	}
+}
+
+// An interaction reaches the member that leads the account.
+func testInteract(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
+	r := start(t, open(t), true)
+	ctx := ctxOf(t)
+	var data []byte
+	var err error
+	deadline := time.Now().Add(patience)
+	for {
+		data, err = r.j.Interact(ctx, Adapter, journal.Interaction{Op: journal.OpChatAction, Chat: platform.Chat{ID: "a"}, Action: platform.ActionTyping})
+		if err == nil || platform.IsPermanent(err) || time.Now().After(deadline) {
+			break
+		}
+		// No gateway yet: the error is retryable, and the suite tries again
+		// (a timeout between tries, bounded by patience).
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil || string(data) != string(journal.OpChatAction) {
+		t.Fatalf("Interact = %q, %v; want the member's answer", data, err)
+	}
+}
+
+// Join returns once its context ended, after the member drained, and
+// with the adapter's connection closed.
+func testJoinLeaves(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
+	r := start(t, open(t), true)
+	r.stop()
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	if r.m.drained == 0 {
+		t.Error("Join left without draining its member")
+	}
+	if r.m.leading != 0 {
+		t.Error("Join returned with the adapter still running")
+	}
+}
+
+// A journal that hands over at once returns the member's refusal; an event
+// refused and delivered again by its platform is handed over then.
+func testRefusals(t *testing.T, open func(t *testing.T) journal.Journal) {
+	r := start(t, open(t), false)
+	ctx := ctxOf(t)
+	full := errors.New("journaltest: queue full")
+	r.m.mu.Lock()
+	r.m.refuse = full
+	r.m.mu.Unlock()
+	if _, err := r.j.AppendEvent(ctx, event("r1", "a", "x")); !errors.Is(err, full) {
+		t.Fatalf("AppendEvent refused by the member: %v; want the refusal", err)
+	}
+	if _, err := r.j.AppendSend(ctx, journal.Send{ID: "t:r1/1", Request: sendTo("a", "x")}); !errors.Is(err, full) {
+		t.Fatalf("AppendSend refused by the member: %v; want the refusal", err)
+	}
+	r.m.mu.Lock()
+	r.m.refuse = nil
+	r.m.mu.Unlock()
+	// The platform delivers the refused event again: it is handled now.
+	if dup, err := r.j.AppendEvent(ctx, event("r1", "a", "x")); err != nil || dup {
+		t.Fatalf("an event refused before, appended again: duplicate %v, %v", dup, err)
+	}
+	r.m.mu.Lock()
+	n := len(r.m.events)
+	r.m.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("the event refused, then delivered again, was handed over %d times; want once", n)
+	}
+}
+
+// An event or a send appended again with its ID is a duplicate; a send
+// marked delivered and repeated by a handler run again is one too, with
+// its result.
+func testDuplicates(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
+	r := start(t, open(t), true)
+	ctx := ctxOf(t)
+	if dup, err := r.j.AppendEvent(ctx, event("d1", "a", "x")); err != nil || dup {
+		t.Fatalf("AppendEvent: duplicate %v, %v", dup, err)
+	}
+	if dup, err := r.j.AppendEvent(ctx, event("d1", "a", "again")); err != nil || !dup {
+		t.Fatalf("the same event again: duplicate %v, %v; want a duplicate", dup, err)
+	}
+	done := make(chan platform.SendResult, 1)
+	s := journal.Send{ID: "t:d1/1", Request: sendTo("a", "one"), Done: func(res platform.SendResult, _ error) { done <- res }}
+	if _, err := r.j.AppendSend(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	var res platform.SendResult
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		t.Fatal("the send's outcome never came")
+	}
+	s.Repeat, s.Done = true, func(platform.SendResult, error) { t.Error("a duplicate's Done was called") }
+	a, err := r.j.AppendSend(ctx, s)
+	if err != nil || !a.Duplicate {
+		t.Fatalf("a delivered send repeated: %+v, %v; want a duplicate", a, err)
+	}
+	if a.Delivered != nil && a.Delivered.MessageID != res.MessageID {
+		t.Fatalf("the duplicate's result %+v; want %+v", *a.Delivered, res)
+	}
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	if n := len(r.m.sends); n != 1 {
+		t.Fatalf("%d sends made; want the one", n)
+	}
+}
+
+// What a journal left undone comes back at Recover on the same store, in
+// order, marked as handed over again.
+func testRecover(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
+	// A process that takes events and sends and is killed before it
+	// finishes any.
+	j := open(t)
+	if err := j.Attach(&holdingMember{Member: NewMember()}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxOf(t)
+	if _, _, err := j.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := j.AppendEvent(ctx, event(fmt.Sprint("k", i), "a", strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.AppendSend(ctx, journal.Send{ID: fmt.Sprint("t:k/", i), Request: sendTo("a", strconv.Itoa(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The restart.
+	r := start(t, f.Reopen(t), false)
+	r.m.waitFor(t, "what the crash left", func() bool { return len(r.m.events) >= 3 && len(r.m.sends) >= 3 })
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	var evs, sends []string
+	for _, in := range r.m.events {
+		if !in.Redelivered {
+			t.Fatalf("event %s taken up without Redelivered", in.Event.ID)
+		}
+		evs = append(evs, in.Event.Text)
+	}
+	for _, out := range r.m.sends {
+		if !out.Redelivered {
+			t.Fatalf("send %s taken up without Redelivered", out.ID)
+		}
+		sends = append(sends, out.Request.Message.Text)
+	}
+	if want := []string{"0", "1", "2"}; !slices.Equal(evs, want) || !slices.Equal(sends, want) {
+		t.Fatalf("taken up events %q and sends %q; want %q each, in order", evs, sends, want)
+	}
+}
+
+// holdingMember takes events and sends and never finishes them, as a
+// process killed in the middle.
+type holdingMember struct{ *Member }
+
+func (h *holdingMember) Deliver(journal.Incoming) error { return nil }
+func (h *holdingMember) Make(journal.Outgoing) error    { return nil }
