@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/heraldbot/herald/core/state"
@@ -149,17 +148,9 @@ func (k *SessionKey[T]) Of(e *Engine, platformName, id string) Session[T] {
 	}
 	return Session[T]{
 		store: e.state.sessions,
-		key:   scope + escapeKey(platformName) + "/" + escapeKey(id) + "/" + escapeKey(k.name),
+		key:   scope + state.KeyPart(platformName) + "/" + state.KeyPart(id) + "/" + state.KeyPart(k.name),
 		ttl:   k.ttl,
 	}
-}
-
-// escapeKey escapes s for a part of a "/"-separated store key.
-func escapeKey(s string) string {
-	if !strings.ContainsAny(s, "%/") {
-		return s
-	}
-	return strings.NewReplacer("%", "%25", "/", "%2F").Replace(s)
 }
 
 // Session is the state a [SessionKey] names for one chat or user, from

@@ -11,6 +11,7 @@ package state
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -53,4 +54,13 @@ type Store interface {
 	// Keys returns the keys with a value that begin with prefix, in no
 	// particular order.
 	Keys(ctx context.Context, prefix string) ([]string, error)
+}
+
+// KeyPart escapes s to be one part of a "/"-separated key: "%" and "/"
+// become "%25" and "%2F", so that keys made of parts never collide.
+func KeyPart(s string) string {
+	if !strings.ContainsAny(s, "%/") {
+		return s
+	}
+	return strings.NewReplacer("%", "%25", "/", "%2F").Replace(s)
 }
