@@ -84,7 +84,10 @@ func TestNextAcceptAndTimeout(t *testing.T) {
 			ctx, cancel := context.WithTimeout(c.Context(), time.Minute)
 			defer cancel()
 			ev, err := c.Next(ctx, func(ev platform.Event) bool { return ev.Kind == platform.EventCallback })
-			if err != nil {
+			switch {
+			case errors.Is(err, engine.ErrWaiting):
+				return err
+			case err != nil:
 				results <- err.Error()
 				return nil
 			}
@@ -116,8 +119,9 @@ func TestNextAcceptAndTimeout(t *testing.T) {
 	})
 }
 
-// Shutdown ends a wait at once with ErrEngineClosed; Next without a chat,
-// and Prompt whose question fails, return at once.
+// A clean stop does not wake a waiting conversation: it stays where it
+// waited (a journal keeps its events for the next start); Next without a
+// chat, and Prompt whose question fails, return their errors.
 func TestNextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, mem := newEngine(t)
@@ -128,20 +132,24 @@ func TestNextEnds(t *testing.T) {
 			return nil
 		})
 		errs := make(chan error, 3)
-		e.OnCommand("wait", func(c *engine.Context) error {
-			_, err := c.Next(context.Background(), nil)
+		report := func(err error) error {
+			if errors.Is(err, engine.ErrWaiting) {
+				return err
+			}
 			errs <- err
 			return nil
+		}
+		e.OnCommand("wait", func(c *engine.Context) error {
+			_, err := c.Next(context.Background(), nil)
+			return report(err)
 		})
 		e.OnCommand("ask", func(c *engine.Context) error {
 			_, err := c.Prompt(context.Background(), platform.TextMessage("unsendable"))
-			errs <- err
-			return nil
+			return report(err)
 		})
 		e.OnEvent(platform.EventCallback, func(c *engine.Context) error {
 			_, err := c.Next(context.Background(), nil)
-			errs <- err
-			return nil
+			return report(err)
 		})
 		runEngine(t, e)
 
@@ -155,36 +163,37 @@ func TestNextEnds(t *testing.T) {
 		}
 		mem.Say(dm, ann, "/wait")
 		synctest.Wait()
-		start := time.Now()
 		if err := e.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-errs; !errors.Is(err, engine.ErrEngineClosed) || time.Since(start) != 0 {
-			t.Fatalf("Next during Shutdown = %v after %v; want ErrEngineClosed at once", err, time.Since(start))
+		select {
+		case err := <-errs:
+			t.Fatalf("a clean stop woke the waiting conversation with %v", err)
+		default:
 		}
 	})
 }
 
-// Events that arrive while the handler is busy between two Nexts are
-// offered to the second one, in order; what no Next takes goes to the
-// matchers afterwards. Stats count the taken events as Awaited.
-func TestNextTakesEventsThatArrivedMeanwhile(t *testing.T) {
+// A waiting conversation takes its user's next events, in order, as its
+// handler goes on; what it does not take goes to the matchers. The
+// handler's effects are not repeated when it runs again. Stats count the
+// taken events as Awaited.
+func TestNextTakesEventsInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, mem := newEngine(t)
-		var got []string
 		e.OnCommand("two", func(c *engine.Context) error {
 			for range 2 {
 				ev, err := c.Next(c.Context(), nil)
 				if err != nil {
 					return err
 				}
-				got = append(got, "handler "+ev.Text)
+				c.ReplyText("handler " + ev.Text)
 				time.Sleep(time.Second) // busy: b and c arrive now
 			}
 			return nil
 		}, engine.Block())
 		e.OnMessage(func(c *engine.Context) error {
-			got = append(got, "matcher "+c.Text())
+			c.ReplyText("matcher " + c.Text())
 			return nil
 		}, engine.Priority(10))
 		runEngine(t, e)
@@ -192,11 +201,10 @@ func TestNextTakesEventsThatArrivedMeanwhile(t *testing.T) {
 		synctest.Wait()
 		for _, text := range []string{"a", "b", "c"} {
 			mem.Say(dm, ann, text)
-			synctest.Wait()
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if want := []string{"handler a", "handler b", "matcher c"}; !slices.Equal(got, want) {
+		if got, want := mem.Texts(dm.ID), []string{"handler a", "handler b", "matcher c"}; !slices.Equal(got, want) {
 			t.Fatalf("got %q; want %q", got, want)
 		}
 		if st := e.Stats(); st.Awaited != 2 || st.Matched != 2 || st.Received != 4 {
@@ -205,24 +213,21 @@ func TestNextTakesEventsThatArrivedMeanwhile(t *testing.T) {
 	})
 }
 
-// A full chat queue ends a wait at once (the answer may be stuck behind
-// the refused event); an accept that blocks holds up only its own handler,
-// not other chats; and a goroutine the handler left cannot wait.
-func TestNextOverflowAcceptAndLifetime(t *testing.T) {
+// A waiting conversation does not hold up its chat: another member's
+// message is handled at once; an accept that blocks holds up its own chat
+// only, not other chats; and a goroutine the handler left cannot wait.
+func TestNextHoldsNothingWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, mem := newEngine(t, engine.WithInboundQueueSize(1))
-		errs := make(chan error, 2)
 		release := make(chan struct{})
 		var leftover *engine.Context
 		e.OnCommand("wait", func(c *engine.Context) error {
 			_, err := c.Next(context.Background(), nil)
-			errs <- err
-			return nil
+			return err
 		}, engine.Block())
 		e.OnCommand("slow", func(c *engine.Context) error {
 			_, err := c.Next(c.Context(), func(platform.Event) bool { <-release; return false })
-			errs <- err
-			return nil
+			return err
 		}, engine.Block())
 		e.OnCommand("leave", func(c *engine.Context) error {
 			leftover = c
@@ -230,22 +235,19 @@ func TestNextOverflowAcceptAndLifetime(t *testing.T) {
 		}, engine.Block())
 		handled := make(chan string, 10)
 		e.OnMessage(func(c *engine.Context) error {
-			handled <- c.Chat().ID + " " + c.Text()
+			handled <- c.Chat().ID + " " + c.From().ID + " " + c.Text()
 			return nil
 		}, engine.Priority(10))
 		runEngine(t, e)
 
 		mem.Say(group, ann, "/wait")
 		synctest.Wait()
-		must(t, e.HandleEvent(msg(group, bob, "one"))) // queued: the queue is full now
-		if err := e.HandleEvent(msg(group, bob, "two")); !errors.Is(err, engine.ErrQueueFull) {
-			t.Fatalf("HandleEvent on a full queue = %v", err)
-		}
-		if err := <-errs; !errors.Is(err, engine.ErrQueueFull) {
-			t.Fatalf("Next when the queue filled up = %v; want ErrQueueFull", err)
-		}
-		if got := <-handled; got != group.ID+" one" {
-			t.Fatalf("handled %q", got)
+		for _, text := range []string{"one", "two", "three"} {
+			must(t, e.HandleEvent(msg(group, bob, text))) // the chat's queue is free
+			synctest.Wait()
+			if got := <-handled; got != group.ID+" "+bob.ID+" "+text {
+				t.Fatalf("handled %q while Ann's conversation waits", got)
+			}
 		}
 
 		mem.Say(dm, ann, "/slow")
@@ -253,10 +255,13 @@ func TestNextOverflowAcceptAndLifetime(t *testing.T) {
 		mem.Say(dm, ann, "x") // accept blocks on it
 		other := memory.Private("other")
 		mem.Say(other, bob, "still here")
-		if got := <-handled; got != "other still here" {
+		if got := <-handled; got != "other "+bob.ID+" still here" {
 			t.Fatalf("handled %q; want the other chat's message despite the blocked accept", got)
 		}
 		close(release)
+		if got := <-handled; got != dm.ID+" "+ann.ID+" x" {
+			t.Fatalf("handled %q; want the refused event at the matchers", got)
+		}
 
 		mem.Say(other, bob, "/leave")
 		synctest.Wait()

@@ -16,15 +16,13 @@ import (
 // answerTimeout bounds one answer to a button press or an inline query.
 const answerTimeout = 5 * time.Second
 
-// interactions is what an event's handling does besides sending: the
-// presses and inline queries it answered, the presses its handlers took
-// with Next, and its chat action. The Contexts of one event share it.
+// interactions is the chat action of one run of a handling (the answers
+// are the handling's: see handling.answered). The Contexts of the run
+// share it.
 type interactions struct {
-	mu       sync.Mutex
-	answered map[string]bool  // by answerKey: presses and queries answered, or being answered
-	presses  []platform.Event // presses Next took, answered empty at the end unless answered
-	action   *chatAction      // the chat action shown, or nil
-	ended    bool             // endInteractions ran: no chat action starts
+	mu     sync.Mutex
+	action *chatAction // the chat action shown, or nil
+	ended  bool        // the run ended: no chat action starts
 }
 
 // answerKey names ev among the presses and queries of one handling: by
@@ -40,31 +38,63 @@ func answerKey(ev platform.Event) string {
 }
 
 // claimLocked marks the event of key id answered and reports whether it
-// was not before. i.mu must be held.
-func (i *interactions) claimLocked(id string) bool {
-	if i.answered[id] {
+// was not before. h.mu must be held.
+func (h *handling) claimLocked(id string) bool {
+	x := h.extraLocked()
+	if x.answered[id] {
 		return false
 	}
-	if i.answered == nil {
-		i.answered = make(map[string]bool)
+	if x.answered == nil {
+		x.answered = make(map[string]bool)
 	}
-	i.answered[id] = true
+	x.answered[id] = true
 	return true
 }
 
 // claim is claimLocked with the lock taken.
-func (i *interactions) claim(id string) bool {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.claimLocked(id)
+func (h *handling) claim(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.claimLocked(id)
 }
 
 // release undoes a claim after an answer that failed, but may succeed when
 // tried again.
-func (i *interactions) release(id string) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	delete(i.answered, id)
+func (h *handling) release(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.x != nil {
+		delete(h.x.answered, id)
+	}
+}
+
+// answer is the one way the engine answers a press or an inline query
+// (op): once per handling, as an effect of c's (a replay gets the first
+// answer's outcome back), an answer that failed for a reason that may
+// pass may be tried again; what says which one, for the error.
+func (c *Context) answer(ev platform.Event, in journal.Interaction, what string) error {
+	h := c.ev.h
+	key := answerKey(ev)
+	fx, pos, err := c.take(fxAnswer, sum(string(in.Op), key), what)
+	switch {
+	case err != nil:
+		return err
+	case fx != nil:
+		return fx.error()
+	}
+	if !h.claim(key) {
+		err := platform.Permanent(fmt.Errorf("engine: %s %s: %w", what, ev.ID, platform.ErrAlreadyAnswered))
+		c.ev.record(pos, effect{kind: fxAnswer, sum: sum(string(in.Op), key), what: what, v: err})
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.ev.ctx, answerTimeout)
+	defer cancel()
+	_, err = c.ev.e.interact(ctx, ev.Platform, in)
+	if err != nil && !platform.IsPermanent(err) {
+		h.release(key)
+	}
+	c.ev.record(pos, effect{kind: fxAnswer, sum: sum(string(in.Op), key), what: what, v: err})
+	return err
 }
 
 // adapter returns the engine's adapter named name, or nil.
@@ -112,63 +142,36 @@ func (c *Context) AnswerCallback(ev platform.Event, a platform.CallbackAnswer) e
 	if _, ok := c.ev.e.adapter(ev.Platform).(platform.CallbackAnswerer); !ok {
 		return platform.Permanent(fmt.Errorf("engine: answering a button press on %s: %w", ev.Platform, platform.ErrUnsupported))
 	}
-	act := &c.ev.act
-	key := answerKey(ev)
-	if !act.claim(key) {
-		return platform.Permanent(fmt.Errorf("engine: button press %s: %w", ev.ID, platform.ErrAlreadyAnswered))
-	}
-	ctx, cancel := context.WithTimeout(c.ev.ctx, answerTimeout)
-	defer cancel()
-	_, err := c.ev.e.interact(ctx, ev.Platform, journal.Interaction{Op: journal.OpAnswerCallback, Event: ev, Answer: a})
-	if err != nil && !platform.IsPermanent(err) {
-		act.release(key)
-	}
-	return err
+	return c.answer(ev, journal.Interaction{Op: journal.OpAnswerCallback, Event: ev, Answer: a}, "button press")
 }
 
-// tookPress notes that a handler's Next took got, so that the end of the
-// handling answers it if it is an unanswered press.
-//
-//go:noinline
-func (ev *eventState) tookPress(got *platform.Event) {
-	if got.Kind != platform.EventCallback {
-		return
+// answerPresses answers empty every press of h — its own event, and
+// those its waits took — that no handler answered, so the button stops
+// being busy: when the handling ends, and while it waits. Each answer is
+// bounded by answerTimeout and by a forced shutdown; a press the adapter
+// answered itself is logged at debug level, other failures as warnings,
+// at most one a message every 10 s.
+func (e *Engine) answerPresses(h *handling) {
+	h.mu.Lock()
+	var presses []platform.Event
+	if h.x != nil {
+		presses = h.x.presses
 	}
-	ev.act.mu.Lock()
-	defer ev.act.mu.Unlock()
-	ev.act.presses = append(ev.act.presses, *got)
-}
-
-// endInteractions ends what st's handling left going once its handlers
-// returned: it stops the chat action, waiting for its goroutine, and
-// answers empty every press of the handling (its own event, and those Next
-// took) that no handler answered. Each answer is bounded by answerTimeout
-// and by a forced shutdown; a press the adapter answered itself is logged
-// at debug level, other failures as warnings, at most one a message every
-// 10 s.
-func (e *Engine) endInteractions(st *eventState) {
-	act := &st.act
-	act.mu.Lock()
-	act.ended = true
-	action := act.action
-	act.action = nil
-	presses := act.presses
-	if st.event.Kind == platform.EventCallback {
-		presses = append([]platform.Event{st.event}, presses...)
+	if h.start.Kind == platform.EventCallback {
+		presses = append([]platform.Event{h.start}, presses...)
 	}
 	var unanswered []platform.Event
 	for _, p := range presses {
-		if act.claimLocked(answerKey(p)) {
+		if h.claimLocked(answerKey(p)) {
 			unanswered = append(unanswered, p)
 		}
 	}
-	act.mu.Unlock()
-	action.stop()
+	h.mu.Unlock()
 	for _, p := range unanswered {
 		if _, ok := e.adapter(p.Platform).(platform.CallbackAnswerer); !ok {
 			continue
 		}
-		// The handling's context may have ended (a time limit): the
+		// The run's context may have ended (a time limit, a wait): the
 		// answer still goes, bounded by its own and by a forced shutdown.
 		ctx, cancel := context.WithTimeout(e.in.Base(), answerTimeout)
 		_, err := e.interact(ctx, p.Platform, journal.Interaction{Op: journal.OpAnswerCallback, Event: p})

@@ -60,6 +60,9 @@ func (c *Context) ChatAction(action platform.ChatAction) error {
 	if action == "" {
 		return platform.Permanent(fmt.Errorf("engine: %w: an empty chat action", platform.ErrInvalidMessage))
 	}
+	if ev.replaying(c) {
+		return nil // shown when the handler first ran
+	}
 	sends := ev.sends.Load()
 	ctx, cancel := context.WithCancel(ev.ctx)
 	a := &chatAction{cancel: cancel, done: make(chan struct{})}
@@ -81,6 +84,26 @@ func (c *Context) ChatAction(action platform.ChatAction) error {
 		ev.e.showAction(ctx, ev, action, sends)
 	}()
 	return nil
+}
+
+// replaying reports whether c's handler is being run again over what it
+// did before (see Context.Next).
+func (st *eventState) replaying(c *Context) bool {
+	st.h.mu.Lock()
+	defer st.h.mu.Unlock()
+	sc := c.scope()
+	return sc.errs == 0 && !sc.anon && sc.pos < len(st.h.log)
+}
+
+// endRun stops the run's chat action, waiting for its goroutine; none
+// starts after.
+func (st *eventState) endRun() {
+	st.act.mu.Lock()
+	st.act.ended = true
+	a := st.act.action
+	st.act.action = nil
+	st.act.mu.Unlock()
+	a.stop()
 }
 
 // Typing is shorthand for ChatAction(platform.ActionTyping).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,39 +48,43 @@ var (
 // stored. A Context never changes once given to a handler. The Futures it
 // returns stay valid forever, and its methods are safe for concurrent use,
 // also from goroutines the handler starts — but the handler's Context()
-// is cancelled when the handling of the event ends (after all its
-// handlers returned).
+// is cancelled when this run of the handlers ends (after all of them
+// returned, or once one waits: see Next).
 //
 // The engine creates every Context; the zero value is not usable.
 type Context struct {
 	ev    *eventState
 	match match
+	sc    *scope // the error hook's effects; nil: the run's
 }
 
-// eventState is what the Contexts of one event share.
+// scope returns the numbering of c's effects.
+func (c *Context) scope() *scope {
+	if c.sc != nil {
+		return c.sc
+	}
+	return &c.ev.run.main
+}
+
+// eventState is what the Contexts of one run of a handling share.
 type eventState struct {
 	e       *Engine
+	h       *handling
+	run     *runState
 	ctx     context.Context
 	event   platform.Event
 	chatKey string       // "" when the event has no chat
-	sends   atomic.Int64 // sends made for the event so far, by all its handlers
-	// interrupted is set when a conversation step ended because the engine
-	// stops: the handling did not end as the handler meant it to, and a
-	// journal keeps the event for the next start.
-	interrupted atomic.Bool
-	// recovered is set for an event taken up from the journal at start:
-	// its handlers run again, and their sends may repeat delivered ones.
+	sends   atomic.Int64 // sends made in this run, by all its handlers
+	// recovered is set for an event taken up from the journal at start
+	// (or by another process): its handlers run again, and their sends
+	// may repeat delivered ones.
 	recovered bool
-	// settled is set once the handling ended and the journal has the
-	// event done: it will not run again, nor its sends repeat.
-	settled atomic.Bool
 
 	mu     sync.Mutex
 	logger *zap.Logger
 	values map[string]any
 
-	// act is what the handling does besides sending: answers, presses
-	// Next took, the chat action (callback.go, chataction.go).
+	// act is the run's chat action (chataction.go).
 	act interactions
 }
 
@@ -93,18 +96,20 @@ type match struct {
 	groups  []string // a regex matcher's submatches
 }
 
-// newEventState returns the state of ev's handling with ctx.
-func (e *Engine) newEventState(ctx context.Context, ev platform.Event) *eventState {
-	st := &eventState{e: e, ctx: ctx, event: ev}
-	if ev.Chat.ID != "" {
-		st.chatKey = chatKey(ev.Platform, ev.Chat.ID)
+// newEventState returns the state of a run of h, on h's start event, with
+// ctx.
+func (e *Engine) newEventState(ctx context.Context, h *handling, r *runState) *eventState {
+	st := &eventState{e: e, h: h, run: r, ctx: ctx, event: h.start, recovered: h.redelivered}
+	if h.start.Chat.ID != "" {
+		st.chatKey = chatKey(h.start.Platform, h.start.Chat.ID)
 	}
 	return st
 }
 
-// newContext returns the Context for ev's handling, with no match yet.
+// newContext returns the Context of a first run of ev's handling, with no
+// match yet.
 func (e *Engine) newContext(ctx context.Context, ev platform.Event) *Context {
-	return &Context{ev: e.newEventState(ctx, ev)}
+	return &Context{ev: e.newEventState(ctx, &handling{start: ev}, &runState{})}
 }
 
 // withMatch returns a Context for another handler of the same event, with
@@ -205,18 +210,8 @@ func (c *Context) Reply(msg platform.OutboundMessage) *future.Future[platform.Se
 	if c.ev.chatKey == "" {
 		return future.Resolved(platform.SendResult{}, ErrNoChat)
 	}
-	return c.ev.e.send(c.ev, c.ev.chatKey, c.ev.event.Chat, msg)
-}
-
-// nextSendID returns the id of the event's next send for the journal: the
-// platform, the event's ID and the send's number, the same when the
-// handlers run again on the event; "" for an event without an ID.
-func (ev *eventState) nextSendID() string {
-	n := ev.sends.Add(1)
-	if ev.event.ID == "" {
-		return ""
-	}
-	return ev.event.Platform + ":" + ev.event.ID + "/" + strconv.FormatInt(n, 10)
+	f, _ := c.ev.e.send(c, c.ev.chatKey, c.ev.event.Chat, msg, false)
+	return f
 }
 
 // ReplyText is shorthand for Reply(platform.TextMessage(text)).
@@ -267,155 +262,178 @@ func (c *Context) Send(chat platform.Chat, msg platform.OutboundMessage) *future
 	if chat.ID == "" {
 		return future.Resolved(platform.SendResult{}, ErrNoChat)
 	}
-	return c.ev.e.send(c.ev, chatKey(c.ev.event.Platform, chat.ID), chat, msg)
+	f, _ := c.ev.e.send(c, chatKey(c.ev.event.Platform, chat.ID), chat, msg, false)
+	return f
 }
 
-// Next waits for the next event of this event's chat that accept accepts
-// and returns it: a conversation step, written as plain Go. A nil accept
-// takes the next message from the same user. The event Next returns is
-// the handler's: the matchers do not see it.
+// Next returns the next event from the user in this chat that accept
+// accepts: a conversation step, written as plain Go. A nil accept takes
+// the user's next message. The event Next returns is the handler's: the
+// matchers do not see it (it does go through the handler middleware).
 //
-// The chat is in conversation from the handler's first Next until the
-// event's handling ends, and Next takes the first accepted event that
-// arrived in that time, even one that arrived while the handler was busy
-// between two Nexts; events that arrived before the first Next are not
-// offered. Events of a chat are handled one at a time, so the chat's other
-// events (those accept refuses, such as other group members' messages)
-// are handled by the matchers after the handler returns, in their order.
-// accept runs on the handler's goroutine and may be called for events it
-// refused before. A waiting handler holds none of the engine's handler
-// slots (WithHandlerConcurrency) and its wait does not count against the
-// handler timeout: thousands of users may be in a conversation at once
-// while the other chats' events are handled. Once its event arrived, it
-// takes a slot again (waiting for one to free, before events not yet
-// started) and goes on.
+// A conversation holds nothing while it waits — no goroutine, no handler
+// slot, no place in the chat's queue: when no such event has arrived yet,
+// Next returns ErrWaiting, which the handler returns, and the engine runs
+// the handler again, from the top, when the user's next event in the chat
+// arrives. That run gets back everything the runs before it did instead
+// of doing it again — every send (with its Future), answer, session read
+// and write, Once result and earlier Next — up to this Next, which then
+// offers the new event to accept: taken, it is returned and the handler
+// goes on; refused, the handler waits again and the event goes to the
+// matchers. So a handler that waits must do the same things in the same
+// order each time it runs up to its wait: keep what varies (time, random
+// numbers, outside calls) in Once, and do not start goroutines that make
+// effects. A run that does otherwise ends the conversation with an error
+// wrapping ErrDiverged, to the WithOnError function and the log.
 //
-// Next returns ctx's error when ctx ends first. A ctx without a deadline
-// (c.Context() has none) is bounded by WithConversationWait, an hour by
-// default: the user may never answer. It returns the handler's own
-// Context()'s error once that ends (when the
-// event's handling ends: a goroutine the handler left cannot take the
-// chat's events from the matchers); an error wrapping ErrQueueFull when
-// the chat's queue filled up meanwhile (the answer may be stuck behind a
-// refused event); ErrEngineClosed once the engine shuts down; and
-// ErrNoChat for an event without a chat.
+// Meanwhile the chat's other users, and the user's events accept refuses,
+// are handled by the matchers as usual, at once. accept may be called for
+// events it refused before, and must not block.
+//
+// Next returns ctx's error when ctx has ended; a wait ends with
+// context.DeadlineExceeded at ctx's deadline, as it was when the handler
+// first waited, or, for a ctx without one, after WithConversationWait (an
+// hour by default). It returns ErrNoChat for an event without a chat.
+// With a journal that keeps records, a conversation survives restarts: its
+// events stay in the journal until its handling ended, and are handed
+// over again, in order, at the next start or to the next process.
 func (c *Context) Next(ctx context.Context, accept func(platform.Event) bool) (platform.Event, error) {
-	ev, err := c.next(ctx, accept, nil)
-	if err != nil {
+	return c.wait(ctx, accept, -1)
+}
+
+// wait is Next; question is the place of Prompt's question, or -1.
+func (c *Context) wait(ctx context.Context, accept func(platform.Event) bool, question int) (platform.Event, error) {
+	st := c.ev
+	e, h, r := st.e, st.h, st.run
+	if st.event.Chat.ID == "" {
+		return platform.Event{}, ErrNoChat
+	}
+	if c.scope().errs > 0 || c.scope().anon {
+		return platform.Event{}, errNoWait
+	}
+	if err := st.ctx.Err(); err != nil {
+		return platform.Event{}, err // the run is over: a goroutine it left cannot wait
+	}
+	user := st.event.From.ID
+	messages := accept == nil
+	if messages {
+		accept = func(ev platform.Event) bool { return ev.Kind == platform.EventMessage && ev.From.ID == user }
+	} else {
+		inner := accept
+		accept = func(ev platform.Event) bool { return ev.From.ID == user && inner(ev) }
+	}
+	fx, pos, err := c.take(fxWait, sum("wait"), "a wait")
+	switch {
+	case err != nil:
+		return platform.Event{}, err
+	case fx != nil && fx.done:
+		if got, ok := fx.v.(*platform.Event); ok {
+			return *got, nil
+		}
+		return platform.Event{}, fx.error()
+	}
+	end := func(got *platform.Event, err error) (platform.Event, error) {
+		fx := effect{kind: fxWait, sum: sum("wait"), what: "a wait", done: true, v: err}
+		if got != nil {
+			fx.v = got
+		}
+		st.record(pos, fx)
+		h.mu.Lock()
+		h.wait = nil
+		h.mu.Unlock()
+		if got != nil {
+			return *got, nil
+		}
 		return platform.Event{}, err
 	}
-	return *ev, nil
-}
-
-func (c *Context) next(ctx context.Context, accept func(platform.Event) bool, start func(*wait)) (*platform.Event, error) {
-	ev := c.ev
-	if ev.event.Chat.ID == "" {
-		return nil, ErrNoChat
+	if err := ctx.Err(); err != nil && fx == nil {
+		return end(nil, err)
 	}
-	if err := ev.ctx.Err(); err != nil {
-		return nil, err
-	}
-	if accept == nil {
-		from := ev.event.From.ID
-		accept = func(e platform.Event) bool { return e.Kind == platform.EventMessage && e.From.ID == from }
-	}
-	w := ev.newWait(ctx)
-	defer w.end()
-	var got *pendingEvent
-	conv, err := ev.e.converse(&ev.event)
-	if err == nil {
-		if start != nil {
-			start(w) // the chat is in conversation: no answer slips past
+	switch {
+	case r.offer != nil && !r.offerTaken:
+		if e.accepts(accept, *r.offer) {
+			r.offerTaken = true
+			got := *r.offer
+			h.mu.Lock()
+			if r.offerRec != nil {
+				h.extraLocked().taken = append(h.extraLocked().taken, r.offerRec)
+			}
+			if got.Kind == platform.EventCallback {
+				h.extraLocked().presses = append(h.extraLocked().presses, got)
+			}
+			h.mu.Unlock()
+			return end(&got, nil)
 		}
-		got, err = ev.e.await(w.ctx, ev, conv, accept)
+	case r.resume != nil:
+		reason := r.resume
+		r.resume = nil
+		return end(nil, reason)
 	}
-	if err != nil {
-		return nil, ev.waitFailed(w.ctx, err)
+	if question >= 0 {
+		if err := h.questionError(question); err != nil {
+			return end(nil, fmt.Errorf("%w: %w", ErrPromptNotSent, err))
+		}
 	}
-	ev.tookPress(&got.ev) // answered at the end of the handling, unless answered
-	return &got.ev, nil
+	// Nothing to take: the handling waits, until the deadline it had when
+	// it first waited here.
+	h.mu.Lock()
+	w := h.wait
+	h.mu.Unlock()
+	if fx == nil || w == nil {
+		deadline := time.Now().Add(e.opts.conversationWait)
+		if d, ok := ctx.Deadline(); ok {
+			deadline = d
+		}
+		w = &waitSpec{h: h, deadline: deadline, question: question, index: -1, messages: messages}
+		if fx == nil {
+			st.record(pos, effect{kind: fxWait, sum: sum("wait"), what: "a wait"})
+		}
+	}
+	h.mu.Lock()
+	r.waiting = true
+	w.ended = nil
+	h.wait = w
+	h.mu.Unlock()
+	if hc, ok := st.ctx.(*handlerContext); ok {
+		hc.end(ErrWaiting) // the run is over: what it left waiting ends
+	}
+	return platform.Event{}, ErrWaiting
 }
 
-// wait is the context of one wait in Next: ctx's, ended too by the
-// handling's end and, for a ctx without a deadline, by the conversation's
-// bound.
-type wait struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	stop   func() bool
-	timer  *time.Timer
-}
+// errNoWait is what Next returns in the error hook.
+var errNoWait = errors.New("engine: the error hook cannot wait for events")
 
-//go:noinline
-func (ev *eventState) newWait(ctx context.Context) *wait {
-	w := &wait{}
-	w.ctx, w.cancel = context.WithCancelCause(ctx)
-	if ctx != ev.ctx {
-		w.stop = context.AfterFunc(ev.ctx, func() { w.cancel(ev.ctx.Err()) })
+// questionError returns the error of the Prompt question at place q if it
+// failed, or nil.
+func (h *handling) questionError(q int) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.x != nil && h.x.question != nil && h.x.question.at == q {
+		return h.x.question.err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		w.timer = time.AfterFunc(ev.e.opts.conversationWait, func() { w.cancel(context.DeadlineExceeded) })
+	if q >= 0 && q < len(h.log) && h.log[q].kind == fxSend {
+		return h.log[q].error()
 	}
-	return w
-}
-
-func (w *wait) end() {
-	if w.timer != nil {
-		w.timer.Stop()
-	}
-	if w.stop != nil {
-		w.stop()
-	}
-	w.cancel(nil)
-}
-
-// waitFailed returns the error a wait in Next reports.
-//
-//go:noinline
-func (ev *eventState) waitFailed(ctx context.Context, err error) error {
-	if errors.Is(err, ErrEngineClosed) {
-		ev.interrupted.Store(true)
-	}
-	if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
-		err = cause
-	}
-	return err
+	return nil
 }
 
 // Prompt replies with msg and waits for the user's answer: the next
 // message from the same user in this chat, as Next(ctx, nil) returns it.
-// The chat is in conversation before the question goes out, so no answer
-// can slip past. If the reply fails, the user cannot answer: Prompt then
-// returns at once with an error wrapping ErrPromptNotSent and the reply's
-// error.
+// If the reply fails, the user cannot answer: Prompt then returns an error
+// wrapping ErrPromptNotSent and the reply's error, at once or (while the
+// handler waits) by running the handler again.
 func (c *Context) Prompt(ctx context.Context, msg platform.OutboundMessage) (platform.Event, error) {
-	ev, err := c.prompt(ctx, &msg)
-	if err != nil {
-		return platform.Event{}, err
+	st := c.ev
+	if st.chatKey == "" {
+		return platform.Event{}, ErrNoChat
 	}
-	return *ev, nil
-}
-
-func (c *Context) prompt(ctx context.Context, msg *platform.OutboundMessage) (*platform.Event, error) {
-	return c.next(ctx, nil, func(w *wait) { c.ask(w, msg) })
-}
-
-// ask sends the question of Prompt, the chat in conversation; when it
-// fails, the wait ends with ErrPromptNotSent. It is a function of its own
-// so that a waiting handler's goroutine does not keep its frame.
-//
-//go:noinline
-func (c *Context) ask(w *wait, msg *platform.OutboundMessage) {
-	f := c.Reply(*msg)
-	go func() { // ends when the reply is resolved or the wait ends
-		select {
-		case <-f.Done():
-			if _, err := f.Result(); err != nil {
-				w.cancel(fmt.Errorf("%w: %w", ErrPromptNotSent, err))
-			}
-		case <-w.ctx.Done():
+	f, q := st.e.send(c, st.chatKey, st.event.Chat, msg, true)
+	if f.IsDone() {
+		if _, err := f.Result(); errors.Is(err, ErrWaiting) || errors.Is(err, ErrDiverged) {
+			return platform.Event{}, err
 		}
-	}()
+	}
+	return c.wait(ctx, nil, q)
 }
 
 // UserError is an error whose Text may be shown to the user, for

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -97,7 +101,6 @@ func TestHandlerTimeoutPausesInNext(t *testing.T) {
 func TestConversationWaitBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, mem := newEngine(t, engine.WithConversationWait(2*time.Hour))
-		waited := make(chan time.Duration, 2)
 		e.OnCommand("wait", func(c *engine.Context) error {
 			ctx := c.Context()
 			if c.RawArgs() == "long" {
@@ -105,57 +108,142 @@ func TestConversationWaitBound(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, 5*time.Hour)
 				defer cancel()
 			}
-			start := time.Now()
 			_, err := c.Next(ctx, nil)
+			if errors.Is(err, engine.ErrWaiting) {
+				return err
+			}
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Next = %v; want DeadlineExceeded", err)
 			}
-			waited <- time.Since(start)
+			c.ReplyText("timed out")
 			return nil
 		})
 		runEngine(t, e)
-		mem.Say(dm, ann, "/wait")
-		if d := <-waited; d != 2*time.Hour {
-			t.Fatalf("waited %v; want the conversation bound, 2h", d)
-		}
-		mem.Say(dm, ann, "/wait long")
-		if d := <-waited; d != 5*time.Hour {
-			t.Fatalf("waited %v; want the ctx's own 5h", d)
+		for i, tc := range []struct {
+			cmd  string
+			want time.Duration
+		}{{"/wait", 2 * time.Hour}, {"/wait long", 5 * time.Hour}} {
+			start := time.Now()
+			mem.Say(dm, ann, tc.cmd)
+			if _, err := mem.WaitSent(context.Background(), dm.ID, i+1); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d != tc.want {
+				t.Fatalf("%s waited %v; want %v", tc.cmd, d, tc.want)
+			}
 		}
 	})
 }
 
-// BenchmarkWaitingConversations measures what users waiting in a
-// conversation cost: b.N users each in /greet, waiting for their name. It
-// reports the heap per waiting user and for 10,000.
-//
-// Run: go test -run='^$' -bench=WaitingConversations -benchtime=10000x ./core/engine
-func BenchmarkWaitingConversations(b *testing.B) {
-	mem := memory.New()
-	e, err := engine.New(engine.WithAdapter(mem), engine.WithInboundQueueSize(4))
+// discard is an adapter whose sender delivers every send and keeps
+// nothing, so that benchmarks measure the engine, not what a test adapter
+// records.
+type discard struct{ n atomic.Int64 }
+
+func (*discard) Name() string { return "discard" }
+func (*discard) Run(ctx context.Context, _ func(platform.Event)) error {
+	<-ctx.Done()
+	return nil
+}
+func (d *discard) Sender() platform.Sender {
+	return platform.SenderFunc(func(context.Context, platform.SendRequest) (platform.SendResult, error) {
+		return platform.SendResult{MessageID: strconv.FormatInt(d.n.Add(1), 10)}, nil
+	})
+}
+
+// benchEngine returns a running engine on a discard adapter, without rate
+// limits, with room for every chat's events and sends at once.
+func benchEngine(b *testing.B) (*engine.Engine, *discard) {
+	d := &discard{}
+	e, err := engine.New(engine.WithAdapter(d), engine.WithRateLimit(d.Name(), sender.RateLimitConfig{Off: true}),
+		engine.WithInboundQueueSize(1<<20), engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1 << 20}))
 	if err != nil {
 		b.Fatal(err)
 	}
-	e.OnCommand("greet", greet)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	defer func() {
+	b.Cleanup(func() {
 		cancel()
 		<-done
-	}()
-	before := heap()
+	})
+	return e, d
+}
+
+// say hands the engine a message from user u in a private chat of u's.
+func say(b *testing.B, e *engine.Engine, u int, id, text string) {
+	chat := platform.Chat{ID: strconv.Itoa(u), Type: platform.ChatPrivate}
+	err := e.HandleEvent(platform.Event{ID: id, Platform: "discard", Kind: platform.EventMessage, Chat: chat,
+		From: platform.User{ID: chat.ID, Name: "U"}, Text: text})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkWaitingConversations measures what users waiting in a
+// conversation cost: b.N users each in /greet, waiting for their name
+// after its one Prompt. It reports the heap and stacks per waiting user,
+// for a million, and the goroutines left while they wait (none per
+// conversation: a waiting conversation is its log).
+//
+// Run: go test -run='^$' -bench=WaitingConversations -benchtime=1000000x ./core/engine
+func BenchmarkWaitingConversations(b *testing.B) {
+	e, _ := benchEngine(b)
+	e.OnCommand("greet", greet)
+	before, goroutines := heap(), runtime.NumGoroutine()
 	b.ResetTimer()
 	for i := range b.N {
-		mem.Say(memory.Private(fmt.Sprint("g", i)), memory.User(fmt.Sprint("g", i), "U"), "/greet")
+		say(b, e, i, "s"+strconv.Itoa(i), "/greet")
 	}
 	for e.Stats().Sends.Delivered < uint64(b.N) {
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // a benchmark's wait for the last questions
 	}
 	b.StopTimer()
 	perUser := float64(heap()-before) / float64(b.N)
-	b.ReportMetric(perUser, "heapB/user")
-	b.ReportMetric(perUser*10000/(1<<20), "MiB/10k-users")
+	b.ReportMetric(perUser, "B/user")
+	b.ReportMetric(perUser*1e6/(1<<30), "GiB/1M-users")
+	b.ReportMetric(float64(runtime.NumGoroutine()-goroutines), "goroutines")
+}
+
+// BenchmarkConversationResume measures a conversation going on: users in a
+// three-step conversation (three Prompts, then a reply) answer its steps,
+// and each op is one answer that resumes a waiting conversation — a replay
+// of its log up to its wait, and the next question sent. It reports the
+// CPU time per resume (all goroutines, the sends included).
+//
+// Run: go test -run='^$' -bench=ConversationResume -benchtime=30000x ./core/engine
+func BenchmarkConversationResume(b *testing.B) {
+	e, _ := benchEngine(b)
+	e.OnCommand("three", func(c *engine.Context) error {
+		var answers []string
+		for _, q := range []string{"One?", "Two?", "Three?"} {
+			ev, err := c.Prompt(c.Context(), platform.TextMessage(q))
+			if err != nil {
+				return err
+			}
+			answers = append(answers, ev.Text)
+		}
+		c.ReplyText(strings.Join(answers, ","))
+		return nil
+	})
+	users := max(b.N/3, 1)
+	for u := range users {
+		say(b, e, u, "s"+strconv.Itoa(u), "/three")
+	}
+	for e.Stats().Sends.Delivered < uint64(users) {
+		time.Sleep(time.Millisecond) // the setup's wait for the first questions
+	}
+	start := cpuTime()
+	b.ResetTimer()
+	for i := range b.N {
+		u, step := i%users, i/users
+		say(b, e, u, "a"+strconv.Itoa(step)+"-"+strconv.Itoa(u), "answer")
+	}
+	for e.Stats().Sends.Delivered < uint64(users+b.N) {
+		time.Sleep(100 * time.Microsecond) // a benchmark's wait for the last sends
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-start).Microseconds())/float64(b.N), "cpu-µs/resume")
 }
 
 func heap() uint64 {

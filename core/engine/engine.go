@@ -136,10 +136,8 @@ type Engine struct {
 	seq      int
 	matchers atomic.Pointer[[]*matcher]
 
-	// Chats in conversation (Context.Next), by inbound key; see await.go.
-	convMu     sync.Mutex
-	convs      map[string]*conversation
-	conversing atomic.Int32 // len(convs), read without the lock
+	// convs are the handlings that wait (Context.Next); see handling.go.
+	convs conversations
 
 	// limitedLog writes what can happen once per event or send (a
 	// refusal) at most once per interval and message.
@@ -202,7 +200,6 @@ func New(opts ...Option) (*Engine, error) {
 		deadLetters: o.deadLetters,
 		shutSem:     make(chan struct{}, 1),
 		stopping:    make(chan struct{}),
-		convs:       make(map[string]*conversation),
 		limitedLog:  ratelog.New(o.logger, 0),
 	}
 	e.matchers.Store(new([]*matcher))
@@ -391,34 +388,11 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 func (e *Engine) enqueue(in journal.Incoming) error {
 	ev, rec := in.Event, in.Record
 	key := inboundKey(ev)
-	if in.Redelivered {
-		// Its handler may be a conversation a crash cut off: the answer
-		// may be queued behind it already (taken up too, or sent while
-		// the bot was down).
-		e.expectConversation(key)
-	}
-	pe := e.listen(key, ev, rec)
-	task := func(ctx context.Context) error {
-		if pe != nil && !pe.claimed.CompareAndSwap(false, true) {
-			return nil // taken by a handler waiting in Next, and done with its event
+	task := func(context.Context) error {
+		if e.offer(&ev, rec) {
+			return nil // a waiting conversation took it
 		}
-		// Of the executor's base, not of the task's context: the task has
-		// no timeout of its own (RunTimeout -1), and arming its deadline
-		// would cost every waiting handler a timer.
-		hctx := newHandlerContext(e.in.Base(), e.opts.handlerTimeout)
-		defer hctx.end(nil)
-		st := e.newEventState(hctx, ev)
-		st.recovered = in.Redelivered
-		handled := e.process(st)
-		e.endInteractions(st) // stop the chat action, answer unanswered presses
-		taken := e.endConversation(key)
-		if handled {
-			for _, r := range taken {
-				e.js.doneEvent(r)
-			}
-			e.js.doneEvent(rec)
-			st.settled.Store(true) // else the journal keeps it, to run again
-		}
+		e.runHandling(&handling{start: ev, rec: rec, redelivered: in.Redelivered}, &runState{})
 		return nil
 	}
 	var err error
@@ -426,13 +400,6 @@ func (e *Engine) enqueue(in journal.Incoming) error {
 		err = e.in.Push(key, task)
 	} else {
 		err = e.in.Submit(key, task)
-	}
-	if pe != nil {
-		if err == nil {
-			e.heard(key, pe)
-		} else if errors.Is(err, ErrQueueFull) {
-			e.overflow(key, err)
-		}
 	}
 	switch {
 	case err == nil:
@@ -449,23 +416,69 @@ func (e *Engine) enqueue(in journal.Incoming) error {
 	}
 }
 
-// process runs the matching handlers of one event. It reports whether the
-// handling ended: false when a forced shutdown cancelled it, before or
-// while its handlers ran (a journal then keeps the event for the next
-// start).
+// runHandling runs h once, as r says — its first run, or a replay — and
+// then parks it if it waits, or ends it: its events are done, and the
+// presses it had and did not answer are answered empty. A run a forced
+// shutdown cut off leaves h for the journal to hand over again.
+func (e *Engine) runHandling(h *handling, r *runState) {
+	// Of the executor's base, not of the task's context: the task has no
+	// timeout of its own (RunTimeout -1), and arming a deadline would
+	// cost every handling a timer.
+	hctx := newHandlerContext(e.in.Base(), e.opts.handlerTimeout)
+	defer hctx.end(nil)
+	st := e.newEventState(hctx, h, r)
+	handled := e.process(st)
+	st.endRun()
+	switch {
+	case !handled:
+		// Cut off: a journal keeps its events for the next start.
+	case r.waiting && r.diverged == nil:
+		e.answerPresses(h) // none sits unanswered while it waits
+		e.park(h.wait)
+	default:
+		e.endHandling(h)
+	}
+}
+
+// endHandling ends h for good: its presses unanswered are answered, and
+// its events done.
+func (e *Engine) endHandling(h *handling) {
+	e.answerPresses(h)
+	h.mu.Lock()
+	h.ended = true
+	h.wait = nil
+	var taken []journal.Record
+	if h.x != nil {
+		taken = h.x.taken
+		h.x.taken = nil
+	}
+	h.mu.Unlock()
+	for _, r := range taken {
+		e.js.doneEvent(r)
+	}
+	e.js.doneEvent(h.rec)
+}
+
+// process runs the matching handlers of one run of a handling. It reports
+// whether the run ended: false when a forced shutdown cancelled it, before
+// or while its handlers ran (a journal then keeps the event for the next
+// start). It stops at a handler that waits.
 func (e *Engine) process(st *eventState) (handled bool) {
-	ctx, ev := st.ctx, st.event
+	ctx, ev, r := st.ctx, st.event, st.run
 	if ctx.Err() != nil {
 		// A forced shutdown cancelled the event before it was handled:
 		// running its handlers now would only have their replies refused.
 		e.dropped.Add(1)
 		return false
 	}
+	st.h.mu.Lock()
+	first := len(st.h.log) == 0
+	st.h.mu.Unlock()
 	// scratch evaluates the matchers; each handler gets its own Context
 	// with its match, so a later matcher never changes what an earlier
 	// handler (or a goroutine it started) sees.
 	scratch := &Context{ev: st}
-	defer func() { handled = e.in.Base().Err() == nil && !st.interrupted.Load() }()
+	defer func() { handled = e.in.Base().Err() == nil }()
 	in := input{isMessage: ev.Kind == platform.EventMessage}
 	if in.isMessage {
 		in.cmd, in.isCommand = parseCommand(ev.Text, e.opts.prefixes)
@@ -480,19 +493,25 @@ func (e *Engine) process(st *eventState) (handled bool) {
 		if !ok {
 			continue
 		}
+		if !matched && first {
+			e.matched.Add(1)
+		}
 		matched = true
 		e.run(scratch.withMatch(found), m.handler)
+		if r.waiting || r.diverged != nil {
+			return
+		}
 		if m.block {
 			blocked, blockPriority = true, m.priority
 		}
 	}
-	if matched {
-		e.matched.Add(1)
-		return
-	}
-	e.unmatched.Add(1)
-	if e.opts.fallback != nil {
-		e.run(scratch.withMatch(match{}), e.opts.fallback)
+	if !matched {
+		if first {
+			e.unmatched.Add(1)
+		}
+		if e.opts.fallback != nil {
+			e.run(scratch.withMatch(match{}), e.opts.fallback)
+		}
 	}
 	return
 }
@@ -516,18 +535,41 @@ func (e *Engine) test(scratch *Context, m *matcher, in *input) (found match, ok 
 	return m.test(scratch, in, e.opts.botUsername)
 }
 
-// run runs one handler, logging and reporting its error or panic.
+// run runs one handler, logging and reporting its error or panic. A
+// handler that returns because it waits (ErrWaiting) did not fail; one
+// whose replay diverged fails with the divergence.
 func (e *Engine) run(c *Context, h Handler) {
 	var err error
+	r := c.ev.run
 	defer func() {
-		if r := recover(); r != nil {
+		if rec := recover(); rec != nil {
+			c.ev.h.mu.Lock()
+			waiting := r.waiting
+			c.ev.h.mu.Unlock()
+			if waiting {
+				// It waits, and panicked on the way out (a result of Next it
+				// did not check): nothing it does from here on is done.
+				c.Logger().Debug("handler panicked after its wait began", zap.Any("panic", rec))
+				return
+			}
 			e.handlerPanics.Add(1)
-			pe := &HandlerPanicError{Value: r, Stack: debug.Stack()}
-			c.Logger().Error("handler panicked", zap.Any("panic", r), zap.ByteString("stack", pe.Stack))
+			pe := &HandlerPanicError{Value: rec, Stack: debug.Stack()}
+			c.Logger().Error("handler panicked", zap.Any("panic", rec), zap.ByteString("stack", pe.Stack))
 			err = pe
-		} else if err != nil {
-			e.handlerErrors.Add(1)
-			c.Logger().Warn("handler failed", zap.Error(err))
+		} else {
+			c.ev.h.mu.Lock()
+			waiting, diverged := r.waiting, r.diverged
+			c.ev.h.mu.Unlock()
+			switch {
+			case diverged != nil:
+				err = diverged
+				e.reportDivergence(c.ev.h, err)
+			case waiting:
+				return // it waits: see Context.Next
+			case err != nil:
+				e.handlerErrors.Add(1)
+				c.Logger().Warn("handler failed", zap.Error(err))
+			}
 		}
 		if err != nil && e.opts.onError != nil {
 			e.callOnError(c, err)
@@ -536,13 +578,21 @@ func (e *Engine) run(c *Context, h Handler) {
 	err = h(c)
 }
 
+// callOnError calls the error hook with a Context of c's handling whose
+// effects are numbered apart from the handlers' (see effectID), so that
+// they never take an id a run of the handlers will use.
 func (e *Engine) callOnError(c *Context, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.Logger().Error("error hook panicked", zap.Any("panic", r))
 		}
 	}()
-	e.opts.onError(c, err)
+	r := c.ev.run
+	c.ev.h.mu.Lock()
+	r.hookCalls++
+	sc := &scope{errs: r.hookCalls}
+	c.ev.h.mu.Unlock()
+	e.opts.onError(&Context{ev: c.ev, match: c.match, sc: sc}, err)
 }
 
 // Run runs the engine on its journal until ctx ends, Shutdown is called,
@@ -786,7 +836,7 @@ func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
 			break
 		}
 		req := dl.Request
-		if _, err := e.queueSend(chatKey(req.Platform, req.Target.ID), journal.Send{Request: req}); err != nil {
+		if _, err := e.queueSend(chatKey(req.Platform, req.Target.ID), journal.Send{Request: req}, nil); err != nil {
 			errs = append(errs, fmt.Errorf("engine: replay to %s:%s: %w", req.Platform, req.Target.ID, err))
 			continue
 		}

@@ -6,31 +6,27 @@ import (
 	"time"
 )
 
-// handlerContext is the context of one event's handling (Context.Context):
-// a child of its task's context, which the engine's shutdown ends, that
-// also ends, with context.DeadlineExceeded, once the handlers have run for
-// the handler timeout — not counting the time they waited in Next or
-// Prompt (pause, resume), which has a bound of its own. It has no
-// deadline to report, since waits move it; it ends when the handling ends
-// (end).
+// handlerContext is the context of one run of a handling (Context.Context):
+// a child of the executor's base context, which a forced shutdown ends,
+// that also ends, with context.DeadlineExceeded, once the handlers have
+// run for the handler timeout, and when the run ends (end): its handlers
+// returned, or one waits. It reports no deadline: a handler's deadline is
+// the engine's business, and a wait in Next has a bound of its own.
 //
-// Like taskContext it arms nothing (no timer, no registration with its
-// parent) until someone asks for Done or derives a child from it: most
-// handlings never do, and Err is computed from the parent and the clock
-// until then. It implements the AfterFunc method the context package looks
-// for, so its children cost no goroutine (10,000 handlers waiting in Next
-// each have some).
+// It arms nothing (no timer, no registration with its parent) until
+// someone asks for Done or derives a child from it: most runs never do,
+// and Err is computed from the parent and the clock until then. It
+// implements the AfterFunc method the context package looks for, so its
+// children cost no goroutine.
 type handlerContext struct {
 	parent context.Context
 
 	mu         sync.Mutex
 	err        error
-	deadline   time.Time     // when the running time is up, while not paused
-	left       time.Duration // of the running time, while paused
-	paused     int
+	deadline   time.Time // when the running time is up
 	armed      bool
 	done       chan struct{} // made when armed
-	timer      *time.Timer   // while armed, running and not ended
+	timer      *time.Timer   // while armed and not ended
 	stopParent func() bool   // set when armed
 	funcs      map[*func()]struct{}
 }
@@ -61,7 +57,7 @@ func (c *handlerContext) Err() error {
 	switch {
 	case c.parent.Err() != nil:
 		err = context.Cause(c.parent)
-	case c.paused == 0 && !time.Now().Before(c.deadline):
+	case !time.Now().Before(c.deadline):
 		err = context.DeadlineExceeded
 	}
 	c.mu.Unlock()
@@ -84,9 +80,7 @@ func (c *handlerContext) armLocked() {
 		close(c.done)
 		return
 	}
-	if c.paused == 0 {
-		c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.end(context.DeadlineExceeded) })
-	}
+	c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.end(context.DeadlineExceeded) }) // the handler timeout
 	c.stopParent = context.AfterFunc(c.parent, func() { c.end(context.Cause(c.parent)) })
 }
 
@@ -139,36 +133,5 @@ func (c *handlerContext) end(err error) {
 	c.stopParent()
 	for f := range funcs {
 		go (*f)()
-	}
-}
-
-// pause stops counting the handlers' running time: they wait in Next.
-// Each pause is followed by one resume.
-func (c *handlerContext) pause() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.paused++; c.paused > 1 || c.err != nil {
-		return
-	}
-	c.left = time.Until(c.deadline)
-	if c.timer != nil {
-		c.timer.Stop()
-	}
-}
-
-// resume counts the running time again.
-func (c *handlerContext) resume() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.paused--; c.paused > 0 || c.err != nil {
-		return
-	}
-	c.deadline = time.Now().Add(c.left)
-	if c.armed {
-		if c.timer == nil {
-			c.timer = time.AfterFunc(c.left, func() { c.end(context.DeadlineExceeded) })
-		} else {
-			c.timer.Reset(c.left)
-		}
 	}
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/heraldbot/herald/core/journal"
@@ -36,16 +35,5 @@ func (c *Context) AnswerInline(a platform.InlineAnswer) error {
 	if _, ok := c.ev.e.adapter(ev.Platform).(platform.InlineAnswerer); !ok {
 		return platform.Permanent(fmt.Errorf("engine: answering an inline query on %s: %w", ev.Platform, platform.ErrUnsupported))
 	}
-	act := &c.ev.act
-	key := answerKey(ev)
-	if !act.claim(key) {
-		return platform.Permanent(fmt.Errorf("engine: inline query %s: %w", ev.ID, platform.ErrAlreadyAnswered))
-	}
-	ctx, cancel := context.WithTimeout(c.ev.ctx, answerTimeout)
-	defer cancel()
-	_, err := c.ev.e.interact(ctx, ev.Platform, journal.Interaction{Op: journal.OpAnswerInline, Event: ev, Inline: a})
-	if err != nil && !platform.IsPermanent(err) {
-		act.release(key)
-	}
-	return err
+	return c.answer(ev, journal.Interaction{Op: journal.OpAnswerInline, Event: ev, Inline: a}, "inline query")
 }

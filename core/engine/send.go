@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 	"time"
 
 	"github.com/heraldbot/herald/core/journal"
@@ -36,24 +38,95 @@ type sendTask struct {
 	fence     func() error
 }
 
-// send queues msg, a send of ev's handler, for chat (under key) and
-// returns its Future.
-func (e *Engine) send(ev *eventState, key string, chat platform.Chat, msg platform.OutboundMessage) *future.Future[platform.SendResult] {
-	req := platform.SendRequest{Platform: ev.event.Platform, Target: chat, Message: msg}
-	f, _ := e.queueSend(key, journal.Send{ID: ev.nextSendID(), Request: req, Repeat: ev.recovered, Settled: ev.settled.Load})
-	return f
+// send queues msg, a send of c's handler, for chat (under key), as an
+// effect of c's handling, and returns its Future and its place in the log
+// (-1 for none): a replay gets the Future of the send recorded there. A
+// question (Prompt's) whose send fails resumes the handling's wait for
+// its answer.
+func (e *Engine) send(c *Context, key string, chat platform.Chat, msg platform.OutboundMessage, question bool) (*future.Future[platform.SendResult], int) {
+	st := c.ev
+	req := platform.SendRequest{Platform: st.event.Platform, Target: chat, Message: msg}
+	s := requestSum(&req)
+	fx, pos, err := c.take(fxSend, s, msg.Text)
+	switch {
+	case err != nil:
+		return future.Resolved(platform.SendResult{}, err), pos
+	case fx != nil:
+		return fx.send(), pos
+	}
+	st.sends.Add(1)
+	id := c.effectID(pos)
+	h := st.h
+	if sc := c.scope(); sc.errs > 0 && id != "" {
+		// The error hook's sends are not in the log: one a replay repeats
+		// is known by its id.
+		if f := h.hookSend(id); f != nil {
+			return f, pos
+		}
+	}
+	js := journal.Send{ID: id, Request: req, Repeat: st.recovered, Settled: h.settled}
+	var onFail func(error)
+	if question {
+		onFail = func(err error) { e.questionFailed(h, pos, err) }
+	}
+	f, _ := e.queueSend(key, js, onFail)
+	if sc := c.scope(); sc.errs > 0 && id != "" {
+		h.keepHookSend(id, f)
+	}
+	st.record(pos, effect{kind: fxSend, sum: s, what: msg.Text, v: f})
+	return f, pos
+}
+
+// requestSum hashes what a send sends, for a replay to tell the same send
+// from another: its chat and message (attachments by name, reference and
+// size, not their bytes).
+func requestSum(r *platform.SendRequest) uint64 {
+	h := fnv.New64a()
+	w := func(s string) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	m := &r.Message
+	w(r.Platform)
+	w(r.Target.ID)
+	w(m.Text)
+	w(string(m.ParseMode))
+	w(m.ReplyToID)
+	w(m.EditID)
+	w(m.DeleteID)
+	for _, a := range m.Attachments {
+		w(string(a.Kind))
+		w(a.FileName)
+		w(a.Caption)
+		w(a.FileID)
+		w(a.URL)
+		w(strconv.Itoa(len(a.Data)))
+	}
+	for _, row := range m.Buttons {
+		for _, b := range row {
+			w(b.Text)
+			w(b.Data)
+			w(b.URL)
+		}
+	}
+	return h.Sum64()
 }
 
 // queueSend appends s to the journal, which hands it to the gateway of its
 // account (this process's Make, or another's), and returns its Future.
 // Its error says why it was not queued (no adapter, the journal or the dispatcher refused); the
 // Future is then resolved with it.
-func (e *Engine) queueSend(key string, s journal.Send) (*future.Future[platform.SendResult], error) {
+func (e *Engine) queueSend(key string, s journal.Send, onFail func(error)) (*future.Future[platform.SendResult], error) {
 	if e.senders[s.Request.Platform] == nil {
 		return future.Resolved(platform.SendResult{}, ErrNoSender), ErrNoSender
 	}
 	f := future.New[platform.SendResult]()
-	s.Done = func(res platform.SendResult, err error) { f.Resolve(res, err) }
+	s.Done = func(res platform.SendResult, err error) {
+		f.Resolve(res, err)
+		if err != nil && onFail != nil {
+			onFail(err)
+		}
+	}
 	js := e.js
 	a, err := e.journal.AppendSend(context.Background(), s)
 	switch {
@@ -64,6 +137,9 @@ func (e *Engine) queueSend(key string, s journal.Send) (*future.Future[platform.
 			err = js.failed("send", err)
 		}
 		f.Resolve(platform.SendResult{}, err)
+		if onFail != nil {
+			onFail(err)
+		}
 		return f, err
 	case a.Duplicate:
 		// A handler run again after a restart repeats a send it made

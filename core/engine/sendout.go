@@ -90,5 +90,5 @@ func (e *Engine) sendOut(platformName string, chat platform.Chat, msg platform.O
 	if id != "" {
 		s.ID = "out/" + id // a handler's is platform:event/n, and no adapter name holds a "/"
 	}
-	return e.queueSend(chatKey(platformName, chat.ID), s)
+	return e.queueSend(chatKey(platformName, chat.ID), s, nil)
 }

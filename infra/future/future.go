@@ -42,10 +42,18 @@ func New[T any]() *Future[T] {
 
 // Resolved returns a Future already resolved with val and err.
 func Resolved[T any](val T, err error) *Future[T] {
-	f := New[T]()
-	f.Resolve(val, err)
+	f := &Future[T]{done: closed, val: val, err: err}
+	f.once.Do(func() {}) // resolved: a later Resolve changes nothing
 	return f
 }
+
+// closed is the Done channel of every Future made resolved: closed once,
+// shared, and never closed again (Resolve's once has run).
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Resolve sets the Future's value and error and wakes every waiter. It
 // returns true if this call resolved the Future and false if it had already

@@ -216,14 +216,6 @@ type Executor struct {
 
 	wg sync.WaitGroup // worker goroutines
 
-	// Parked tasks (Park, Unpark: a handler waiting in Next) hold no
-	// slot; unparking counts those waiting to take one again, which come
-	// before hungry shards, and slotFree is closed when a slot frees for
-	// them.
-	parked, unparking atomic.Int64
-	umu               sync.Mutex
-	slotFree          chan struct{}
-
 	// stopWake unregisters the wake-up of sleeping chats that runs when
 	// base ends (see wakeAll).
 	stopWake func() bool

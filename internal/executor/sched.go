@@ -393,10 +393,9 @@ func (d *Executor) popHungry() *shard {
 	return s
 }
 
-// serveHungry starts a worker for hungry shards while slots are free and
-// no parked task waits for one.
+// serveHungry starts a worker for hungry shards while slots are free.
 func (d *Executor) serveHungry() {
-	for d.hungryN.Load() > 0 && d.unparking.Load() == 0 && d.tryAcquireSlot() {
+	for d.hungryN.Load() > 0 && d.tryAcquireSlot() {
 		s := d.popHungry()
 		if s == nil {
 			d.releaseSlot()
@@ -412,68 +411,8 @@ func (d *Executor) serveHungry() {
 
 func (d *Executor) releaseSlot() {
 	d.slots.Add(-1)
-	if d.unparking.Load() > 0 {
-		d.umu.Lock()
-		if d.slotFree != nil {
-			close(d.slotFree)
-			d.slotFree = nil
-		}
-		d.umu.Unlock()
-		return
-	}
 	if d.hungryN.Load() > 0 {
 		d.serveHungry()
-	}
-}
-
-// Park gives up the slot of the running task of key that calls it, on its
-// worker's goroutine, while the task waits for something other than the
-// executor (a handler waiting in Next for the user's answer): other tasks
-// run meanwhile. The worker no longer counts as one of its shard's; if the
-// shard has chats ready, a fresh worker takes them, on the slot. The task
-// calls Unpark, on the same goroutine, before it goes on.
-func (d *Executor) Park(key string) {
-	d.parked.Add(1)
-	s := &d.shards[d.shardIndex(key)]
-	s.mu.Lock()
-	s.workers--
-	spawn := s.readyHead != nil
-	if spawn {
-		s.workers++
-		d.wg.Add(1)
-	}
-	s.mu.Unlock()
-	if spawn {
-		go d.work(s) // on this task's slot
-		return
-	}
-	d.releaseSlot()
-}
-
-// Unpark takes a slot again for a parked task of key, before any hungry
-// shard, waiting until one is free — at most MaxInflight tasks run at once,
-// the parked ones not counted — and counts its worker in its shard again.
-func (d *Executor) Unpark(key string) {
-	d.parked.Add(-1)
-	d.unparking.Add(1)
-	for !d.tryAcquireSlot() {
-		d.umu.Lock()
-		if d.slotFree == nil {
-			d.slotFree = make(chan struct{})
-		}
-		free := d.slotFree
-		d.umu.Unlock()
-		if d.tryAcquireSlot() { // one freed before free was there to close
-			break
-		}
-		<-free
-	}
-	s := &d.shards[d.shardIndex(key)]
-	s.mu.Lock()
-	s.workers++
-	s.mu.Unlock()
-	if d.unparking.Add(-1) == 0 && d.hungryN.Load() > 0 {
-		d.serveHungry() // slots freed while parked tasks came first
 	}
 }
 
