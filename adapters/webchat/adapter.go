@@ -107,9 +107,11 @@ type Adapter struct {
 	eventID uint64
 	chats   *chats
 
-	presses presses       // button presses waiting for an answer
-	uploads *uploads      // the files users sent
-	slots   chan struct{} // upload slots: a frame over ReadLimit is being read
+	presses  presses          // button presses waiting for an answer
+	fileKeys map[string]*conn // the open tabs by the key they fetch files with
+	files    *fileStore       // the files kept by reference
+	slots    chan struct{}    // upload slots: a frame over ReadLimit is being read
+	fetches  chan struct{}    // fetch slots: a file is being sent to a tab
 }
 
 // New returns an Adapter for cfg, or an error wrapping ErrInvalidConfig
@@ -134,8 +136,10 @@ func New(cfg Config) (*Adapter, error) {
 			MaxHistoryBytes: cfg.MaxHistoryBytes,
 		}),
 		guard:   newGuard(cfg.AllowedOrigins),
-		uploads: newUploads(cfg.UploadBytes),
-		slots:   make(chan struct{}, cfg.UploadSlots),
+		fileKeys: make(map[string]*conn),
+		files:    newFileStore(cfg.UploadBytes),
+		slots:    make(chan struct{}, cfg.UploadSlots),
+		fetches:  make(chan struct{}, fileFetchSlots),
 	}
 	a.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,

@@ -131,16 +131,18 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 	if err != nil {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("webchat: send to %q: %w", chatID, err))
 	}
-	m, err := a.withFiles(req.Message)
+	m := req.Message
+	atts, refs, err := a.wireAttachments(chatID, m.Attachments)
 	if err != nil {
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: %w", chatID, err)
 	}
 	id := a.nextMessageID()
 	t := time.Now()
 	w := a.wireBotMessage(id, m, t)
-	w.Keyboard = kb
+	w.Attachments, w.Keyboard = atts, kb
 	msg, err := marshal(w)
 	if err != nil { // unreachable: strings, bytes and a current time always encode
+		a.files.revoke(refs...)
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: encoding: %w", chatID, err)
 	}
 	frame := encodeMessageFrame(frameMessage, msg)
@@ -150,6 +152,7 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 	defer a.mu.Unlock()
 	ch := a.chats.getLocked(chatID)
 	if ch == nil || a.fanoutLocked(ch, frame) == 0 {
+		a.files.revoke(refs...)
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: %w", chatID, ErrNoConnection)
 	}
 	if kb != nil {
@@ -158,7 +161,7 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 			ch.keyboard = nil
 		}
 	}
-	a.chats.pushLocked(ch, entry{id: id, bot: true, msg: msg, buttons: buttons})
+	a.chats.pushLocked(ch, entry{id: id, bot: true, msg: msg, buttons: buttons, files: refs})
 	return platform.SendResult{MessageID: id, ChatID: chatID, SentAt: t}, nil
 }
 
@@ -185,9 +188,10 @@ func wireKeyboardOf(k *platform.ReplyKeyboard) (*wireKeyboard, error) {
 	return w, nil
 }
 
-// wireBotMessage converts a validated outbound message for the page.
+// wireBotMessage converts a validated outbound message for the page,
+// without its attachments (see wireAttachments).
 func (a *Adapter) wireBotMessage(id string, m platform.OutboundMessage, t time.Time) wireMessage {
-	w := wireMessage{
+	return wireMessage{
 		ID:        id,
 		Bot:       true,
 		From:      wireUser{ID: botUserID, Name: a.cfg.BotName},
@@ -195,16 +199,8 @@ func (a *Adapter) wireBotMessage(id string, m platform.OutboundMessage, t time.T
 		ParseMode: string(m.ParseMode),
 		ReplyTo:   m.ReplyToID,
 		Time:      t,
+		Buttons:   wireButtons(m.Buttons),
 	}
-	for _, at := range m.Attachments {
-		wa := wireAttachment{Kind: string(at.Kind), URL: at.URL, Data: at.Data, FileName: at.FileName, Caption: at.Caption}
-		if len(at.Data) > 0 {
-			wa.MIME = mimeOf(at)
-		}
-		w.Attachments = append(w.Attachments, wa)
-	}
-	w.Buttons = wireButtons(m.Buttons)
-	return w
 }
 
 // mimeOf returns the media type of an attachment sent as bytes: its
