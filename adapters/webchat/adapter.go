@@ -135,7 +135,7 @@ func New(cfg Config) (*Adapter, error) {
 			HistoryBytes:    cfg.HistoryBytes,
 			MaxHistoryBytes: cfg.MaxHistoryBytes,
 		}),
-		guard:   newGuard(cfg.AllowedOrigins),
+		guard:    newGuard(cfg.AllowedOrigins),
 		fileKeys: make(map[string]*conn),
 		files:    newFileStore(cfg.UploadBytes),
 		slots:    make(chan struct{}, cfg.UploadSlots),

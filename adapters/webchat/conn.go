@@ -167,10 +167,10 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &conn{
-		a:      a,
-		ws:     ws,
-		tcp:    tcp,
-		remote: r.RemoteAddr,
+		a:       a,
+		ws:      ws,
+		tcp:     tcp,
+		remote:  r.RemoteAddr,
 		out:     make(chan outFrame, a.cfg.QueueSize),
 		done:    make(chan struct{}),
 		fileKey: randomID(),
