@@ -41,3 +41,11 @@ func ServerConnCap(a *Adapter) int { return a.cfg.MaxConnections + httpHeadroom 
 
 // UploadSlotsTaken returns how many frames over ReadLimit are being read.
 func UploadSlotsTaken(a *Adapter) int { return len(a.slots) }
+
+// FileStoreStats returns the bytes the adapter's file store holds (kept
+// files, room reserved for files being read, forgotten files still being
+// fetched) and the number of files and references it keeps.
+func FileStoreStats(a *Adapter) (used int64, files, refs int) { return a.files.stats() }
+
+// UploadSlotsOf returns the adapter's upload slots.
+func UploadSlotsOf(a *Adapter) int { return cap(a.slots) }

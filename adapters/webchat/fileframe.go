@@ -218,15 +218,20 @@ func (p *frameStream) decodeString() error {
 			chunk = chunk[:len(chunk)-1]
 		}
 		for i := 0; i < len(chunk); i++ {
-			c := chunk[i]
-			if c != '\\' {
-				if !base64Char(c) {
-					return errLargeFrame
-				}
-				if err := p.b64.add(c); err != nil {
+			// A run of base64, as nearly all of it is, goes at once.
+			j := i
+			for j < len(chunk) && isBase64[chunk[j]] {
+				j++
+			}
+			if j > i {
+				if err := p.b64.addRun(chunk[i:j]); err != nil {
 					return err
 				}
+				i = j - 1
 				continue
+			}
+			if chunk[i] != '\\' {
+				return errLargeFrame
 			}
 			// An escape. It may run past the chunk, into the reader,
 			// unless a quote ended the chunk: that quote would then be
@@ -319,9 +324,15 @@ func hexDigit(c byte) (int, bool) {
 
 // base64Char reports whether c is in the standard base64 alphabet or is
 // its padding.
-func base64Char(c byte) bool {
-	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '='
-}
+func base64Char(c byte) bool { return isBase64[c] }
+
+// isBase64 says which bytes base64Char accepts.
+var isBase64 = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") {
+		t[c] = true
+	}
+	return t
+}()
 
 // copyString copies the rest of a JSON string, its opening quote already
 // copied, to rest, as it came: escapes are checked later, when rest is
@@ -436,10 +447,10 @@ func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\
 // nothing after the padding.
 type base64Stream struct {
 	sink   *contentSink
-	q      [4096]byte // characters not decoded yet
+	q      [16 << 10]byte // characters not decoded yet
 	n      int
 	padded bool // a padded quantum was decoded: it was the last
-	out    [3072]byte
+	out    [12 << 10]byte
 }
 
 func (d *base64Stream) reset() { d.n, d.padded = 0, false }
@@ -453,6 +464,24 @@ func (d *base64Stream) add(c byte) error {
 	d.n++
 	if d.n == len(d.q) {
 		return d.flush()
+	}
+	return nil
+}
+
+// addRun takes characters of the alphabet or padding.
+func (d *base64Stream) addRun(p []byte) error {
+	for len(p) > 0 {
+		if d.padded {
+			return errLargeFrame
+		}
+		n := copy(d.q[d.n:], p)
+		d.n += n
+		p = p[n:]
+		if d.n == len(d.q) {
+			if err := d.flush(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -149,3 +149,19 @@ func FuzzParseLargeFrame(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { sameDecoding(t, data) })
 }
+
+// BenchmarkParseLargeFrame parses a file frame of a 4 MiB file, as a
+// tab's frame over ReadLimit is read.
+func BenchmarkParseLargeFrame(b *testing.B) {
+	file := bytes.Repeat([]byte("herald\x00\xff"), (4<<20)/8)
+	data := []byte(`{"type":"file","kind":"document","file_name":"a.bin","content":"` + base64.StdEncoding.EncodeToString(file) + `","caption":"c"}`)
+	sink := &contentSink{buf: make([]byte, len(file)), limit: len(file)}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		sink.reset()
+		if _, _, err := parseLargeFrame(bytes.NewReader(data), sink, uploadOverhead); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,6 +75,10 @@ type fileStore struct {
 	refs     map[string]*fileRef    // by reference ID
 	refOrder list.List              // of *fileRef, oldest first
 	room     chan struct{}          // closed, and replaced, when bytes are freed
+	// unmapping holds the mappings of files freed under the lock, which
+	// unlock gives back once the lock is released: a syscall that frees
+	// megabytes has no place under a lock every tab and send takes.
+	unmapping []offHeap
 }
 
 // storedFile is one file in the store.
@@ -130,7 +135,7 @@ func (s *fileStore) reserve(n int64, stop <-chan struct{}, timeout <-chan time.T
 		s.mu.Lock()
 		if s.makeRoomLocked(n) {
 			s.used += n
-			s.mu.Unlock()
+			s.unlock()
 			r := &reservation{s: s, n: n}
 			var ok bool
 			if r.buf, r.mem, ok = mapFile(int(n)); !ok {
@@ -139,7 +144,7 @@ func (s *fileStore) reserve(n int64, stop <-chan struct{}, timeout <-chan time.T
 			return r, nil
 		}
 		room := s.room
-		s.mu.Unlock()
+		s.unlock()
 		select {
 		case <-room:
 		case <-stop:
@@ -158,11 +163,11 @@ func (r *reservation) release() {
 	}
 	r.done = true
 	r.buf = nil
+	r.mem.unmap()
 	s := r.s
 	s.mu.Lock()
-	r.mem.unmap()
 	s.freedLocked(r.n)
-	s.mu.Unlock()
+	s.unlock()
 }
 
 // makeRoomLocked forgets the oldest kept files, pinned ones included,
@@ -219,12 +224,27 @@ func (s *fileStore) forgetLocked(f *storedFile) {
 	}
 }
 
-// freeLocked frees a forgotten file's bytes.
+// freeLocked frees a forgotten file's bytes: at once in the count, and
+// its mapping, if any, when the lock is released (see unlock).
 func (s *fileStore) freeLocked(f *storedFile) {
 	n := int64(len(f.data))
 	f.data = nil
-	f.mem.unmap()
+	if f.mem.mapped() {
+		s.unmapping = append(s.unmapping, f.mem)
+		f.mem = offHeap{}
+	}
 	s.freedLocked(n)
+}
+
+// unlock releases the lock, then unmaps the memory of the files freed
+// while it was held.
+func (s *fileStore) unlock() {
+	m := s.unmapping
+	s.unmapping = nil
+	s.mu.Unlock()
+	for i := range m {
+		m[i].unmap()
+	}
 }
 
 // insertLocked keeps f, whose bytes are already counted in used, as the
@@ -261,7 +281,7 @@ func (s *fileStore) commitUpload(r *reservation, n int, fileID, fileName, mime, 
 	f.hash = maphash.Bytes(s.seed, f.data)
 	r.done, r.buf, r.mem = true, nil, offHeap{}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	s.freedLocked(r.n - int64(n)) // the reservation becomes the file
 	return s.keepUploadLocked(f, chat)
 }
@@ -275,11 +295,11 @@ func (s *fileStore) putUpload(data []byte, fileID, fileName, mime, chat string) 
 	n := int64(len(data))
 	s.mu.Lock()
 	if !s.makeRoomLocked(n) {
-		s.mu.Unlock()
+		s.unlock()
 		return keptUpload{}, false
 	}
 	s.used += n
-	s.mu.Unlock()
+	s.unlock()
 	if len(data) > largeFile {
 		if b, m, ok := mapFile(len(data)); ok {
 			copy(b, data)
@@ -287,7 +307,7 @@ func (s *fileStore) putUpload(data []byte, fileID, fileName, mime, chat string) 
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	return s.keepUploadLocked(f, chat), true
 }
 
@@ -305,7 +325,7 @@ func (s *fileStore) keepUploadLocked(f *storedFile, chat string) keptUpload {
 // delivered.
 func (s *fileStore) removeUpload(fileID string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if f := s.uploads[fileID]; f != nil {
 		s.forgetLocked(f)
 	}
@@ -315,7 +335,7 @@ func (s *fileStore) removeUpload(fileID string) {
 // or an error wrapping platform.ErrInvalidMessage.
 func (s *fileStore) upload(fileID string) (*storedFile, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	f := s.uploads[fileID]
 	if f == nil {
 		return nil, fmt.Errorf("%w: file %s is no longer kept", platform.ErrInvalidMessage, fileID)
@@ -328,7 +348,11 @@ func (s *fileStore) upload(fileID string) (*storedFile, error) {
 // forgotten meanwhile.
 func (s *fileStore) unpin(f *storedFile) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
+	s.unpinLocked(f)
+}
+
+func (s *fileStore) unpinLocked(f *storedFile) {
 	f.pins--
 	if f.pins == 0 && f.elem == nil {
 		s.freeLocked(f)
@@ -349,21 +373,35 @@ func (s *fileStore) share(data []byte, chat, fileName, mime string) (string, err
 			platform.ErrFileTooLarge, n, s.max))
 	}
 	h := maphash.Bytes(s.seed, data)
+	// Compare with the files of the same hash, pinned, outside the lock.
 	s.mu.Lock()
-	for _, f := range s.byHash[h] {
-		if bytes.Equal(f.data, data) {
-			s.kept.MoveToBack(f.elem) // used again: forgotten last
-			id := s.refLocked(f, chat, fileName, mime)
-			s.mu.Unlock()
-			return id, nil
+	same := slices.Clone(s.byHash[h])
+	for _, f := range same {
+		f.pins++
+	}
+	s.unlock()
+	var match *storedFile
+	for _, f := range same {
+		if match == nil && bytes.Equal(f.data, data) {
+			match = f
 		}
 	}
+	s.mu.Lock()
+	for _, f := range same {
+		s.unpinLocked(f)
+	}
+	if match != nil && match.elem != nil {
+		s.kept.MoveToBack(match.elem) // used again: forgotten last
+		id := s.refLocked(match, chat, fileName, mime)
+		s.unlock()
+		return id, nil
+	}
 	if !s.makeRoomLocked(n) {
-		s.mu.Unlock()
+		s.unlock()
 		return "", ErrNoRoom
 	}
 	s.used += n
-	s.mu.Unlock()
+	s.unlock()
 
 	f := &storedFile{hash: h}
 	var ok bool
@@ -373,7 +411,7 @@ func (s *fileStore) share(data []byte, chat, fileName, mime string) (string, err
 		f.data = bytes.Clone(data)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	s.insertLocked(f)
 	return s.refLocked(f, chat, fileName, mime), nil
 }
@@ -382,7 +420,7 @@ func (s *fileStore) share(data []byte, chat, fileName, mime string) (string, err
 // caller has pinned, or "" if f was forgotten meanwhile.
 func (s *fileStore) ref(f *storedFile, chat, fileName, mime string) string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if f.elem == nil {
 		return ""
 	}
@@ -412,7 +450,7 @@ func (s *fileStore) revoke(ids ...string) {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	for _, id := range ids {
 		if r := s.refs[id]; r != nil {
 			s.revokeLocked(r)
@@ -435,7 +473,7 @@ func (s *fileStore) revokeLocked(r *fileRef) {
 // names no kept file of that chat.
 func (s *fileStore) open(id, chat string) (f *storedFile, r fileRef, ok bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	ref := s.refs[id]
 	if ref == nil || ref.chat != chat {
 		return nil, fileRef{}, false
@@ -448,6 +486,6 @@ func (s *fileStore) open(id, chat string) (f *storedFile, r fileRef, ok bool) {
 // references it keeps.
 func (s *fileStore) stats() (used int64, files, refs int) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	return s.used, s.kept.Len(), len(s.refs)
 }
