@@ -49,3 +49,16 @@ func FileStoreStats(a *Adapter) (used int64, files, refs int) { return a.files.s
 
 // UploadSlotsOf returns the adapter's upload slots.
 func UploadSlotsOf(a *Adapter) int { return cap(a.slots) }
+
+// FileStoreBytes returns the bytes the file store counts and the bytes of
+// the files it keeps, which are equal when no file is being read or
+// fetched.
+func FileStoreBytes(a *Adapter) (used, kept int64) {
+	s := a.files
+	s.mu.Lock()
+	defer s.unlock()
+	for e := s.kept.Front(); e != nil; e = e.Next() {
+		kept += int64(len(e.Value.(*storedFile).data))
+	}
+	return s.used, kept
+}
