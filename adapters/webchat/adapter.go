@@ -161,7 +161,9 @@ func (a *Adapter) Name() string { return DefaultName }
 func (a *Adapter) Sender() platform.Sender { return &Sender{a: a} }
 
 // Handler returns the adapter's HTTP handler: the chat page at "/", its
-// files under "/static/" and the WebSocket at "/ws". Mount it elsewhere
+// files under "/static/", the WebSocket at "/ws", and the chat's files
+// that the page shows by reference under "/file/" (see the package doc's
+// Files). Mount it elsewhere
 // with http.StripPrefix (the page uses relative URLs) and set
 // [Config.NoServer] to serve it only there. The WebSocket answers 503
 // Service Unavailable while Run is not running. A request that arrives on

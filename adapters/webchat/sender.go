@@ -37,7 +37,13 @@ type Sender struct{ a *Adapter }
 // documents as download links; a file sent as bytes whose type (its
 // MIMEType, else what its bytes look like) the kind cannot show is a
 // download link too. An album's attachments are shown together in one
-// message, as every message's are.
+// message, as every message's are. A file of more than 32 KiB, sent as
+// Data or by the FileID of a file a user sent, is kept in the adapter's
+// file store and shown by reference (see the package doc's Files): the
+// message's frame and its place in the history hold a reference, not the
+// bytes, whose copy is made once per content (sending a user's file back,
+// even downloaded and sent as Data, refers to the file kept) and dropped
+// again if the send fails.
 //
 // A reply keyboard (Keyboard) is shown under the message box of every tab
 // of the chat, its buttons sending their text as the user's message, with
@@ -98,6 +104,14 @@ type Sender struct{ a *Adapter }
 //     with attachments, a ReplyToID or no text included);
 //   - with an error wrapping [ErrInvalidChatID], marked permanent, when
 //     the target ID cannot name a web chat;
+//   - with an error wrapping [platform.ErrInvalidMessage], marked
+//     permanent, for an attachment by a FileID that names no file a user
+//     sent that the adapter still keeps;
+//   - with an error wrapping [platform.ErrFileTooLarge], marked
+//     permanent, for a file larger than [Config.UploadBytes];
+//   - with an error wrapping [ErrNoRoom], which is not permanent, when
+//     the files being read from tabs and fetched by them leave no room in
+//     the file store for a large file at the moment;
 //   - with an error wrapping [ErrNoMessage], marked permanent, for an edit
 //     of a message that is not a bot message kept in the chat's history
 //     (one never sent to that chat, a user's message, or one the history
