@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,6 +76,9 @@ func RoomChatID(room string) string { return roomPrefix + room }
 // Adapter is the local browser chat; see the package doc. Create one with
 // [New]; the zero value is not usable. Its methods are safe for concurrent
 // use.
+//
+// The memory of the files an Adapter keeps (see [Config.UploadBytes]) is
+// given back when the Adapter is garbage collected.
 //
 // An Adapter runs once: [Adapter.Run] serves the page and delivers events
 // until its context ends, and a later Run returns ErrAlreadyRunning (unless
@@ -151,6 +155,9 @@ func New(cfg Config) (*Adapter, error) {
 		},
 	}
 	a.handler = a.hostGuard(a.newHandler())
+	// The files kept off the heap go with the adapter: once nothing
+	// reaches it, nothing can read them.
+	runtime.AddCleanup(a, (*fileStore).release, a.files)
 	return a, nil
 }
 

@@ -482,6 +482,33 @@ func (s *fileStore) open(id, chat string) (f *storedFile, r fileRef, ok bool) {
 	return ref.file, *ref, true
 }
 
+// release forgets every kept file, for an adapter that nothing reaches
+// any more, so that no reader is left either: the memory of files kept off
+// the heap would otherwise outlive it.
+// It wakes no one (no one is left to wait), so it may run outside the
+// synctest bubble, if any, the store was made in.
+func (s *fileStore) release() {
+	s.mu.Lock()
+	var maps []offHeap
+	for e := s.kept.Front(); e != nil; e = e.Next() {
+		if f := e.Value.(*storedFile); f.mem.mapped() {
+			maps = append(maps, f.mem)
+		}
+	}
+	s.kept.Init()
+	clear(s.byHash)
+	clear(s.uploads)
+	clear(s.refs)
+	s.refOrder.Init()
+	s.used = 0
+	maps = append(maps, s.unmapping...)
+	s.unmapping = nil
+	s.mu.Unlock()
+	for i := range maps {
+		maps[i].unmap()
+	}
+}
+
 // stats returns the bytes the store holds and the number of files and
 // references it keeps.
 func (s *fileStore) stats() (used int64, files, refs int) {

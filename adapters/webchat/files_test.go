@@ -304,3 +304,20 @@ func TestOffHeapTrim(t *testing.T) {
 	}
 	m.unmap() // twice: nothing
 }
+
+// TestFileStoreRelease: an adapter that nothing reaches gives back the
+// memory of the files it kept.
+func TestFileStoreRelease(t *testing.T) {
+	s := newFileStore(1 << 20)
+	k := upload(t, s, 200<<10, fill(1, 200<<10), "upload-1", "c")
+	if _, err := s.share(fill(2, 100<<10), "c", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	s.release()
+	if used, files, refs := s.stats(); used != 0 || files != 0 || refs != 0 {
+		t.Fatalf("after release: %d bytes, %d files, %d references; want none", used, files, refs)
+	}
+	if _, _, ok := s.open(k.ref, "c"); ok {
+		t.Fatal("a reference works after release")
+	}
+}
