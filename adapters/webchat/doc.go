@@ -196,7 +196,8 @@
 // a JSON object), bad_frame (a field missing or invalid, or a binary
 // message), unknown_type, not_joined (a frame before hello),
 // already_joined (a second hello), unknown_button (no such button in the
-// kept history), busy (the bot's event queue is full; the frame was
+// kept history), busy (the bot's event queue is full, or, for a file,
+// the file store has no room for it at the moment; the frame was
 // dropped, try again) and stopping (the bot is shutting down and takes no
 // more messages; its pending replies still arrive). An error before the
 // history answers hello means the hello was refused: the page shows it and
