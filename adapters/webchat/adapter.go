@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +77,9 @@ func RoomChatID(room string) string { return roomPrefix + room }
 // [New]; the zero value is not usable. Its methods are safe for concurrent
 // use.
 //
+// The memory of the files an Adapter keeps (see [Config.UploadBytes]) is
+// given back when the Adapter is garbage collected.
+//
 // An Adapter runs once: [Adapter.Run] serves the page and delivers events
 // until its context ends, and a later Run returns ErrAlreadyRunning (unless
 // the earlier one failed to listen). The [platform.Sender] from
@@ -107,9 +111,11 @@ type Adapter struct {
 	eventID uint64
 	chats   *chats
 
-	presses presses       // button presses waiting for an answer
-	uploads *uploads      // the files users sent
-	slots   chan struct{} // upload slots: a frame over ReadLimit is being read
+	presses  presses          // button presses waiting for an answer
+	fileKeys map[string]*conn // the open tabs by the key they fetch files with
+	files    *fileStore       // the files kept by reference
+	slots    chan struct{}    // upload slots: a frame over ReadLimit is being read
+	fetches  chan struct{}    // fetch slots: a file is being sent to a tab
 }
 
 // New returns an Adapter for cfg, or an error wrapping ErrInvalidConfig
@@ -133,9 +139,11 @@ func New(cfg Config) (*Adapter, error) {
 			HistoryBytes:    cfg.HistoryBytes,
 			MaxHistoryBytes: cfg.MaxHistoryBytes,
 		}),
-		guard:   newGuard(cfg.AllowedOrigins),
-		uploads: newUploads(cfg.UploadBytes),
-		slots:   make(chan struct{}, cfg.UploadSlots),
+		guard:    newGuard(cfg.AllowedOrigins),
+		fileKeys: make(map[string]*conn),
+		files:    newFileStore(cfg.UploadBytes),
+		slots:    make(chan struct{}, cfg.UploadSlots),
+		fetches:  make(chan struct{}, fileFetchSlots),
 	}
 	a.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,
@@ -147,6 +155,9 @@ func New(cfg Config) (*Adapter, error) {
 		},
 	}
 	a.handler = a.hostGuard(a.newHandler())
+	// The files kept off the heap go with the adapter: once nothing
+	// reaches it, nothing can read them.
+	runtime.AddCleanup(a, (*fileStore).release, a.files)
 	return a, nil
 }
 
@@ -157,7 +168,9 @@ func (a *Adapter) Name() string { return DefaultName }
 func (a *Adapter) Sender() platform.Sender { return &Sender{a: a} }
 
 // Handler returns the adapter's HTTP handler: the chat page at "/", its
-// files under "/static/" and the WebSocket at "/ws". Mount it elsewhere
+// files under "/static/", the WebSocket at "/ws", and the chat's files
+// that the page shows by reference under "/file/" (see the package doc's
+// Files). Mount it elsewhere
 // with http.StripPrefix (the page uses relative URLs) and set
 // [Config.NoServer] to serve it only there. The WebSocket answers 503
 // Service Unavailable while Run is not running. A request that arrives on

@@ -168,8 +168,8 @@ func TestHistoryBounded(t *testing.T) {
 // TestHistoryBytesOnTheWire fills a chat with the longest texts a tab may
 // send, all '<': frames carry them unescaped (not as 6-byte \u003c), and
 // the chat keeps only the newest messages that fit in HistoryBytes. A photo
-// larger than HistoryBytes reaches the tab but is not kept, and leaves the
-// rest of the history alone.
+// as large as HistoryBytes goes by reference, the tab fetches it, and the
+// history keeps it as the reference, a few bytes.
 func TestHistoryBytesOnTheWire(t *testing.T) {
 	const budget = 64 << 10
 	a, _ := start(t, webchat.Config{HistoryBytes: budget})
@@ -200,9 +200,14 @@ func TestHistoryBytesOnTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := c.readMessages(t, 1)[0]; m.ID != res.MessageID || len(m.Attachments) != 1 || !bytes.Equal(m.Attachments[0].Data, photo) {
-		t.Fatalf("the tab got %q; want the photo", m.ID)
+	m := c.readMessages(t, 1)[0]
+	if m.ID != res.MessageID || len(m.Attachments) != 1 || m.Attachments[0].Data != nil || m.Attachments[0].Size != int64(len(photo)) {
+		t.Fatalf("the tab got %q; want the photo by reference", m.ID)
 	}
+	if got := fetchFile(t, a, c.hist.FileKey, m.Attachments[0].File); !bytes.Equal(got, photo) {
+		t.Fatalf("fetched %d bytes of the photo; want its %d", len(got), len(photo))
+	}
+	ids = append(ids, m.ID)
 
 	ws, _, err := dial(a, nil)
 	if err != nil {
@@ -225,9 +230,10 @@ func TestHistoryBytesOnTheWire(t *testing.T) {
 	for _, m := range h.Messages {
 		got = append(got, m.ID)
 	}
-	// Each message takes a little over 16 KiB: three fit in 64 KiB.
-	if want := ids[len(ids)-3:]; !slices.Equal(got, want) || len(raw) > budget+1024 {
-		t.Fatalf("history of %d bytes keeps messages %q; want the newest three %q within %d bytes", len(raw), got, want, budget)
+	// Each text takes a little over 16 KiB: three fit in 64 KiB, with
+	// the photo, a reference of a few bytes.
+	if want := ids[len(ids)-4:]; !slices.Equal(got, want) || len(raw) > budget+1024 {
+		t.Fatalf("history of %d bytes keeps messages %q; want the newest three texts and the photo %q within %d bytes", len(raw), got, want, budget)
 	}
 }
 

@@ -29,6 +29,7 @@ const (
 	DefaultMaxUpload       = 4 << 20
 	DefaultUploadBytes     = 64 << 20
 	DefaultUploadSlots     = 4
+	DefaultUploadStall     = 5 * time.Second
 )
 
 // ErrInvalidConfig is wrapped by the errors [New] returns for a Config it
@@ -89,9 +90,11 @@ type Config struct {
 	HistorySize int
 
 	// HistoryBytes bounds the bytes of each chat's history: messages are
-	// kept as the page receives them (JSON, attachments' bytes included,
-	// as base64), and the oldest are dropped while a chat's messages
-	// together are larger. A message larger than HistoryBytes (or
+	// kept as the page receives them (JSON, with the bytes of attachments
+	// of at most 32 KiB as base64; larger files are kept in the adapter's
+	// file store, bounded by UploadBytes, and a message holds only a
+	// reference to them), and the oldest are dropped while a chat's
+	// messages together are larger. A message larger than HistoryBytes (or
 	// MaxHistoryBytes) on its own reaches the open tabs but is not kept,
 	// so its buttons do not work and a reload does not show it; so does
 	// an edit that makes a kept message that large, which takes the
@@ -161,27 +164,44 @@ type Config struct {
 
 	// MaxUpload is the largest file, in bytes, a user may send from the
 	// page. A file frame may be that large (base64, about 4/3 of it, and
-	// 16 KiB more) although ReadLimit is smaller; frames over ReadLimit
-	// are read at most UploadSlots at a time, so the memory that files
-	// being read take is bounded by UploadSlots × MaxUpload × 4/3 whatever
-	// the number of tabs. A tab whose frame waits for a slot longer than
-	// PongWait is disconnected (the page reconnects; the file is not
-	// sent). Zero means DefaultMaxUpload, 4 MiB.
+	// 128 KiB more) although ReadLimit is smaller. A frame over ReadLimit
+	// is read as it arrives, its base64 decoded straight into room
+	// reserved for it in the file store (MaxUpload bytes, within
+	// UploadBytes), so it is never held whole; at most UploadSlots are
+	// read at once, whatever the number of tabs, and each must come whole
+	// within PongWait of taking its slot and never stall for longer than
+	// UploadStall. A tab whose frame waits for a slot, or for room, longer
+	// than PongWait, or whose frame stalls or comes too slowly, is
+	// disconnected (the page reconnects; the file is not sent). Zero means
+	// DefaultMaxUpload, 4 MiB.
 	MaxUpload int
 
-	// UploadBytes bounds the bytes of the files users sent that the
-	// adapter keeps, all chats together, for [Adapter.Download] and for
-	// sending them again by FileID; past it, or past 10,000 files, the
-	// oldest are forgotten, and
-	// a download or send of a forgotten file fails for good. Zero means
-	// DefaultUploadBytes, 64 MiB; it must be at least MaxUpload. (A
-	// file also counts, as base64, against its chat's history, which
-	// shows it.)
+	// UploadBytes bounds the memory of the adapter's file store, all
+	// chats together: the files users sent, kept for [Adapter.Download],
+	// for sending them again by FileID and for showing them; the bot's
+	// files larger than 32 KiB, kept for the chat's tabs to fetch; the
+	// room reserved for the files being read from tabs (MaxUpload each);
+	// and the bytes of forgotten files that a tab is still fetching.
+	// Keeping a file or reserving room forgets the oldest files, past
+	// UploadBytes or 10,000 files, and a download or send of a forgotten
+	// user's file fails for good, while the messages that showed a
+	// forgotten file keep their place with the file gone. Large files
+	// are kept outside the Go heap (on Unix), so they cost the process
+	// their size, not the twice as much the garbage collector lets a heap
+	// grow to, and nothing once forgotten. Zero means
+	// DefaultUploadBytes, 64 MiB; it must be at least MaxUpload.
 	UploadBytes int
 
 	// UploadSlots is the number of frames over ReadLimit (files) read at
 	// once across all tabs. Zero means DefaultUploadSlots, 4.
 	UploadSlots int
+
+	// UploadStall is the longest a frame over ReadLimit may go without
+	// bringing more of itself while it holds an upload slot: a tab that
+	// stops sending in the middle of a file is disconnected once it has
+	// been silent for UploadStall, and its slot goes to the next file.
+	// Zero means DefaultUploadStall, 5s.
+	UploadStall time.Duration
 
 	// PingInterval is how often the server pings each tab. Zero means
 	// DefaultPingInterval, 30s. It must be shorter than PongWait.
@@ -196,10 +216,12 @@ type Config struct {
 	// piece (or a ping) within WriteTimeout — it does not read, or its
 	// network is gone — is closed, and its connection reset so that the
 	// kernel drops what it still held for it. A tab that takes a long
-	// history steadily may need longer in all. WriteTimeout also bounds
-	// the WebSocket handshake, the writing of each HTTP response of the
-	// server Run starts, and the flush of a tab's queue when Run shuts
-	// down. Zero means DefaultWriteTimeout, 10s.
+	// history steadily may need longer in all. A file a tab fetches is
+	// written the same way, each piece within WriteTimeout (and the whole
+	// within 2 minutes). WriteTimeout also bounds the WebSocket handshake,
+	// the writing of each other HTTP response of the server Run starts,
+	// and the flush of a tab's queue when Run shuts down. Zero means
+	// DefaultWriteTimeout, 10s.
 	WriteTimeout time.Duration
 }
 
@@ -258,6 +280,7 @@ func (c Config) withDefaults() (Config, error) {
 	setDur(&c.PingInterval, DefaultPingInterval, "PingInterval")
 	setDur(&c.PongWait, DefaultPongWait, "PongWait")
 	setDur(&c.WriteTimeout, DefaultWriteTimeout, "WriteTimeout")
+	setDur(&c.UploadStall, DefaultUploadStall, "UploadStall")
 	if c.PingInterval > 0 && c.PongWait > 0 && c.PingInterval >= c.PongWait {
 		bad("PingInterval (%v) must be shorter than PongWait (%v)", c.PingInterval, c.PongWait)
 	}

@@ -68,6 +68,14 @@ type conn struct {
 	closeText string // set by shut before done is closed
 	abrupt    bool   // set by shut: close at once, without flushing out
 
+	// fileKey is the key the tab fetches its chat's files with (see
+	// serveFile), valid while the tab is open.
+	fileKey string
+	// fileDeadline is the read deadline of the file frame being read,
+	// zero when none is; only the reader (and the pong handler it runs)
+	// uses it.
+	fileDeadline time.Time
+
 	// Session state, guarded by a.mu.
 	chat *chatState // nil until hello
 	user platform.User
@@ -159,14 +167,16 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &conn{
-		a:      a,
-		ws:     ws,
-		tcp:    tcp,
-		remote: r.RemoteAddr,
-		out:    make(chan outFrame, a.cfg.QueueSize),
-		done:   make(chan struct{}),
+		a:       a,
+		ws:      ws,
+		tcp:     tcp,
+		remote:  r.RemoteAddr,
+		out:     make(chan outFrame, a.cfg.QueueSize),
+		done:    make(chan struct{}),
+		fileKey: randomID(),
 	}
 	a.open[c] = struct{}{}
+	a.fileKeys[c.fileKey] = c
 	a.mu.Unlock()
 	a.log.Debug("webchat: tab connected", zap.String("remote", c.remote))
 	c.serve()
@@ -235,17 +245,22 @@ func (c *conn) serve() {
 	c.ws.SetReadLimit(cfg.readLimit())
 	c.ws.SetReadDeadline(time.Now().Add(cfg.PongWait))
 	c.ws.SetPongHandler(func(string) error {
+		if !c.fileDeadline.IsZero() {
+			// A pong does not extend the time a file frame has.
+			return c.ws.SetReadDeadline(c.fileDeadline)
+		}
 		return c.ws.SetReadDeadline(time.Now().Add(cfg.PongWait))
 	})
 	for {
-		typ, data, large, err := c.readFrame()
+		in, err := c.readFrame()
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
 		c.ws.SetReadDeadline(time.Now().Add(cfg.PongWait))
-		ok := c.serveFrame(typ, data, large)
-		if large {
+		ok := c.serveFrame(in)
+		if in.large {
+			in.up.release() // unless the file was kept
 			c.a.releaseSlot()
 		}
 		if !ok {
@@ -256,23 +271,25 @@ func (c *conn) serve() {
 
 // serveFrame decodes and handles one frame, or answers it with an error
 // frame; it reports false when it closed the connection, for a frame over
-// ReadLimit (large) that is not a file.
-func (c *conn) serveFrame(typ int, data []byte, large bool) bool {
-	if typ != websocket.TextMessage {
-		if large {
-			c.overReadLimit()
-			return false
-		}
+// ReadLimit that is not a file.
+func (c *conn) serveFrame(in inFrame) bool {
+	switch {
+	case in.tooBig:
+		c.overReadLimit(true)
+		return false
+	case in.large && (in.perr != nil || in.frame.Type != frameFile):
+		c.overReadLimit(in.unread)
+		return false
+	case in.large:
+		c.file(in.frame, in.up, in.over)
+		return true
+	case in.typ != websocket.TextMessage:
 		fe := badFrame("binary frames are not supported; send JSON text")
 		c.a.rlog.Debug("webchat: bad frame", zap.String("remote", c.remote), zap.Error(fe))
 		c.sendError(fe)
 		return true
 	}
-	f, err := decodeClientFrame(data)
-	if large && (err != nil || f.Type != frameFile) {
-		c.overReadLimit()
-		return false
-	}
+	f, err := decodeClientFrame(in.data)
 	if err != nil {
 		var fe *frameError
 		errors.As(err, &fe)
@@ -450,6 +467,7 @@ func (a *Adapter) leave(c *conn) {
 // it afterwards.
 func (a *Adapter) dropLocked(c *conn) {
 	delete(a.open, c)
+	delete(a.fileKeys, c.fileKey)
 	if c.chat != nil {
 		delete(c.chat.conns, c)
 	}
@@ -500,7 +518,7 @@ func (c *conn) handle(f clientFrame) {
 	case frameName:
 		c.rename(f.Name, f.Ref)
 	case frameFile:
-		c.file(f)
+		c.file(f, nil, false)
 	}
 }
 
@@ -569,6 +587,7 @@ func (c *conn) hello(f clientFrame) {
 		MaxText:   maxTextBytes,
 		MaxUpload: a.maxUpload(),
 		Keyboard:  ch.keyboard,
+		FileKey:   c.fileKey,
 	}, msgs)
 	if !c.enqueueLocked(outFrame{hist: hist}) {
 		a.slowLocked(c)

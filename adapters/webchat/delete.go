@@ -26,6 +26,8 @@ func (a *Adapter) deleteMessage(chatID, id string) (platform.SendResult, error) 
 	defer a.mu.Unlock()
 	if ch := a.chats.getLocked(chatID); ch != nil {
 		if i := ch.index(id); i >= 0 {
+			// Its files by reference can no longer be fetched.
+			a.files.revoke(ch.history.at(i).files...)
 			a.chats.removeAtLocked(ch, i)
 		}
 		// Also when the history has dropped it: a tab open since may

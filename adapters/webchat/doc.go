@@ -22,10 +22,11 @@
 // to a tab when it connects, so a reload shows the conversation; history
 // does not survive a restart of the process. Memory stays bounded: each
 // chat keeps at most [Config.HistorySize] messages and
-// [Config.HistoryBytes] bytes (attachments included), all chats together
-// [Config.MaxHistoryBytes] bytes and, beyond the chats with open tabs,
-// [Config.MaxChats] chats; the least recently used chats, then the oldest
-// messages, are forgotten first.
+// [Config.HistoryBytes] bytes (attachments of up to 32 KiB included; a
+// larger file is a reference of a few bytes, see Files), all chats
+// together [Config.MaxHistoryBytes] bytes and, beyond the chats with open
+// tabs, [Config.MaxChats] chats; the least recently used chats, then the
+// oldest messages, are forgotten first.
 //
 // Anyone who can reach the page and knows a private chat's ID can join that
 // chat: the adapter is meant for a bot's author on their own machine, and
@@ -110,16 +111,22 @@
 // whose Text is the caption and whose one attachment names the file by a
 // FileID, which [Adapter.Download] fetches and a send can carry back; the
 // chat's tabs get it as an echo. A file frame may be larger than
-// [Config.ReadLimit]; such frames are read a few at a time
-// ([Config.UploadSlots]), and one over ReadLimit that is not a file
-// closes the connection with 1009. With [Config.NoUploads] a file frame
-// is refused.
+// [Config.ReadLimit]. Such a frame is read as it arrives, at most
+// [Config.UploadSlots] at a time: its base64 is decoded straight into
+// room reserved for the file in the adapter's file store (see Files), so
+// the frame is never held whole; it must not stall for
+// [Config.UploadStall] and must arrive whole within [Config.PongWait],
+// or the tab is disconnected and its slot goes to the next file. One over
+// ReadLimit that is not a file, or holds more than 128 KiB besides its
+// content, closes the connection with 1009. With [Config.NoUploads] a
+// file frame is refused.
 //
 // Server to client:
 //
 //	{"type":"history","chat":{"id":"…","type":"private","title":""},
 //	 "user":{"id":"…","name":"Ann"},"bot":{"id":"bot","name":"Herald"},
-//	 "max_text":16384,"max_upload":4194304,"keyboard":keyboard,"messages":[message, …]}
+//	 "max_text":16384,"max_upload":4194304,"keyboard":keyboard,
+//	 "file_key":"…","messages":[message, …]}
 //	{"type":"message","message":message}
 //	{"type":"echo","message":message}
 //	{"type":"edit","message":{"id":"17","text":"…","parse_mode":"HTML",
@@ -132,15 +139,16 @@
 // history answers hello: it confirms the chat and user IDs (the page stores
 // them), says the longest text and the largest file (max_upload, left
 // out when files are off) a tab may send, gives the chat's reply keyboard
-// if one is up, and lists the
-// chat's kept messages, oldest first. message is a bot
+// if one is up and the key the tab fetches the chat's files with
+// (file_key, valid while this connection is open; see Files), and lists
+// the chat's kept messages, oldest first. message is a bot
 // message; echo is a user's message in the chat, sent to every tab of the
 // chat including the author's, so all tabs show one order and a user's
 // message always comes before the bot's replies to it. A message object is
 //
 //	{"id":"17","bot":true,"from":{"id":"bot","name":"Herald"},
 //	 "text":"…","parse_mode":"HTML","reply_to":"16",
-//	 "attachments":[{"kind":"photo","url":"…","data":"base64…",
+//	 "attachments":[{"kind":"photo","url":"…","data":"base64…","file":"…","size":4194304,
 //	                 "mime":"image/png","file_name":"…","caption":"…"}],
 //	 "buttons":[[{"text":"Yes","data":"yes"},{"text":"Docs","url":"https://…"}]],
 //	 "keyboard":keyboard,
@@ -151,7 +159,10 @@
 // edited messages only; time stays the time it was first sent. An
 // attachment's kind is one of platform's attachment kinds (photo,
 // document, video, audio, voice, animation, sticker, video_note), and mime
-// the type of its data. A keyboard is a reply keyboard,
+// the type of its bytes. An attachment has one source: url, a link; data,
+// the file's bytes, for a file of at most 32 KiB; or file, for a larger
+// one, the reference the page fetches it by, with its size in bytes (see
+// Files). A keyboard is a reply keyboard,
 //
 //	{"rows":[["Tea","Coffee"],["Water"]],"one_time":true,"placeholder":"…"}
 //
@@ -185,7 +196,8 @@
 // a JSON object), bad_frame (a field missing or invalid, or a binary
 // message), unknown_type, not_joined (a frame before hello),
 // already_joined (a second hello), unknown_button (no such button in the
-// kept history), busy (the bot's event queue is full; the frame was
+// kept history), busy (the bot's event queue is full, or, for a file,
+// the file store has no room for it at the moment; the frame was
 // dropped, try again) and stopping (the bot is shutting down and takes no
 // more messages; its pending replies still arrive). An error before the
 // history answers hello means the hello was refused: the page shows it and
@@ -201,6 +213,46 @@
 // in every case and reloads the history. The server pings
 // every [Config.PingInterval] and drops a connection that has not answered
 // within [Config.PongWait]; browsers answer pings by themselves.
+//
+// # Files
+//
+// A file larger than 32 KiB, a user's or the bot's, never travels in a
+// frame: the adapter keeps it in its file store, the frames and the
+// history carry a reference to it, and the page fetches it over HTTP:
+//
+//	GET file/REF?k=KEY
+//
+// relative to the page, where REF is the attachment's file and KEY the
+// file_key of the tab's history frame. A 4 MiB file's echo and the bot's
+// answer are then frames of a few hundred bytes, which no tab's queue has
+// to hold, and the history keeps the messages whatever the size of their
+// files. The answer is 404 Not Found, the same for every case, unless KEY
+// is the key of a tab open now and REF names a file kept for that tab's
+// chat: a reference works only for the tabs of its chat, and a key only
+// while its tab's connection is open (a reconnected tab gets a new one).
+// Both are 128 random bits. A message deleted ([Sender.Send] with
+// DeleteID) takes its files' references with it. Images (but SVG),
+// videos and audio go with their type, for the page to show; any other
+// file as an octet stream to be saved; and every file with nosniff, a
+// sandboxing Content-Security-Policy and a same-origin
+// Cross-Origin-Resource-Policy, so that no file runs as a page of the
+// chat's origin and no other site can embed one. Range requests (a
+// video's seek) are answered. At most 16 files are sent at once (a
+// request waits at most [Config.WriteTimeout] for its turn, else gets
+// 503); each piece of 32 KiB must be taken within WriteTimeout and the
+// whole within 2 minutes.
+//
+// The file store holds, all chats together, at most [Config.UploadBytes]:
+// the files users sent (kept for [Adapter.Download] and for sending them
+// again by FileID), the bot's files (kept once per content: a user's file
+// echoed back is the same file), the room reserved for the files being
+// read from tabs, and the forgotten files a tab is still fetching.
+// Making room forgets the oldest files; the messages that showed a
+// forgotten file keep their place, and the page says the file is no
+// longer kept. Large files are kept outside the Go heap (on Unix), so the
+// process holds each of them once, not the up to twice as much a
+// collected heap grows to, and gives their memory back as soon as they
+// are forgotten.
 //
 // # Limits and logs
 //

@@ -45,7 +45,7 @@ func (a *Adapter) edit(chatID string, m platform.OutboundMessage) (platform.Send
 	if err != nil { // unreachable: the adapter encoded the kept message itself
 		return platform.SendResult{}, fmt.Errorf("webchat: edit message %q in %q: %w", id, chatID, err)
 	}
-	e := entry{id: id, bot: true, msg: msg, buttons: callbackData(m.Buttons)}
+	e := entry{id: id, bot: true, msg: msg, buttons: callbackData(m.Buttons), files: ch.history.at(i).files}
 	res := platform.SendResult{MessageID: id, ChatID: chatID, SentAt: t}
 	if a.chats.fitsLocked(e) {
 		a.chats.replaceLocked(ch, i, e)

@@ -41,3 +41,24 @@ func ServerConnCap(a *Adapter) int { return a.cfg.MaxConnections + httpHeadroom 
 
 // UploadSlotsTaken returns how many frames over ReadLimit are being read.
 func UploadSlotsTaken(a *Adapter) int { return len(a.slots) }
+
+// FileStoreStats returns the bytes the adapter's file store holds (kept
+// files, room reserved for files being read, forgotten files still being
+// fetched) and the number of files and references it keeps.
+func FileStoreStats(a *Adapter) (used int64, files, refs int) { return a.files.stats() }
+
+// UploadSlotsOf returns the adapter's upload slots.
+func UploadSlotsOf(a *Adapter) int { return cap(a.slots) }
+
+// FileStoreBytes returns the bytes the file store counts and the bytes of
+// the files it keeps, which are equal when no file is being read or
+// fetched.
+func FileStoreBytes(a *Adapter) (used, kept int64) {
+	s := a.files
+	s.mu.Lock()
+	defer s.unlock()
+	for e := s.kept.Front(); e != nil; e = e.Next() {
+		kept += int64(len(e.Value.(*storedFile).data))
+	}
+	return s.used, kept
+}

@@ -9,6 +9,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -220,6 +221,7 @@ type frame struct {
 	Bot      wireUser  `json:"bot"`
 	MaxText  int       `json:"max_text"`
 	MaxUp    int       `json:"max_upload"`
+	FileKey  string    `json:"file_key"`
 	Keyboard *keyboard `json:"keyboard"`
 	Messages []message `json:"messages"`
 	Message  *message  `json:"message"`
@@ -257,6 +259,8 @@ type message struct {
 		Kind     string `json:"kind"`
 		URL      string `json:"url"`
 		Data     []byte `json:"data"`
+		File     string `json:"file"`
+		Size     int64  `json:"size"`
 		MIME     string `json:"mime"`
 		FileName string `json:"file_name"`
 		Caption  string `json:"caption"`
@@ -451,4 +455,37 @@ func counting(prefix []string, n int) []string {
 		out = append(out, strconv.Itoa(i))
 	}
 	return out
+}
+
+// fileClient fetches the files tabs show by reference.
+var fileClient = &http.Client{Timeout: ioTimeout}
+
+// getFile fetches the file ref with a tab's file key and returns the
+// response, its body read.
+func getFile(t *testing.T, a *webchat.Adapter, key, ref string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := fileClient.Get(a.URL() + "file/" + ref + "?k=" + key)
+	if err != nil {
+		t.Fatalf("fetching file %s: %v", ref, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading file %s: %v", ref, err)
+	}
+	return resp, body
+}
+
+// fetchFile fetches the file ref with a tab's file key, failing the test
+// unless it is sent.
+func fetchFile(t *testing.T, a *webchat.Adapter, key, ref string) []byte {
+	t.Helper()
+	if ref == "" {
+		t.Fatal("fetching a file: no reference (the file came inline?)")
+	}
+	resp, body := getFile(t, a, key, ref)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("fetching file %s: %s: %s", ref, resp.Status, body)
+	}
+	return body
 }

@@ -14,18 +14,23 @@ type entry struct {
 	seq     uint64   // when it was kept, across all chats (larger is newer)
 	msg     []byte   // the encoded message object, as in history frames
 	buttons []string // the Data of its callback buttons
+	files   []string // the references to the files it shows by reference
 }
 
 // hasButton reports whether the message has a callback button with data.
 func (e *entry) hasButton(data string) bool { return slices.Contains(e.buttons, data) }
 
 // size returns the bytes the entry holds that count against the history
-// budgets: the encoded message (attachments included, as base64) and its
-// buttons' data.
+// budgets: the encoded message (attachments inline included, as base64;
+// those by reference are in the file store), its buttons' data and its
+// files' references.
 func (e *entry) size() int {
 	n := len(e.id) + len(e.msg)
 	for _, b := range e.buttons {
 		n += len(b)
+	}
+	for _, f := range e.files {
+		n += len(f)
 	}
 	return n
 }

@@ -31,8 +31,9 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // newHandler builds the adapter's HTTP handler on a ServeMux of its own:
-// the page at "/", each embedded .js and .css file at "/static/NAME", and
-// the WebSocket at "/ws".
+// the page at "/", each embedded .js and .css file at "/static/NAME", the
+// WebSocket at "/ws", and the files the page shows by reference at
+// "/file/ID" (see serveFile).
 func (a *Adapter) newHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", staticFile("static/index.html", "text/html; charset=utf-8"))
@@ -43,6 +44,7 @@ func (a *Adapter) newHandler() http.Handler {
 		}
 	}
 	mux.HandleFunc("GET /ws", a.serveWS)
+	mux.HandleFunc("GET /file/{id}", a.serveFile)
 	return mux
 }
 

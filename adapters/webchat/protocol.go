@@ -109,7 +109,12 @@ func badFrame(format string, args ...any) *frameError {
 // normalised (a hello's name is cleaned, its chat_id dropped for a room). A
 // refused frame gives a *frameError, which carries the frame's ref when it
 // had a valid one.
-func decodeClientFrame(data []byte) (clientFrame, error) {
+func decodeClientFrame(data []byte) (clientFrame, error) { return decodeFrame(data, nil) }
+
+// decodeFrame is decodeClientFrame for a frame whose file content, when
+// content is not nil, was taken out of data and decoded already (see
+// parseLargeFrame): *content is the frame's content.
+func decodeFrame(data []byte, content *[]byte) (clientFrame, error) {
 	var f clientFrame
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&f); err != nil {
@@ -124,6 +129,9 @@ func decodeClientFrame(data []byte) (clientFrame, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return clientFrame{}, &frameError{Code: codeBadJSON, Text: "data after the JSON object"}
+	}
+	if content != nil {
+		f.Content = *content
 	}
 	if len(f.Ref) > maxRefBytes {
 		return clientFrame{}, badFrame("ref longer than %d bytes", maxRefBytes)
@@ -331,12 +339,18 @@ type wireButton struct {
 	URL  string `json:"url,omitempty"`
 }
 
-// wireAttachment is a file of any kind; Data is sent as base64, and MIME
-// is its type, for the data: URL the page shows it by.
+// wireAttachment is a file of any kind: by URL, inline (Data, sent as
+// base64, for files of at most largeFile bytes) or by reference (File,
+// the ID of a file kept in the adapter's file store, which the page
+// fetches, see serveFile, with its Size in bytes). MIME is the type of
+// the data inline or by reference, for the data: URL or the fetch the
+// page shows it by.
 type wireAttachment struct {
 	Kind     string `json:"kind"`
 	URL      string `json:"url,omitempty"`
 	Data     []byte `json:"data,omitempty"`
+	File     string `json:"file,omitempty"`
+	Size     int64  `json:"size,omitempty"`
 	MIME     string `json:"mime,omitempty"`
 	FileName string `json:"file_name,omitempty"`
 	Caption  string `json:"caption,omitempty"`
@@ -405,6 +419,9 @@ type historyHead struct {
 	MaxUpload int `json:"max_upload,omitempty"`
 	// Keyboard is the chat's reply keyboard, if one is up.
 	Keyboard *wireKeyboard `json:"keyboard,omitempty"`
+	// FileKey is the key the tab fetches the chat's files by reference
+	// with, for as long as its connection is open (see serveFile).
+	FileKey string `json:"file_key,omitempty"`
 }
 
 // errorFrame reports a refused frame.

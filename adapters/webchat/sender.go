@@ -37,7 +37,13 @@ type Sender struct{ a *Adapter }
 // documents as download links; a file sent as bytes whose type (its
 // MIMEType, else what its bytes look like) the kind cannot show is a
 // download link too. An album's attachments are shown together in one
-// message, as every message's are.
+// message, as every message's are. A file of more than 32 KiB, sent as
+// Data or by the FileID of a file a user sent, is kept in the adapter's
+// file store and shown by reference (see the package doc's Files): the
+// message's frame and its place in the history hold a reference, not the
+// bytes, whose copy is made once per content (sending a user's file back,
+// even downloaded and sent as Data, refers to the file kept) and dropped
+// again if the send fails.
 //
 // A reply keyboard (Keyboard) is shown under the message box of every tab
 // of the chat, its buttons sending their text as the user's message, with
@@ -98,6 +104,14 @@ type Sender struct{ a *Adapter }
 //     with attachments, a ReplyToID or no text included);
 //   - with an error wrapping [ErrInvalidChatID], marked permanent, when
 //     the target ID cannot name a web chat;
+//   - with an error wrapping [platform.ErrInvalidMessage], marked
+//     permanent, for an attachment by a FileID that names no file a user
+//     sent that the adapter still keeps;
+//   - with an error wrapping [platform.ErrFileTooLarge], marked
+//     permanent, for a file larger than [Config.UploadBytes];
+//   - with an error wrapping [ErrNoRoom], which is not permanent, when
+//     the files being read from tabs and fetched by them leave no room in
+//     the file store for a large file at the moment;
 //   - with an error wrapping [ErrNoMessage], marked permanent, for an edit
 //     of a message that is not a bot message kept in the chat's history
 //     (one never sent to that chat, a user's message, or one the history
@@ -131,16 +145,18 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 	if err != nil {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("webchat: send to %q: %w", chatID, err))
 	}
-	m, err := a.withFiles(req.Message)
+	m := req.Message
+	atts, refs, err := a.wireAttachments(chatID, m.Attachments)
 	if err != nil {
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: %w", chatID, err)
 	}
 	id := a.nextMessageID()
 	t := time.Now()
 	w := a.wireBotMessage(id, m, t)
-	w.Keyboard = kb
+	w.Attachments, w.Keyboard = atts, kb
 	msg, err := marshal(w)
 	if err != nil { // unreachable: strings, bytes and a current time always encode
+		a.files.revoke(refs...)
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: encoding: %w", chatID, err)
 	}
 	frame := encodeMessageFrame(frameMessage, msg)
@@ -150,6 +166,7 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 	defer a.mu.Unlock()
 	ch := a.chats.getLocked(chatID)
 	if ch == nil || a.fanoutLocked(ch, frame) == 0 {
+		a.files.revoke(refs...)
 		return platform.SendResult{}, fmt.Errorf("webchat: send to %q: %w", chatID, ErrNoConnection)
 	}
 	if kb != nil {
@@ -158,7 +175,7 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 			ch.keyboard = nil
 		}
 	}
-	a.chats.pushLocked(ch, entry{id: id, bot: true, msg: msg, buttons: buttons})
+	a.chats.pushLocked(ch, entry{id: id, bot: true, msg: msg, buttons: buttons, files: refs})
 	return platform.SendResult{MessageID: id, ChatID: chatID, SentAt: t}, nil
 }
 
@@ -185,9 +202,10 @@ func wireKeyboardOf(k *platform.ReplyKeyboard) (*wireKeyboard, error) {
 	return w, nil
 }
 
-// wireBotMessage converts a validated outbound message for the page.
+// wireBotMessage converts a validated outbound message for the page,
+// without its attachments (see wireAttachments).
 func (a *Adapter) wireBotMessage(id string, m platform.OutboundMessage, t time.Time) wireMessage {
-	w := wireMessage{
+	return wireMessage{
 		ID:        id,
 		Bot:       true,
 		From:      wireUser{ID: botUserID, Name: a.cfg.BotName},
@@ -195,16 +213,8 @@ func (a *Adapter) wireBotMessage(id string, m platform.OutboundMessage, t time.T
 		ParseMode: string(m.ParseMode),
 		ReplyTo:   m.ReplyToID,
 		Time:      t,
+		Buttons:   wireButtons(m.Buttons),
 	}
-	for _, at := range m.Attachments {
-		wa := wireAttachment{Kind: string(at.Kind), URL: at.URL, Data: at.Data, FileName: at.FileName, Caption: at.Caption}
-		if len(at.Data) > 0 {
-			wa.MIME = mimeOf(at)
-		}
-		w.Attachments = append(w.Attachments, wa)
-	}
-	w.Buttons = wireButtons(m.Buttons)
-	return w
 }
 
 // mimeOf returns the media type of an attachment sent as bytes: its

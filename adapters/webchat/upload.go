@@ -1,13 +1,14 @@
 package webchat
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -28,68 +29,6 @@ const uploadOverhead = 128 << 10
 // an upload slot.
 var errSlotWait = errors.New("webchat: a file waited too long for an upload slot")
 
-// upload is a file a user sent, as the adapter keeps it.
-type upload struct {
-	data     []byte
-	fileName string
-	mime     string
-}
-
-// maxUploadFiles bounds the number of files kept, whatever their sizes.
-const maxUploadFiles = 10_000
-
-// uploads keeps the files users sent, oldest forgotten first once they
-// take more than max bytes together, or are more than maxUploadFiles. It
-// is safe for concurrent use.
-type uploads struct {
-	max int
-
-	mu    sync.Mutex
-	used  int
-	files map[string]upload
-	order []string // FileIDs, oldest first; may name forgotten files
-}
-
-func newUploads(max int) *uploads { return &uploads{max: max, files: map[string]upload{}} }
-
-// put keeps u under id, forgetting the oldest files to make room.
-func (s *uploads) put(id string, u upload) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for (s.used+len(u.data) > s.max || len(s.files) >= maxUploadFiles) && len(s.order) > 0 {
-		old := s.order[0]
-		s.order = s.order[1:]
-		s.used -= len(s.files[old].data)
-		delete(s.files, old)
-	}
-	s.files[id] = u
-	s.order = append(s.order, id)
-	s.used += len(u.data)
-}
-
-// remove forgets the file id, the last one put (an event that was not
-// queued).
-func (s *uploads) remove(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if u, ok := s.files[id]; ok {
-		s.used -= len(u.data)
-		delete(s.files, id)
-		// Its place in order, if not the last, is dropped when reached.
-		if n := len(s.order); n > 0 && s.order[n-1] == id {
-			s.order = s.order[:n-1]
-		}
-	}
-}
-
-// get returns the file id, if it is still kept.
-func (s *uploads) get(id string) (upload, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u, ok := s.files[id]
-	return u, ok
-}
-
 // readLimit returns the largest frame the library is to read: ReadLimit,
 // or a file frame's largest size when users may send files.
 func (c Config) readLimit() int64 {
@@ -99,38 +38,104 @@ func (c Config) readLimit() int64 {
 	return max(c.ReadLimit, int64(base64.StdEncoding.EncodedLen(c.MaxUpload))+uploadOverhead)
 }
 
+// inFrame is a frame read from a tab.
+type inFrame struct {
+	typ  int
+	data []byte // a frame of at most ReadLimit bytes
+	// tooBig is a frame over ReadLimit that cannot be a file (a binary
+	// one); the rest of it is unread.
+	tooBig bool
+
+	// A frame over ReadLimit (a file), parsed as it came (see
+	// parseLargeFrame). It holds an upload slot, which the caller gives
+	// back with a.releaseSlot, and room in the file store, up, which
+	// holds the file's bytes and which the caller commits or releases.
+	large  bool
+	frame  clientFrame
+	over   bool  // the file is larger than MaxUpload
+	perr   error // why the frame was refused, nil if it was not
+	unread bool  // the refused frame was not read to its end
+	up     *reservation
+}
+
 // readFrame reads the tab's next frame. One of at most ReadLimit bytes is
-// read as it comes. A larger one (a file) waits for one of the adapter's
-// upload slots before the rest of it is read, and large reports that it
-// holds one, which the caller gives back with a.releaseSlot once it has
-// handled the frame; waiting longer than PongWait, or past the tab's end,
-// fails with errSlotWait.
-func (c *conn) readFrame() (typ int, data []byte, large bool, err error) {
+// read as it comes. A larger text frame (a file) first waits for one of
+// the adapter's upload slots and then for room for the largest file in
+// the file store, both within PongWait (or the tab's end), failing with
+// errSlotWait or errFileWait; it is then parsed as it arrives, its file
+// decoded into that room, while each read must bring data within
+// UploadStall and the whole frame arrive within PongWait. An error is
+// the connection's: a read failed, the tab stalled, or the library
+// refused a frame over its limit (websocket.ErrReadLimit).
+func (c *conn) readFrame() (inFrame, error) {
 	typ, r, err := c.ws.NextReader()
 	if err != nil {
-		return 0, nil, false, err
+		return inFrame{}, err
 	}
-	limit := c.a.cfg.ReadLimit
-	data, err = io.ReadAll(io.LimitReader(r, limit+1))
+	cfg := &c.a.cfg
+	limit := cfg.ReadLimit
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil || int64(len(data)) <= limit {
-		return typ, data, false, err
+		return inFrame{typ: typ, data: data}, err
 	}
-	t := time.NewTimer(c.a.cfg.PongWait)
+	if typ != websocket.TextMessage {
+		return inFrame{typ: typ, tooBig: true}, nil
+	}
+	t := time.NewTimer(cfg.PongWait)
 	defer t.Stop()
 	select {
 	case c.a.slots <- struct{}{}:
 	case <-c.done:
-		return 0, nil, false, errSlotWait
+		return inFrame{}, errSlotWait
 	case <-t.C:
-		return 0, nil, false, errSlotWait
+		return inFrame{}, errSlotWait
 	}
-	c.ws.SetReadDeadline(time.Now().Add(c.a.cfg.PongWait))
-	rest, err := io.ReadAll(r)
+	up, err := c.a.files.reserve(int64(cfg.MaxUpload), c.done, t.C)
 	if err != nil {
 		c.a.releaseSlot()
-		return 0, nil, false, err
+		return inFrame{}, err
 	}
-	return typ, append(data, rest...), true, nil
+	fr := &fileReader{c: c, r: r, end: time.Now().Add(cfg.PongWait)}
+	sink := &contentSink{buf: up.buf, limit: cfg.MaxUpload}
+	in := inFrame{typ: typ, large: true, up: up}
+	in.frame, in.over, in.perr = parseLargeFrame(io.MultiReader(bytes.NewReader(data), fr), sink, uploadOverhead)
+	c.fileDeadline = time.Time{}
+	if fr.err != nil { // the connection's failure, not the frame's
+		up.release()
+		c.a.releaseSlot()
+		return inFrame{}, fr.err
+	}
+	in.unread = !fr.eof
+	return in, nil
+}
+
+// fileReader reads the rest of a frame over ReadLimit, giving each read
+// UploadStall to bring data, and all of them together until end. It
+// notes the first error of the connection, and whether the frame was
+// read to its end.
+type fileReader struct {
+	c   *conn
+	r   io.Reader
+	end time.Time
+	err error
+	eof bool
+}
+
+func (f *fileReader) Read(p []byte) (int, error) {
+	c := f.c
+	c.fileDeadline = time.Now().Add(c.a.cfg.UploadStall)
+	if f.end.Before(c.fileDeadline) {
+		c.fileDeadline = f.end
+	}
+	c.ws.SetReadDeadline(c.fileDeadline)
+	n, err := f.r.Read(p)
+	switch {
+	case err == io.EOF:
+		f.eof = true
+	case err != nil && f.err == nil:
+		f.err = err
+	}
+	return n, err
 }
 
 // releaseSlot gives back an upload slot readFrame took.
@@ -138,8 +143,10 @@ func (a *Adapter) releaseSlot() { <-a.slots }
 
 // overReadLimit closes a tab that sent a frame larger than ReadLimit that
 // is not a file, with status 1009 as the library does for a frame over
-// its own limit.
-func (c *conn) overReadLimit() {
+// its own limit. When the rest of the frame is unread, it discards what
+// the tab still sends for a moment, so that closing the socket does not
+// reset the connection and lose the close frame.
+func (c *conn) overReadLimit(unread bool) {
 	c.a.rlog.Info("webchat: tab sent a frame over the read limit that is not a file; closing it",
 		zap.String("remote", c.remote), zap.Int64("limit", c.a.cfg.ReadLimit))
 	c.a.mu.Lock()
@@ -147,42 +154,65 @@ func (c *conn) overReadLimit() {
 	c.a.mu.Unlock()
 	c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseMessageTooBig, "frame over the read limit"),
 		time.Now().Add(c.a.cfg.WriteTimeout))
+	if unread {
+		c.linger()
+	}
 	c.shut(websocket.CloseMessageTooBig, "", true)
 }
 
 // file passes a user's file to the bot, keeps it for Download, and
-// echoes it to every tab of the chat, as message does for a text.
-func (c *conn) file(f clientFrame) {
+// echoes it to every tab of the chat, as message does for a text. up,
+// if not nil, is the room in the file store that f's content was read
+// into (a frame over ReadLimit), and over says the file was larger than
+// MaxUpload. A file of at most largeFile bytes is echoed inline, a
+// larger one by reference.
+func (c *conn) file(f clientFrame, up *reservation, over bool) {
 	a := c.a
 	switch {
 	case a.cfg.NoUploads:
 		c.sendError(&frameError{Code: codeBadFrame, Text: "file: this chat takes no files", Ref: f.Ref})
 		return
-	case len(f.Content) > a.cfg.MaxUpload:
+	case over || len(f.Content) > a.cfg.MaxUpload:
 		c.sendError(&frameError{Code: codeBadFrame, Text: fmt.Sprintf("file: larger than %d bytes", a.cfg.MaxUpload), Ref: f.Ref})
 		return
 	}
+	a.mu.Lock()
+	if c.notJoinedLocked(f.Ref) {
+		a.mu.Unlock()
+		return
+	}
+	ch, user := c.chat, c.user
+	a.mu.Unlock()
+
 	id := a.nextMessageID()
 	t := time.Now()
 	kind := platform.AttachmentKind(f.Kind)
 	mt := mimeOf(platform.Attachment{Kind: kind, MIMEType: f.MIME, Data: f.Content})
 	fileID := uploadPrefix + id
-
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if c.notJoinedLocked(f.Ref) {
-		return
+	n := len(f.Content)
+	// Kept before the event is queued: its handler may download it at
+	// once. After this, f.Content belongs to the store.
+	var kept keptUpload
+	if up != nil {
+		kept = a.files.commitUpload(up, n, fileID, f.FileName, mt, ch.chat.ID)
+	} else {
+		var ok bool
+		if kept, ok = a.files.putUpload(f.Content, fileID, f.FileName, mt, ch.chat.ID); !ok {
+			a.rlog.Warn("webchat: no room in the file store for a user's file; refused it", zap.Int("upload_bytes", a.cfg.UploadBytes))
+			c.sendError(&frameError{Code: codeBusy, Text: "the bot is busy with other files; your file was not delivered, try again", Ref: f.Ref})
+			return
+		}
 	}
-	ch, user := c.chat, c.user
-	msg, err := marshal(wireMessage{ID: id, From: wireUser{ID: user.ID, Name: user.Name}, Time: t,
-		Attachments: []wireAttachment{{Kind: f.Kind, Data: f.Content, MIME: mt, FileName: f.FileName, Caption: f.Caption}}})
+	wa := wireAttachment{Kind: f.Kind, Data: kept.inline, File: kept.ref, MIME: mt, FileName: f.FileName, Caption: f.Caption}
+	if kept.ref != "" {
+		wa.Size = int64(n)
+	}
+	msg, err := marshal(wireMessage{ID: id, From: wireUser{ID: user.ID, Name: user.Name}, Time: t, Attachments: []wireAttachment{wa}})
 	if err != nil { // unreachable: strings, bytes and a current time always encode
+		a.files.removeUpload(fileID)
 		a.log.Error("webchat: encoding a file message", zap.Error(err))
 		return
 	}
-	// Kept before the event is queued: its handler may download it at
-	// once.
-	a.uploads.put(fileID, upload{data: f.Content, fileName: f.FileName, mime: mt})
 	ev := platform.Event{
 		Platform:  DefaultName,
 		Kind:      platform.EventMessage,
@@ -192,13 +222,20 @@ func (c *conn) file(f clientFrame) {
 		MessageID: id,
 		Time:      t,
 		Attachments: []platform.Attachment{{Kind: kind, FileID: fileID, FileName: f.FileName, MIMEType: mt,
-			Size: int64(len(f.Content)), Caption: f.Caption}},
+			Size: int64(n), Caption: f.Caption}},
 	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if !a.queueEventLocked(c, ev, f.Ref) {
-		a.uploads.remove(fileID)
+		a.files.removeUpload(fileID)
 		return
 	}
-	a.chats.pushLocked(ch, entry{id: id, msg: msg})
+	e := entry{id: id, msg: msg}
+	if kept.ref != "" {
+		e.files = []string{kept.ref}
+	}
+	a.chats.pushLocked(ch, e)
 	a.fanoutLocked(ch, encodeMessageFrame(frameEcho, msg))
 }
 
@@ -219,58 +256,87 @@ func (a *Adapter) Download(ctx context.Context, att platform.Attachment, maxByte
 	if maxBytes <= 0 {
 		maxBytes = platform.DefaultMaxDownload
 	}
-	u, err := a.uploaded(att.FileID)
+	f, err := a.uploaded(att.FileID)
 	if err != nil {
 		return nil, fmt.Errorf("webchat: download: %w", err)
 	}
-	if int64(len(u.data)) > maxBytes {
+	defer a.files.unpin(f)
+	if int64(len(f.data)) > maxBytes {
 		return nil, platform.Permanent(fmt.Errorf("webchat: download of %s: %w: %d bytes, over the limit of %d",
-			att.FileID, platform.ErrFileTooLarge, len(u.data), maxBytes))
+			att.FileID, platform.ErrFileTooLarge, len(f.data), maxBytes))
 	}
-	return append([]byte(nil), u.data...), nil
+	return bytes.Clone(f.data), nil
 }
 
-// uploaded returns the kept file id, or a permanent error wrapping
-// platform.ErrInvalidMessage.
-func (a *Adapter) uploaded(id string) (upload, error) {
+// uploaded returns the kept file id, pinned (the caller unpins it), or a
+// permanent error wrapping platform.ErrInvalidMessage.
+func (a *Adapter) uploaded(id string) (*storedFile, error) {
 	if !strings.HasPrefix(id, uploadPrefix) {
-		return upload{}, platform.Permanent(fmt.Errorf("%w: %q names no file a user sent here", platform.ErrInvalidMessage, id))
+		return nil, platform.Permanent(fmt.Errorf("%w: %q names no file a user sent here", platform.ErrInvalidMessage, id))
 	}
-	u, ok := a.uploads.get(id)
-	if !ok {
-		return upload{}, platform.Permanent(fmt.Errorf("%w: file %s is no longer kept", platform.ErrInvalidMessage, id))
+	f, err := a.files.upload(id)
+	if err != nil {
+		return nil, platform.Permanent(err)
 	}
-	return u, nil
+	return f, nil
 }
 
-// withFiles returns m with every attachment sent by FileID (a file a user
-// sent) given its bytes, and its name and type where m has none.
-func (a *Adapter) withFiles(m platform.OutboundMessage) (platform.OutboundMessage, error) {
-	var out []platform.Attachment
-	for i, at := range m.Attachments {
-		if at.FileID == "" {
-			continue
-		}
-		u, err := a.uploaded(at.FileID)
-		if err != nil {
-			return m, fmt.Errorf("attachment %d: %w", i, err)
-		}
-		if out == nil {
-			out = append([]platform.Attachment(nil), m.Attachments...)
-		}
-		at.FileID, at.Data = "", u.data
-		if at.FileName == "" {
-			at.FileName = u.fileName
-		}
-		if at.MIMEType == "" {
-			at.MIMEType = u.mime
-		}
-		out[i] = at
+// wireAttachments converts the validated attachments of a bot message to
+// chatID for the page: a file sent as Data of at most largeFile bytes,
+// or by the FileID of such a file a user sent, goes inline; a larger one
+// is kept in the file store (once per content) and goes by reference.
+// It returns the references it made, which the caller revokes if the
+// message is not sent, and fails with the file store's errors (see
+// fileStore.share) or, for a FileID that names no kept file, with a
+// permanent error wrapping platform.ErrInvalidMessage.
+func (a *Adapter) wireAttachments(chatID string, atts []platform.Attachment) ([]wireAttachment, []string, error) {
+	var (
+		out  []wireAttachment
+		refs []string
+	)
+	fail := func(i int, err error) ([]wireAttachment, []string, error) {
+		a.files.revoke(refs...)
+		return nil, nil, fmt.Errorf("attachment %d: %w", i, err)
 	}
-	if out != nil {
-		m.Attachments = out
+	for i, at := range atts {
+		wa := wireAttachment{Kind: string(at.Kind), URL: at.URL, FileName: at.FileName, Caption: at.Caption}
+		switch {
+		case at.FileID != "":
+			f, err := a.uploaded(at.FileID)
+			if err != nil {
+				return fail(i, err)
+			}
+			if wa.FileName == "" {
+				wa.FileName = f.fileName
+			}
+			wa.MIME = f.mime
+			if mt, _, err := mime.ParseMediaType(at.MIMEType); err == nil && strings.Count(mt, "/") == 1 {
+				wa.MIME = mt
+			}
+			if len(f.data) <= largeFile {
+				wa.Data = f.data // small files are on the heap, and never change
+			} else if wa.File = a.files.ref(f, chatID, wa.FileName, wa.MIME); wa.File != "" {
+				wa.Size = int64(len(f.data))
+				refs = append(refs, wa.File)
+			}
+			a.files.unpin(f)
+			if wa.Data == nil && wa.File == "" {
+				return fail(i, platform.Permanent(fmt.Errorf("%w: file %s is no longer kept", platform.ErrInvalidMessage, at.FileID)))
+			}
+		case len(at.Data) > largeFile:
+			wa.MIME = mimeOf(at)
+			ref, err := a.files.share(at.Data, chatID, at.FileName, wa.MIME)
+			if err != nil {
+				return fail(i, err)
+			}
+			wa.File, wa.Size = ref, int64(len(at.Data))
+			refs = append(refs, ref)
+		case len(at.Data) > 0:
+			wa.Data, wa.MIME = at.Data, mimeOf(at)
+		}
+		out = append(out, wa)
 	}
-	return m, nil
+	return out, refs, nil
 }
 
 // maxUpload returns the largest file a tab may send, 0 when none.

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -14,10 +17,23 @@ import (
 // given.
 const DefaultDeadLetterCapacity = 1000
 
+// DefaultDeadLetterBytes is a [DeadLetterStore]'s byte bound when none is
+// given: 64 MiB (see [DeadLetter.Size]).
+const DefaultDeadLetterBytes = 64 << 20
+
+// deadLetterOverhead is what a letter counts beyond the bytes of its
+// message: its request's other fields, its error and its place in the
+// store, roughly.
+const deadLetterOverhead = 256
+
 // DeadLetter is a send that failed for good, kept for inspection and replay.
 type DeadLetter struct {
 	// Request is the request as the send received it. Its slices
-	// (attachments, buttons) are shared with the sender's caller, not copied.
+	// (attachments and their Data, buttons) are shared with the sender's
+	// caller, not copied: a letter of a send whose attachments name their
+	// files by FileID or URL holds no file bytes at all, and one whose
+	// attachments carry Data holds those bytes, which count against the
+	// store's byte bound.
 	Request platform.SendRequest
 	// Attempts is how many attempts the send made (see [AttemptsOf]); 0 when
 	// its context had ended before the first.
@@ -32,6 +48,34 @@ type DeadLetter struct {
 	ID string
 }
 
+// Size returns the bytes dl counts against a [DeadLetterStore]'s byte
+// bound: those of its message's text, reply and edit IDs, buttons and
+// reply keyboard, and of its attachments' data, URLs, file IDs, names and
+// captions, plus 256 for the rest of the letter. An attachment sent by
+// FileID or URL counts the length of that reference, not of the file.
+func (dl DeadLetter) Size() int64 {
+	m := &dl.Request.Message
+	n := int64(deadLetterOverhead + len(dl.Request.Platform) + len(dl.Request.Target.ID) +
+		len(m.Text) + len(m.ReplyToID) + len(m.EditID) + len(m.DeleteID))
+	for _, at := range m.Attachments {
+		n += int64(len(at.Data) + len(at.URL) + len(at.FileID) + len(at.FileName) + len(at.Caption) + len(at.MIMEType))
+	}
+	for _, row := range m.Buttons {
+		for _, b := range row {
+			n += int64(len(b.Text) + len(b.Data) + len(b.URL))
+		}
+	}
+	if k := m.Keyboard; k != nil {
+		n += int64(len(k.Placeholder))
+		for _, row := range k.Rows {
+			for _, b := range row {
+				n += int64(len(b))
+			}
+		}
+	}
+	return n
+}
+
 // DeadLetterBackend keeps a [DeadLetterStore]'s letters outside the
 // process, so that they survive a restart: the engine's journal does. A
 // store calls it, with no lock of its own held, for every letter it adds
@@ -44,13 +88,18 @@ type DeadLetterBackend interface {
 	Forget(ids ...string) error
 }
 
-// DeadLetterStore keeps the most recent dead letters, up to a capacity. When
-// it is full, adding one drops the oldest, and [DeadLetterStore.Dropped]
-// counts the drops. Adding costs O(1): the store is a ring buffer, which
-// grows up to its capacity as letters arrive.
+// DeadLetterStore keeps the most recent dead letters, up to a capacity in
+// letters and a bound in bytes (the sum of their [DeadLetter.Size]s, file
+// data included). When adding a letter takes it past either, the oldest
+// letters are dropped until both hold again, [DeadLetterStore.Dropped]
+// counts the drops, and the store logs what it dropped (see
+// [DeadLetterStore.SetLogger]), rate-limited. A letter larger on its own
+// than the byte bound is dropped at once, the others kept. Adding costs
+// O(1) amortised: the store is a ring buffer, which grows up to its
+// capacity as letters arrive.
 //
-// The zero value is an empty store of DefaultDeadLetterCapacity. A store is
-// safe for concurrent use.
+// The zero value is an empty store of DefaultDeadLetterCapacity letters
+// and DefaultDeadLetterBytes bytes. A store is safe for concurrent use.
 //
 // To replay dead letters, take them with [DeadLetterStore.Drain], which
 // returns them oldest first, and send each again through the outbound
@@ -60,22 +109,37 @@ type DeadLetterBackend interface {
 type DeadLetterStore struct {
 	mu       sync.Mutex
 	capacity int          // 0: DefaultDeadLetterCapacity
-	buf      []DeadLetter // oldest at head; grows by append until full, then wraps
-	head     int
+	maxBytes int64        // 0: DefaultDeadLetterBytes
+	buf      []keptLetter // a ring of n letters from start, oldest first; grows up to the capacity
+	start, n int
+	bytes    int64 // the sum of the kept letters' sizes
 	dropped  uint64
 
 	backend DeadLetterBackend // nil: memory only
 	onErr   func(error)
-	seq     uint64 // numbers the letters no backend named
+	log     *ratelog.Logger // nil: no log
+	seq     uint64          // numbers the letters no backend named
 }
 
 // NewDeadLetterStore returns an empty store keeping at most capacity dead
-// letters. A capacity of zero or less means DefaultDeadLetterCapacity (1000).
+// letters and DefaultDeadLetterBytes bytes. A capacity of zero or less
+// means DefaultDeadLetterCapacity (1000).
 func NewDeadLetterStore(capacity int) *DeadLetterStore {
+	return NewDeadLetterStoreLimits(capacity, 0)
+}
+
+// NewDeadLetterStoreLimits returns an empty store keeping at most capacity
+// dead letters of at most maxBytes bytes together (see [DeadLetter.Size]).
+// A capacity of zero or less means DefaultDeadLetterCapacity (1000), a
+// maxBytes of zero or less DefaultDeadLetterBytes (64 MiB).
+func NewDeadLetterStoreLimits(capacity int, maxBytes int64) *DeadLetterStore {
 	if capacity <= 0 {
 		capacity = DefaultDeadLetterCapacity
 	}
-	return &DeadLetterStore{capacity: capacity}
+	if maxBytes <= 0 {
+		maxBytes = DefaultDeadLetterBytes
+	}
+	return &DeadLetterStore{capacity: capacity, maxBytes: maxBytes}
 }
 
 // Cap returns the most dead letters s keeps.
@@ -84,6 +148,22 @@ func (s *DeadLetterStore) Cap() int {
 		return DefaultDeadLetterCapacity
 	}
 	return s.capacity
+}
+
+// MaxBytes returns the most bytes the letters s keeps may hold together.
+func (s *DeadLetterStore) MaxBytes() int64 {
+	if s.maxBytes <= 0 {
+		return DefaultDeadLetterBytes
+	}
+	return s.maxBytes
+}
+
+// Bytes returns the bytes the letters in s hold (the sum of their
+// [DeadLetter.Size]s), at most [DeadLetterStore.MaxBytes].
+func (s *DeadLetterStore) Bytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
 }
 
 // SetBackend makes s keep its letters in b too: from now on Add keeps each
@@ -96,50 +176,120 @@ func (s *DeadLetterStore) SetBackend(b DeadLetterBackend, onErr func(error)) {
 	s.backend, s.onErr = b, onErr
 }
 
-// Add stores dl as the newest dead letter, dropping the oldest if s is full.
+// SetLogger makes s log, at warn level, the letters it drops to stay
+// within its bounds: the first drop at once, then at most one line per
+// 10 s, which says how many lines it left out. Nil, like a store's zero
+// value, logs nothing. Later calls replace the logger.
+func (s *DeadLetterStore) SetLogger(l *zap.Logger) {
+	var rl *ratelog.Logger
+	if l != nil {
+		rl = ratelog.New(l, 0)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = rl
+}
+
+// Add stores dl as the newest dead letter, dropping the oldest while s
+// holds more than its capacity or byte bound.
 func (s *DeadLetterStore) Add(dl DeadLetter) {
 	if b := s.backendOf(); b != nil {
 		id, err := b.Keep(dl)
 		s.report(err)
 		dl.ID = id
 	}
-	s.add(dl, true)
+	s.add(dl)
 }
 
 // Restore adds letters its backend already keeps (those a restarted
 // process finds there), in order, as Add would but without keeping them
-// again.
+// again. Letters dropped to stay within the bounds are forgotten in the
+// backend too.
 func (s *DeadLetterStore) Restore(letters []DeadLetter) {
 	for _, dl := range letters {
-		s.add(dl, true)
+		s.add(dl)
 	}
 }
 
-func (s *DeadLetterStore) add(dl DeadLetter, forgetDropped bool) {
+// add keeps dl, dropping the oldest letters (or dl itself, when it is
+// larger than the byte bound on its own) to stay within the bounds; the
+// dropped letters are forgotten in the backend and logged.
+func (s *DeadLetterStore) add(dl DeadLetter) {
+	size := dl.Size()
 	s.mu.Lock()
 	if dl.ID == "" {
 		s.seq++
 		dl.ID = "mem-" + strconv.FormatUint(s.seq, 10)
 	}
-	if len(s.buf) < s.Cap() {
-		// Not full yet: head is still 0, as it only moves when an Add
-		// overwrites the oldest letter of a full buffer.
-		s.buf = append(s.buf, dl)
-		s.mu.Unlock()
+	var out []keptLetter
+	if size > s.MaxBytes() {
+		out = append(out, keptLetter{dl, size})
+		s.dropped++
+	} else {
+		for s.n > 0 && (s.n >= s.Cap() || s.bytes+size > s.MaxBytes()) {
+			out = append(out, s.popLocked())
+			s.dropped++
+		}
+		s.pushLocked(dl, size)
+	}
+	b, log := s.backend, s.log
+	held, count := s.bytes, s.n
+	s.mu.Unlock()
+	if len(out) == 0 {
 		return
 	}
-	old := s.buf[s.head]
-	s.buf[s.head] = dl
-	s.head++
-	if s.head == len(s.buf) {
-		s.head = 0
+	var ids []string
+	var freed int64
+	for _, old := range out {
+		freed += old.size
+		if old.dl.ID != "" {
+			ids = append(ids, old.dl.ID)
+		}
 	}
-	s.dropped++
-	b := s.backend
-	s.mu.Unlock()
-	if b != nil && forgetDropped && old.ID != "" {
-		s.report(b.Forget(old.ID))
+	if b != nil && len(ids) > 0 {
+		s.report(b.Forget(ids...))
 	}
+	oldest := out[0].dl
+	log.Warn("sender: dead letters full; dropped the oldest to stay within the store's bounds",
+		zap.Int("dropped", len(out)), zap.Int64("dropped_bytes", freed),
+		zap.String("platform", oldest.Request.Platform), zap.String("chat", oldest.Request.Target.ID),
+		zap.Time("failed_at", oldest.At), zap.NamedError("send_error", oldest.Err),
+		zap.Int("kept", count), zap.Int64("kept_bytes", held),
+		zap.Int("capacity", s.Cap()), zap.Int64("max_bytes", s.MaxBytes()))
+}
+
+// keptLetter is a letter in a store with the size it counts: measured
+// when it was added, since its request's slices belong to the caller.
+type keptLetter struct {
+	dl   DeadLetter
+	size int64
+}
+
+// pushLocked adds dl, of the given size, as the newest letter; the ring
+// must have room for it (n < Cap).
+func (s *DeadLetterStore) pushLocked(dl DeadLetter, size int64) {
+	if s.n == len(s.buf) {
+		c := min(max(8, 2*len(s.buf)), s.Cap())
+		buf := make([]keptLetter, c)
+		s.copyToLocked(buf)
+		s.buf, s.start = buf, 0
+	}
+	s.buf[(s.start+s.n)%len(s.buf)] = keptLetter{dl, size}
+	s.n++
+	s.bytes += size
+}
+
+// popLocked removes and returns the oldest letter; s must not be empty.
+func (s *DeadLetterStore) popLocked() keptLetter {
+	k := s.buf[s.start]
+	s.buf[s.start] = keptLetter{} // let its request go
+	s.start = (s.start + 1) % len(s.buf)
+	s.n--
+	s.bytes -= k.size
+	if s.n == 0 {
+		s.start = 0
+	}
+	return k
 }
 
 // Remove takes the letters with the given IDs (see [DeadLetter]) out of
@@ -152,16 +302,23 @@ func (s *DeadLetterStore) Remove(ids ...string) int {
 		}
 	}
 	s.mu.Lock()
-	all := s.copyLocked()
+	all := make([]keptLetter, s.n)
+	s.copyToLocked(all)
 	kept := all[:0]
-	for _, dl := range all {
-		if !drop[dl.ID] {
-			kept = append(kept, dl)
+	var bytes int64
+	for _, k := range all {
+		if !drop[k.dl.ID] {
+			kept = append(kept, k)
+			bytes += k.size
 		}
 	}
 	n := len(all) - len(kept)
 	if n > 0 {
-		s.buf, s.head = kept, 0
+		clear(all[len(kept):])
+		s.buf, s.start, s.n, s.bytes = kept, 0, len(kept), bytes
+		if len(kept) == 0 {
+			s.buf = nil
+		}
 	}
 	b := s.backend
 	s.mu.Unlock()
@@ -193,11 +350,11 @@ func (s *DeadLetterStore) report(err error) {
 func (s *DeadLetterStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.buf)
+	return s.n
 }
 
 // Dropped returns how many dead letters s has dropped, over its lifetime,
-// to make room for newer ones.
+// to stay within its capacity and byte bound.
 func (s *DeadLetterStore) Dropped() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -218,7 +375,7 @@ func (s *DeadLetterStore) List() []DeadLetter {
 func (s *DeadLetterStore) Drain() []DeadLetter {
 	s.mu.Lock()
 	out := s.copyLocked()
-	s.buf, s.head = nil, 0
+	s.buf, s.start, s.n, s.bytes = nil, 0, 0, 0
 	b := s.backend
 	s.mu.Unlock()
 	if b != nil {
@@ -235,15 +392,32 @@ func (s *DeadLetterStore) Drain() []DeadLetter {
 	return out
 }
 
-// copyLocked returns the letters in order, oldest first. s.mu must be held.
+// copyLocked returns the letters in order, oldest first, or nil when there
+// are none. s.mu must be held.
 func (s *DeadLetterStore) copyLocked() []DeadLetter {
-	if len(s.buf) == 0 {
+	if s.n == 0 {
 		return nil
 	}
-	out := make([]DeadLetter, len(s.buf))
-	n := copy(out, s.buf[s.head:])
-	copy(out[n:], s.buf[:s.head])
+	out := make([]DeadLetter, s.n)
+	for i := range out {
+		out[i] = s.buf[(s.start+i)%len(s.buf)].dl
+	}
 	return out
+}
+
+// copyToLocked copies the kept letters, oldest first, to the start of
+// dst, which has room for them.
+func (s *DeadLetterStore) copyToLocked(dst []keptLetter) {
+	if s.n == 0 {
+		return
+	}
+	end := s.start + s.n
+	if end <= len(s.buf) {
+		copy(dst, s.buf[s.start:end])
+		return
+	}
+	k := copy(dst, s.buf[s.start:])
+	copy(dst[k:], s.buf[:end-len(s.buf)])
 }
 
 // DeadLetters returns a decorator that adds every failed send to store, with

@@ -70,8 +70,8 @@ func (s *DeadLetterStore) Save(w io.Writer) error {
 var ErrBadDeadLetters = errors.New("sender: not a dead-letter file")
 
 // Load reads dead letters written by Save from r and adds them to s in
-// their order (so the store's capacity holds: the oldest may be dropped),
-// and returns how many it added. Each letter's error comes back as an
+// their order (so the store's capacity and byte bound hold: the oldest
+// may be dropped), and returns how many it added. Each letter's error comes back as an
 // error with the saved text, permanent if it was. On input that is not
 // Save's, Load stops at the first bad line and returns an error wrapping
 // ErrBadDeadLetters with the letters before it added.

@@ -108,6 +108,27 @@ func ExampleDeadLetterStore_Drain() {
 	// 0
 }
 
+// A store bounded in bytes as well as in letters: the dead letters of
+// sends of files as Data count the files' bytes, those of files sent by
+// reference (FileID, URL) do not.
+func ExampleNewDeadLetterStoreLimits() {
+	store := sender.NewDeadLetterStoreLimits(100, 3<<20)
+	file := func(data []byte) sender.DeadLetter {
+		return sender.DeadLetter{Request: platform.SendRequest{Target: platform.Chat{ID: "a"}, Message: platform.OutboundMessage{
+			Attachments: []platform.Attachment{{Kind: platform.AttachDocument, Data: data}}}}}
+	}
+	for range 4 {
+		store.Add(file(make([]byte, 1<<20)))
+	}
+	fmt.Println(store.Len(), store.Dropped(), store.Bytes() <= store.MaxBytes())
+	store.Add(sender.DeadLetter{Request: platform.SendRequest{Target: platform.Chat{ID: "a"}, Message: platform.OutboundMessage{
+		Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, FileID: "upload-17"}}}}})
+	fmt.Println(store.Len(), store.Dropped())
+	// Output:
+	// 2 2 true
+	// 3 2
+}
+
 // A decorator of your own that records each send once, with its final
 // outcome: Observe calls it when the send is over, however many attempts
 // and waits it took — also under the engine, where a waiting send is run

@@ -28,7 +28,17 @@ const me = {
 
 const status = new Status($('status'));
 const banner = new Banner($('banner'));
-const view = new ChatView({ log: $('log'), empty: $('empty'), userId: () => me.userId, onPress: press });
+// fileKey is the key this connection fetches the chat's files by
+// reference with; the history of each connection brings a new one, and
+// renders every message again with it.
+let fileKey = '';
+const fileURL = (id) => {
+  const u = new URL(`file/${encodeURIComponent(id)}`, location.href);
+  u.search = `?k=${encodeURIComponent(fileKey)}`;
+  u.hash = '';
+  return u.href;
+};
+const view = new ChatView({ log: $('log'), empty: $('empty'), userId: () => me.userId, onPress: press, fileURL });
 const conn = new Connection({
   hello: () => ({ type: 'hello', chat_id: me.chatId, user_id: me.userId, name: me.name, room }),
   onFrame,
@@ -82,6 +92,7 @@ function onHistory(f) {
     document.title = `${f.bot.name} — web chat`;
   }
   if (f.max_text > 0) { composer.maxText = f.max_text; }
+  fileKey = typeof f.file_key === 'string' ? f.file_key : '';
   composer.setMaxUpload(f.max_upload ?? 0);
   view.showHistory(Array.isArray(f.messages) ? f.messages : []);
   keyboard.reset(f.keyboard);

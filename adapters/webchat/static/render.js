@@ -33,19 +33,23 @@ const KIND_LABELS = {
 // ChatView renders the messages of one chat into the log element; empty is
 // the hint shown while there is none. userId returns the page's user ID,
 // whose messages show as "You". onPress(messageID, data) sends a button's
-// callback and reports whether it went out.
+// callback and reports whether it went out. fileURL(id) returns the URL
+// of a file the server keeps by reference (an attachment's "file"), for
+// this connection.
 export class ChatView {
   #log;
   #empty;
   #userId;
   #onPress;
+  #fileURL;
   #byId = new Map(); // message ID -> its element
 
-  constructor({ log, empty, userId, onPress }) {
+  constructor({ log, empty, userId, onPress, fileURL }) {
     this.#log = log;
     this.#empty = empty;
     this.#userId = userId;
     this.#onPress = onPress;
+    this.#fileURL = fileURL;
   }
 
   // clear removes every message.
@@ -197,6 +201,8 @@ export class ChatView {
 
   // renderAttachment shows an attachment as its kind is shown (see
   // mediaOf), or, where the page cannot show it, as a link to the file.
+  // Its bytes come inline (data), by reference (file, fetched from the
+  // server) or from a URL.
   #renderAttachment(a) {
     const kind = typeof a.kind === 'string' ? a.kind : '';
     const fig = el('figure', 'attachment');
@@ -204,8 +210,12 @@ export class ChatView {
     const [icon, label] = KIND_LABELS[kind] ?? KIND_LABELS.document;
     let name = typeof a.file_name === 'string' ? a.file_name : '';
     let src;
+    const byRef = typeof a.file === 'string' && a.file !== '';
+    const ours = byRef || Boolean(a.data); // bytes of a known type, from the server
     if (a.data) {
       src = `data:${a.mime || 'application/octet-stream'};base64,${a.data}`;
+    } else if (byRef) {
+      src = this.#fileURL(a.file);
     } else {
       src = safeURL(a.url);
       if (!name && src) { name = fileNameOf(src); }
@@ -216,7 +226,14 @@ export class ChatView {
       return fig;
     }
     const scroll = () => { if (this.nearBottom()) { this.scrollToBottom(); } };
-    const how = mediaOf(kind, a.data ? String(a.mime || '') : null, src);
+    // A file by reference the server no longer keeps: say so in its place.
+    const gone = (media) => {
+      if (!byRef) { return; }
+      media.addEventListener('error', () => {
+        media.replaceWith(el('span', 'unsupported gone', `${icon} ${name || label}: no longer kept`));
+      }, { once: true });
+    };
+    const how = mediaOf(kind, ours ? String(a.mime || '') : null, src);
     switch (how) {
       case 'image': {
         const img = el('img', kind === 'sticker' ? 'sticker' : '');
@@ -224,6 +241,7 @@ export class ChatView {
         img.alt = a.caption || name || label;
         img.loading = 'lazy';
         img.addEventListener('load', scroll);
+        gone(img);
         fig.appendChild(img);
         break;
       }
@@ -242,6 +260,7 @@ export class ChatView {
         v.src = src;
         v.setAttribute('aria-label', a.caption || name || label);
         v.addEventListener('loadedmetadata', scroll);
+        gone(v);
         fig.appendChild(v);
         break;
       }
@@ -252,13 +271,14 @@ export class ChatView {
         au.preload = 'metadata';
         au.src = src;
         au.setAttribute('aria-label', kind === 'voice' ? label : (name || label));
+        gone(au);
         fig.appendChild(au);
         break;
       }
       default: {
         const doc = el('a', 'document', `${icon} ${name || label}`);
         doc.href = src;
-        if (a.data) {
+        if (ours) {
           doc.download = name || 'file';
         } else {
           doc.target = '_blank';
@@ -310,8 +330,9 @@ export class ChatView {
 // mediaOf returns how the page shows an attachment of kind: as an 'image',
 // a 'video' player, a silent 'loop' (an animation or a sticker that is a
 // video), an 'audio' player, or '' for a link. mime is the type of an
-// attachment sent as bytes, or null for one by URL, which is shown as its
-// kind (or, for animations and stickers, its file name) says.
+// attachment whose bytes the server has (inline or by reference), or null
+// for one by URL, which is shown as its kind (or, for animations and
+// stickers, its file name) says.
 function mediaOf(kind, mime, src) {
   const byURL = mime === null;
   let path = '';
