@@ -190,6 +190,7 @@ func New(opts ...Option) (*Engine, error) {
 	}
 	if o.deadLetters == nil {
 		o.deadLetters = sender.NewDeadLetterStore(0)
+		o.deadLetters.SetLogger(o.logger) // a store of the engine's own logs its drops to the engine's log
 	}
 	e := &Engine{
 		opts:        o,
