@@ -12,6 +12,7 @@
 //	stream DLQ_B  dlq.B.<platform>.<chat>   a dead letter            (kept until replayed or purged)
 //	bucket progress_B  <OUT sequence>       how far a waiting send got
 //	bucket sent_B      <send id>            a send delivered while its event was still handled (TTL: the window)
+//	bucket effects_B   <effect id>          a handler's Once result (TTL: the window)
 //
 // Platform names and chat IDs are escaped into subject tokens (a "." or a
 // space cannot be in one). Events and sends are JSON. JetStream drops a
@@ -89,11 +90,13 @@ type Journal struct {
 	dlq      jetstream.Stream
 	progress jetstream.KeyValue
 	sent     jetstream.KeyValue
+	effects  jetstream.KeyValue
 }
 
 var (
-	_ journal.Journal = (*Journal)(nil)
-	_ journal.Log     = (*Journal)(nil)
+	_ journal.Journal   = (*Journal)(nil)
+	_ journal.Log       = (*Journal)(nil)
+	_ journal.EffectLog = (*Journal)(nil)
 )
 
 // Open creates (or updates) the journal's streams and bucket on nc's
@@ -181,7 +184,38 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: sent bucket: %w", err)
 	}
+	j.effects, err = ensureKeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket:   "effects_" + cfg.Bot,
+		TTL:      cfg.DuplicateWindow,
+		Storage:  jetstream.FileStorage,
+		Replicas: cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: effects bucket: %w", err)
+	}
 	return j, nil
+}
+
+// Effect returns the value recorded under id (see journal.Journal).
+func (j *Journal) Effect(ctx context.Context, id string) ([]byte, bool, error) {
+	e, err := j.effects.Get(ctx, markKey(id))
+	switch {
+	case err == nil:
+		return e.Value(), true, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil, false, nil
+	default:
+		return nil, false, fmt.Errorf("cluster: look up an effect: %w", err)
+	}
+}
+
+// RecordEffect records value under id for the duplicate window (see
+// journal.Journal).
+func (j *Journal) RecordEffect(ctx context.Context, id string, value []byte) error {
+	if _, err := j.effects.Put(ctx, markKey(id), value); err != nil {
+		return fmt.Errorf("cluster: record an effect: %w", err)
+	}
+	return nil
 }
 
 // replicas returns n, or for n <= 0 the replicas that follow the cluster:

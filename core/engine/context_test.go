@@ -51,6 +51,10 @@ func (q *queue) Recover(stdctx.Context) (sender.DeadLetterBackend, []sender.Dead
 
 func (q *queue) Join(ctx stdctx.Context) error { <-ctx.Done(); return nil }
 
+func (q *queue) Effect(stdctx.Context, string) ([]byte, bool, error) { return nil, false, nil }
+
+func (q *queue) RecordEffect(stdctx.Context, string, []byte) error { return nil }
+
 func (q *queue) Interact(stdctx.Context, string, journal.Interaction) ([]byte, error) {
 	return nil, platform.ErrUnsupported
 }

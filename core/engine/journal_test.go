@@ -34,7 +34,28 @@ type memJournal struct {
 	deadSeq []string
 	ids     map[string]bool
 	marks   map[string]platform.SendResult // sends marked delivered, by id
+	effects map[string][]byte              // Once results, by id
 	refuse  error
+}
+
+func (j *memJournal) Effect(_ context.Context, id string) ([]byte, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.refuse != nil {
+		return nil, false, j.refuse
+	}
+	v, ok := j.effects[id]
+	return v, ok, nil
+}
+
+func (j *memJournal) RecordEffect(_ context.Context, id string, value []byte) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.refuse != nil {
+		return j.refuse
+	}
+	j.effects[id] = value
+	return nil
 }
 
 type memRecord struct {
@@ -48,7 +69,8 @@ type memRecord struct {
 }
 
 func newMemJournal() *memJournal {
-	return &memJournal{dead: map[string]sender.DeadLetter{}, ids: map[string]bool{}, marks: map[string]platform.SendResult{}}
+	return &memJournal{dead: map[string]sender.DeadLetter{}, ids: map[string]bool{}, marks: map[string]platform.SendResult{},
+		effects: map[string][]byte{}}
 }
 
 func (j *memJournal) setRefuse(err error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/heraldbot/herald/core/state"
@@ -93,12 +94,45 @@ func (k *SessionKey[T]) Name() string { return k.name }
 // without one; the store's or the JSON decoder's error, wrapped; the
 // handler's context's error.
 func (k *SessionKey[T]) Get(c *Context) (T, error) {
+	var zero T
 	s, err := k.of(c)
 	if err != nil {
-		var zero T
 		return zero, err
 	}
-	return s.Get(c.Context())
+	v, err := effectState(c, "get", s.key, func() (T, error) { return s.Get(c.Context()) })
+	if err != nil {
+		return zero, err
+	}
+	return v, nil
+}
+
+// effectState makes a session access of c's handling an effect: a replay
+// gets the value the access gave before; do makes it live.
+func effectState[T any](c *Context, op, key string, do func() (T, error)) (T, error) {
+	var zero T
+	s := sum(op, key)
+	fx, pos, err := c.take(fxState, s, op+" "+key)
+	switch {
+	case err != nil:
+		return zero, err
+	case fx != nil:
+		sv, _ := fx.v.(stateValue)
+		if sv.err != nil {
+			return zero, sv.err
+		}
+		var v T
+		if err := json.Unmarshal(sv.val, &v); err != nil {
+			return zero, fmt.Errorf("engine: session %s as recorded: %w", key, err)
+		}
+		return v, nil
+	}
+	v, err := do()
+	sv := stateValue{err: err}
+	if err == nil {
+		sv.val, _ = json.Marshal(v) // it came from JSON, or goes there
+	}
+	c.ev.record(pos, effect{kind: fxState, sum: s, what: op + " " + key, v: sv})
+	return v, err
 }
 
 // Update changes the event's chat's (or user's) value with f, which gets
@@ -108,12 +142,14 @@ func (k *SessionKey[T]) Get(c *Context) (T, error) {
 // SessionUpdateAttempts writes met a conflict, Update returns an error
 // wrapping state.ErrConflict. Its other errors are Get's.
 func (k *SessionKey[T]) Update(c *Context, f func(*T) error) (T, error) {
+	var zero T
 	s, err := k.of(c)
 	if err != nil {
-		var zero T
 		return zero, err
 	}
-	return s.Update(c.Context(), f)
+	return effectState(c, "update", s.key, func() (T, error) {
+		return s.update(c.Context(), f, c.effectID(c.scope().pos-1))
+	})
 }
 
 // Delete removes the event's chat's (or user's) value; Get then returns
@@ -123,7 +159,8 @@ func (k *SessionKey[T]) Delete(c *Context) error {
 	if err != nil {
 		return err
 	}
-	return s.Delete(c.Context())
+	_, err = effectState(c, "delete", s.key, func() (struct{}, error) { return struct{}{}, s.Delete(c.Context()) })
+	return err
 }
 
 func (k *SessionKey[T]) of(c *Context) (Session[T], error) {
@@ -167,42 +204,81 @@ var errNoSession = errors.New("engine: a zero Session")
 
 // Get returns the value, and T's zero value if there is none.
 func (s Session[T]) Get(ctx context.Context) (T, error) {
-	v, _, err := s.get(ctx)
+	v, _, _, err := s.get(ctx)
 	return v, err
 }
 
-// get returns the value and its revision, 0 if there is none.
-func (s Session[T]) get(ctx context.Context) (T, uint64, error) {
+// get returns the value, its revision (0 if there is none) and the ids of
+// the handlers' updates it holds (see sessionValue).
+func (s Session[T]) get(ctx context.Context) (T, uint64, []string, error) {
 	var v T
 	if s.store == nil {
-		return v, 0, errNoSession
+		return v, 0, nil, errNoSession
 	}
 	data, rev, err := s.store.Get(ctx, s.key)
 	switch {
 	case errors.Is(err, state.ErrNotFound):
-		return v, 0, nil
+		return v, 0, nil, nil
 	case err != nil:
-		return v, 0, s.fail(ctx, err)
+		return v, 0, nil, s.fail(ctx, err)
+	}
+	var sv sessionValue
+	if json.Unmarshal(data, &sv) == nil && sv.Herald == 1 {
+		data = sv.V
+	} else {
+		sv = sessionValue{} // a value written before updates had ids
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		var zero T
-		return zero, 0, s.fail(ctx, err)
+		return zero, 0, nil, s.fail(ctx, err)
 	}
-	return v, rev, nil
+	return v, rev, sv.Updates, nil
 }
+
+// sessionValue is what the store keeps of a session's value: the value,
+// and the ids of the last updates made by handlers (maxSessionUpdates at
+// most), so that an update a handler run again makes (after a crash, by
+// another process) is known as made, and not made twice.
+type sessionValue struct {
+	Herald  int             `json:"herald.session"`
+	V       json.RawMessage `json:"v"`
+	Updates []string        `json:"updates,omitempty"`
+}
+
+// maxSessionUpdates bounds the update ids a session's value keeps.
+const maxSessionUpdates = 32
 
 // Update changes the value with f (see SessionKey.Update).
 func (s Session[T]) Update(ctx context.Context, f func(*T) error) (T, error) {
+	return s.update(ctx, f, "")
+}
+
+// update is Update; id, if not empty, names the update, which is not made
+// again if the value holds it.
+func (s Session[T]) update(ctx context.Context, f func(*T) error, id string) (T, error) {
 	var zero T
 	for attempt := 1; ; attempt++ {
-		v, rev, err := s.get(ctx)
+		v, rev, ids, err := s.get(ctx)
 		if err != nil {
 			return zero, err
+		}
+		if id != "" && slices.Contains(ids, id) {
+			return v, nil // made before this run: the value holds it
 		}
 		if err := f(&v); err != nil {
 			return zero, err
 		}
-		data, err := json.Marshal(v)
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return zero, s.fail(ctx, err)
+		}
+		if id != "" {
+			ids = append(ids, id)
+			if len(ids) > maxSessionUpdates {
+				ids = ids[len(ids)-maxSessionUpdates:]
+			}
+		}
+		data, err := json.Marshal(sessionValue{Herald: 1, V: raw, Updates: ids})
 		if err != nil {
 			return zero, s.fail(ctx, err)
 		}

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -151,11 +152,21 @@ func (s *countingStore) Update(ctx context.Context, key string, value []byte, re
 	return rev, err
 }
 
-// interfere adds one to key's number, as another writer.
+// interfere adds one to key's number, as another writer: a plain number,
+// or a number in the engine's envelope (its value and the ids of the
+// updates it holds), which it keeps.
 func (s *countingStore) interfere(ctx context.Context, key string) {
 	v, rev, err := s.MemoryStore.Get(ctx, key)
 	if errors.Is(err, state.ErrNotFound) {
 		_, _ = s.MemoryStore.Create(ctx, key, []byte("1"), 0)
+		return
+	}
+	var env map[string]json.RawMessage
+	if json.Unmarshal(v, &env) == nil && env["v"] != nil {
+		n, _ := strconv.Atoi(string(env["v"]))
+		env["v"] = json.RawMessage(strconv.Itoa(n + 1))
+		data, _ := json.Marshal(env)
+		_, _ = s.MemoryStore.Update(ctx, key, data, rev, 0)
 		return
 	}
 	n, _ := strconv.Atoi(string(v))

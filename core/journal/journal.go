@@ -97,6 +97,15 @@ type Journal interface {
 	// the others take over what the member held, and returns nil.
 	Join(ctx context.Context) error
 
+	// Effect returns the value recorded under id by RecordEffect (a
+	// handler's Once result), if the journal still has it.
+	Effect(ctx context.Context, id string) (value []byte, ok bool, err error)
+	// RecordEffect records value under id, for as long as the journal
+	// recognizes duplicates, so that a handler run again after a crash or
+	// by another process gets it back (see engine.Once). A journal that
+	// keeps nothing records nothing.
+	RecordEffect(ctx context.Context, id string, value []byte) error
+
 	// Interact makes in on the named adapter's account through the member
 	// that leads it: this engine's Interact when it leads the account, or
 	// another process's. It returns what a download fetched, and the

@@ -31,6 +31,14 @@ type Log interface {
 	sender.DeadLetterBackend
 }
 
+// EffectLog is implemented by a [Log] that keeps the results of
+// handlers' effects (see Journal.RecordEffect); a Local over another Log
+// keeps none.
+type EffectLog interface {
+	Effect(ctx context.Context, id string) (value []byte, ok bool, err error)
+	RecordEffect(ctx context.Context, id string, value []byte) error
+}
+
 // Pending is what a [Log] holds at start: its records not done, as the
 // journal hands them over (their Redelivered and Held are set by it).
 type Pending struct {
@@ -253,6 +261,24 @@ func (l *Local) Join(ctx context.Context) error {
 	_ = m.Drain(context.WithoutCancel(ctx))
 	closeConns()
 	leads.Wait()
+	return nil
+}
+
+// Effect returns what the log recorded under id, if it keeps effects (see
+// Journal).
+func (l *Local) Effect(ctx context.Context, id string) ([]byte, bool, error) {
+	if el, ok := l.log.(EffectLog); ok {
+		return el.Effect(ctx, id)
+	}
+	return nil, false, nil
+}
+
+// RecordEffect records value under id in the log, if it keeps effects (see
+// Journal).
+func (l *Local) RecordEffect(ctx context.Context, id string, value []byte) error {
+	if el, ok := l.log.(EffectLog); ok {
+		return el.RecordEffect(ctx, id, value)
+	}
 	return nil
 }
 

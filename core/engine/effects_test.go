@@ -1,0 +1,212 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/core/state"
+	"github.com/heraldbot/herald/platform"
+)
+
+// A conversation's replays get back what its first run did: Once's fn
+// runs once, a session's Update is made once, and the question is sent
+// once, however many times the handler runs to its waits.
+func TestReplaysRepeatNoEffect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, mem := newEngine(t)
+		var calls atomic.Int32
+		visits := engine.NewChatSession[int]("visits", 0)
+		e.OnCommand("survey", func(c *engine.Context) error {
+			ticket, err := engine.Once(c, "ticket", func(context.Context) (string, error) {
+				return fmt.Sprint("T", calls.Add(1)), nil
+			})
+			if err != nil {
+				return err
+			}
+			n, err := visits.Update(c, func(n *int) error { *n++; return nil })
+			if err != nil {
+				return err
+			}
+			var answers []string
+			for _, q := range []string{"First?", "Second?"} {
+				ev, err := c.Prompt(c.Context(), platform.TextMessage(q))
+				if err != nil {
+					return err
+				}
+				answers = append(answers, ev.Text)
+			}
+			c.ReplyText(fmt.Sprintf("%s #%d: %v", ticket, n, answers))
+			return nil
+		})
+		runEngine(t, e)
+		mem.Say(dm, ann, "/survey")
+		synctest.Wait()
+		mem.Say(dm, ann, "a")
+		synctest.Wait()
+		mem.Say(dm, ann, "b")
+		synctest.Wait()
+		if got, want := mem.Texts(dm.ID), []string{"First?", "Second?", "T1 #1: [a b]"}; !slices.Equal(got, want) {
+			t.Fatalf("chat got %q; want %q", got, want)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("Once's fn ran %d times over three runs; want once", n)
+		}
+		if v, err := visits.Of(e, mem.Name(), dm.ID).Get(context.Background()); err != nil || v != 1 {
+			t.Fatalf("the session holds %d, %v; want one update", v, err)
+		}
+	})
+}
+
+// A handler run again that asks for other effects than its first run did
+// diverges: its conversation ends with ErrDiverged, to the error hook and
+// the log, and nothing is sent in its place.
+func TestReplayDivergenceEndsTheConversation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		core, logs := observer.New(zap.WarnLevel)
+		var hooked atomic.Value
+		e, mem := newEngine(t, engine.WithLogger(zap.New(core)), engine.WithOnError(func(c *engine.Context, err error) {
+			hooked.Store(err)
+		}))
+		runs := 0
+		e.OnCommand("flaky", func(c *engine.Context) error {
+			runs++
+			c.ReplyText(fmt.Sprint("run ", runs)) // not the same each time: a bug
+			_, err := c.Next(c.Context(), nil)
+			return err
+		})
+		runEngine(t, e)
+		mem.Say(dm, ann, "/flaky")
+		synctest.Wait()
+		mem.Say(dm, ann, "answer")
+		synctest.Wait()
+		if got := mem.Texts(dm.ID); !slices.Equal(got, []string{"run 1"}) {
+			t.Fatalf("chat got %q; want only the first run's send", got)
+		}
+		if err, _ := hooked.Load().(error); !errors.Is(err, engine.ErrDiverged) {
+			t.Fatalf("the error hook got %v; want ErrDiverged", err)
+		}
+		if logs.FilterMessageSnippet("diverged").Len() != 1 {
+			t.Fatalf("log: %v; want one line on the divergence", logs.All())
+		}
+		mem.Say(dm, ann, "later")
+		synctest.Wait()
+		if runs != 2 {
+			t.Fatalf("the handler ran %d times; want 2: the conversation ended", runs)
+		}
+	})
+}
+
+// With a journal that keeps records, a handler run again after a crash
+// repeats no effect: Once gives back its recorded result, and a session's
+// Update made before the crash is not made again.
+func TestEffectsOnceAcrossCrash(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		store := state.NewMemoryStore()
+		counter := engine.NewUserSession[int]("count", 0)
+		var calls atomic.Int32
+		block := make(chan struct{})
+		add := func(c *engine.Context) error {
+			stamp, err := engine.Once(c, "stamp", func(context.Context) (int32, error) { return calls.Add(1), nil })
+			if err != nil {
+				return err
+			}
+			n, err := counter.Update(c, func(n *int) error { *n++; return nil })
+			if err != nil {
+				return err
+			}
+			select { // the first process dies here
+			case <-block:
+			case <-c.Context().Done():
+				return c.Context().Err()
+			}
+			c.ReplyText(fmt.Sprintf("%d (stamp %d)", n, stamp))
+			return nil
+		}
+		start := func(mem *memory.Adapter) (*engine.Engine, <-chan error) {
+			e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(journal.NewLocal(j)), engine.WithSessionStore(store))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.OnCommand("add", add)
+			done := make(chan error, 1)
+			go func() { done <- e.Run(context.Background()) }()
+			return e, done
+		}
+		e, _ := start(mem)
+		sayID(mem, "1", "/add")
+		synctest.Wait()
+		crash(e) // cut off after the Once and the Update
+		if ev, _ := j.pending(); ev != 1 {
+			t.Fatalf("after the crash the journal holds %d events; want the one cut off", ev)
+		}
+
+		close(block)
+		mem2 := memory.New()
+		e2, done := start(mem2)
+		if _, err := mem2.WaitSent(testCtx(t), dm.ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := mem2.Texts(dm.ID); !slices.Equal(got, []string{"1 (stamp 1)"}) {
+			t.Fatalf("after the restart: %q; want the count made once, the stamp recorded", got)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("Once's fn ran %d times; want once", n)
+		}
+		if err := e2.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	})
+}
+
+// The error hook's replies take ids of their own: a handler run again
+// after a crash sends its own next effect under its own id, which the
+// hook's reply of the first run did not take.
+func TestErrorHookIDsApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := newIDJournal()
+		e, mem := newEngine(t, engine.WithJournal(journal.NewLocal(j)), engine.WithOnError(func(c *engine.Context, err error) {
+			c.ReplyError(err)
+		}))
+		fail := true
+		e.OnCommand("go", func(c *engine.Context) error {
+			c.ReplyText("one")
+			if fail {
+				return errors.New("boom")
+			}
+			c.ReplyText("two")
+			return nil
+		})
+		runEngine(t, e)
+		must(t, e.HandleEvent(platform.Event{ID: "9", Platform: mem.Name(), Kind: platform.EventMessage, Chat: dm, From: ann, Text: "/go"}))
+		synctest.Wait()
+		fail = false
+		// The same event again, as a run after a crash would take it.
+		h := platform.Event{ID: "9", Platform: mem.Name(), Kind: platform.EventMessage, Chat: dm, From: ann, Text: "/go"}
+		must(t, e.HandleEvent(h))
+		synctest.Wait()
+		ids := map[string]string{}
+		for _, s := range j.journaled() {
+			if prev, ok := ids[s.ID]; ok && prev != s.Request.Message.Text {
+				t.Fatalf("id %s taken by %q and %q", s.ID, prev, s.Request.Message.Text)
+			}
+			ids[s.ID] = s.Request.Message.Text
+		}
+		if len(ids) != 3 {
+			t.Fatalf("ids %v; want the first reply, the hook's apology and the second reply apart", ids)
+		}
+	})
+}
