@@ -126,17 +126,34 @@ func (st *stateful) stop() { st.sched.Stop() }
 // engine runs. A nil job, an empty name, a name another job has, or an
 // interval <= 0 is a bug in the program: Every panics with an error
 // wrapping ErrInvalidJob (Use returns it as the plugin's error).
-func (e *Engine) Every(name string, interval time.Duration, job Job) {
-	registered(e.state.sched.Every(name, interval, job))
+//
+// It returns the job, whose Stop stops it.
+func (e *Engine) Every(name string, interval time.Duration, job Job) *JobHandle {
+	return e.registered(e.state.sched.Every(name, interval, job))
 }
 
-// registered panics with a job's registration error, wrapping
-// ErrInvalidJob.
-func registered(err error) {
+// registered returns the handle of the job of key, or panics with its
+// registration error, wrapping ErrInvalidJob.
+func (e *Engine) registered(key string, err error) *JobHandle {
 	if err != nil {
 		panic(fmt.Errorf("%w: %w", ErrInvalidJob, err))
 	}
+	return &JobHandle{e: e, key: key}
 }
+
+// JobHandle is a job of Every or At. Its zero value is not usable; it is
+// safe for concurrent use.
+type JobHandle struct {
+	e   *Engine
+	key string
+}
+
+// Stop stops the job in every process that shares the schedule store: it
+// is marked done there, so that it runs no more — here or elsewhere, now
+// or after a restart — and forgotten here. A run under way goes on; Stop
+// does not wait for it. To run the job again, register it under another
+// name. Stop returns ctx's error or the store's, wrapped.
+func (j *JobHandle) Stop(ctx context.Context) error { return j.e.state.sched.StopJob(ctx, j.key) }
 
 // At runs job once at t, under name. If t is past when the engine runs —
 // it was when the bot was down, or when At was first called — the job runs
@@ -144,8 +161,8 @@ func registered(err error) {
 // so that it runs once across restarts and processes when the store lasts
 // (package cluster's), as Every's runs do; with the default MemoryStore it
 // runs once per process. Its other rules are Every's.
-func (e *Engine) At(name string, t time.Time, job Job) {
-	registered(e.state.sched.At(name, t, job))
+func (e *Engine) At(name string, t time.Time, job Job) *JobHandle {
+	return e.registered(e.state.sched.At(name, t, job))
 }
 
 // SendAt schedules msg to be sent to chat of the adapter platformName at

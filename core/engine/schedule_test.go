@@ -95,6 +95,32 @@ func TestEvery(t *testing.T) {
 	})
 }
 
+// Every returns the job, whose Stop stops it: it runs no more, also in a
+// process started later on the same store.
+func TestEveryStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRuns()
+		store := state.NewMemoryStore()
+		p := startProcess(t, engine.WithScheduleStore(store))
+		job := p.e.Every("tick", time.Hour, r.job)
+		p.run(t)
+		time.Sleep(2*time.Hour + 30*time.Minute)
+		if err := job.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Hour)
+		p.stop()
+		p2 := startProcess(t, engine.WithScheduleStore(store))
+		p2.e.Every("tick", time.Hour, r.job)
+		p2.run(t)
+		time.Sleep(3 * time.Hour)
+		p2.stop()
+		if got, want := r.times(), []time.Duration{time.Hour, 2 * time.Hour}; !slices.Equal(got, want) {
+			t.Fatalf("ran at %v; want %v, then no more", got, want)
+		}
+	})
+}
+
 // A run that outlasts the interval delays the next; the runs missed
 // meanwhile are skipped, and the beat is kept.
 func TestEverySlowRun(t *testing.T) {

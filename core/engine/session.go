@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/heraldbot/herald/core/state"
@@ -179,15 +181,44 @@ func (k *SessionKey[T]) of(c *Context) (Session[T], error) {
 // user session) of the adapter platformName in e's session store: for
 // code outside handlers, such as scheduled jobs.
 func (k *SessionKey[T]) Of(e *Engine, platformName, id string) Session[T] {
-	scope := "chat/"
-	if k.user {
-		scope = "user/"
-	}
 	return Session[T]{
 		store: e.state.sessions,
-		key:   scope + state.KeyPart(platformName) + "/" + state.KeyPart(id) + "/" + state.KeyPart(k.name),
+		key:   k.scope() + state.KeyPart(platformName) + "/" + state.KeyPart(id) + "/" + state.KeyPart(k.name),
 		ttl:   k.ttl,
 	}
+}
+
+// IDs returns the IDs of the chats (of a chat session) or users (of a user
+// session) of the adapter platformName that have a value under k in e's
+// session store, in no particular order: the subscribers of a broadcast,
+// say. It lists the whole store's keys: its cost grows with every
+// session's.
+func (k *SessionKey[T]) IDs(ctx context.Context, e *Engine, platformName string) ([]string, error) {
+	prefix := k.scope() + state.KeyPart(platformName) + "/"
+	suffix := "/" + state.KeyPart(k.name)
+	keys, err := e.state.sessions.Keys(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("engine: session %s: %w", k.name, err)
+	}
+	var ids []string
+	for _, key := range keys {
+		id, ok := strings.CutSuffix(strings.TrimPrefix(key, prefix), suffix)
+		if !ok || strings.Contains(id, "/") {
+			continue // another session's, whose id part ends like this name
+		}
+		if v, err := url.PathUnescape(id); err == nil {
+			ids = append(ids, v)
+		}
+	}
+	return ids, nil
+}
+
+// scope returns the first part of k's store keys.
+func (k *SessionKey[T]) scope() string {
+	if k.user {
+		return "user/"
+	}
+	return "chat/"
 }
 
 // Session is the state a [SessionKey] names for one chat or user, from

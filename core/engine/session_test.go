@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -293,5 +294,39 @@ func TestSessionWithoutChatOrUser(t *testing.T) {
 	}
 	if err := <-errs; !errors.Is(err, engine.ErrNoUser) {
 		t.Errorf("user session without a user: %v", err)
+	}
+}
+
+// IDs lists the chats or users with a value under a session key: the
+// subscribers of a broadcast.
+func TestSessionIDs(t *testing.T) {
+	e, _ := newEngine(t)
+	ctx := context.Background()
+	subs := engine.NewChatSession[bool]("subscribed", 0)
+	other := engine.NewChatSession[bool]("other", 0)
+	for _, id := range []string{"1", "a/b", "100%"} {
+		if _, err := subs.Of(e, "memory", id).Update(ctx, func(v *bool) error { *v = true; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := other.Of(e, "memory", "9").Update(ctx, func(v *bool) error { *v = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := subs.Of(e, "telegram", "7").Update(ctx, func(v *bool) error { *v = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := subs.IDs(ctx, e, "memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ids)
+	if want := []string{"1", "100%", "a/b"}; !slices.Equal(ids, want) {
+		t.Fatalf("IDs = %q; want %q", ids, want)
+	}
+	if err := subs.Of(e, "memory", "1").Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := subs.IDs(ctx, e, "memory"); len(ids) != 2 {
+		t.Fatalf("after a Delete: %q", ids)
 	}
 }

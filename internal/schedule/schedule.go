@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,18 +85,64 @@ func New(cfg Config) *Scheduler {
 	}
 }
 
-// Every schedules run every interval under name (see engine.Every).
-func (s *Scheduler) Every(name string, interval time.Duration, run func(context.Context) error) error {
+// Every schedules run every interval under name (see engine.Every), and
+// returns the job's key, for StopJob.
+func (s *Scheduler) Every(name string, interval time.Duration, run func(context.Context) error) (string, error) {
 	if interval <= 0 {
-		return fmt.Errorf("%w: %q: interval %v is not positive", ErrInvalid, name, interval)
+		return "", fmt.Errorf("%w: %q: interval %v is not positive", ErrInvalid, name, interval)
 	}
-	return s.add(&jobSpec{name: name, key: "every/" + state.KeyPart(name), every: interval, run: run})
+	key := "every/" + state.KeyPart(name)
+	return key, s.add(&jobSpec{name: name, key: key, every: interval, run: run})
 }
 
-// At schedules run once at t under name (see engine.At).
-func (s *Scheduler) At(name string, t time.Time, run func(context.Context) error) error {
+// At schedules run once at t under name (see engine.At), and returns the
+// job's key, for Stop.
+func (s *Scheduler) At(name string, t time.Time, run func(context.Context) error) (string, error) {
 	key := "at/" + state.KeyPart(name) + "/" + strconv.FormatInt(t.UnixNano(), 10)
-	return s.add(&jobSpec{name: name, key: key, at: t, run: run})
+	return key, s.add(&jobSpec{name: name, key: key, at: t, run: run})
+}
+
+// StopJob stops the job of key (from Every or At) in every process that
+// shares the store: its entry is marked done, so that no process runs it
+// again, also after a restart, and this process forgets it. A run under
+// way goes on. It returns the store's error, or ctx's.
+func (s *Scheduler) StopJob(ctx context.Context, key string) error {
+	s.mu.Lock()
+	j := s.jobs[key]
+	delete(s.jobs, key)
+	delete(s.known, key)
+	if j != nil {
+		s.fresh = slices.DeleteFunc(s.fresh, func(x *jobSpec) bool { return x == j })
+	}
+	s.mu.Unlock()
+	for {
+		en, rev, err := s.read(ctx, key)
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+			en, rev = schedEntry{}, 0
+		case err != nil:
+			return s.stopFailed(ctx, key, err)
+		case en.Done:
+			return nil
+		}
+		en.Done, en.Due = true, time.Time{}
+		_, err = s.write(ctx, key, &en, rev)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, state.ErrConflict):
+			continue // a run wrote it meanwhile: again
+		default:
+			return s.stopFailed(ctx, key, err)
+		}
+	}
+}
+
+func (s *Scheduler) stopFailed(ctx context.Context, key string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return fmt.Errorf("schedule: stop %s: %w", key, err)
 }
 
 func (s *Scheduler) add(j *jobSpec) error {
@@ -200,7 +247,8 @@ type schedEntry struct {
 	Due time.Time `json:"due,omitzero"`
 	// Every is an Every job's interval.
 	Every time.Duration `json:"every,omitempty"`
-	// Done is set once an At job ran.
+	// Done is set once an At job ran, or once a job was stopped (see
+	// Scheduler.Stop).
 	Done bool `json:"done,omitempty"`
 	// Send is a delayed send's request.
 	Send *platform.SendRequest `json:"send,omitempty"`
@@ -576,7 +624,7 @@ func (s *Scheduler) run(ctx context.Context, key string) time.Time {
 		s.cfg.Limited.Warn("schedule: a schedule entry could not be read; trying again", zap.String("key", key), zap.Error(err))
 		return retry
 	case en.Done || en.Send == nil && j == nil:
-		return time.Time{} // ran, or a job this process does not have
+		return time.Time{} // ran or stopped, or a job this process does not have
 	case en.Due.After(now):
 		return en.Due // another process ran it meanwhile
 	case en.Owner != "" && en.Owner != s.owner && en.Until.After(now):

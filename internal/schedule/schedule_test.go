@@ -72,7 +72,7 @@ func TestTakesOverAnExpiredClaim(t *testing.T) {
 		}
 		s := newScheduler(t, store, nil)
 		var ran atomic.Int64
-		if err := s.Every("tick", time.Hour, func(context.Context) error { ran.Store(int64(time.Since(start))); return nil }); err != nil {
+		if _, err := s.Every("tick", time.Hour, func(context.Context) error { ran.Store(int64(time.Since(start))); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(15 * time.Minute)
@@ -138,15 +138,18 @@ func TestDelayedSend(t *testing.T) {
 func TestInvalidJobs(t *testing.T) {
 	s := New(Config{Store: state.NewMemoryStore()})
 	run := func(context.Context) error { return nil }
-	for _, err := range []error{s.Every("x", 0, run), s.Every("", time.Second, run), s.At("y", time.Now(), nil)} {
+	_, e1 := s.Every("x", 0, run)
+	_, e2 := s.Every("", time.Second, run)
+	_, e3 := s.At("y", time.Now(), nil)
+	for _, err := range []error{e1, e2, e3} {
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("got %v; want ErrInvalid", err)
 		}
 	}
-	if err := s.Every("x", time.Second, run); err != nil {
+	if _, err := s.Every("x", time.Second, run); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.At("x", time.Now(), run); !errors.Is(err, ErrInvalid) {
+	if _, err := s.At("x", time.Now(), run); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a second job named x: %v; want ErrInvalid", err)
 	}
 }
@@ -167,4 +170,41 @@ func TestNextTick(t *testing.T) {
 			t.Errorf("nextTick(%v, 1h, %v) = %v; want %v", tc.due, tc.now, got, tc.want)
 		}
 	}
+}
+
+// A stopped job runs no more, here or in another process sharing the
+// store, also one that registers it after the stop.
+func TestStopJobInEveryProcess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := state.NewMemoryStore()
+		var runs atomic.Int32
+		run := func(context.Context) error { runs.Add(1); return nil }
+		a, b := newScheduler(t, store, nil), newScheduler(t, store, nil)
+		key, err := a.Every("tick", time.Minute, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Every("tick", time.Minute, run); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3*time.Minute + time.Second)
+		synctest.Wait()
+		if n := runs.Load(); n != 3 {
+			t.Fatalf("%d runs in three minutes over two processes; want one a minute", n)
+		}
+		if err := a.StopJob(context.Background(), key); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		c := newScheduler(t, store, nil) // a process started after the stop
+		if _, err := c.Every("tick", time.Minute, run); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if n := runs.Load(); n != 3 {
+			t.Fatalf("%d runs; want none after the stop", n)
+		}
+	})
 }
