@@ -13,6 +13,7 @@
 //	bucket progress_B  <OUT sequence>       how far a waiting send got
 //	bucket sent_B      <send id>            a send delivered while its event was still handled (TTL: the window)
 //	bucket effects_B   <effect id>          a handler's Once result (TTL: the window)
+//	bucket handled_B   <platform>:<event id> an event handled (no value; TTL: the window)
 //
 // Platform names and chat IDs are escaped into subject tokens (a "." or a
 // space cannot be in one). Events and sends are JSON. JetStream drops a
@@ -33,8 +34,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -70,6 +73,11 @@ type Config struct {
 	// DefaultPartitions (64).
 	Partitions int
 
+	// Logger receives the journal's failures that are no call's error
+	// (a handled mark not written), each at most once a minute. Nil
+	// means none.
+	Logger *zap.Logger
+
 	// MaxBytes bounds each stream's size; a full stream refuses new
 	// events and sends (the engine then refuses them with an error
 	// wrapping engine.ErrJournal) until what it holds is done. 0 means
@@ -91,6 +99,11 @@ type Journal struct {
 	progress jetstream.KeyValue
 	sent     jetstream.KeyValue
 	effects  jetstream.KeyValue
+
+	handled        jetstream.KeyValue  // see handled.go
+	handledSubject string              // $KV.handled_B.
+	recent         map[string]struct{} // the last handled marks Open read
+	limited        *ratelog.Logger
 }
 
 var (
@@ -123,7 +136,11 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if _, err := js.AccountInfo(ctx); err != nil {
 		return nil, fmt.Errorf("cluster: the server has no JetStream: %w", err)
 	}
-	j := &Journal{cfg: cfg, js: js}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	j := &Journal{cfg: cfg, js: js, limited: ratelog.New(log, time.Minute)}
 	j.Local = journal.NewLocal(j)
 	stream := func(kind string, retention jetstream.RetentionPolicy) (jetstream.Stream, error) {
 		sc := jetstream.StreamConfig{
@@ -193,6 +210,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: effects bucket: %w", err)
 	}
+	if err := j.openHandled(ctx); err != nil {
+		return nil, err
+	}
 	return j, nil
 }
 
@@ -252,6 +272,10 @@ func (j *Journal) RecordEvent(ctx context.Context, ev platform.Event) (journal.R
 	if err != nil {
 		return nil, false, fmt.Errorf("cluster: event: %w", err)
 	}
+	key := handledKey(ev)
+	if j.handledBefore(key) {
+		return nil, true, nil // handled before a restart, handed on again
+	}
 	var opts []jetstream.PublishOpt
 	if ev.ID != "" {
 		opts = append(opts, jetstream.WithMsgID("ev:"+ev.Platform+":"+ev.ID))
@@ -263,7 +287,7 @@ func (j *Journal) RecordEvent(ctx context.Context, ev platform.Event) (journal.R
 	if ack.Duplicate {
 		return nil, true, nil
 	}
-	return &record{j: j, stream: j.in, seq: ack.Sequence}, false, nil
+	return &record{j: j, stream: j.in, seq: ack.Sequence, event: key}, false, nil
 }
 
 // chatOf returns the chat an event's subject names: its chat, or, for an
@@ -354,6 +378,7 @@ type record struct {
 	seq    uint64
 	send   bool
 	id     string // a send's id
+	event  string // an event's handled key
 	saved  bool   // a progress entry exists for it
 }
 
@@ -365,6 +390,7 @@ func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error
 			return err
 		}
 	}
+	r.j.markHandled(r.event)
 	if err := r.stream.DeleteMsg(ctx, r.seq); err != nil && !gone(err) {
 		return fmt.Errorf("cluster: done: %w", err)
 	}
@@ -410,7 +436,7 @@ func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
 		if err := json.Unmarshal(m.Data, &d); err != nil {
 			return fmt.Errorf("send %d: %w", m.Sequence, err)
 		}
-		r := &record{j: j, stream: j.out, seq: m.Sequence, send: true}
+		r := &record{j: j, stream: j.out, seq: m.Sequence, send: true, id: d.ID}
 		rs := journal.Outgoing{ID: d.ID, Request: d.Request, Record: r}
 		if e, err := j.progress.Get(ctx, progressKey(m.Sequence)); err == nil {
 			r.saved = true
@@ -429,7 +455,7 @@ func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
 		if err := json.Unmarshal(m.Data, &ev); err != nil {
 			return fmt.Errorf("event %d: %w", m.Sequence, err)
 		}
-		rec.Events = append(rec.Events, journal.Incoming{Event: ev, Record: &record{j: j, stream: j.in, seq: m.Sequence}})
+		rec.Events = append(rec.Events, journal.Incoming{Event: ev, Record: &record{j: j, stream: j.in, seq: m.Sequence, event: handledKey(ev)}})
 		return nil
 	})
 	if err != nil {

@@ -144,6 +144,19 @@ func TestJournalRoundTrip(t *testing.T) {
 	if got := rec.Sends[0].Progress; got.Attempts != 2 || string(got.Platform) != `{"next":1}` || !got.Started.Equal(time.Unix(100, 0)) {
 		t.Fatalf("progress recovered %+v", got)
 	}
+	// The event done before the restart, handed on again by its platform
+	// (as Telegram does with updates it was not told were taken), is known
+	// as handled, though the server no longer holds it; a new one is not.
+	if _, dup, err := j.RecordEvent(ctx, event("1", "b.c", "again")); err != nil || !dup {
+		t.Fatalf("an event handled before the restart, again: duplicate %v, %v; want a duplicate", dup, err)
+	}
+	newRec, dup, err := j.RecordEvent(ctx, event("9", "b.c", "new"))
+	if err != nil || dup {
+		t.Fatalf("a new event after the restart: duplicate %v, %v", dup, err)
+	}
+	if err := newRec.Done(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
 	// The delivered send, repeated by its handler after the restart, is
 	// known by its mark, with its result.
 	if _, a, err := j.RecordSend(ctx, journal.Send{ID: "memory:0/1", Request: sendTo("a", "one"), Repeat: true}); err != nil ||

@@ -48,8 +48,9 @@ const unfinished = "-"
 
 // partRecord is an event a partition delivered: done is an ack.
 type partRecord struct {
-	p   *partition
-	msg jetstream.Msg
+	p     *partition
+	msg   jetstream.Msg
+	event string // its handled key
 }
 
 // take claims partition p and starts pulling it, or returns nil while
@@ -210,7 +211,7 @@ func (p *partition) deliver(msg jetstream.Msg) {
 	if redelivered {
 		p.s.redeliveries.Add(1)
 	}
-	rec := &partRecord{p: p, msg: msg}
+	rec := &partRecord{p: p, msg: msg, event: handledKey(ev)}
 	p.mu.Lock()
 	p.pending[rec] = struct{}{}
 	p.mu.Unlock()
@@ -250,6 +251,7 @@ func (p *partition) forget(rec *partRecord) {
 // Done acknowledges the event: the server removes it.
 func (r *partRecord) Done(context.Context, *platform.SendResult) error {
 	r.p.forget(r)
+	r.p.s.markHandled(r.event)
 	return r.msg.Ack()
 }
 

@@ -139,7 +139,11 @@ func OpenShared(ctx context.Context, nc *nats.Conn, cfg SharedConfig) (*Shared, 
 	if log == nil {
 		log = zap.NewNop()
 	}
-	j, err := Open(ctx, nc, cfg.Config)
+	jc := cfg.Config
+	if jc.Logger == nil {
+		jc.Logger = log
+	}
+	j, err := Open(ctx, nc, jc)
 	if err != nil {
 		return nil, err
 	}

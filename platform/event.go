@@ -27,8 +27,9 @@ const (
 // Event is one inbound occurrence on a platform: a message, an edit, a button
 // press, a member joining or leaving, an inline query.
 //
-// ID is unique per platform (Telegram's update ID, a web chat's sequence
-// number); Platform is the adapter's [Adapter.Name]. Text is the message text
+// ID is unique per platform, across the adapter's restarts too (Telegram's
+// update ID, a web chat's run and sequence number): a journal drops an event
+// whose ID it saw handled, as a platform's redelivery. Platform is the adapter's [Adapter.Name]. Text is the message text
 // (a media message's caption), a callback's data for [EventCallback], or
 // the query of an inline event. MessageID is the platform's ID of the
 // message the event is about, and ReplyToID the message it answers, if

@@ -13,13 +13,14 @@ import (
 	"github.com/heraldbot/herald/plugins/greet"
 )
 
-// /greet asks, and the answer is the conversation's, not a command's or
-// another handler's; a user who does not answer is told so after
-// greet.Patience, and the chat is back to normal.
+// /greet asks the name, then the age until it is a number, and greets;
+// the answers are the conversation's, not a command's or another
+// handler's; a user who does not answer is told so after greet.Patience,
+// and the chat is back to normal.
 func TestGreet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memory.New()
-		e, err := engine.New(engine.WithAdapter(mem)) // the default handler timeout
+		e, err := engine.New(engine.WithAdapter(mem))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +31,7 @@ func TestGreet(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- e.Run(ctx) }()
 		chat, ann := memory.Private("1"), memory.User("1", "Ann")
-		for _, text := range []string{"/greet", "Ann"} {
+		for _, text := range []string{"/greet", "Ann", "old", "/echo no", "33"} {
 			mem.Say(chat, ann, text)
 			synctest.Wait()
 		}
@@ -40,7 +41,9 @@ func TestGreet(t *testing.T) {
 		synctest.Wait()
 		mem.Say(chat, ann, "/echo back")
 		synctest.Wait()
-		want := []string{greet.Question, "Nice to meet you, Ann!", greet.Question, "No answer; ask me again with /greet.", "back"}
+		again := greet.NotANumber + " " + greet.AgeQuestion("Ann")
+		want := []string{greet.Question, greet.AgeQuestion("Ann"), again, again, greet.Greeting("Ann", 33),
+			greet.Question, greet.NoAnswer, "back"}
 		if got := mem.Texts("1"); !slices.Equal(got, want) {
 			t.Fatalf("chat got %q; want %q", got, want)
 		}

@@ -72,3 +72,27 @@ func TestRemindKeptInTheScheduleStore(t *testing.T) {
 		}
 	})
 }
+
+// /remind cancel takes back the chat's reminders not sent yet, and only
+// the chat's: the pattern of a per-chat job.
+func TestRemindCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, mem := runBot(t, nil, remind.New())
+		ann, dm, group := memory.User("1", "Ann"), memory.Private("1"), memory.Group("g")
+		mem.Say(dm, ann, "/remind 1h tea")
+		mem.Say(dm, ann, "/remind 2h lunch")
+		mem.Say(group, ann, "/remind 1h stand-up")
+		synctest.Wait()
+		mem.Say(dm, ann, "/remind cancel")
+		synctest.Wait()
+		time.Sleep(3 * time.Hour)
+		synctest.Wait()
+		want := []string{remind.Ack("1h", "tea"), remind.Ack("2h", "lunch"), remind.Cancelled(2)}
+		if got := mem.Texts(dm.ID); !slices.Equal(got, want) {
+			t.Errorf("private chat got %q; want %q", got, want)
+		}
+		if got, want := mem.Texts(group.ID), []string{remind.Ack("1h", "stand-up"), "⏰ Ann: stand-up"}; !slices.Equal(got, want) {
+			t.Errorf("group got %q; want %q", got, want)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heraldbot/herald/infra/backoff"
+	"github.com/heraldbot/herald/internal/runid"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -45,6 +46,7 @@ type Adapter struct {
 	handle    func(platform.Event)
 	pending   []platform.Event
 	seq       int
+	idPrefix  string // of its event IDs, its own: see Emit
 	msgSeq    int
 	sent      map[string][]Sent
 	calls     map[string]int
@@ -85,6 +87,7 @@ func New(opts ...Option) *Adapter {
 		deleted:  make(map[string]map[string]bool),
 		answered: make(map[string]bool),
 		actions:  make(map[string][]Action),
+		idPrefix: runid.New() + "-",
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -157,7 +160,11 @@ func (a *Adapter) PressOn(chat platform.Chat, user platform.User, messageID, dat
 // Emit injects ev. It fills Platform with the adapter's name, and ID,
 // MessageID (for messages), QueryID (for button presses and inline
 // queries) and Time when they are empty, and returns the event as
-// delivered.
+// delivered. The IDs it fills are its own, unlike those of any other
+// Adapter (a token of the adapter and a number), as a real platform's
+// are: a journal that keeps what was handled by its ID does not take a
+// new adapter's events for the old one's. A test that plays a
+// platform's redelivery sets the ID itself.
 func (a *Adapter) Emit(ev platform.Event) platform.Event {
 	a.deliverMu.Lock()
 	defer a.deliverMu.Unlock()
@@ -165,7 +172,7 @@ func (a *Adapter) Emit(ev platform.Event) platform.Event {
 	a.seq++
 	ev.Platform = a.name
 	if ev.ID == "" {
-		ev.ID = strconv.Itoa(a.seq)
+		ev.ID = a.idPrefix + strconv.Itoa(a.seq)
 	}
 	if ev.MessageID == "" && (ev.Kind == platform.EventMessage || ev.Kind == platform.EventEditedMessage) {
 		ev.MessageID = "in-" + strconv.Itoa(a.seq)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldbot/herald/internal/httpserve"
 	"github.com/heraldbot/herald/internal/ratelog"
+	"github.com/heraldbot/herald/internal/runid"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -42,6 +43,7 @@ type Adapter struct {
 	url      string          // cfg.URL, redacted
 	echo     atomic.Uint64   // action echo numbers
 	seq      atomic.Uint64   // event sequence numbers
+	run      string          // a token of the adapter, before seq in IDs
 	stopRecv atomic.Bool     // StopReceiving was called since the last Run ended
 
 	mu       sync.Mutex
@@ -74,6 +76,7 @@ func New(cfg Config) (*Adapter, error) {
 	red := newRedactor(cfg.AccessToken, cfg.URL)
 	log := cfg.Logger.With(zap.String("platform", cfg.Name), zap.Stringer("mode", cfg.Mode))
 	return &Adapter{
+		run:      runid.New(),
 		rl:       ratelog.New(log, ratelog.DefaultInterval),
 		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.WriteTimeout},
 		red:      red,
@@ -345,4 +348,11 @@ func (a *Adapter) Addr() net.Addr {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.addr
+}
+
+// nextSeq returns the next event's sequence token: the adapter's own
+// token and a number, so that an event's ID is not one a journal saw in a
+// run before this one.
+func (a *Adapter) nextSeq() string {
+	return a.run + "." + strconv.FormatUint(a.seq.Add(1), 10)
 }

@@ -233,7 +233,7 @@ func (c *conn) handleEvent(data []byte) {
 		}
 		return
 	}
-	out, ok := toPlatform(c.a.Name(), ev, c.selfID.Load(), c.a.seq.Add(1))
+	out, ok := toPlatform(c.a.Name(), ev, c.selfID.Load(), c.a.nextSeq())
 	if ok {
 		c.a.deliver(out)
 	}

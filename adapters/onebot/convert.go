@@ -8,9 +8,11 @@ import (
 )
 
 // toPlatform converts a decoded event received on the connection of bot
-// selfID into a platform event. seq numbers the adapter's events and makes
-// IDs of events without a message ID unique: a message's ID is
-// "<self_id>:<message_id>", any other event's "<self_id>:<post_type>:<seq>". Meta events are not converted:
+// selfID into a platform event. seq names the event among the adapter's
+// (its run's token and a number, see Adapter.nextSeq) and makes IDs of
+// events without a message ID unique, across restarts too: a message's ID
+// is "<self_id>:<message_id>", any other event's
+// "<self_id>:<post_type>:<seq>". Meta events are not converted:
 // ok is false for them.
 //
 // Mapping:
@@ -30,7 +32,7 @@ import (
 //     [platform.EventMemberLeft], other notices → EventOther;
 //   - request → EventOther (Raw has the flag to approve it with);
 //   - any other post type → EventOther.
-func toPlatform(name string, ev *Event, selfID int64, seq uint64) (platform.Event, bool) {
+func toPlatform(name string, ev *Event, selfID int64, seq string) (platform.Event, bool) {
 	if ev.PostType == PostMetaEvent {
 		return platform.Event{}, false
 	}
@@ -55,7 +57,7 @@ func toPlatform(name string, ev *Event, selfID int64, seq uint64) (platform.Even
 	case ev.UserID != 0:
 		out.Chat = PrivateChat(selfID, ev.UserID)
 	}
-	out.ID = strconv.FormatInt(selfID, 10) + ":" + ev.PostType + ":" + strconv.FormatUint(seq, 10)
+	out.ID = strconv.FormatInt(selfID, 10) + ":" + ev.PostType + ":" + seq
 
 	switch ev.PostType {
 	case PostMessage:

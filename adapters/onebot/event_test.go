@@ -174,7 +174,7 @@ func TestDecodeEventAndConvert(t *testing.T) {
 			if tt.check != nil {
 				tt.check(t, ev)
 			}
-			got, ok := toPlatform(DefaultName, ev, tt.selfID, 1)
+			got, ok := toPlatform(DefaultName, ev, tt.selfID, "1")
 			if ok != tt.deliver {
 				t.Fatalf("delivered = %v; want %v", ok, tt.deliver)
 			}
@@ -210,7 +210,7 @@ func TestEventTimeMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := time.Now().Add(-time.Second)
-	got, _ := toPlatform(DefaultName, ev, 0, 1)
+	got, _ := toPlatform(DefaultName, ev, 0, "1")
 	if got.Time.Before(before) {
 		t.Fatalf("Time = %v; want about now", got.Time)
 	}
@@ -243,7 +243,7 @@ func FuzzDecodeEvent(f *testing.F) {
 		if ev.PostType == "" {
 			t.Fatal("decoded an event without post_type")
 		}
-		got, ok := toPlatform(DefaultName, ev, ev.SelfID, 1)
+		got, ok := toPlatform(DefaultName, ev, ev.SelfID, "1")
 		if ok == (ev.PostType == PostMetaEvent) {
 			t.Fatalf("delivered = %v for post type %q", ok, ev.PostType)
 		}

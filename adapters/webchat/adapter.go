@@ -19,6 +19,7 @@ import (
 
 	"github.com/heraldbot/herald/internal/httpserve"
 	"github.com/heraldbot/herald/internal/ratelog"
+	"github.com/heraldbot/herald/internal/runid"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -109,6 +110,7 @@ type Adapter struct {
 	open    map[*conn]struct{}
 	pending int // connections being upgraded
 	eventID uint64
+	run     string // a token of the adapter, before eventID in IDs
 	chats   *chats
 
 	presses  presses          // button presses waiting for an answer
@@ -127,6 +129,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	zl := cfg.Logger.With(zap.String("platform", DefaultName))
 	a := &Adapter{
+		run:    runid.New(),
 		cfg:    cfg,
 		log:    zl,
 		rlog:   ratelog.New(zl, 0),
@@ -432,5 +435,5 @@ func (a *Adapter) nextMessageID() string { return strconv.FormatUint(a.msgSeq.Ad
 // are queued.
 func (a *Adapter) nextEventIDLocked() string {
 	a.eventID++
-	return strconv.FormatUint(a.eventID, 10)
+	return a.run + "-" + strconv.FormatUint(a.eventID, 10)
 }

@@ -112,10 +112,18 @@ func TestOrderUnderLoad(t *testing.T) {
 	if len(evs) != chats {
 		t.Fatalf("%d events; want %d", len(evs), chats)
 	}
+	seq := func(id string) (run string, n uint64) {
+		i := strings.LastIndexByte(id, '-')
+		n, err := strconv.ParseUint(id[i+1:], 10, 64)
+		if i < 0 || err != nil {
+			t.Fatalf("event ID %q; want <run>-<n>", id)
+		}
+		return id[:i], n
+	}
 	for i := 1; i < len(evs); i++ {
-		prev, _ := strconv.ParseUint(evs[i-1].ID, 10, 64)
-		cur, _ := strconv.ParseUint(evs[i].ID, 10, 64)
-		if cur <= prev {
+		prun, prev := seq(evs[i-1].ID)
+		run, cur := seq(evs[i].ID)
+		if run != prun || cur <= prev {
 			t.Errorf("event IDs %s then %s; want increasing", evs[i-1].ID, evs[i].ID)
 		}
 	}

@@ -151,6 +151,11 @@ func TestEffectsOnceAcrossCrash(t *testing.T) {
 		if ev, _ := j.pending(); ev != 1 {
 			t.Fatalf("after the crash the journal holds %d events; want the one cut off", ev)
 		}
+		// Another writer changes the count before the run again: the
+		// update made before the crash still returns what it wrote.
+		if _, err := counter.Of(e, mem.Name(), ann.ID).Update(testCtx(t), func(n *int) error { *n += 10; return nil }); err != nil {
+			t.Fatal(err)
+		}
 
 		close(block)
 		mem2 := memory.New()
@@ -164,6 +169,9 @@ func TestEffectsOnceAcrossCrash(t *testing.T) {
 		}
 		if n := calls.Load(); n != 1 {
 			t.Fatalf("Once's fn ran %d times; want once", n)
+		}
+		if n, err := counter.Of(e2, mem2.Name(), ann.ID).Get(testCtx(t)); err != nil || n != 11 {
+			t.Fatalf("the count is %d, %v; want 11", n, err)
 		}
 		if err := e2.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)

@@ -239,9 +239,9 @@ func (s Session[T]) Get(ctx context.Context) (T, error) {
 	return v, err
 }
 
-// get returns the value, its revision (0 if there is none) and the ids of
-// the handlers' updates it holds (see sessionValue).
-func (s Session[T]) get(ctx context.Context) (T, uint64, []string, error) {
+// get returns the value, its revision (0 if there is none) and the
+// handlers' updates it holds (see sessionValue).
+func (s Session[T]) get(ctx context.Context) (T, uint64, []sessionUpdate, error) {
 	var v T
 	if s.store == nil {
 		return v, 0, nil, errNoSession
@@ -267,17 +267,31 @@ func (s Session[T]) get(ctx context.Context) (T, uint64, []string, error) {
 }
 
 // sessionValue is what the store keeps of a session's value: the value,
-// and the ids of the last updates made by handlers (maxSessionUpdates at
-// most), so that an update a handler run again makes (after a crash, by
-// another process) is known as made, and not made twice.
+// and the last updates made by handlers (maxSessionUpdates at most), so
+// that an update a handler run again makes (after a crash, by another
+// process) is known as made, not made twice, and returns what it returned
+// the first time.
 type sessionValue struct {
 	Herald  int             `json:"herald.session"`
 	V       json.RawMessage `json:"v"`
-	Updates []string        `json:"updates,omitempty"`
+	Updates []sessionUpdate `json:"updates,omitempty"`
 }
 
-// maxSessionUpdates bounds the update ids a session's value keeps.
-const maxSessionUpdates = 32
+// sessionUpdate is one update a session's value holds: its effect's id,
+// and the value it wrote, kept for the last maxSessionResults updates
+// while it is at most maxSessionResult bytes (a later update's run again
+// gets the value as it is now instead).
+type sessionUpdate struct {
+	ID string          `json:"id"`
+	V  json.RawMessage `json:"v,omitempty"`
+}
+
+// Bounds of what a session's value keeps of its updates.
+const (
+	maxSessionUpdates = 32  // ids
+	maxSessionResults = 8   // values written, of the last ones
+	maxSessionResult  = 512 // bytes of a value written kept
+)
 
 // Update changes the value with f (see SessionKey.Update).
 func (s Session[T]) Update(ctx context.Context, f func(*T) error) (T, error) {
@@ -293,8 +307,15 @@ func (s Session[T]) update(ctx context.Context, f func(*T) error, id string) (T,
 		if err != nil {
 			return zero, err
 		}
-		if id != "" && slices.Contains(ids, id) {
-			return v, nil // made before this run: the value holds it
+		if i := slices.IndexFunc(ids, func(u sessionUpdate) bool { return u.ID == id }); id != "" && i >= 0 {
+			// Made before this run: the value holds it; return what it wrote.
+			if w := ids[i].V; w != nil {
+				var was T
+				if json.Unmarshal(w, &was) == nil {
+					return was, nil
+				}
+			}
+			return v, nil
 		}
 		if err := f(&v); err != nil {
 			return zero, err
@@ -304,9 +325,16 @@ func (s Session[T]) update(ctx context.Context, f func(*T) error, id string) (T,
 			return zero, s.fail(ctx, err)
 		}
 		if id != "" {
-			ids = append(ids, id)
+			u := sessionUpdate{ID: id}
+			if len(raw) <= maxSessionResult {
+				u.V = raw
+			}
+			ids = append(ids, u)
 			if len(ids) > maxSessionUpdates {
 				ids = ids[len(ids)-maxSessionUpdates:]
+			}
+			if n := len(ids) - maxSessionResults; n > 0 {
+				ids[n-1].V = nil // the older ones keep their ids only
 			}
 		}
 		data, err := json.Marshal(sessionValue{Herald: 1, V: raw, Updates: ids})

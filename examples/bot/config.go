@@ -28,6 +28,7 @@ type config struct {
 	onebotURL             string
 	onebotToken           string
 	telegramAvoidDups     bool
+	telegramNoLimits      bool // TELEGRAM_RATE_LIMIT=off: no send budget (against a test server)
 	onebotAvoidDups       bool
 	webchatAddr           string // "" when off
 	metricsAddr           string // "" when off
@@ -76,7 +77,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		onebotListen, onebotURL, onebotToken                                      string
 		webchatAddr, metricsAddr, logFormat, shutdownTimeout                      string
 		deadLettersFile                                                           string
-		telegramAvoidDups, onebotAvoidDups, telegramUsername                      string
+		telegramAvoidDups, onebotAvoidDups, telegramUsername, telegramRateLimit   string
 		dataDir, natsURL, dataSync, botName, nodeName                             string
 	}
 	settings := []setting{
@@ -87,6 +88,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		{"TELEGRAM_WEBHOOK_SECRET", "telegram-webhook-secret", "", "secret token Telegram must send with each webhook update", &raw.webhookSecret},
 		{"TELEGRAM_BOT_USERNAME", "telegram-bot-username", "", "the bot's username, for commands addressed to it (/start@name) on the processes that take webhooks without asking Telegram; learned by the gateway when empty", &raw.telegramUsername},
 		{"TELEGRAM_AVOID_DUPLICATES", "telegram-avoid-duplicates", "false", "true: a reply whose send failed after it may have reached Telegram goes to the dead letters instead of being sent again (at most once instead of at least once)", &raw.telegramAvoidDups},
+		{"TELEGRAM_RATE_LIMIT", "telegram-rate-limit", "on", `"on": sends keep within Telegram's published budget (30 a second, 1 a second per chat, 20 a minute per group); "off" for a test server that has none`, &raw.telegramRateLimit},
 		{"ONEBOT_WS_LISTEN", "onebot-ws-listen", "", "address for OneBot v11 reverse WebSocket connections (host:port)", &raw.onebotListen},
 		{"ONEBOT_WS_URL", "onebot-ws-url", "", "OneBot v11 implementation's WebSocket URL to dial (forward mode)", &raw.onebotURL},
 		{"ONEBOT_ACCESS_TOKEN", "onebot-access-token", "", "OneBot access token", &raw.onebotToken},
@@ -199,6 +201,14 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 			return config{}, bad(b.raw, "want true or false, got %q", *b.raw)
 		}
 		*b.dst = v
+	}
+
+	switch strings.TrimSpace(raw.telegramRateLimit) {
+	case "on":
+	case "off":
+		cfg.telegramNoLimits = true
+	default:
+		return config{}, bad(&raw.telegramRateLimit, `want "on" or "off", got %q`, raw.telegramRateLimit)
 	}
 
 	d, err := time.ParseDuration(strings.TrimSpace(raw.shutdownTimeout))

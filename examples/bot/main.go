@@ -73,6 +73,7 @@ import (
 	"github.com/heraldbot/herald/plugins/ping"
 	"github.com/heraldbot/herald/plugins/remind"
 	"github.com/heraldbot/herald/plugins/stats"
+	"github.com/heraldbot/herald/plugins/tally"
 )
 
 func main() {
@@ -163,7 +164,7 @@ func openDurability(ctx context.Context, cfg config, log *zap.Logger) (d durabil
 			d.release()
 		}
 	}()
-	cc := cluster.Config{Bot: cfg.botName}
+	cc := cluster.Config{Bot: cfg.botName, Logger: log.Named("journal")}
 	var j journal.Journal
 	if srv == nil {
 		d.shared, err = cluster.OpenShared(ctx, nc, cluster.SharedConfig{Config: cc, Node: cfg.nodeName, Logger: log.Named("cluster")})
@@ -190,6 +191,10 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 	opts := []engine.Option{
 		engine.WithLogger(log),
 		engine.WithShutdownTimeout(cfg.shutdownTimeout),
+		// A handler's error is logged; the user is told something went
+		// wrong (a UserError's own text, if it has one). The hook's reply
+		// never takes the place of one of the handler's own.
+		engine.WithOnError(func(c *engine.Context, err error) { c.ReplyError(err) }),
 		// Telegram's adapter publishes its budget, which the engine
 		// applies by default; the other platforms publish none.
 	}
@@ -224,6 +229,9 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 			return err
 		}
 		opts = append(opts, engine.WithAdapter(a))
+		if cfg.telegramNoLimits {
+			opts = append(opts, engine.WithRateLimit(a.Name(), sender.RateLimitConfig{Off: true}))
+		}
 	}
 	if cfg.onebotListen != "" || cfg.onebotURL != "" {
 		oc := onebot.Config{Listen: cfg.onebotListen, URL: cfg.onebotURL, AccessToken: cfg.onebotToken,
@@ -286,7 +294,7 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	if err := e.Use(ping.New(), echo.New(), count.New(), menu.New(), greet.New(), note.New(), remind.New(), fileecho.New(), help.New(), stats.New()); err != nil {
+	if err := e.Use(ping.New(), echo.New(), count.New(), menu.New(), greet.New(), tally.New(), note.New(), remind.New(), fileecho.New(), help.New(), stats.New()); err != nil {
 		return err
 	}
 

@@ -1,11 +1,20 @@
-// Package greet provides the /greet command: a two-step conversation,
-// written as plain Go with Context.Prompt, that asks for the user's name
-// and greets them by it.
+// Package greet provides the /greet command: a conversation, written as
+// plain Go with Context.Prompt, that asks for the user's name, then their
+// age — again until the answer is a number — and greets them by both.
+//
+// It is a conversation as the engine runs them: while it waits for an
+// answer it holds no goroutine; when the answer comes, the handler runs
+// again from the top and gets back what it did before (the questions
+// sent, the answers taken) instead of doing it again, so it must do the
+// same each time — which it does: it only asks and reads answers. With a
+// journal, a conversation survives a restart where it waited.
 package greet
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,13 +22,25 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
-// Question is what /greet asks.
-const Question = "What is your name?"
+// What /greet says.
+const (
+	Question   = "What is your name?"
+	NotAName   = "That does not look like a name; try /greet again."
+	NotANumber = "Please answer with a number."
+	NoAnswer   = "No answer; ask me again with /greet."
+)
 
-// Patience is how long /greet waits for the answer. The engine's handler
-// timeout (WithHandlerTimeout, 1 minute by default) bounds the wait too, so
-// Patience stays below it.
-const Patience = 45 * time.Second
+// AgeQuestion is the second question.
+func AgeQuestion(name string) string { return "How old are you, " + name + "?" }
+
+// Greeting is the last answer.
+func Greeting(name string, age int) string {
+	return fmt.Sprintf("Nice to meet you, %s (%d)!", name, age)
+}
+
+// Patience is how long /greet waits for each answer: the wait's own bound
+// (a waiting conversation holds nothing, so it may be long).
+const Patience = 10 * time.Minute
 
 // Plugin registers /greet. Its zero value is ready to use; it holds no
 // state, so one Plugin may serve any number of engines at once.
@@ -33,29 +54,45 @@ func (*Plugin) Name() string { return "greet" }
 
 // Register adds the /greet command to e.
 func (*Plugin) Register(e *engine.Engine) error {
-	e.OnCommand("greet", handle, engine.Description("ask your name, then greet you by it"))
+	e.OnCommand("greet", handle, engine.Description("ask your name and age, then greet you"))
 	return nil
 }
 
-// handle asks, waits for the answer, and greets. A user who does not
+// handle asks, waits for the answers, and greets. A user who does not
 // answer within Patience is told so; their later messages go to the other
 // handlers again.
 func handle(c *engine.Context) error {
+	// The deadline of each wait is the one it had when the handler first
+	// waited there, however often it runs again.
 	ctx, cancel := context.WithTimeout(c.Context(), Patience)
 	defer cancel()
 	answer, err := c.Prompt(ctx, platform.TextMessage(Question))
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		c.ReplyText("No answer; ask me again with /greet.")
-		return nil
-	case err != nil:
-		return err
+	if err != nil {
+		return timedOut(c, err)
 	}
 	name := strings.TrimSpace(answer.Text)
 	if name == "" || strings.HasPrefix(name, "/") {
-		c.ReplyText("That does not look like a name; try /greet again.")
+		c.ReplyText(NotAName)
 		return nil
 	}
-	c.ReplyText("Nice to meet you, " + name + "!")
-	return nil
+	for q := AgeQuestion(name); ; q = NotANumber + " " + AgeQuestion(name) {
+		answer, err := c.Prompt(ctx, platform.TextMessage(q))
+		if err != nil {
+			return timedOut(c, err)
+		}
+		if age, err := strconv.Atoi(strings.TrimSpace(answer.Text)); err == nil && age > 0 && age < 150 {
+			c.ReplyText(Greeting(name, age))
+			return nil
+		}
+	}
+}
+
+// timedOut answers a wait that ended with err: the user never answered;
+// any other error (ErrWaiting among them) is returned as it is.
+func timedOut(c *engine.Context, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		c.ReplyText(NoAnswer)
+		return nil
+	}
+	return err
 }

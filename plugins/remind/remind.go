@@ -1,12 +1,18 @@
 // Package remind provides /remind DURATION TEXT: the bot answers at once
 // that it will remind, and sends TEXT to the chat when DURATION has passed
-// (a Go duration: 6s, 10m, 1h30m). The reminder is a delayed send
-// (engine.SendAfter), kept in the engine's schedule store: with a store
-// that lasts (package cluster's, engine.WithScheduleStore) it survives
-// restarts, and of several processes one sends it.
+// (a Go duration: 6s, 10m, 1h30m); /remind cancel takes back the chat's
+// reminders not sent yet. A reminder is a delayed send (engine.SendAfter),
+// kept in the engine's schedule store: with a store that lasts (package
+// cluster's, engine.WithScheduleStore) it survives restarts, and of
+// several processes one sends it.
+//
+// It is the pattern of per-chat jobs: each reminder's SendID names its
+// chat ("remind:" + platform + ":" + chat + ":" + event), so the chat's
+// are found among engine.Scheduled and taken back with CancelSend.
 package remind
 
 import (
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -45,11 +51,25 @@ func (*Plugin) Name() string { return "remind" }
 // Register adds the /remind command to e.
 func (*Plugin) Register(e *engine.Engine) error {
 	e.OnCommand("remind", func(c *engine.Context) error { return handle(e, c) },
-		engine.Description("remind you of something later: /remind 10m tea"))
+		engine.Description("remind you of something later: /remind 10m tea; /remind cancel"))
 	return nil
 }
 
+// Cancelled is the answer to /remind cancel.
+func Cancelled(n int) string {
+	if n == 1 {
+		return "Cancelled 1 reminder."
+	}
+	return fmt.Sprintf("Cancelled %d reminders.", n)
+}
+
+// prefix returns the first part of the ids of c's chat's reminders.
+func prefix(c *engine.Context) string { return "remind:" + c.Platform() + ":" + c.Chat().ID + ":" }
+
 func handle(e *engine.Engine, c *engine.Context) error {
+	if strings.TrimSpace(c.RawArgs()) == "cancel" {
+		return cancelAll(e, c)
+	}
 	word, text := cut(c.RawArgs())
 	d, err := time.ParseDuration(word)
 	switch {
@@ -63,15 +83,32 @@ func handle(e *engine.Engine, c *engine.Context) error {
 	msg := platform.TextMessage(Text(c.From(), c.Chat(), text))
 	var opts []engine.SendOption
 	if id := c.Event().ID; id != "" {
-		// Named after the event: run again after a crash, the handler
-		// schedules nothing more.
-		opts = append(opts, engine.SendID("remind:"+c.Platform()+":"+id))
+		// Named after the chat, for /remind cancel, and the event: run
+		// again after a crash, the handler schedules nothing more.
+		opts = append(opts, engine.SendID(prefix(c)+id))
 	}
 	if _, err := e.SendAfter(c.Context(), d, c.Platform(), c.Chat(), msg, opts...); err != nil {
 		c.ReplyError(engine.NewUserError("I could not keep that reminder; try again later.", err))
 		return nil
 	}
 	c.ReplyText(Ack(word, text))
+	return nil
+}
+
+// cancelAll takes back the chat's reminders not sent yet.
+func cancelAll(e *engine.Engine, c *engine.Context) error {
+	waiting, err := e.Scheduled(c.Context())
+	if err != nil {
+		c.ReplyError(engine.NewUserError("I could not list the reminders; try again later.", err))
+		return nil
+	}
+	n := 0
+	for id := range waiting {
+		if strings.HasPrefix(id, prefix(c)) && e.CancelSend(c.Context(), id) == nil {
+			n++
+		}
+	}
+	c.ReplyText(Cancelled(n))
 	return nil
 }
 

@@ -1,0 +1,133 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// A platform hands an event on again when it does not know it was taken:
+// Telegram gives a bot the updates of its last getUpdates batch again
+// after a restart when the call that would have confirmed them was never
+// made. JetStream drops such an event while it holds it, or within its
+// duplicate window while the server runs (it remembers the ids it saw,
+// also of messages since removed); but a server started again — the
+// embedded one restarts with its bot — knows only the ids of the messages
+// it still holds, so an event handled and removed before the crash would
+// be recorded and handled a second time, its replies made twice.
+//
+// So an event done is marked in the handled bucket (its id as a key, with
+// no value, for the duplicate window), and Open reads the last
+// recentHandled marks into a set RecordEvent drops events of: the ones a
+// platform hands on again after a restart are those it took last.
+
+// recentHandled is how many of the last handled marks Open reads.
+const recentHandled = 2048
+
+// handledKey returns the handled bucket's key of ev, or "" for an event
+// without an id.
+func handledKey(ev platform.Event) string {
+	if ev.ID == "" {
+		return ""
+	}
+	return markKey(ev.Platform + ":" + ev.ID)
+}
+
+// markHandled marks the event of key done, without waiting for the
+// server's answer: the mark only spares a platform's redelivery after a
+// crash, and the removal of the event's record, which follows on the same
+// connection, is what the journal waits for.
+func (j *Journal) markHandled(key string) {
+	if key == "" || j.handled == nil {
+		return
+	}
+	if _, err := j.js.PublishAsync(j.handledSubject+key, nil); err != nil {
+		j.limited.Warn("cluster: an event's handled mark was not written; a platform handing it on again after a restart may have it handled twice", zap.Error(err))
+	}
+}
+
+// loadHandled reads the last recentHandled marks of the handled bucket's
+// stream into j.recent.
+func (j *Journal) loadHandled(ctx context.Context, stream jetstream.Stream) error {
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	st := info.State
+	if st.Msgs == 0 {
+		return nil
+	}
+	start := st.FirstSeq
+	if st.LastSeq >= recentHandled && st.LastSeq-recentHandled+1 > start {
+		start = st.LastSeq - recentHandled + 1
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:   start,
+		HeadersOnly:   true,
+	})
+	if err != nil {
+		return err
+	}
+	j.recent = make(map[string]struct{}, min(st.Msgs, recentHandled))
+	for {
+		batch, err := cons.Fetch(recentHandled, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		last := uint64(0)
+		for m := range batch.Messages() {
+			if meta, err := m.Metadata(); err == nil {
+				last = meta.Sequence.Stream
+			}
+			j.recent[strings.TrimPrefix(m.Subject(), j.handledSubject)] = struct{}{}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return err
+		}
+		if last == 0 || last >= st.LastSeq {
+			return nil
+		}
+	}
+}
+
+// openHandled creates (or updates) the handled bucket and reads its last
+// marks.
+func (j *Journal) openHandled(ctx context.Context) error {
+	name := "handled_" + j.cfg.Bot
+	kv, err := ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
+		Bucket:   name,
+		TTL:      j.cfg.DuplicateWindow,
+		Storage:  jetstream.FileStorage,
+		Replicas: j.cfg.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: handled bucket: %w", err)
+	}
+	j.handled, j.handledSubject = kv, "$KV."+name+"."
+	stream, err := j.js.Stream(ctx, "KV_"+name)
+	if err != nil {
+		return fmt.Errorf("cluster: handled bucket: %w", err)
+	}
+	if err := j.loadHandled(ctx, stream); err != nil {
+		return fmt.Errorf("cluster: read the handled marks: %w", err)
+	}
+	return nil
+}
+
+// handledBefore reports whether the event of key was handled before this
+// journal was opened (among the last marks read).
+func (j *Journal) handledBefore(key string) bool {
+	if key == "" || j.recent == nil {
+		return false
+	}
+	_, ok := j.recent[key]
+	return ok
+}
