@@ -1,0 +1,86 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/cluster"
+	"github.com/heraldbot/herald/cluster/embedded"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Ten thousand conversations waiting on the embedded journal survive a
+// clean restart of the bot and its server, and all of them finish: each
+// answer after the restart continues its conversation where it waited,
+// and no question is asked again.
+func TestManyConversationsAcrossRestart(t *testing.T) {
+	n := 10000
+	if testing.Short() {
+		n = 500
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
+		srv := startServer(t, dir, embedded.Config{})
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.OnCommand("ask", func(c *engine.Context) error {
+			answer, err := c.Prompt(c.Context(), platform.TextMessage("Your name?"))
+			if err != nil {
+				return err
+			}
+			c.ReplyText("Hello, " + answer.Text + "!")
+			return nil
+		})
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		return srv, e, done
+	}
+	stop := func(srv *server, e *engine.Engine, done chan error) {
+		t.Helper()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		srv.stop()
+	}
+	chat := func(i int) string { return strconv.Itoa(i) }
+
+	mem := memory.New()
+	srv, e, done := start(mem)
+	for i := range n {
+		mem.Say(memory.Private(chat(i)), memory.User(chat(i), "U"), "/ask")
+	}
+	for i := range n {
+		if _, err := mem.WaitSent(ctx, chat(i), 1); err != nil {
+			t.Fatalf("chat %d: %v", i, err)
+		}
+	}
+	stop(srv, e, done)
+
+	mem2 := memory.New()
+	srv2, e2, done2 := start(mem2)
+	for i := range n {
+		mem2.Say(memory.Private(chat(i)), memory.User(chat(i), "U"), "U"+chat(i))
+	}
+	for i := range n {
+		sent, err := mem2.WaitSent(ctx, chat(i), 1)
+		if err != nil {
+			t.Fatalf("chat %d: %v", i, err)
+		}
+		if want := fmt.Sprintf("Hello, U%d!", i); len(sent) != 1 || sent[0].Message.Text != want {
+			t.Fatalf("chat %d after the restart got %q; want only %q", i, mem2.Texts(chat(i)), want)
+		}
+	}
+	stop(srv2, e2, done2)
+}
