@@ -298,11 +298,21 @@ func (c *Context) Send(chat platform.Chat, msg platform.OutboundMessage) *future
 // events stay in the journal until its handling ended, and are handed
 // over again, in order, at the next start or to the next process.
 func (c *Context) Next(ctx context.Context, accept func(platform.Event) bool) (platform.Event, error) {
-	return c.wait(ctx, accept, -1)
+	return c.wait(ctx, accept, -1, false)
 }
 
-// wait is Next; question is the place of Prompt's question, or -1.
-func (c *Context) wait(ctx context.Context, accept func(platform.Event) bool, question int) (platform.Event, error) {
+// NextInChat is Next for a conversation with the whole chat: it returns
+// the next event from anyone in this chat that accept accepts (a nil
+// accept takes the next message) — a quiz that the first right answer
+// wins, a vote. Everything Next says holds for it, but for whose events
+// it takes.
+func (c *Context) NextInChat(ctx context.Context, accept func(platform.Event) bool) (platform.Event, error) {
+	return c.wait(ctx, accept, -1, true)
+}
+
+// wait is Next (NextInChat when anyone); question is the place of
+// Prompt's question, or -1.
+func (c *Context) wait(ctx context.Context, accept func(platform.Event) bool, question int, anyone bool) (platform.Event, error) {
 	st := c.ev
 	e, h, r := st.e, st.h, st.run
 	if st.event.Chat.ID == "" {
@@ -316,13 +326,20 @@ func (c *Context) wait(ctx context.Context, accept func(platform.Event) bool, qu
 	}
 	user := st.event.From.ID
 	messages := accept == nil
-	if messages {
+	switch {
+	case messages && anyone:
+		accept = func(ev platform.Event) bool { return ev.Kind == platform.EventMessage }
+	case messages:
 		accept = func(ev platform.Event) bool { return ev.Kind == platform.EventMessage && ev.From.ID == user }
-	} else {
+	case !anyone:
 		inner := accept
 		accept = func(ev platform.Event) bool { return ev.From.ID == user && inner(ev) }
 	}
-	fx, pos, err := c.take(fxWait, sum("wait"), "a wait")
+	what := "a wait"
+	if anyone {
+		what = "a wait in the chat"
+	}
+	fx, pos, err := c.take(fxWait, sum(what), what)
 	switch {
 	case err != nil:
 		return platform.Event{}, err
@@ -333,7 +350,7 @@ func (c *Context) wait(ctx context.Context, accept func(platform.Event) bool, qu
 		return platform.Event{}, fx.error()
 	}
 	end := func(got *platform.Event, err error) (platform.Event, error) {
-		fx := effect{kind: fxWait, sum: sum("wait"), what: "a wait", done: true, v: err}
+		fx := effect{kind: fxWait, sum: sum(what), what: what, done: true, v: err}
 		if got != nil {
 			fx.v = got
 		}
@@ -384,9 +401,9 @@ func (c *Context) wait(ctx context.Context, accept func(platform.Event) bool, qu
 		if d, ok := ctx.Deadline(); ok {
 			deadline = d
 		}
-		w = &waitSpec{h: h, deadline: deadline, question: question, index: -1, messages: messages}
+		w = &waitSpec{h: h, deadline: deadline, question: question, index: -1, messages: messages, anyone: anyone}
 		if fx == nil {
-			st.record(pos, effect{kind: fxWait, sum: sum("wait"), what: "a wait"})
+			st.record(pos, effect{kind: fxWait, sum: sum(what), what: what})
 		}
 	}
 	h.mu.Lock()
@@ -433,7 +450,7 @@ func (c *Context) Prompt(ctx context.Context, msg platform.OutboundMessage) (pla
 			return platform.Event{}, err
 		}
 	}
-	return c.wait(ctx, nil, q)
+	return c.wait(ctx, nil, q, false)
 }
 
 // UserError is an error whose Text may be shown to the user, for
