@@ -53,6 +53,11 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 // ([OutboundMessage] EditID) on a platform without message editing.
 var ErrUnsupported = errors.New("platform: not supported")
 
+// ErrAlreadyRunning is what an adapter's Run (and the engine's) returns
+// while another Run of it has not returned: each adapter package's
+// ErrAlreadyRunning is this value, so errors.Is matches either.
+var ErrAlreadyRunning = errors.New("already running")
+
 // permanentError marks an error that no retry can cure.
 type permanentError struct{ err error }
 

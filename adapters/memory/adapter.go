@@ -17,7 +17,7 @@ import (
 const DefaultName = "memory"
 
 // ErrAlreadyRunning is returned by a second concurrent call to Run.
-var ErrAlreadyRunning = errors.New("memory: adapter already running")
+var ErrAlreadyRunning = platform.ErrAlreadyRunning
 
 // Sent is a message the bot sent through the adapter, an edit of one
 // (Message.EditID set, and MessageID the edited message's) or a deletion
@@ -118,7 +118,7 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	if a.handle != nil {
 		a.mu.Unlock()
 		a.deliverMu.Unlock()
-		return ErrAlreadyRunning
+		return fmt.Errorf("memory: Run: %w", ErrAlreadyRunning)
 	}
 	a.handle = handle
 	pending := a.pending

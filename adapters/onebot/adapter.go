@@ -2,6 +2,7 @@ package onebot
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -21,11 +22,6 @@ import (
 // DefaultName is the adapter's platform name, [platform.Event.Platform] of its
 // events.
 const DefaultName = "onebot"
-
-// Name is DefaultName.
-//
-// Deprecated: Use [DefaultName], the name every adapter package uses.
-const Name = DefaultName
 
 // Adapter is a OneBot v11 adapter: it receives events from, and sends
 // messages through, OneBot implementations (go-cqhttp, NapCat, Lagrange, …)
@@ -134,7 +130,7 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	a.mu.Lock()
 	if a.running {
 		a.mu.Unlock()
-		return ErrAlreadyRunning
+		return fmt.Errorf("onebot: Run: %w", ErrAlreadyRunning)
 	}
 	a.running, a.handle = true, handle
 	a.mu.Unlock()

@@ -72,12 +72,8 @@ var (
 
 	// ErrAlreadyRunning: Run was called while an earlier call had not returned
 	// (including one still closing its connections after its context ended).
-	ErrAlreadyRunning = errors.New("onebot: adapter already running")
-
-	// ErrRunning is ErrAlreadyRunning.
-	//
-	// Deprecated: Use [ErrAlreadyRunning], the name every adapter uses.
-	ErrRunning = ErrAlreadyRunning
+	// It is [platform.ErrAlreadyRunning].
+	ErrAlreadyRunning = platform.ErrAlreadyRunning
 )
 
 // ActionError is a response with status "failed" (or another status that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -24,11 +25,6 @@ var _ platform.ConfirmingAdapter = (*Adapter)(nil)
 // DefaultName is the adapter's [platform.Adapter] name, and every event's Platform,
 // unless [Config.Name] gives another.
 const DefaultName = "telegram"
-
-// Name is DefaultName.
-//
-// Deprecated: Use [DefaultName], the name every adapter package uses.
-const Name = DefaultName
 
 // Adapter connects Herald to Telegram's Bot API through
 // github.com/go-telegram-bot-api/telegram-bot-api/v5. It implements
@@ -193,7 +189,7 @@ func (a *Adapter) RunConfirmed(ctx context.Context, handle func(platform.Event) 
 		return errors.New("telegram: RunConfirmed: nil handle func")
 	}
 	if !a.running.CompareAndSwap(false, true) {
-		return ErrAlreadyRunning
+		return fmt.Errorf("telegram: Run: %w", ErrAlreadyRunning)
 	}
 	defer a.running.Store(false)
 	err := a.runOnce(ctx, handle)

@@ -27,7 +27,7 @@ var (
 	ErrConflict = errors.New("telegram: conflict: another instance is polling with this token, or a webhook is set")
 	// ErrAlreadyRunning is returned by Run while another Run of the same
 	// adapter is active.
-	ErrAlreadyRunning = errors.New("telegram: Run is already running")
+	ErrAlreadyRunning = platform.ErrAlreadyRunning
 	// ErrInvalidConfig is wrapped by New's errors for a bad [Config].
 	ErrInvalidConfig = errors.New("telegram: invalid config")
 )

@@ -44,11 +44,6 @@ const (
 // events.
 const DefaultName = "webchat"
 
-// PlatformName is DefaultName.
-//
-// Deprecated: Use [DefaultName], the name every adapter package uses.
-const PlatformName = DefaultName
-
 // Errors of the adapter. Send errors wrap ErrNoConnection (retryable) or
 // ErrInvalidChatID (marked [platform.Permanent]).
 var (
@@ -61,13 +56,9 @@ var (
 	// (see the package doc for the forms of IDs).
 	ErrInvalidChatID = errors.New("webchat: invalid chat ID")
 
-	// ErrAlreadyRunning is returned by a second call of Run.
-	ErrAlreadyRunning = errors.New("webchat: Run already called")
-
-	// ErrAlreadyStarted is ErrAlreadyRunning.
-	//
-	// Deprecated: Use [ErrAlreadyRunning], the name every adapter uses.
-	ErrAlreadyStarted = ErrAlreadyRunning
+	// ErrAlreadyRunning is returned by a second call of Run. It is
+	// [platform.ErrAlreadyRunning].
+	ErrAlreadyRunning = platform.ErrAlreadyRunning
 )
 
 // RoomChatID returns the ID of the group chat that tabs opened with
@@ -245,7 +236,7 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	a.runMu.Lock()
 	if a.started {
 		a.runMu.Unlock()
-		return ErrAlreadyRunning
+		return fmt.Errorf("webchat: Run: %w", ErrAlreadyRunning)
 	}
 	var ln net.Listener
 	if !a.cfg.NoServer {

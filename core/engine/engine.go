@@ -34,7 +34,7 @@ var (
 	// ErrEngineClosed is returned by HandleEvent and Run after Shutdown.
 	ErrEngineClosed = errors.New("engine: closed")
 	// ErrAlreadyRunning is returned by a second call to Run.
-	ErrAlreadyRunning = errors.New("engine: already running")
+	ErrAlreadyRunning = platform.ErrAlreadyRunning
 	// ErrNoAdapter is returned by Run when no adapter was configured.
 	ErrNoAdapter = errors.New("engine: no adapter")
 )
@@ -633,7 +633,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		return ErrEngineClosed
 	}
 	if !e.running.CompareAndSwap(false, true) {
-		return ErrAlreadyRunning
+		return fmt.Errorf("engine: Run: %w", ErrAlreadyRunning)
 	}
 	backend, kept, err := e.journal.Recover(ctx)
 	if err != nil {
