@@ -226,14 +226,23 @@ func (c *Context) ReplySuccess(text string) *future.Future[platform.SendResult] 
 
 // ReplyError tells the user that something went wrong, without showing
 // them err: the reply is err's [UserError] text if it has one, and a
-// generic apology otherwise. err itself goes to the log, at warn level.
+// generic apology otherwise. Called in a handler, it logs err at warn
+// level (info for a UserError); in the WithOnError function it logs
+// nothing, as the engine logged err before calling it: an error is logged
+// once.
 func (c *Context) ReplyError(err error) *future.Future[platform.SendResult] {
 	text := "⚠️ Sorry, something went wrong."
 	var ue *UserError
 	if errors.As(err, &ue) && ue.Text != "" {
 		text = "⚠️ " + ue.Text
 	}
-	c.Logger().Warn("handler error reported to user", zap.Error(err))
+	switch {
+	case c.scope().errs > 0: // the error hook's: logged by the engine
+	case ue != nil:
+		c.Logger().Info("user error reported to the user", zap.Error(err))
+	default:
+		c.Logger().Warn("handler error reported to the user", zap.Error(err))
+	}
 	return c.Reply(platform.TextMessage(text))
 }
 
@@ -446,15 +455,21 @@ func (c *Context) Prompt(ctx context.Context, msg platform.OutboundMessage) (pla
 	}
 	f, q := st.e.send(c, st.chatKey, st.event.Chat, msg, true)
 	if f.IsDone() {
-		if _, err := f.Result(); errors.Is(err, ErrWaiting) || errors.Is(err, ErrDiverged) {
+		_, err := f.Result()
+		switch {
+		case errors.Is(err, ErrWaiting) || errors.Is(err, ErrDiverged):
 			return platform.Event{}, err
+		case q < 0 && err != nil: // refused before it was queued: no question to answer
+			return platform.Event{}, fmt.Errorf("%w: %w", ErrPromptNotSent, err)
 		}
 	}
 	return c.wait(ctx, nil, q, false)
 }
 
 // UserError is an error whose Text may be shown to the user, for
-// [Context.ReplyError]. Err is the cause, for the log.
+// [Context.ReplyError]. Err is the cause, for the log. A handler that
+// returns one has answered its user ("no such note"): the engine logs it
+// at info level and does not count it among the handler errors.
 type UserError struct {
 	Text string
 	Err  error
@@ -474,3 +489,10 @@ func (e *UserError) Error() string {
 
 // Unwrap returns the cause.
 func (e *UserError) Unwrap() error { return e.Err }
+
+// isUserError reports whether err is a *UserError: a handler's answer to
+// its user, not a failure of the handler.
+func isUserError(err error) bool {
+	var ue *UserError
+	return errors.As(err, &ue)
+}

@@ -70,8 +70,9 @@ type Stats struct {
 	// Awaited counts events a handler waiting in Context.Next took; they
 	// are neither matched nor unmatched.
 	Awaited uint64
-	// HandlerErrors counts handler errors; HandlerPanics counts panics of
-	// handlers and of matchers' rules.
+	// HandlerErrors counts handler errors (a *UserError a handler returns
+	// is its answer, not counted); HandlerPanics counts panics of handlers
+	// and of matchers' rules.
 	HandlerErrors, HandlerPanics uint64
 	// Handlers are the statistics of the inbound executor (one task per
 	// event); Outbound those of the OutboundDispatcher (one task per send).
@@ -567,6 +568,9 @@ func (e *Engine) run(c *Context, h Handler) {
 				e.reportDivergence(c.ev.h, err)
 			case waiting:
 				return // it waits: see Context.Next
+			case err != nil && isUserError(err):
+				// The handler's answer to its user, not a failure.
+				c.Logger().Info("handler ended with a user error", zap.Error(err))
 			case err != nil:
 				e.handlerErrors.Add(1)
 				c.Logger().Warn("handler failed", zap.Error(err))

@@ -441,25 +441,34 @@ func TestHandlerErrorsAndPanics(t *testing.T) {
 	r := &recorder{}
 	e.OnCommand("fail", func(*engine.Context) error { return boom })
 	e.OnCommand("panic", func(*engine.Context) error { panic("oops") })
+	e.OnCommand("nope", func(*engine.Context) error { return engine.NewUserError("No such note.", nil) })
 	e.OnMessage(r.handler("after"), engine.Priority(1))
-	for _, text := range []string{"/fail", "/panic", "/fail"} {
+	for _, text := range []string{"/fail", "/panic", "/fail", "/nope"} {
 		must(t, e.HandleEvent(msg(dm, ann, text)))
 	}
 	if err := e.Shutdown(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.entries(); len(got) != 3 {
-		t.Fatalf("later handlers ran %d times; want 3", len(got))
+	if got := r.entries(); len(got) != 4 {
+		t.Fatalf("later handlers ran %d times; want 4", len(got))
 	}
 	var pe *engine.HandlerPanicError
-	if len(hookErrs) != 3 || !errors.Is(hookErrs[0], boom) || !errors.As(hookErrs[1], &pe) || pe.Value != "oops" {
+	if len(hookErrs) != 4 || !errors.Is(hookErrs[0], boom) || !errors.As(hookErrs[1], &pe) || pe.Value != "oops" {
 		t.Fatalf("OnError got %v", hookErrs)
 	}
 	if st := e.Stats(); st.HandlerErrors != 2 || st.HandlerPanics != 1 {
 		t.Fatalf("Stats = %+v", st)
 	}
-	if texts := mem.Texts(dm.ID); len(texts) != 3 || !strings.Contains(texts[0], "Sorry") {
+	if texts := mem.Texts(dm.ID); len(texts) != 4 || !strings.Contains(texts[0], "Sorry") || texts[3] != "⚠️ No such note." {
 		t.Fatalf("replies = %q", texts)
+	}
+	// Each error is logged once: by the engine, not again by the hook's
+	// ReplyError; a user error is no failure.
+	if n := logs.FilterLevelExact(zap.WarnLevel).Len(); n != 2 {
+		t.Fatalf("%d warn lines; want 2 (one per failure): %v", n, logs.FilterLevelExact(zap.WarnLevel).All())
+	}
+	if n := logs.FilterMessage("handler ended with a user error").Len(); n != 1 {
+		t.Fatalf("%d user error log lines; want 1", n)
 	}
 	if n := logs.FilterMessage("handler panicked").Len(); n != 1 {
 		t.Fatalf("%d panic log lines", n)

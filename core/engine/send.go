@@ -45,6 +45,11 @@ type sendTask struct {
 // its answer.
 func (e *Engine) send(c *Context, key string, chat platform.Chat, msg platform.OutboundMessage, question bool) (*future.Future[platform.SendResult], int) {
 	st := c.ev
+	if err := msg.Validate(); err != nil {
+		// Refused at once, never a dead letter; no effect, so every run
+		// refuses it the same way.
+		return future.Resolved(platform.SendResult{}, platform.Permanent(err)), -1
+	}
 	req := platform.SendRequest{Platform: st.event.Platform, Target: chat, Message: msg}
 	s := requestSum(&req)
 	fx, pos, err := c.take(fxSend, s, msg.Text)

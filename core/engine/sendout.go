@@ -44,7 +44,9 @@ func SendID(id string) SendOption {
 // journal before Send returns.
 //
 // The Future is never nil and is always resolved: with the sender's result
-// or error, or at once with ErrNoChat for a chat without an ID,
+// or error, or at once with ErrNoChat for a chat without an ID, a
+// permanent error wrapping platform.ErrInvalidMessage for a message
+// that cannot be sent (see platform.OutboundMessage.Validate),
 // ErrNoSender for an adapter the engine does not have, an error wrapping
 // ErrJournal when the journal refuses, or the dispatcher's refusal
 // (ErrQueueFull; ErrDispatcherClosed once Shutdown drained the handlers).
@@ -85,6 +87,10 @@ func (e *Engine) Edit(platformName string, chat platform.Chat, messageID string,
 func (e *Engine) sendOut(platformName string, chat platform.Chat, msg platform.OutboundMessage, id string) (*future.Future[platform.SendResult], error) {
 	if chat.ID == "" {
 		return future.Resolved(platform.SendResult{}, ErrNoChat), ErrNoChat
+	}
+	if err := msg.Validate(); err != nil {
+		err = platform.Permanent(err) // refused at once, as SendAt does: never a dead letter
+		return future.Resolved(platform.SendResult{}, err), err
 	}
 	s := journal.Send{Request: platform.SendRequest{Platform: platformName, Target: chat, Message: msg}}
 	if id != "" {
