@@ -36,8 +36,15 @@ const (
 	crashTimeout = 4 * time.Minute
 )
 
-func TestE2ECrashPolling(t *testing.T) { crashTest(t, false) }
-func TestE2ECrashWebhook(t *testing.T) { crashTest(t, true) }
+func TestE2ECrashPolling(t *testing.T) {
+	t.Parallel()
+	crashTest(t, false)
+}
+
+func TestE2ECrashWebhook(t *testing.T) {
+	t.Parallel()
+	crashTest(t, true)
+}
 
 func crashTest(t *testing.T, webhook bool) {
 	srv := telegramtest.NewServer()
@@ -317,6 +324,7 @@ func (w *webhookPusher) stop() {
 // SIGKILL of the bot in durable mode: after the restart the note is
 // listed, and the reminder comes once, when due.
 func TestE2ECrashNoteAndRemind(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -210,6 +210,7 @@ func texts(ms []telegramtest.SentMessage) []string {
 // replies still queued, SIGTERM: all of them are delivered before the bot
 // exits with code 0.
 func TestE2ETelegram(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	p := startBot(t,
