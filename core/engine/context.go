@@ -376,6 +376,14 @@ func (c *Context) wait(ctx context.Context, accept func(platform.Event) bool, qu
 		return end(nil, err)
 	}
 	switch {
+	case r.offer != nil && !r.offerTaken && e.isCancel(r.offer, user):
+		r.offerTaken = true
+		h.mu.Lock()
+		if r.offerRec != nil {
+			h.extraLocked().taken = append(h.extraLocked().taken, r.offerRec)
+		}
+		h.mu.Unlock()
+		return end(nil, ErrCancelled)
 	case r.offer != nil && !r.offerTaken:
 		if e.accepts(accept, *r.offer) {
 			r.offerTaken = true

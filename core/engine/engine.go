@@ -568,6 +568,10 @@ func (e *Engine) run(c *Context, h Handler) {
 				e.reportDivergence(c.ev.h, err)
 			case waiting:
 				return // it waits: see Context.Next
+			case errors.Is(err, ErrCancelled):
+				c.Logger().Info("the user cancelled the conversation")
+				e.cancelled(c)
+				return
 			case err != nil && isUserError(err):
 				// The handler's answer to its user, not a failure.
 				c.Logger().Info("handler ended with a user error", zap.Error(err))

@@ -51,6 +51,8 @@ type options struct {
 	handlerMiddleware  []Middleware
 	prefixes           []string
 	botUsername        string
+	cancelCommand      string // WithCancelCommand's command, or ""
+	cancelReply        string
 }
 
 // WithLogger sets the engine's logger; handlers get it, with the event's
