@@ -195,6 +195,8 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 		// wrong (a UserError's own text, if it has one). The hook's reply
 		// never takes the place of one of the handler's own.
 		engine.WithOnError(func(c *engine.Context, err error) { c.ReplyError(err) }),
+		// /cancel leaves any conversation (/greet's questions, say).
+		engine.WithCancelCommand("cancel", "Cancelled."),
 		// Telegram's adapter publishes its budget, which the engine
 		// applies by default; the other platforms publish none.
 	}
