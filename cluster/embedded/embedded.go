@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -156,8 +157,24 @@ func (s *Server) Shutdown() {
 type zapLogger struct{ s *zap.SugaredLogger }
 
 func (l zapLogger) Noticef(format string, v ...any) { l.s.Infof("nats: "+format, v...) }
-func (l zapLogger) Warnf(format string, v ...any)   { l.s.Warnf("nats: "+format, v...) }
-func (l zapLogger) Fatalf(format string, v ...any)  { l.s.Errorf("nats: "+format, v...) }
-func (l zapLogger) Errorf(format string, v ...any)  { l.s.Errorf("nats: "+format, v...) }
-func (l zapLogger) Debugf(format string, v ...any)  { l.s.Debugf("nats: "+format, v...) }
-func (l zapLogger) Tracef(format string, v ...any)  {}
+func (l zapLogger) Warnf(format string, v ...any) {
+	if expectedAfterCrash(format) {
+		l.s.Infof("nats: "+format, v...)
+		return
+	}
+	l.s.Warnf("nats: "+format, v...)
+}
+
+// expectedAfterCrash reports whether the server's warning format is one
+// it gives every time it opens a store that was not closed cleanly (a
+// SIGKILL, a power loss): the store's state file is older than its
+// blocks, and the server rebuilds it from them. That is the recovery
+// working, not a failure, so it is logged at info level.
+func expectedAfterCrash(format string) bool {
+	return strings.Contains(format, "Stream state outdated") ||
+		strings.Contains(format, "state is outdated; attempting to recover")
+}
+func (l zapLogger) Fatalf(format string, v ...any) { l.s.Errorf("nats: "+format, v...) }
+func (l zapLogger) Errorf(format string, v ...any) { l.s.Errorf("nats: "+format, v...) }
+func (l zapLogger) Debugf(format string, v ...any) { l.s.Debugf("nats: "+format, v...) }
+func (l zapLogger) Tracef(format string, v ...any) {}
