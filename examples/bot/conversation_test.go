@@ -57,10 +57,15 @@ func TestE2EConversationAcrossStops(t *testing.T) {
 	say := func(i int, text string) {
 		srv.SendUserMessage(chats[i], tgbotapi.User{ID: chats[i], FirstName: fmt.Sprint("U", i)}, text)
 	}
-	waitFor := func(i, n int) {
+	// waitFor waits until chat i was sent text: a count of sends would
+	// be met early by a send a kill repeated.
+	waitFor := func(i int, text string) {
 		t.Helper()
-		if _, err := srv.WaitSent(ctx, chats[i], n); err != nil {
-			t.Fatalf("chat %d: %v; got %q", chats[i], err, texts(srv.Sent(chats[i])))
+		err := srv.WaitUntil(ctx, func() bool {
+			return slices.Contains(texts(srv.Sent(chats[i])), text)
+		})
+		if err != nil {
+			t.Fatalf("chat %d: %v waiting for %q; got %q", chats[i], err, text, texts(srv.Sent(chats[i])))
 		}
 	}
 	// restart stops the bot (SIGTERM or SIGKILL) once what it took is
@@ -82,19 +87,20 @@ func TestE2EConversationAcrossStops(t *testing.T) {
 	}
 
 	name := func(i int) string { return fmt.Sprint("Name", i) }
+	again := func(i int) string { return greet.NotANumber + " " + greet.AgeQuestion(name(i)) }
 	for i := range users {
 		say(i, "/greet")
-		waitFor(i, 1)
+		waitFor(i, greet.Question)
 	}
 	restart(false) // everyone waits for their name
 	for i := range users {
 		say(i, name(i))
-		waitFor(i, 2)
+		waitFor(i, greet.AgeQuestion(name(i)))
 	}
 	restart(true) // everyone waits for their age
 	for i := range users {
 		say(i, "soon")
-		waitFor(i, 3)
+		waitFor(i, again(i))
 	}
 	restart(false)
 	for i := range users {
@@ -105,14 +111,13 @@ func TestE2EConversationAcrossStops(t *testing.T) {
 		say(i, strconv.Itoa(20+i))
 	}
 	for i := range users {
-		waitFor(i, 5)
+		waitFor(i, greet.Greeting(name(i), 20+i))
 	}
 	if code := p.stop(t, time.Minute); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM; want 0", code)
 	}
 	for i := range users {
-		again := greet.NotANumber + " " + greet.AgeQuestion(name(i))
-		want := []string{greet.Question, greet.AgeQuestion(name(i)), again, again, greet.Greeting(name(i), 20+i)}
+		want := []string{greet.Question, greet.AgeQuestion(name(i)), again(i), again(i), greet.Greeting(name(i), 20+i)}
 		if got := texts(srv.Sent(chats[i])); !withRepeats(got, want, 2) {
 			t.Errorf("chat %d got %q; want %q (each kill may repeat one send)", chats[i], got, want)
 		}
