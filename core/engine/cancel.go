@@ -1,17 +1,12 @@
 package engine
 
 import (
-	"errors"
 	"strings"
 
+	"github.com/heraldbot/herald/internal/command"
+	"github.com/heraldbot/herald/internal/handling"
 	"github.com/heraldbot/herald/platform"
 )
-
-// ErrCancelled is what Prompt, Next and NextInChat return when the user
-// left the conversation with the command WithCancelCommand names. A
-// handler returns it as any error; the engine takes that return as a
-// clean end of the conversation, not a failure.
-var ErrCancelled = errors.New("engine: the user cancelled the conversation")
 
 // WithCancelCommand makes the command name ("cancel", without a prefix)
 // the way out of every conversation: while a conversation of a user waits
@@ -33,24 +28,20 @@ func (e *Engine) isCancel(ev *platform.Event, user string) bool {
 	if name == "" || ev.Kind != platform.EventMessage || ev.From.ID != user {
 		return false
 	}
-	cmd, ok := parseCommand(ev.Text, e.opts.prefixes)
-	if !ok || !strings.EqualFold(cmd.name, name) {
+	cmd, ok := command.Parse(ev.Text, e.opts.prefixes)
+	if !ok || !strings.EqualFold(cmd.Name, name) {
 		return false
 	}
-	return cmd.bot == "" || e.opts.botUsername == "" || strings.EqualFold(cmd.bot, e.opts.botUsername)
+	return cmd.Bot == "" || e.opts.botUsername == "" || strings.EqualFold(cmd.Bot, e.opts.botUsername)
 }
 
-// cancelled tells the user of c's handling that its conversation ended,
+// cancelled tells the user of x's handling that its conversation ended,
 // with the reply WithCancelCommand gave. Its send is numbered apart from
 // the handlers' effects, as the error hook's are.
-func (e *Engine) cancelled(c *Context) {
+func (e *Engine) cancelled(x *handling.Ctx) {
 	if e.opts.cancelReply == "" {
 		return
 	}
-	r := c.ev.run
-	c.ev.h.mu.Lock()
-	r.hookCalls++
-	sc := &scope{errs: r.hookCalls}
-	c.ev.h.mu.Unlock()
-	(&Context{ev: c.ev, match: c.match, sc: sc}).ReplyText(e.opts.cancelReply)
+	h := x.HookCtx()
+	h.Reply(platform.TextMessage(e.opts.cancelReply))
 }

@@ -11,7 +11,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	hctx "github.com/heraldbot/herald/core/context"
 	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/internal/handling"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -40,7 +42,7 @@ func (q *queue) AppendSend(_ stdctx.Context, s journal.Send) (journal.Appended, 
 	if err != nil {
 		return journal.Appended{}, err
 	}
-	q.keys = append(q.keys, chatKey(s.Request.Platform, s.Request.Target.ID))
+	q.keys = append(q.keys, handling.ChatKey(s.Request.Platform, s.Request.Target.ID))
 	q.tasks = append(q.tasks, t.run)
 	return journal.Appended{}, nil
 }
@@ -79,10 +81,26 @@ var ctxEvent = platform.Event{
 	Text: "/echo hi",
 }
 
+// newRun returns a first run of ev's handling on e.
+func (e *Engine) newRun(ctx stdctx.Context, ev platform.Event) *handling.Run {
+	return handling.New(ev, nil, false).NewRun((*env)(e), ctx, handling.Start{})
+}
+
+// newContext returns the Context of a first run of ev's handling on e,
+// with no match.
+func (e *Engine) newContext(ctx stdctx.Context, ev platform.Event) *Context {
+	return hctx.New(e.newRun(ctx, ev).Ctx(handling.Match{}))
+}
+
 // testContext returns the Context of ev on an engine whose platform "mem"
 // sends through s (none if nil), whose sends go to q (the dispatcher if
 // nil), and which logs to log (none if nil).
 func testContext(t *testing.T, ev platform.Event, s platform.Sender, q *queue, log *zap.Logger) *Context {
+	return hctx.New(testRun(t, ev, s, q, log).Ctx(handling.Match{}))
+}
+
+// testRun is testContext's run.
+func testRun(t *testing.T, ev platform.Event, s platform.Sender, q *queue, log *zap.Logger) *handling.Run {
 	t.Helper()
 	opts := []Option{WithLogger(log)}
 	if q != nil {
@@ -98,7 +116,7 @@ func testContext(t *testing.T, ev platform.Event, s platform.Sender, q *queue, l
 	if q != nil {
 		q.e = e
 	}
-	return e.newContext(stdctx.Background(), ev)
+	return e.newRun(stdctx.Background(), ev)
 }
 
 func newCtx(t *testing.T, s platform.Sender, q *queue) *Context {
@@ -255,7 +273,8 @@ func TestReplyErrorHidesDetails(t *testing.T) {
 }
 
 func TestAccessorsAndValues(t *testing.T) {
-	c := newCtx(t, nil, nil).withMatch(match{command: "echo", rawArgs: "hi", args: []string{"hi"}, groups: []string{"x"}})
+	r := testRun(t, ctxEvent, nil, nil, nil)
+	c := hctx.New(r.Ctx(handling.Match{Command: "echo", RawArgs: "hi", Args: []string{"hi"}, Groups: []string{"x"}}))
 	if c.Command() != "echo" || c.RawArgs() != "hi" || len(c.Args()) != 1 || c.Matches()[0] != "x" {
 		t.Fatal("match accessors wrong")
 	}
@@ -278,9 +297,10 @@ func TestAccessorsAndValues(t *testing.T) {
 }
 
 func TestWithMatchSharesEventState(t *testing.T) {
-	c := newCtx(t, nil, nil)
+	r := testRun(t, ctxEvent, nil, nil, nil)
+	c := hctx.New(r.Ctx(handling.Match{}))
 	c.Set("k", 1)
-	d := c.withMatch(match{command: "x", args: []string{"y"}})
+	d := hctx.New(r.Ctx(handling.Match{Command: "x", Args: []string{"y"}}))
 	if v, _ := d.Get("k"); v != 1 {
 		t.Fatal("withMatch lost the values")
 	}

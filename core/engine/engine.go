@@ -11,8 +11,11 @@ import (
 
 	"go.uber.org/zap"
 
+	hctx "github.com/heraldbot/herald/core/context"
 	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/internal/command"
 	"github.com/heraldbot/herald/internal/executor"
+	"github.com/heraldbot/herald/internal/handling"
 	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
@@ -94,12 +97,10 @@ type Stats struct {
 // OutboundDispatcher and the sender middleware chain.
 //
 // Events of one chat are handled one at a time in arrival order; events of
-// different chats concurrently, at most WithHandlerConcurrency at once, on a
-// keyed fair executor of the same design as the OutboundDispatcher. For one
-// event, the matchers are tried in priority order; each one that accepts
-// runs its handler, until a Block matcher stops lower priorities. An
-// event that a handler of its chat, waiting in Context.Next, takes goes to
-// that handler instead of the matchers.
+// different chats concurrently, at most WithHandlerConcurrency at once. The
+// matchers are tried in priority order; each one that accepts runs its
+// handler, until a Block matcher stops lower priorities. An event a
+// waiting conversation takes (Context.Next) goes to it instead.
 //
 // Handlers may be registered at any time, also while the engine runs; an
 // event sees the matchers registered when its handling started. All methods
@@ -137,8 +138,8 @@ type Engine struct {
 	seq      int
 	matchers atomic.Pointer[[]*matcher]
 
-	// convs are the handlings that wait (Context.Next); see handling.go.
-	convs conversations
+	// waits are the handlings that wait (Context.Next).
+	waits *handling.Waits
 
 	// limitedLog writes what can happen once per event or send (a
 	// refusal) at most once per interval and message.
@@ -205,6 +206,11 @@ func New(opts ...Option) (*Engine, error) {
 		limitedLog:  ratelog.New(o.logger, 0),
 	}
 	e.matchers.Store(new([]*matcher))
+	e.waits = handling.NewWaits(
+		func(key string, task func()) error {
+			return e.in.Push(key, func(context.Context) error { task(); return nil })
+		},
+		func(h *handling.Handling, resume error) { e.runHandling(h, handling.Start{Resume: resume}) })
 	e.state = newStateful(e)
 	e.stopCtx, e.endStop = context.WithCancel(context.Background())
 	e.failed = make(chan error, 1)
@@ -335,30 +341,23 @@ func registerPlugin(e *Engine, p Plugin) (err error) {
 	return p.Register(e)
 }
 
-// Sender returns the sender the engine uses for the named adapter: the
-// adapter's Sender wrapped in the sender middleware chain. It returns nil
-// for an unknown name. Sending through it directly bypasses the
-// OutboundDispatcher — its per-chat order (a send through it may overtake
-// the chat's queued replies), its bounds and its shutdown, which does not
-// wait for it — and the journal, which does not keep it; the chain's
-// retries, rate limits and dead letters still apply. Handlers use
-// Context.Reply and Context.Send, other code Engine.Send and Engine.Edit,
-// which go through all of it.
+// Sender returns the named adapter's Sender wrapped in the sender
+// middleware chain, or nil for an unknown name. A send through it bypasses
+// the OutboundDispatcher (its per-chat order, bounds and shutdown) and the
+// journal; the chain's retries, rate limits and dead letters still apply.
+// Use Context.Reply, Context.Send, Engine.Send and Engine.Edit instead.
 func (e *Engine) Sender(adapterName string) platform.Sender { return e.senders[adapterName] }
 
 // Dispatcher returns the engine's OutboundDispatcher.
 func (e *Engine) Dispatcher() *OutboundDispatcher { return e.out }
 
 // HandleEvent queues ev for the handlers and returns at once. Adapters call
-// it through Run; tests may call it directly. Events of one chat (by
-// platform and chat ID) are handled in the order HandleEvent accepted them
-// — except one that a handler of the chat waiting in Context.Next takes:
-// that one is the handler's, and the matchers do not see it.
-//
-// It returns ErrEngineClosed once Shutdown has begun, and an error wrapping
-// ErrQueueFull when the chat already has WithInboundQueueSize events
-// waiting; the event is then not handled (and counted as dropped), and a
-// handler of the chat waiting in Next is told so at once.
+// it through Run; tests may call it directly. Events of one chat are
+// handled in the order HandleEvent accepted them; one that a waiting
+// conversation takes (Context.Next) is the conversation's, and the
+// matchers do not see it. It returns ErrEngineClosed once Shutdown has
+// begun, and an error wrapping ErrQueueFull when the chat already has
+// WithInboundQueueSize events waiting (the event is dropped, and counted).
 //
 // With a journal (WithJournal), HandleEvent records ev first, and returns
 // an error wrapping ErrJournal when the journal refuses; an event recorded
@@ -389,12 +388,12 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 // refusals (see refusalOf).
 func (e *Engine) enqueue(in journal.Incoming) error {
 	ev, rec := in.Event, in.Record
-	key := inboundKey(ev)
+	key := handling.InboundKey(ev)
 	task := func(context.Context) error {
 		if e.offer(&ev, rec) {
 			return nil // a waiting conversation took it
 		}
-		e.runHandling(&handling{start: ev, rec: rec, redelivered: in.Redelivered}, &runState{})
+		e.runHandling(handling.New(ev, rec, in.Redelivered), handling.Start{})
 		return nil
 	}
 	var err error
@@ -418,80 +417,71 @@ func (e *Engine) enqueue(in journal.Incoming) error {
 	}
 }
 
-// runHandling runs h once, as r says — its first run, or a replay — and
+// runHandling runs h once, as s says — its first run, or a replay — and
 // then parks it if it waits, or ends it: its events are done, and the
 // presses it had and did not answer are answered empty. A run a forced
-// shutdown cut off leaves h for the journal to hand over again.
-func (e *Engine) runHandling(h *handling, r *runState) {
+// shutdown cut off leaves h for the journal to hand over again. It
+// returns the run.
+func (e *Engine) runHandling(h *handling.Handling, s handling.Start) *handling.Run {
 	// Of the executor's base, not of the task's context: the task has no
 	// timeout of its own (RunTimeout -1), and arming a deadline would
 	// cost every handling a timer.
-	hctx := newHandlerContext(e.in.Base(), e.opts.handlerTimeout)
-	defer hctx.end(nil)
-	st := e.newEventState(hctx, h, r)
-	handled := e.process(st)
-	st.endRun()
+	rctx := handling.NewRunContext(e.in.Base(), e.opts.handlerTimeout)
+	defer rctx.End(nil)
+	r := h.NewRun((*env)(e), rctx, s)
+	handled := e.process(r)
+	r.End()
 	switch {
 	case !handled:
 		// Cut off: a journal keeps its events for the next start.
-	case r.waiting && r.diverged == nil:
-		e.answerPresses(h) // none sits unanswered while it waits
-		e.park(h.wait)
+	case r.Waiting() && r.Diverged() == nil:
+		h.AnswerPresses((*env)(e), e.limitedLog) // none sits unanswered while it waits
+		e.waits.Park(h.Waiting())
 	default:
 		e.endHandling(h)
 	}
+	return r
 }
 
 // endHandling ends h for good: its presses unanswered are answered, and
 // its events done.
-func (e *Engine) endHandling(h *handling) {
-	e.answerPresses(h)
-	h.mu.Lock()
-	h.ended = true
-	h.wait = nil
-	var taken []journal.Record
-	if h.x != nil {
-		taken = h.x.taken
-		h.x.taken = nil
-	}
-	h.mu.Unlock()
+func (e *Engine) endHandling(h *handling.Handling) {
+	h.AnswerPresses((*env)(e), e.limitedLog)
+	own, taken := h.End()
 	for _, r := range taken {
 		e.js.doneEvent(r)
 	}
-	e.js.doneEvent(h.rec)
+	e.js.doneEvent(own)
 }
 
-// process runs the matching handlers of one run of a handling. It reports
-// whether the run ended: false when a forced shutdown cancelled it, before
-// or while its handlers ran (a journal then keeps the event for the next
-// start). It stops at a handler that waits.
-func (e *Engine) process(st *eventState) (handled bool) {
-	ctx, ev, r := st.ctx, st.event, st.run
+// process runs the matching handlers of the run r. It reports whether the
+// run ended: false when a forced shutdown cancelled it, before or while
+// its handlers ran (a journal then keeps the event for the next start).
+// It stops at a handler that waits.
+func (e *Engine) process(r *handling.Run) (handled bool) {
+	ctx, ev := r.Context(), r.Event()
 	if ctx.Err() != nil {
 		// A forced shutdown cancelled the event before it was handled:
 		// running its handlers now would only have their replies refused.
 		e.dropped.Add(1)
 		return false
 	}
-	st.h.mu.Lock()
-	first := len(st.h.log) == 0
-	st.h.mu.Unlock()
-	// scratch evaluates the matchers; each handler gets its own Context
-	// with its match, so a later matcher never changes what an earlier
-	// handler (or a goroutine it started) sees.
-	scratch := &Context{ev: st}
+	first := r.First()
 	defer func() { handled = e.in.Base().Err() == nil }()
 	in := input{isMessage: ev.Kind == platform.EventMessage}
 	if in.isMessage {
-		in.cmd, in.isCommand = parseCommand(ev.Text, e.opts.prefixes)
+		in.cmd, in.isCommand = command.Parse(ev.Text, e.opts.prefixes)
 	}
+	// Each handler gets its own Context with its match, so a later
+	// matcher never changes what an earlier handler (or a goroutine it
+	// started) sees; rules see a Context of the match being tested.
 	matched := false
 	blocked, blockPriority := false, 0
 	for _, m := range *e.matchers.Load() {
 		if blocked && m.priority > blockPriority {
 			break
 		}
-		found, ok := e.test(scratch, m, &in)
+		found, ok := e.test(r, m, &in)
 		if !ok {
 			continue
 		}
@@ -499,8 +489,8 @@ func (e *Engine) process(st *eventState) (handled bool) {
 			e.matched.Add(1)
 		}
 		matched = true
-		e.run(scratch.withMatch(found), m.handler)
-		if r.waiting || r.diverged != nil {
+		e.run(r.Ctx(found), m.handler)
+		if r.Stopped() {
 			return
 		}
 		if m.block {
@@ -512,43 +502,80 @@ func (e *Engine) process(st *eventState) (handled bool) {
 			e.unmatched.Add(1)
 		}
 		if e.opts.fallback != nil {
-			e.run(scratch.withMatch(match{}), e.opts.fallback)
+			e.run(r.Ctx(handling.Match{}), e.opts.fallback)
 		}
 	}
 	return
 }
 
+// offer offers ev, just taken, to the handlings that wait for it, oldest
+// first, and reports whether one took it. It runs on ev's chat's task,
+// through the handler middleware (an event a conversation takes is
+// handled by middleware as any other).
+func (e *Engine) offer(ev *platform.Event, rec journal.Record) (taken bool) {
+	waits := e.waits.For(ev)
+	if len(waits) == 0 {
+		return false
+	}
+	if len(e.opts.handlerMiddleware) > 0 {
+		rctx := handling.NewRunContext(e.in.Base(), e.opts.handlerTimeout)
+		defer rctx.End(nil)
+		r := handling.New(*ev, nil, false).NewRun((*env)(e), rctx, handling.Start{Anon: true})
+		e.run(r.Ctx(handling.Match{}), chain(func(*Context) error {
+			taken = e.offerTo(waits, ev, rec)
+			return nil
+		}, e.opts.handlerMiddleware))
+		r.End()
+		return taken
+	}
+	return e.offerTo(waits, ev, rec)
+}
+
+// offerTo runs the handlings of waits again, one at a time, offering ev,
+// until one takes it.
+func (e *Engine) offerTo(waits []*handling.Wait, ev *platform.Event, rec journal.Record) bool {
+	for _, w := range waits {
+		if !e.waits.Unpark(w) {
+			continue
+		}
+		r := e.runHandling(w.Handling(), handling.Start{Offer: ev, OfferRec: rec})
+		if r.OfferTaken() {
+			e.awaited.Add(1)
+			return true
+		}
+	}
+	return false
+}
+
 // test runs m's matcher and rules, recovering a panicking rule: it is
 // logged, counted and reported like a handler panic, and the matcher does
 // not accept the event; the other matchers still run.
-func (e *Engine) test(scratch *Context, m *matcher, in *input) (found match, ok bool) {
+func (e *Engine) test(r *handling.Run, m *matcher, in *input) (found handling.Match, ok bool) {
 	defer func() {
-		if r := recover(); r != nil {
+		if p := recover(); p != nil {
 			ok = false
 			e.handlerPanics.Add(1)
-			pe := &HandlerPanicError{Value: r, Stack: debug.Stack()}
-			c := scratch.withMatch(match{})
-			c.Logger().Error("matcher rule panicked", zap.Any("panic", r), zap.ByteString("stack", pe.Stack))
+			pe := &HandlerPanicError{Value: p, Stack: debug.Stack()}
+			x := r.Ctx(handling.Match{})
+			r.Logger().Error("matcher rule panicked", zap.Any("panic", p), zap.ByteString("stack", pe.Stack))
 			if e.opts.onError != nil {
-				e.callOnError(c, pe)
+				e.callOnError(&x, pe)
 			}
 		}
 	}()
-	return m.test(scratch, in, e.opts.botUsername)
+	return m.test(r, in, e.opts.botUsername)
 }
 
-// run runs one handler, logging and reporting its error or panic. A
-// handler that returns because it waits (ErrWaiting) did not fail; one
-// whose replay diverged fails with the divergence.
-func (e *Engine) run(c *Context, h Handler) {
+// run runs one handler, the view x of its run, logging and reporting its
+// error or panic. A handler that returns because it waits (ErrWaiting)
+// did not fail; one whose replay diverged fails with the divergence.
+func (e *Engine) run(x handling.Ctx, h Handler) {
 	var err error
-	r := c.ev.run
+	r := x.Run()
+	c := hctx.New(x)
 	defer func() {
 		if rec := recover(); rec != nil {
-			c.ev.h.mu.Lock()
-			waiting := r.waiting
-			c.ev.h.mu.Unlock()
-			if waiting {
+			if r.Waiting() {
 				// It waits, and panicked on the way out (a result of Next it
 				// did not check): nothing it does from here on is done.
 				c.Logger().Debug("handler panicked after its wait began", zap.Any("panic", rec))
@@ -559,18 +586,16 @@ func (e *Engine) run(c *Context, h Handler) {
 			c.Logger().Error("handler panicked", zap.Any("panic", rec), zap.ByteString("stack", pe.Stack))
 			err = pe
 		} else {
-			c.ev.h.mu.Lock()
-			waiting, diverged := r.waiting, r.diverged
-			c.ev.h.mu.Unlock()
+			diverged := r.Diverged()
 			switch {
 			case diverged != nil:
 				err = diverged
-				e.reportDivergence(c.ev.h, err)
-			case waiting:
+				e.reportDivergence(r.Handling(), err)
+			case r.Waiting():
 				return // it waits: see Context.Next
 			case errors.Is(err, ErrCancelled):
 				c.Logger().Info("the user cancelled the conversation")
-				e.cancelled(c)
+				e.cancelled(&x)
 				return
 			case err != nil && isUserError(err):
 				// The handler's answer to its user, not a failure.
@@ -581,27 +606,37 @@ func (e *Engine) run(c *Context, h Handler) {
 			}
 		}
 		if err != nil && e.opts.onError != nil {
-			e.callOnError(c, err)
+			e.callOnError(&x, err)
 		}
 	}()
 	err = h(c)
 }
 
-// callOnError calls the error hook with a Context of c's handling whose
-// effects are numbered apart from the handlers' (see effectID), so that
-// they never take an id a run of the handlers will use.
-func (e *Engine) callOnError(c *Context, err error) {
+// callOnError calls the error hook with a Context of x's handling whose
+// effects are numbered apart from the handlers' (HookCtx), so that they
+// never take an id a run of the handlers will use.
+func (e *Engine) callOnError(x *handling.Ctx, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.Logger().Error("error hook panicked", zap.Any("panic", r))
+			x.Logger().Error("error hook panicked", zap.Any("panic", r))
 		}
 	}()
-	r := c.ev.run
-	c.ev.h.mu.Lock()
-	r.hookCalls++
-	sc := &scope{errs: r.hookCalls}
-	c.ev.h.mu.Unlock()
-	e.opts.onError(&Context{ev: c.ev, match: c.match, sc: sc}, err)
+	e.opts.onError(hctx.New(x.HookCtx()), err)
+}
+
+// reportDivergence logs a handling that diverged, at most once a message
+// every interval.
+func (e *Engine) reportDivergence(h *handling.Handling, err error) {
+	ev := h.Event()
+	e.limitedLog.Warn("engine: a handler run again diverged from its first run; its conversation ends",
+		zap.String("platform", ev.Platform), zap.String("event", ev.ID), zap.Error(err))
+}
+
+// isUserError reports whether err is a *UserError: a handler's answer to
+// its user, not a failure of the handler.
+func isUserError(err error) bool {
+	var ue *UserError
+	return errors.As(err, &ue)
 }
 
 // Run runs the engine on its journal until ctx ends, Shutdown is called,
@@ -732,6 +767,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	e.state.stop() // no more scheduled runs begin; the handler pool ends those begun
 	e.in.Close()
 	err = e.in.Drain(ctx)
+	e.waits.Close() // no handling runs to park a wait; their expiry timer stops
 	if err == nil {
 		err = e.out.Shutdown(ctx)
 	}
@@ -845,7 +881,7 @@ func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
 			break
 		}
 		req := dl.Request
-		if _, err := e.queueSend(chatKey(req.Platform, req.Target.ID), journal.Send{Request: req}, nil); err != nil {
+		if _, err := e.queueSend(handling.ChatKey(req.Platform, req.Target.ID), journal.Send{Request: req}, nil); err != nil {
 			errs = append(errs, fmt.Errorf("engine: replay to %s:%s: %w", req.Platform, req.Target.ID, err))
 			continue
 		}

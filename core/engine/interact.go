@@ -9,6 +9,16 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
+// adapter returns the engine's adapter named name, or nil.
+func (e *Engine) adapter(name string) platform.Adapter {
+	for _, a := range e.adapters {
+		if a.Name() == name {
+			return a
+		}
+	}
+	return nil
+}
+
 // interactHere makes in on this process's adapter name, and returns what a
 // download fetched. An adapter that cannot do it refuses with a permanent
 // error wrapping platform.ErrUnsupported.

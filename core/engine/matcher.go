@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	hctx "github.com/heraldbot/herald/core/context"
+	"github.com/heraldbot/herald/internal/command"
+	"github.com/heraldbot/herald/internal/handling"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -192,24 +195,25 @@ type matcher struct {
 
 // input is what the engine learns about an event once, for all matchers.
 type input struct {
-	cmd       parsedCommand
+	cmd       command.Command
 	isCommand bool
 	isMessage bool
 }
 
-// test reports whether m accepts the event and what it found.
-func (m *matcher) test(c *Context, in *input, botUsername string) (match, bool) {
-	var found match
-	text := c.Text()
+// test reports whether m accepts the event of r and what it found.
+func (m *matcher) test(r *handling.Run, in *input, botUsername string) (handling.Match, bool) {
+	var found handling.Match
+	ev := r.Event()
+	text := ev.Text
 	switch m.kind {
 	case kindCommand:
-		if !in.isCommand || !in.isMessage || !slices.ContainsFunc(m.words, func(w string) bool { return strings.EqualFold(w, in.cmd.name) }) {
+		if !in.isCommand || !in.isMessage || !slices.ContainsFunc(m.words, func(w string) bool { return strings.EqualFold(w, in.cmd.Name) }) {
 			return found, false
 		}
-		if in.cmd.bot != "" && botUsername != "" && !strings.EqualFold(in.cmd.bot, botUsername) {
+		if in.cmd.Bot != "" && botUsername != "" && !strings.EqualFold(in.cmd.Bot, botUsername) {
 			return found, false
 		}
-		found = match{command: in.cmd.name, rawArgs: in.cmd.raw}
+		found = handling.Match{Command: in.cmd.Name, RawArgs: in.cmd.Raw}
 	case kindMessage:
 		if !in.isMessage {
 			return found, false
@@ -222,7 +226,7 @@ func (m *matcher) test(c *Context, in *input, botUsername string) (match, bool) 
 		if i < 0 {
 			return found, false
 		}
-		found.rawArgs = strings.TrimSpace(text[len(m.words[i]):])
+		found.RawArgs = strings.TrimSpace(text[len(m.words[i]):])
 	case kindKeyword:
 		if !in.isMessage || !slices.ContainsFunc(m.words, func(w string) bool { return strings.Contains(text, w) }) {
 			return found, false
@@ -239,25 +243,27 @@ func (m *matcher) test(c *Context, in *input, botUsername string) (match, bool) 
 		if groups == nil {
 			return found, false
 		}
-		found.groups = groups
+		found.Groups = groups
 	case kindEvent:
-		if c.Event().Kind != m.eventKind {
+		if ev.Kind != m.eventKind {
 			return found, false
 		}
 	case kindRule:
 		// The On rule runs with the rules below.
 	}
-	c.match = found // c is the engine's scratch Context, never a handler's
-	if m.rule != nil && !m.rule(c) {
-		return found, false
+	if m.kind == kindCommand || m.kind == kindPrefix {
+		found.Args = command.Split(found.RawArgs)
 	}
-	for _, r := range m.rules {
-		if !r(c) {
+	if m.rule != nil || len(m.rules) > 0 {
+		c := hctx.New(r.Ctx(found)) // the rules see what the matcher found
+		if m.rule != nil && !m.rule(c) {
 			return found, false
 		}
-	}
-	if m.kind == kindCommand || m.kind == kindPrefix {
-		found.args = SplitArgs(found.rawArgs)
+		for _, rule := range m.rules {
+			if !rule(c) {
+				return found, false
+			}
+		}
 	}
 	return found, true
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/internal/handling"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -41,7 +42,7 @@ func (m *member) Make(out journal.Outgoing) error {
 	if err != nil {
 		return err
 	}
-	key := chatKey(out.Request.Platform, out.Request.Target.ID)
+	key := handling.ChatKey(out.Request.Platform, out.Request.Target.ID)
 	if out.Held {
 		err = e.out.x.Push(key, t.run)
 	} else {

@@ -42,6 +42,15 @@ type stateOptions struct {
 	poll     time.Duration
 }
 
+// WithSessionStore keeps sessions in store instead of a
+// [state.MemoryStore] of the engine's own (whose sessions end with the
+// process); package cluster's StateStore keeps them across restarts,
+// shared by the processes of one bot. Repeated use keeps the last; nil
+// means the default.
+func WithSessionStore(store state.Store) Option {
+	return optionFunc(func(o *options) { o.state.sessions = store })
+}
+
 // WithScheduleStore keeps the schedule — when each job runs next, and the
 // delayed sends waiting — in store instead of a [state.MemoryStore] of the
 // engine's own, whose schedule ends with the process. Package cluster's

@@ -4,13 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"strconv"
 	"time"
 
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/infra/future"
 	"github.com/heraldbot/herald/platform"
+)
+
+// Errors with which a send's Future can end, besides the sender's own and
+// those of the handler's Context (ErrNoChat).
+var (
+	// ErrNoSender resolves the Future of a send to a platform the engine
+	// has no adapter for (an event given to HandleEvent by hand, say).
+	ErrNoSender = errors.New("engine: no adapter for the platform")
+	// ErrSendPanicked is wrapped by the error of a send whose Sender
+	// panicked; the panic then continues into the dispatcher, which
+	// recovers and reports it.
+	ErrSendPanicked = errors.New("engine: send panicked")
+	// ErrSendAborted resolves the Future of a send whose Sender called
+	// runtime.Goexit.
+	ErrSendAborted = errors.New("engine: send aborted")
 )
 
 // sendTask is one send on the OutboundDispatcher: its request, the sender
@@ -36,85 +49,6 @@ type sendTask struct {
 	settled   func() bool
 	notBefore time.Time
 	fence     func() error
-}
-
-// send queues msg, a send of c's handler, for chat (under key), as an
-// effect of c's handling, and returns its Future and its place in the log
-// (-1 for none): a replay gets the Future of the send recorded there. A
-// question (Prompt's) whose send fails resumes the handling's wait for
-// its answer.
-func (e *Engine) send(c *Context, key string, chat platform.Chat, msg platform.OutboundMessage, question bool) (*future.Future[platform.SendResult], int) {
-	st := c.ev
-	if err := msg.Validate(); err != nil {
-		// Refused at once, never a dead letter; no effect, so every run
-		// refuses it the same way.
-		return future.Resolved(platform.SendResult{}, platform.Permanent(err)), -1
-	}
-	req := platform.SendRequest{Platform: st.event.Platform, Target: chat, Message: msg}
-	s := requestSum(&req)
-	fx, pos, err := c.take(fxSend, s, msg.Text)
-	switch {
-	case err != nil:
-		return future.Resolved(platform.SendResult{}, err), pos
-	case fx != nil:
-		return fx.send(), pos
-	}
-	st.sends.Add(1)
-	id := c.effectID(pos)
-	h := st.h
-	if sc := c.scope(); sc.errs > 0 && id != "" {
-		// The error hook's sends are not in the log: one a replay repeats
-		// is known by its id.
-		if f := h.hookSend(id); f != nil {
-			return f, pos
-		}
-	}
-	js := journal.Send{ID: id, Request: req, Repeat: st.recovered, Settled: h.settled}
-	var onFail func(error)
-	if question {
-		onFail = func(err error) { e.questionFailed(h, pos, err) }
-	}
-	f, _ := e.queueSend(key, js, onFail)
-	if sc := c.scope(); sc.errs > 0 && id != "" {
-		h.keepHookSend(id, f)
-	}
-	st.record(pos, effect{kind: fxSend, sum: s, what: msg.Text, v: f})
-	return f, pos
-}
-
-// requestSum hashes what a send sends, for a replay to tell the same send
-// from another: its chat and message (attachments by name, reference and
-// size, not their bytes).
-func requestSum(r *platform.SendRequest) uint64 {
-	h := fnv.New64a()
-	w := func(s string) {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	m := &r.Message
-	w(r.Platform)
-	w(r.Target.ID)
-	w(m.Text)
-	w(string(m.ParseMode))
-	w(m.ReplyToID)
-	w(m.EditID)
-	w(m.DeleteID)
-	for _, a := range m.Attachments {
-		w(string(a.Kind))
-		w(a.FileName)
-		w(a.Caption)
-		w(a.FileID)
-		w(a.URL)
-		w(strconv.Itoa(len(a.Data)))
-	}
-	for _, row := range m.Buttons {
-		for _, b := range row {
-			w(b.Text)
-			w(b.Data)
-			w(b.URL)
-		}
-	}
-	return h.Sum64()
 }
 
 // queueSend appends s to the journal, which hands it to the gateway of its

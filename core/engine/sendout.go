@@ -5,6 +5,7 @@ import (
 
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/internal/handling"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -96,5 +97,5 @@ func (e *Engine) sendOut(platformName string, chat platform.Chat, msg platform.O
 	if id != "" {
 		s.ID = "out/" + id // a handler's is platform:event/n, and no adapter name holds a "/"
 	}
-	return e.queueSend(chatKey(platformName, chat.ID), s, nil)
+	return e.queueSend(handling.ChatKey(platformName, chat.ID), s, nil)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	hctx "github.com/heraldbot/herald/core/context"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -197,14 +198,14 @@ func TestSessionUpdateRetriesConflicts(t *testing.T) {
 			t.Fatalf("Update = %d, %v after %d calls; want 12 after 3", n, err, calls)
 		}
 
-		store.conflictNext.Store(engine.SessionUpdateAttempts)
+		store.conflictNext.Store(hctx.SessionUpdateAttempts)
 		calls = 0
 		_, err = s.Update(ctx, func(v *int) error { calls++; *v += 10; return nil })
-		if !errors.Is(err, state.ErrConflict) || calls != engine.SessionUpdateAttempts {
-			t.Fatalf("Update always in conflict: %v after %d calls; want ErrStateConflict after %d", err, calls, engine.SessionUpdateAttempts)
+		if !errors.Is(err, state.ErrConflict) || calls != hctx.SessionUpdateAttempts {
+			t.Fatalf("Update always in conflict: %v after %d calls; want ErrStateConflict after %d", err, calls, hctx.SessionUpdateAttempts)
 		}
-		if got, _ := s.Get(ctx); got != 12+engine.SessionUpdateAttempts {
-			t.Fatalf("value %d; want the other writers' %d", got, 12+engine.SessionUpdateAttempts)
+		if got, _ := s.Get(ctx); got != 12+hctx.SessionUpdateAttempts {
+			t.Fatalf("value %d; want the other writers' %d", got, 12+hctx.SessionUpdateAttempts)
 		}
 
 		// f's error writes nothing.
@@ -212,7 +213,7 @@ func TestSessionUpdateRetriesConflicts(t *testing.T) {
 		if _, err := s.Update(ctx, func(v *int) error { *v = -1; return boom }); !errors.Is(err, boom) {
 			t.Fatalf("Update with f failing: %v", err)
 		}
-		if got, _ := s.Get(ctx); got != 12+engine.SessionUpdateAttempts {
+		if got, _ := s.Get(ctx); got != 12+hctx.SessionUpdateAttempts {
 			t.Fatalf("f's error wrote %d", got)
 		}
 

@@ -92,7 +92,7 @@ func (s *shard) sleepLocked(c *chat, t task, delay time.Duration) {
 	s.sleepers.push(sleeper{at: at, c: c, seq: c.sleepSeq})
 	switch {
 	case s.timer == nil:
-		s.timer = time.AfterFunc(delay, s.wakeDue)
+		s.timer = time.AfterFunc(delay, s.wakeDue) // a timeout: the earliest sleeping task's wake-up
 		s.timerAt = at
 	case s.timerAt.IsZero() || at.Before(s.timerAt):
 		s.timer.Reset(delay)

@@ -390,7 +390,7 @@ func (s *Scheduler) followLocked(key string, t time.Time) {
 // store every poll interval, and hands what is due to the handler pool.
 func (s *Scheduler) loop(ctx context.Context) {
 	defer close(s.done)
-	timer := time.NewTimer(0)
+	timer := time.NewTimer(0) // a timeout: the next job due, or the next list of the shared store (its poll)
 	defer timer.Stop()
 	var nextPoll time.Time // zero: list the store at once
 	for {

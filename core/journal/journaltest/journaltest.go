@@ -186,7 +186,7 @@ func (m *Member) Interact(_ context.Context, adapter string, in journal.Interact
 // waitFor waits until cond, called with m's lock held, holds.
 func (m *Member) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	timer := time.NewTimer(patience)
+	timer := time.NewTimer(patience) // a timeout: the suite's patience
 	defer timer.Stop()
 	for {
 		m.mu.Lock()

@@ -1,4 +1,4 @@
-package engine
+package command
 
 import (
 	"slices"
@@ -10,32 +10,32 @@ import (
 func TestParseCommand(t *testing.T) {
 	tests := []struct {
 		text string
-		want parsedCommand
+		want Command
 		ok   bool
 	}{
-		{"/start", parsedCommand{name: "start"}, true},
-		{"/echo  hello  world ", parsedCommand{name: "echo", raw: "hello  world"}, true},
-		{"/help@HeraldBot", parsedCommand{name: "help", bot: "HeraldBot"}, true},
-		{"/count@Bot 5", parsedCommand{name: "count", bot: "Bot", raw: "5"}, true},
-		{"/echo\nline two", parsedCommand{name: "echo", raw: "line two"}, true},
-		{"/", parsedCommand{}, false},
-		{"/ start", parsedCommand{}, false},
-		{"/@bot", parsedCommand{}, false},
-		{"start", parsedCommand{}, false},
-		{"", parsedCommand{}, false},
+		{"/start", Command{Name: "start"}, true},
+		{"/echo  hello  world ", Command{Name: "echo", Raw: "hello  world"}, true},
+		{"/help@HeraldBot", Command{Name: "help", Bot: "HeraldBot"}, true},
+		{"/count@Bot 5", Command{Name: "count", Bot: "Bot", Raw: "5"}, true},
+		{"/echo\nline two", Command{Name: "echo", Raw: "line two"}, true},
+		{"/", Command{}, false},
+		{"/ start", Command{}, false},
+		{"/@bot", Command{}, false},
+		{"start", Command{}, false},
+		{"", Command{}, false},
 	}
 	for _, tt := range tests {
-		got, ok := parseCommand(tt.text, []string{"/"})
+		got, ok := Parse(tt.text, []string{"/"})
 		if ok != tt.ok || got != tt.want {
-			t.Errorf("parseCommand(%q) = %+v, %v; want %+v, %v", tt.text, got, ok, tt.want, tt.ok)
+			t.Errorf("Parse(%q) = %+v, %v; want %+v, %v", tt.text, got, ok, tt.want, tt.ok)
 		}
 	}
-	if got, ok := parseCommand("!ping", []string{"/", "!"}); !ok || got.name != "ping" {
+	if got, ok := Parse("!ping", []string{"/", "!"}); !ok || got.Name != "ping" {
 		t.Errorf("second prefix: %+v, %v", got, ok)
 	}
 }
 
-func TestSplitArgs(t *testing.T) {
+func TestSplit(t *testing.T) {
 	tests := []struct {
 		in   string
 		want []string
@@ -56,8 +56,8 @@ func TestSplitArgs(t *testing.T) {
 		{"tab\tand\nnewline", []string{"tab", "and", "newline"}},
 	}
 	for _, tt := range tests {
-		if got := SplitArgs(tt.in); !slices.Equal(got, tt.want) {
-			t.Errorf("SplitArgs(%q) = %q; want %q", tt.in, got, tt.want)
+		if got := Split(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("Split(%q) = %q; want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -69,35 +69,35 @@ func FuzzParseCommand(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		cmd, ok := parseCommand(text, []string{"/", "!"})
+		cmd, ok := Parse(text, []string{"/", "!"})
 		if !ok {
 			return
 		}
-		if cmd.name == "" || strings.ContainsAny(cmd.name, "@ \t\n") {
-			t.Fatalf("bad name %q from %q", cmd.name, text)
+		if cmd.Name == "" || strings.ContainsAny(cmd.Name, "@ \t\n") {
+			t.Fatalf("bad name %q from %q", cmd.Name, text)
 		}
-		if !strings.Contains(text, cmd.name) || !strings.Contains(text, cmd.raw) {
+		if !strings.Contains(text, cmd.Name) || !strings.Contains(text, cmd.Raw) {
 			t.Fatalf("parts %+v not in %q", cmd, text)
 		}
-		if cmd.raw != strings.TrimSpace(cmd.raw) {
-			t.Fatalf("raw args %q not trimmed", cmd.raw)
+		if cmd.Raw != strings.TrimSpace(cmd.Raw) {
+			t.Fatalf("raw args %q not trimmed", cmd.Raw)
 		}
 	})
 }
 
-// FuzzSplitArgs: splitting never panics, never returns a word with an
+// FuzzSplit: splitting never panics, never returns a word with an
 // unquoted separator's whitespace at its ends when the input had no quotes
 // or escapes, and round-trips simple words.
-func FuzzSplitArgs(f *testing.F) {
+func FuzzSplit(f *testing.F) {
 	for _, s := range []string{"a b", `'x y' "z \" w"`, `\`, `"`, `'`, "a\\\x80b", "\xff 'q"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		args := SplitArgs(s)
+		args := Split(s)
 		if !strings.ContainsAny(s, `'"\`) {
 			if want := strings.Fields(s); !slices.Equal(args, want) && !(len(args) == 0 && len(want) == 0) {
 				if utf8.ValidString(s) {
-					t.Fatalf("SplitArgs(%q) = %q; want strings.Fields %q", s, args, want)
+					t.Fatalf("Split(%q) = %q; want strings.Fields %q", s, args, want)
 				}
 			}
 		}
@@ -106,7 +106,7 @@ func FuzzSplitArgs(f *testing.F) {
 		}
 		for _, a := range args {
 			if !utf8.ValidString(a) {
-				t.Fatalf("SplitArgs(%q) made invalid UTF-8 %q", s, a)
+				t.Fatalf("Split(%q) made invalid UTF-8 %q", s, a)
 			}
 		}
 	})

@@ -1,7 +1,7 @@
-package engine
+package context
 
 import (
-	"context"
+	stdctx "context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,22 +13,18 @@ import (
 
 	"github.com/heraldbot/herald/core/state"
 	"github.com/heraldbot/herald/infra/backoff"
+	"github.com/heraldbot/herald/internal/handling"
 )
 
-// Errors of sessions.
-var (
-	// ErrNoUser is returned by a per-user session's methods for an event
-	// without a user.
-	ErrNoUser = errors.New("engine: no user")
-)
+// ErrNoUser is returned by a per-user session's methods for an event
+// without a user.
+var ErrNoUser = handling.ErrNoUser
 
-// WithSessionStore keeps sessions in store instead of a [state.MemoryStore] of
-// the engine's own (whose sessions end with the process); package
-// cluster's StateStore keeps them across restarts, shared by the
-// processes of one bot. Repeated use keeps the last; nil means the
-// default.
-func WithSessionStore(store state.Store) Option {
-	return optionFunc(func(o *options) { o.state.sessions = store })
+// Stores is what keeps a bot's sessions: an *engine.Engine, whose
+// SessionStore is the store WithSessionStore gave it (a memory store of
+// its own by default).
+type Stores interface {
+	SessionStore() state.Store
 }
 
 // SessionUpdateAttempts is how many times [SessionKey.Update] reads,
@@ -101,40 +97,34 @@ func (k *SessionKey[T]) Get(c *Context) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	v, err := effectState(c, "get", s.key, func() (T, error) { return s.Get(c.Context()) })
-	if err != nil {
-		return zero, err
-	}
-	return v, nil
+	return effectState(c, "get", s.key, func(string) (T, error) { return s.Get(c.Context()) })
 }
 
 // effectState makes a session access of c's handling an effect: a replay
-// gets the value the access gave before; do makes it live.
-func effectState[T any](c *Context, op, key string, do func() (T, error)) (T, error) {
-	var zero T
-	s := sum(op, key)
-	fx, pos, err := c.take(fxState, s, op+" "+key)
+// gets the value the access gave before; do makes it live, given the
+// effect's id.
+func effectState[T any](c *Context, op, key string, do func(id string) (T, error)) (T, error) {
+	var zero, live T
+	made := false
+	data, err := c.x.State(op, key, func(id string) ([]byte, error) {
+		v, err := do(id)
+		if err != nil {
+			return nil, err
+		}
+		live, made = v, true
+		return json.Marshal(v) // it came from JSON, or goes there
+	})
 	switch {
+	case made:
+		return live, nil
 	case err != nil:
 		return zero, err
-	case fx != nil:
-		sv, _ := fx.v.(stateValue)
-		if sv.err != nil {
-			return zero, sv.err
-		}
-		var v T
-		if err := json.Unmarshal(sv.val, &v); err != nil {
-			return zero, fmt.Errorf("engine: session %s as recorded: %w", key, err)
-		}
-		return v, nil
 	}
-	v, err := do()
-	sv := stateValue{err: err}
-	if err == nil {
-		sv.val, _ = json.Marshal(v) // it came from JSON, or goes there
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		return zero, fmt.Errorf("engine: session %s as recorded: %w", key, err)
 	}
-	c.ev.record(pos, effect{kind: fxState, sum: s, what: op + " " + key, v: sv})
-	return v, err
+	return v, nil
 }
 
 // Update changes the event's chat's (or user's) value with f, which gets
@@ -149,8 +139,8 @@ func (k *SessionKey[T]) Update(c *Context, f func(*T) error) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	return effectState(c, "update", s.key, func() (T, error) {
-		return s.update(c.Context(), f, c.effectID(c.scope().pos-1))
+	return effectState(c, "update", s.key, func(id string) (T, error) {
+		return s.update(c.Context(), f, id)
 	})
 }
 
@@ -161,12 +151,12 @@ func (k *SessionKey[T]) Delete(c *Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = effectState(c, "delete", s.key, func() (struct{}, error) { return struct{}{}, s.Delete(c.Context()) })
+	_, err = effectState(c, "delete", s.key, func(string) (struct{}, error) { return struct{}{}, s.Delete(c.Context()) })
 	return err
 }
 
 func (k *SessionKey[T]) of(c *Context) (Session[T], error) {
-	ev := c.ev.event
+	ev := c.x.Event()
 	id, missing := ev.Chat.ID, ErrNoChat
 	if k.user {
 		id, missing = ev.From.ID, ErrNoUser
@@ -174,15 +164,20 @@ func (k *SessionKey[T]) of(c *Context) (Session[T], error) {
 	if id == "" {
 		return Session[T]{}, missing
 	}
-	return k.Of(c.ev.e, ev.Platform, id), nil
+	return k.session(c.x.Sessions(), ev.Platform, id), nil
 }
 
 // Of returns the state k names for one chat (a chat session) or user (a
 // user session) of the adapter platformName in e's session store: for
 // code outside handlers, such as scheduled jobs.
-func (k *SessionKey[T]) Of(e *Engine, platformName, id string) Session[T] {
+func (k *SessionKey[T]) Of(e Stores, platformName, id string) Session[T] {
+	return k.session(e.SessionStore(), platformName, id)
+}
+
+// session returns the state k names for id in store.
+func (k *SessionKey[T]) session(store state.Store, platformName, id string) Session[T] {
 	return Session[T]{
-		store: e.state.sessions,
+		store: store,
 		key:   k.scope() + state.KeyPart(platformName) + "/" + state.KeyPart(id) + "/" + state.KeyPart(k.name),
 		ttl:   k.ttl,
 	}
@@ -193,10 +188,10 @@ func (k *SessionKey[T]) Of(e *Engine, platformName, id string) Session[T] {
 // session store, in no particular order: the subscribers of a broadcast,
 // say. It lists the whole store's keys: its cost grows with every
 // session's.
-func (k *SessionKey[T]) IDs(ctx context.Context, e *Engine, platformName string) ([]string, error) {
+func (k *SessionKey[T]) IDs(ctx stdctx.Context, e Stores, platformName string) ([]string, error) {
 	prefix := k.scope() + state.KeyPart(platformName) + "/"
 	suffix := "/" + state.KeyPart(k.name)
-	keys, err := e.state.sessions.Keys(ctx, prefix)
+	keys, err := e.SessionStore().Keys(ctx, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("engine: session %s: %w", k.name, err)
 	}
@@ -234,14 +229,14 @@ type Session[T any] struct {
 var errNoSession = errors.New("engine: a zero Session")
 
 // Get returns the value, and T's zero value if there is none.
-func (s Session[T]) Get(ctx context.Context) (T, error) {
+func (s Session[T]) Get(ctx stdctx.Context) (T, error) {
 	v, _, _, err := s.get(ctx)
 	return v, err
 }
 
 // get returns the value, its revision (0 if there is none) and the
 // handlers' updates it holds (see sessionValue).
-func (s Session[T]) get(ctx context.Context) (T, uint64, []sessionUpdate, error) {
+func (s Session[T]) get(ctx stdctx.Context) (T, uint64, []sessionUpdate, error) {
 	var v T
 	if s.store == nil {
 		return v, 0, nil, errNoSession
@@ -294,13 +289,13 @@ const (
 )
 
 // Update changes the value with f (see SessionKey.Update).
-func (s Session[T]) Update(ctx context.Context, f func(*T) error) (T, error) {
+func (s Session[T]) Update(ctx stdctx.Context, f func(*T) error) (T, error) {
 	return s.update(ctx, f, "")
 }
 
 // update is Update; id, if not empty, names the update, which is not made
 // again if the value holds it.
-func (s Session[T]) update(ctx context.Context, f func(*T) error, id string) (T, error) {
+func (s Session[T]) update(ctx stdctx.Context, f func(*T) error, id string) (T, error) {
 	var zero T
 	for attempt := 1; ; attempt++ {
 		v, rev, ids, err := s.get(ctx)
@@ -364,7 +359,7 @@ func (s Session[T]) update(ctx context.Context, f func(*T) error, id string) (T,
 // conflict, longer each time (up to 32 ms, jittered), so that writers that
 // collided do not collide again at once. It returns ctx's error if ctx ends
 // first.
-func pauseBeforeRetry(ctx context.Context, attempt int) error {
+func pauseBeforeRetry(ctx stdctx.Context, attempt int) error {
 	d := time.Millisecond << min(attempt-1, 5)
 	if !backoff.Sleep(ctx, backoff.EqualJitter(d, rand.Float64())) {
 		return ctx.Err()
@@ -373,7 +368,7 @@ func pauseBeforeRetry(ctx context.Context, attempt int) error {
 }
 
 // Delete removes the value.
-func (s Session[T]) Delete(ctx context.Context) error {
+func (s Session[T]) Delete(ctx stdctx.Context) error {
 	if s.store == nil {
 		return errNoSession
 	}
@@ -385,7 +380,7 @@ func (s Session[T]) Delete(ctx context.Context) error {
 
 // fail returns err, from the store or the JSON codec, wrapped with the
 // session's key; or ctx's error, unwrapped, when ctx ended.
-func (s Session[T]) fail(ctx context.Context, err error) error {
+func (s Session[T]) fail(ctx stdctx.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
 		return cerr
 	}

@@ -1,4 +1,4 @@
-package engine
+package handling
 
 import (
 	"context"
@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// handlerContext is the context of one run of a handling (Context.Context):
+// RunContext is the context of one run of a handling (Context.Context):
 // a child of the executor's base context, which a forced shutdown ends,
 // that also ends, with context.DeadlineExceeded, once the handlers have
-// run for the handler timeout, and when the run ends (end): its handlers
+// run for the handler timeout, and when the run ends (End): its handlers
 // returned, or one waits. It reports no deadline: a handler's deadline is
 // the engine's business, and a wait in Next has a bound of its own.
 //
@@ -18,7 +18,7 @@ import (
 // and Err is computed from the parent and the clock until then. It
 // implements the AfterFunc method the context package looks for, so its
 // children cost no goroutine.
-type handlerContext struct {
+type RunContext struct {
 	parent context.Context
 
 	mu         sync.Mutex
@@ -31,23 +31,28 @@ type handlerContext struct {
 	funcs      map[*func()]struct{}
 }
 
-func newHandlerContext(parent context.Context, timeout time.Duration) *handlerContext {
-	return &handlerContext{parent: parent, deadline: time.Now().Add(timeout)}
+// NewRunContext returns the context of a run whose handlers may run for
+// timeout, a child of parent.
+func NewRunContext(parent context.Context, timeout time.Duration) *RunContext {
+	return &RunContext{parent: parent, deadline: time.Now().Add(timeout)}
 }
 
-// Deadline reports none: see handlerContext.
-func (c *handlerContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+// Deadline reports none: see RunContext.
+func (c *RunContext) Deadline() (time.Time, bool) { return time.Time{}, false }
 
-func (c *handlerContext) Value(key any) any { return c.parent.Value(key) }
+// Value returns the parent's value for key.
+func (c *RunContext) Value(key any) any { return c.parent.Value(key) }
 
-func (c *handlerContext) Done() <-chan struct{} {
+// Done returns a channel closed when c ends; the first call arms c.
+func (c *RunContext) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.armLocked()
 	return c.done
 }
 
-func (c *handlerContext) Err() error {
+// Err returns why c ended, or nil.
+func (c *RunContext) Err() error {
 	c.mu.Lock()
 	if c.err != nil || c.armed {
 		defer c.mu.Unlock()
@@ -64,13 +69,13 @@ func (c *handlerContext) Err() error {
 	if err == nil {
 		return nil
 	}
-	c.end(err)
+	c.End(err)
 	return c.Err()
 }
 
 // armLocked makes Done's channel, the timer and the registration with the
 // parent.
-func (c *handlerContext) armLocked() {
+func (c *RunContext) armLocked() {
 	if c.armed {
 		return
 	}
@@ -80,13 +85,13 @@ func (c *handlerContext) armLocked() {
 		close(c.done)
 		return
 	}
-	c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.end(context.DeadlineExceeded) }) // the handler timeout
-	c.stopParent = context.AfterFunc(c.parent, func() { c.end(context.Cause(c.parent)) })
+	c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.End(context.DeadlineExceeded) }) // the handler timeout
+	c.stopParent = context.AfterFunc(c.parent, func() { c.End(context.Cause(c.parent)) })
 }
 
 // AfterFunc arranges for f to run in its own goroutine once c is done, as
 // context.AfterFunc; the context package uses it for c's children.
-func (c *handlerContext) AfterFunc(f func()) (stop func() bool) {
+func (c *RunContext) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.armLocked()
@@ -108,8 +113,8 @@ func (c *handlerContext) AfterFunc(f func()) (stop func() bool) {
 	}
 }
 
-// end ends c with err (context.Canceled for nil), unless it ended.
-func (c *handlerContext) end(err error) {
+// End ends c with err (context.Canceled for nil), unless it ended.
+func (c *RunContext) End(err error) {
 	if err == nil {
 		err = context.Canceled
 	}

@@ -1,4 +1,7 @@
-package engine
+// Package command reads commands from messages' text: "/name@bot args",
+// and arguments split as a shell splits words. Both take any text a user
+// sends: they never fail and never panic (fuzzed).
+package command
 
 import (
 	"strings"
@@ -6,19 +9,19 @@ import (
 	"unicode/utf8"
 )
 
-// parsedCommand is a command found at the start of a message's text:
+// Command is a command found at the start of a message's text:
 // "/name@bot raw args".
-type parsedCommand struct {
-	name string // without prefix and @bot
-	bot  string // after '@', or ""
-	raw  string // text after the command, trimmed
+type Command struct {
+	Name string // without prefix and @bot
+	Bot  string // after '@', or ""
+	Raw  string // text after the command, trimmed
 }
 
-// parseCommand reads a command from text: one of prefixes, then a name that
+// Parse reads a command from text: one of prefixes, then a name that
 // runs to the first space or '@', then optionally '@' and a bot username,
 // then the arguments. It reports false when text does not start with a
 // command.
-func parseCommand(text string, prefixes []string) (parsedCommand, bool) {
+func Parse(text string, prefixes []string) (Command, bool) {
 	var rest string
 	found := false
 	for _, p := range prefixes {
@@ -28,7 +31,7 @@ func parseCommand(text string, prefixes []string) (parsedCommand, bool) {
 		}
 	}
 	if !found {
-		return parsedCommand{}, false
+		return Command{}, false
 	}
 	end := strings.IndexFunc(rest, unicode.IsSpace)
 	head, raw := rest, ""
@@ -37,21 +40,21 @@ func parseCommand(text string, prefixes []string) (parsedCommand, bool) {
 	}
 	name, bot, _ := strings.Cut(head, "@")
 	if name == "" {
-		return parsedCommand{}, false
+		return Command{}, false
 	}
-	return parsedCommand{name: name, bot: bot, raw: raw}, true
+	return Command{Name: name, Bot: bot, Raw: raw}, true
 }
 
-// SplitArgs splits s into words the way a POSIX shell does, without
+// Split splits s into words the way a POSIX shell does, without
 // expansions: unquoted spaces separate words; single quotes keep everything
 // up to the next single quote; double quotes keep everything up to the next
 // unescaped double quote, where a backslash escapes '"' and '\'; outside
 // quotes a backslash escapes the next character. Quotes group and are
 // removed: `say 'hello world' "a \"b\""` gives [say, hello world, a "b"].
 //
-// SplitArgs never fails: an unterminated quote runs to the end of s, and a
+// Split never fails: an unterminated quote runs to the end of s, and a
 // trailing backslash is kept. Invalid UTF-8 is passed through unchanged.
-func SplitArgs(s string) []string {
+func Split(s string) []string {
 	var args []string
 	var cur strings.Builder
 	inWord := false

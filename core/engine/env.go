@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"context"
+	"runtime/debug"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/core/state"
+	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/internal/handling"
+	"github.com/heraldbot/herald/platform"
+)
+
+// env is the engine as the handlings it runs see it (handling.Env); a
+// type of its own keeps these methods out of Engine's.
+type env Engine
+
+var _ handling.Env = (*env)(nil)
+
+func (v *env) engine() *Engine { return (*Engine)(v) }
+
+func (v *env) Logger() *zap.Logger   { return v.log }
+func (v *env) Base() context.Context { return v.in.Base() }
+
+func (v *env) Adapter(name string) platform.Adapter { return v.engine().adapter(name) }
+
+func (v *env) QueueSend(key string, s journal.Send, onFail func(error)) *future.Future[platform.SendResult] {
+	f, _ := v.engine().queueSend(key, s, onFail)
+	return f
+}
+
+func (v *env) Interact(ctx context.Context, name string, in journal.Interaction) ([]byte, error) {
+	return v.engine().interact(ctx, name, in)
+}
+
+func (v *env) Download(ctx context.Context, name string, att platform.Attachment, maxBytes int64) ([]byte, error) {
+	return v.engine().download(ctx, name, att, maxBytes)
+}
+
+func (v *env) Effect(ctx context.Context, id string) ([]byte, bool, error) {
+	data, ok, err := v.journal.Effect(ctx, id)
+	if err != nil {
+		return nil, false, v.js.failed("effect", err)
+	}
+	return data, ok, nil
+}
+
+func (v *env) RecordEffect(ctx context.Context, id string, data []byte) error {
+	if err := v.journal.RecordEffect(ctx, id, data); err != nil {
+		return v.js.failed("effect", err)
+	}
+	v.js.ok()
+	return nil
+}
+
+func (v *env) Sessions() state.Store                         { return v.state.sessions }
+func (v *env) ConversationWait() time.Duration               { return v.opts.conversationWait }
+func (v *env) Waits() *handling.Waits                        { return v.waits }
+func (v *env) IsCancel(ev *platform.Event, user string) bool { return v.engine().isCancel(ev, user) }
+
+// Accepts runs accept, recovering a panic: it is logged and counted like a
+// handler's, and does not accept.
+func (v *env) Accepts(accept func(platform.Event) bool, ev platform.Event) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false
+			v.handlerPanics.Add(1)
+			v.log.Error("Next's accept function panicked", zap.Any("panic", r),
+				zap.ByteString("stack", debug.Stack()), zap.String("platform", ev.Platform), zap.String("chat", ev.Chat.ID))
+		}
+	}()
+	return accept(ev)
+}

@@ -1,0 +1,158 @@
+package handling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/internal/ratelog"
+	"github.com/heraldbot/herald/platform"
+)
+
+// answerTimeout bounds one answer to a button press or an inline query.
+const answerTimeout = 5 * time.Second
+
+// answerKey names ev among the presses and queries of one handling: by
+// its QueryID, else its ID; an event with neither is the handling's own.
+func answerKey(ev platform.Event) string {
+	switch {
+	case ev.QueryID != "":
+		return "q:" + ev.QueryID
+	case ev.ID != "":
+		return "i:" + ev.ID
+	}
+	return "own"
+}
+
+// claimLocked marks the event of key id answered and reports whether it
+// was not before. h.mu must be held.
+func (h *Handling) claimLocked(id string) bool {
+	x := h.extraLocked()
+	if x.answered[id] {
+		return false
+	}
+	if x.answered == nil {
+		x.answered = make(map[string]bool)
+	}
+	x.answered[id] = true
+	return true
+}
+
+// claim is claimLocked with the lock taken.
+func (h *Handling) claim(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.claimLocked(id)
+}
+
+// release undoes a claim after an answer that failed, but may succeed when
+// tried again.
+func (h *Handling) release(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.x != nil {
+		delete(h.x.answered, id)
+	}
+}
+
+// answer is the one way a press or an inline query (in) is answered: once
+// per handling, as an effect of c's (a replay gets the first answer's
+// outcome back); an answer that failed for a reason that may pass may be
+// tried again. what says which one, for the error.
+func (c *Ctx) answer(ev platform.Event, in journal.Interaction, what string) error {
+	r := c.run
+	h := r.h
+	key := answerKey(ev)
+	s := sum(string(in.Op), key)
+	fx, pos, err := c.take(fxAnswer, s, what)
+	switch {
+	case err != nil:
+		return err
+	case fx != nil:
+		return fx.error()
+	}
+	if !h.claim(key) {
+		err := platform.Permanent(fmt.Errorf("engine: %s %s: %w", what, ev.ID, platform.ErrAlreadyAnswered))
+		r.record(pos, effect{kind: fxAnswer, sum: s, what: what, v: err})
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, answerTimeout)
+	defer cancel()
+	_, err = r.env.Interact(ctx, ev.Platform, in)
+	if err != nil && !platform.IsPermanent(err) {
+		h.release(key)
+	}
+	r.record(pos, effect{kind: fxAnswer, sum: s, what: what, v: err})
+	return err
+}
+
+// AnswerCallback answers the button press ev with a: see core/context's
+// Context.AnswerCallback.
+func (c *Ctx) AnswerCallback(ev platform.Event, a platform.CallbackAnswer) error {
+	if ev.Kind != platform.EventCallback {
+		return platform.Permanent(fmt.Errorf("engine: answering event %s: %w: it is a %s, not a button press", ev.ID, platform.ErrInvalidMessage, ev.Kind))
+	}
+	if _, ok := c.run.env.Adapter(ev.Platform).(platform.CallbackAnswerer); !ok {
+		return platform.Permanent(fmt.Errorf("engine: answering a button press on %s: %w", ev.Platform, platform.ErrUnsupported))
+	}
+	return c.answer(ev, journal.Interaction{Op: journal.OpAnswerCallback, Event: ev, Answer: a}, "button press")
+}
+
+// AnswerInline answers the inline query the handler runs for with a: see
+// core/context's Context.AnswerInline.
+func (c *Ctx) AnswerInline(a platform.InlineAnswer) error {
+	ev := c.run.event
+	if ev.Kind != platform.EventInlineQuery {
+		return platform.Permanent(fmt.Errorf("engine: answering event %s: %w: it is a %s, not an inline query", ev.ID, platform.ErrInvalidMessage, ev.Kind))
+	}
+	if _, ok := c.run.env.Adapter(ev.Platform).(platform.InlineAnswerer); !ok {
+		return platform.Permanent(fmt.Errorf("engine: answering an inline query on %s: %w", ev.Platform, platform.ErrUnsupported))
+	}
+	return c.answer(ev, journal.Interaction{Op: journal.OpAnswerInline, Event: ev, Inline: a}, "inline query")
+}
+
+// AnswerPresses answers empty every press of h — its own event, and
+// those its waits took — that no handler answered, so the button stops
+// being busy: when the handling ends, and while it waits. Each answer is
+// bounded by answerTimeout and by a forced shutdown (env.Base); a press
+// the adapter answered itself is logged at debug level, other failures as
+// warnings to warn.
+func (h *Handling) AnswerPresses(env Env, warn *ratelog.Logger) {
+	h.mu.Lock()
+	var presses []platform.Event
+	if h.x != nil {
+		presses = h.x.presses
+	}
+	if h.start.Kind == platform.EventCallback {
+		presses = append([]platform.Event{h.start}, presses...)
+	}
+	var unanswered []platform.Event
+	for _, p := range presses {
+		if h.claimLocked(answerKey(p)) {
+			unanswered = append(unanswered, p)
+		}
+	}
+	h.mu.Unlock()
+	for _, p := range unanswered {
+		if _, ok := env.Adapter(p.Platform).(platform.CallbackAnswerer); !ok {
+			continue
+		}
+		// The run's context may have ended (a time limit, a wait): the
+		// answer still goes, bounded by its own and by a forced shutdown.
+		ctx, cancel := context.WithTimeout(env.Base(), answerTimeout)
+		_, err := env.Interact(ctx, p.Platform, journal.Interaction{Op: journal.OpAnswerCallback, Event: p})
+		cancel()
+		fields := []zap.Field{zap.String("platform", p.Platform), zap.String("event", p.ID), zap.Error(err)}
+		switch {
+		case err == nil:
+		case errors.Is(err, platform.ErrAlreadyAnswered):
+			env.Logger().Debug("engine: the adapter answered the button press already", fields...)
+		default:
+			warn.Warn("engine: answering an unanswered button press failed", fields...)
+		}
+	}
+}

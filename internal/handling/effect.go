@@ -1,0 +1,98 @@
+package handling
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Once runs fn once for c's handling, as one of its effects, and returns
+// what it returned: the JSON of a value, or an error, which is recorded
+// by its message. A run again of the handler gets the recorded result
+// back instead of calling fn — a replay, and, with a journal that keeps
+// records, a run after a crash or on another process. See core/context's
+// Once.
+func (c *Ctx) Once(name string, fn func(ctx context.Context) ([]byte, error)) ([]byte, error) {
+	s := sum("once", name)
+	what := "once " + name
+	fx, pos, err := c.take(fxOnce, s, what)
+	switch {
+	case err != nil:
+		return nil, err
+	case fx != nil:
+		sv, _ := fx.v.(stateValue)
+		return decodeOnce(sv.val, name)
+	}
+	r := c.run
+	env := r.env
+	id := c.effectID(pos)
+	if id != "" && r.recovered {
+		data, ok, err := env.Effect(context.WithoutCancel(r.ctx), "once:"+id)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("engine: Once %q: %w", name, err)
+		case ok:
+			r.record(pos, effect{kind: fxOnce, sum: s, what: what, v: stateValue{val: data}})
+			return decodeOnce(data, name)
+		}
+	}
+	v, ferr := fn(r.ctx)
+	var rec onceRecord
+	if ferr != nil {
+		rec.E = ferr.Error()
+	} else {
+		rec.V = v
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("engine: Once %q: its result: %w", name, err)
+	}
+	if id != "" {
+		// An error leaves the result standing: a run after a crash runs
+		// fn again. The engine logs the journal's outage.
+		_ = env.RecordEffect(context.WithoutCancel(r.ctx), "once:"+id, data)
+	}
+	r.record(pos, effect{kind: fxOnce, sum: s, what: what, v: stateValue{val: data}})
+	return decodeOnce(data, name)
+}
+
+// onceRecord is a Once result as recorded: its value as JSON, or its
+// error's message.
+type onceRecord struct {
+	V json.RawMessage `json:"v,omitempty"`
+	E string          `json:"e,omitempty"`
+}
+
+// decodeOnce returns the value's JSON, or the error, data records.
+func decodeOnce(data []byte, name string) ([]byte, error) {
+	var rec onceRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("engine: Once %q as recorded: %w", name, err)
+	}
+	if rec.E != "" {
+		return nil, errors.New(rec.E)
+	}
+	return rec.V, nil
+}
+
+// State makes an access op of a session's value key an effect of c's
+// handling: a replay gets the JSON the access gave before; do makes it
+// live, given the effect's id (for a store that keeps the ids of the
+// writes made, so that a write run again after a crash is not made
+// twice; "" for none) and returning the JSON of the value.
+func (c *Ctx) State(op, key string, do func(id string) ([]byte, error)) ([]byte, error) {
+	s := sum(op, key)
+	what := op + " " + key
+	fx, pos, err := c.take(fxState, s, what)
+	switch {
+	case err != nil:
+		return nil, err
+	case fx != nil:
+		sv, _ := fx.v.(stateValue)
+		return sv.val, sv.err
+	}
+	v, err := do(c.effectID(pos))
+	c.run.record(pos, effect{kind: fxState, sum: s, what: what, v: stateValue{val: v, err: err}})
+	return v, err
+}

@@ -1,0 +1,356 @@
+package handling
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"sync"
+
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/platform"
+)
+
+// Errors with which a handler's effects can end, besides the sender's own
+// errors. Package core/context documents them for bot authors.
+var (
+	ErrWaiting       = errors.New("engine: the conversation waits for its next event")
+	ErrDiverged      = errors.New("engine: the handler did not do again what it did before")
+	ErrCancelled     = errors.New("engine: the user cancelled the conversation")
+	ErrNoChat        = errors.New("engine: no chat to send to")
+	ErrNoUser        = errors.New("engine: no user")
+	ErrPromptNotSent = errors.New("engine: prompt not sent")
+)
+
+// errNoWait is what Next returns in the error hook.
+var errNoWait = errors.New("engine: the error hook cannot wait for events")
+
+// maxEffects caps a handling's log: a conversation that goes on past it
+// ends with an error.
+const maxEffects = 1024
+
+type effectKind uint8
+
+const (
+	fxSend effectKind = iota + 1
+	fxWait
+	fxAnswer
+	fxState
+	fxOnce
+)
+
+var effectNames = [...]string{fxSend: "a send", fxWait: "a wait", fxAnswer: "an answer", fxState: "a session access", fxOnce: "a Once"}
+
+// effect is one entry of a handling's log. It is kept small: a waiting
+// conversation is its log.
+type effect struct {
+	kind effectKind
+	done bool   // a wait that ended
+	sum  uint64 // what the effect was, hashed: a replay must take the same
+	what string // what it was, in words, for a report of a divergence
+	// v is what the effect gave: a send's *future.Future, or its outcome
+	// once the handling waits (sendOutcome); the *platform.Event a wait
+	// took, or the error it ended with; an answer's error; a state
+	// access's or a Once's stateValue.
+	v any
+}
+
+// sendOutcome is a send's outcome, kept in place of its Future.
+type sendOutcome struct {
+	res platform.SendResult
+	err error
+}
+
+// stateValue is what a state access or a Once gave.
+type stateValue struct {
+	val []byte
+	err error
+}
+
+// send returns the Future of a send effect.
+func (fx *effect) send() *future.Future[platform.SendResult] {
+	switch v := fx.v.(type) {
+	case *future.Future[platform.SendResult]:
+		return v
+	case sendOutcome:
+		return future.Resolved(v.res, v.err)
+	}
+	return future.Resolved(platform.SendResult{}, ErrDiverged)
+}
+
+// error returns the error an effect gave, or nil.
+func (fx *effect) error() error {
+	switch v := fx.v.(type) {
+	case error:
+		return v
+	case sendOutcome:
+		return v.err
+	case stateValue:
+		return v.err
+	case *future.Future[platform.SendResult]:
+		if v.IsDone() {
+			_, err := v.Result()
+			return err
+		}
+	}
+	return nil
+}
+
+// Handling is the state of one event's handling across its runs. Make it
+// with New.
+type Handling struct {
+	start       platform.Event
+	rec         journal.Record
+	redelivered bool
+
+	mu    sync.Mutex
+	ended bool // the handling ended for good: a send needs no mark
+	log   []effect
+	wait  *Wait // its last wait, until it is over
+	x     *extra
+}
+
+// extra is what few handlings have, kept apart so that a waiting handling
+// is small.
+type extra struct {
+	taken   []journal.Record // the records of the events its waits took
+	presses []platform.Event // the presses its waits took
+	// answered holds, by answerKey, the presses and queries answered or
+	// being answered.
+	answered map[string]bool
+	// hookSends are the error hook's sends, by id: a replay that calls
+	// the hook again gets them back.
+	hookSends map[string]*future.Future[platform.SendResult]
+	question  *failedQuestion // a question that failed while not waiting
+}
+
+// failedQuestion is a Prompt's question whose send failed.
+type failedQuestion struct {
+	at  int
+	err error
+}
+
+// New returns the handling of start, recorded by the journal as rec (nil
+// for none); redelivered says it was taken up from the journal at start
+// or from another process: its handlers run again, and their sends may
+// repeat delivered ones.
+func New(start platform.Event, rec journal.Record, redelivered bool) *Handling {
+	return &Handling{start: start, rec: rec, redelivered: redelivered}
+}
+
+// Event returns the event h handles.
+func (h *Handling) Event() platform.Event { return h.start }
+
+// Key returns the inbound key of h's chat (see InboundKey).
+func (h *Handling) Key() string { return InboundKey(h.start) }
+
+// extraLocked returns h.x, made if need be. h.mu must be held.
+func (h *Handling) extraLocked() *extra {
+	if h.x == nil {
+		h.x = new(extra)
+	}
+	return h.x
+}
+
+// settled reports whether the handling ended for good (journal.Send).
+func (h *Handling) settled() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ended
+}
+
+// Waiting returns h's wait after a run that waits, or nil.
+func (h *Handling) Waiting() *Wait {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.wait
+}
+
+// End ends h for good and returns the records of its events: its own
+// (nil for none) and those its waits took. The caller marks them done.
+func (h *Handling) End() (own journal.Record, taken []journal.Record) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ended = true
+	h.wait = nil
+	if h.x != nil {
+		taken = h.x.taken
+		h.x.taken = nil
+	}
+	return h.rec, taken
+}
+
+// hookSend returns the error hook's send id made before, or nil.
+func (h *Handling) hookSend(id string) *future.Future[platform.SendResult] {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.x == nil {
+		return nil
+	}
+	return h.x.hookSends[id]
+}
+
+// keepHookSend keeps the error hook's send id, f, for a replay.
+func (h *Handling) keepHookSend(id string, f *future.Future[platform.SendResult]) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	x := h.extraLocked()
+	if x.hookSends == nil {
+		x.hookSends = make(map[string]*future.Future[platform.SendResult])
+	}
+	x.hookSends[id] = f
+}
+
+// compactLocked replaces the Futures of the log's sends that are done by
+// their outcomes: a waiting handling keeps no more than it must. h.mu
+// must be held.
+func (h *Handling) compactLocked() {
+	for i := range h.log {
+		if f, ok := h.log[i].v.(*future.Future[platform.SendResult]); ok && f.IsDone() {
+			res, err := f.Result()
+			h.log[i].v = sendOutcome{res, err}
+		}
+	}
+}
+
+// effectID returns the id of the effect at pos among those of the error
+// hook's call errs (0: the handlers'), for the journal: the platform, the
+// event's ID and the place; "" for an event without an ID.
+func (h *Handling) effectID(errs, pos int) string {
+	if h.start.ID == "" {
+		return ""
+	}
+	id := h.start.Platform + ":" + h.start.ID + "/"
+	if errs > 0 {
+		id += "e" + strconv.Itoa(errs) + "."
+	}
+	return id + strconv.Itoa(pos+1)
+}
+
+// questionError returns the error of the Prompt question at place q if it
+// failed, or nil.
+func (h *Handling) questionError(q int) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.x != nil && h.x.question != nil && h.x.question.at == q {
+		return h.x.question.err
+	}
+	if q >= 0 && q < len(h.log) && h.log[q].kind == fxSend {
+		return h.log[q].error()
+	}
+	return nil
+}
+
+// ChatKey returns the dispatchers' key of a chat: the platform name, a
+// colon and the chat ID, so that two adapters never share a queue.
+func ChatKey(platformName, chatID string) string { return platformName + ":" + chatID }
+
+// InboundKey returns the key under which the engine queues ev: its chat,
+// or, for an event without one, its user.
+func InboundKey(ev platform.Event) string {
+	chatID := ev.Chat.ID
+	if chatID == "" {
+		chatID = "user:" + ev.From.ID
+	}
+	return ChatKey(ev.Platform, chatID)
+}
+
+// sum hashes the parts of an effect's content.
+func sum(parts ...string) uint64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// brief returns s cut to a length a log line can show.
+func brief(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
+
+// scope numbers effects: the handlers' of a run, or those of one call of
+// the error hook, which are not replayed and have ids of their own.
+type scope struct {
+	pos  int // the next effect's place
+	errs int // the error hook's call, 0 for the handlers'
+	// anon: effects without ids (those of middleware an offered event
+	// passes through).
+	anon bool
+}
+
+// take returns the recorded effect at c's next place, or nil if the run is
+// past the log (the effect is live), and the place: -1 for an effect that
+// is neither recorded nor replayed (the error hook's, middleware's). A
+// recorded effect of another kind or content is a divergence: take
+// returns an error wrapping ErrDiverged, and ErrWaiting once the run
+// waits.
+func (c *Ctx) take(kind effectKind, s uint64, what string) (*effect, int, error) {
+	h, r := c.run.h, c.run
+	sc := c.scope()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r.diverged != nil {
+		return nil, -1, r.diverged
+	}
+	if r.waiting {
+		return nil, -1, ErrWaiting
+	}
+	pos := sc.pos
+	sc.pos++
+	if sc.errs > 0 || sc.anon {
+		return nil, -1, nil
+	}
+	if pos < len(h.log) {
+		fx := &h.log[pos]
+		if fx.kind != kind || fx.sum != s {
+			r.diverged = fmt.Errorf("%w: at its effect %d it asked for %s (%q) where it had asked for %s (%q)",
+				ErrDiverged, pos+1, effectNames[kind], brief(what), effectNames[fx.kind], fx.what)
+			return nil, -1, r.diverged
+		}
+		return fx, pos, nil
+	}
+	if pos >= maxEffects {
+		r.diverged = fmt.Errorf("engine: the handling took more than %d effects: %w", maxEffects, ErrDiverged)
+		return nil, -1, r.diverged
+	}
+	return nil, pos, nil
+}
+
+// effectID returns the journal's id of c's effect at pos, "" for none.
+func (c *Ctx) effectID(pos int) string {
+	sc := c.scope()
+	if sc.anon {
+		return ""
+	}
+	if sc.errs > 0 {
+		return c.run.h.effectID(sc.errs, sc.pos-1)
+	}
+	return c.run.h.effectID(0, pos)
+}
+
+// record records fx at place pos of the log; pos -1 is no place.
+func (r *Run) record(pos int, fx effect) {
+	if pos < 0 {
+		return
+	}
+	h := r.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(fx.what) > 80 {
+		fx.what = brief(fx.what)
+	}
+	for len(h.log) < pos {
+		h.log = append(h.log, effect{}) // the places of goroutines' effects still under way
+	}
+	if pos == len(h.log) {
+		h.log = append(h.log, fx)
+	} else {
+		h.log[pos] = fx
+	}
+}
