@@ -373,10 +373,3 @@ func (c *conn) call(ctx context.Context, action string, params any) (actionRespo
 func (c *conn) lostError(action string, written bool) error {
 	return &lostError{action: action, reason: c.closeErr, written: written}
 }
-
-// pendingCount returns the number of actions awaiting a response.
-func (c *conn) pendingCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.pending)
-}

@@ -508,11 +508,3 @@ func (s *fileStore) release() {
 		maps[i].unmap()
 	}
 }
-
-// stats returns the bytes the store holds and the number of files and
-// references it keeps.
-func (s *fileStore) stats() (used int64, files, refs int) {
-	s.mu.Lock()
-	defer s.unlock()
-	return s.used, s.kept.Len(), len(s.refs)
-}

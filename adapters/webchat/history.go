@@ -301,9 +301,3 @@ func (cs *chats) removeLocked(ch *chatState) {
 	delete(cs.byID, ch.chat.ID)
 	cs.bytes -= ch.bytes
 }
-
-// lenLocked returns the number of chats kept.
-func (cs *chats) lenLocked() int { return len(cs.byID) }
-
-// bytesLocked returns the bytes of all histories.
-func (cs *chats) bytesLocked() int { return cs.bytes }

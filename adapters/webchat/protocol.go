@@ -517,10 +517,3 @@ func (h *historyFrame) each(write func([]byte) error) error {
 }
 
 var comma = []byte(",")
-
-// bytes returns the whole frame in one piece.
-func (h *historyFrame) bytes() []byte {
-	b := make([]byte, 0, h.size)
-	h.each(func(p []byte) error { b = append(b, p...); return nil })
-	return b
-}

@@ -313,13 +313,6 @@ func (l *rateLimiter) sweepLocked(now time.Time) {
 	l.nextSweep = now.Add(l.cfg.IdleTTL / 2)
 }
 
-// live returns the number of chats whose state is kept.
-func (l *rateLimiter) live() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.chats)
-}
-
 // pause stops the chat's sends (and, by RateLimitConfig.GlobalPause's rule,
 // the platform's) for d from now. A longer pause already in force stays.
 func (l *rateLimiter) pause(key chatKey, ls lease, d time.Duration) {
