@@ -34,8 +34,10 @@ type Plugin interface {
 
 // Errors of the Engine.
 var (
-	// ErrEngineClosed is returned by HandleEvent and Run after Shutdown.
-	ErrEngineClosed = errors.New("engine: closed")
+	// ErrEngineClosed is returned by HandleEvent and Run after Shutdown,
+	// and resolves what a handler asks for (a send, a Once) once a forced
+	// shutdown cut its run off.
+	ErrEngineClosed = handling.ErrClosed
 	// ErrAlreadyRunning is returned by a second call to Run.
 	ErrAlreadyRunning = platform.ErrAlreadyRunning
 	// ErrNoAdapter is returned by Run when no adapter was configured.
@@ -134,6 +136,8 @@ type Engine struct {
 	// state holds sessions and the schedule (session.go, schedule.go).
 	state *stateful
 
+	fallback Handler // WithFallback's, in the engine's handler middleware
+
 	regMu    sync.Mutex // serialises registrations
 	seq      int
 	matchers atomic.Pointer[[]*matcher]
@@ -172,9 +176,6 @@ func New(opts ...Option) (*Engine, error) {
 	if len(o.prefixes) == 0 {
 		o.prefixes = []string{"/"}
 	}
-	if o.fallback != nil {
-		o.fallback = chain(o.fallback, o.handlerMiddleware)
-	}
 	if o.handlerConcurrency <= 0 {
 		o.handlerConcurrency = DefaultHandlerConcurrency
 	}
@@ -205,12 +206,15 @@ func New(opts ...Option) (*Engine, error) {
 		stopping:    make(chan struct{}),
 		limitedLog:  ratelog.New(o.logger, 0),
 	}
+	if o.fallback != nil {
+		e.fallback = chain(o.fallback, o.handlerMiddleware)
+	}
 	e.matchers.Store(new([]*matcher))
 	e.waits = handling.NewWaits(
 		func(key string, task func()) error {
 			return e.in.Push(key, func(context.Context) error { task(); return nil })
 		},
-		func(h *handling.Handling, resume error) { e.runHandling(h, handling.Start{Resume: resume}) })
+		func(h *handling.Handling, resume error) { e.runHandling(h, handling.Start{Resume: resume}, false) })
 	e.state = newStateful(e)
 	e.stopCtx, e.endStop = context.WithCancel(context.Background())
 	e.failed = make(chan error, 1)
@@ -390,10 +394,16 @@ func (e *Engine) enqueue(in journal.Incoming) error {
 	ev, rec := in.Event, in.Record
 	key := handling.InboundKey(ev)
 	task := func(context.Context) error {
-		if e.offer(&ev, rec) {
-			return nil // a waiting conversation took it
+		h := handling.New(ev, rec, in.Redelivered)
+		switch e.offer(&ev, rec) {
+		case offerTaken: // a waiting conversation took it
+		case offerBlocked: // the handler middleware stopped it
+			e.endHandling(h)
+		case offerRefused: // the handler middleware saw it already
+			e.runHandling(h, handling.Start{}, true)
+		default:
+			e.runHandling(h, handling.Start{}, false)
 		}
-		e.runHandling(handling.New(ev, rec, in.Redelivered), handling.Start{})
 		return nil
 	}
 	var err error
@@ -420,16 +430,17 @@ func (e *Engine) enqueue(in journal.Incoming) error {
 // runHandling runs h once, as s says — its first run, or a replay — and
 // then parks it if it waits, or ends it: its events are done, and the
 // presses it had and did not answer are answered empty. A run a forced
-// shutdown cut off leaves h for the journal to hand over again. It
-// returns the run.
-func (e *Engine) runHandling(h *handling.Handling, s handling.Start) *handling.Run {
+// shutdown cut off leaves h for the journal to hand over again. With
+// inner, the handlers run without the engine's handler middleware, which
+// saw the event already (see offer). It returns the run.
+func (e *Engine) runHandling(h *handling.Handling, s handling.Start, inner bool) *handling.Run {
 	// Of the executor's base, not of the task's context: the task has no
 	// timeout of its own (RunTimeout -1), and arming a deadline would
 	// cost every handling a timer.
 	rctx := handling.NewRunContext(e.in.Base(), e.opts.handlerTimeout)
 	defer rctx.End(nil)
 	r := h.NewRun((*env)(e), rctx, s)
-	handled := e.process(r)
+	handled := e.process(r, inner)
 	r.End()
 	switch {
 	case !handled:
@@ -457,8 +468,9 @@ func (e *Engine) endHandling(h *handling.Handling) {
 // process runs the matching handlers of the run r. It reports whether the
 // run ended: false when a forced shutdown cancelled it, before or while
 // its handlers ran (a journal then keeps the event for the next start).
-// It stops at a handler that waits.
-func (e *Engine) process(r *handling.Run) (handled bool) {
+// It stops at a handler that waits. With inner, each handler runs
+// without the engine's handler middleware (see runHandling).
+func (e *Engine) process(r *handling.Run, inner bool) (handled bool) {
 	ctx, ev := r.Context(), r.Event()
 	if ctx.Err() != nil {
 		// A forced shutdown cancelled the event before it was handled:
@@ -489,7 +501,11 @@ func (e *Engine) process(r *handling.Run) (handled bool) {
 			e.matched.Add(1)
 		}
 		matched = true
-		e.run(r.Ctx(found), m.handler)
+		if inner {
+			e.run(r.Ctx(found), m.inner)
+		} else {
+			e.run(r.Ctx(found), m.handler)
+		}
 		if r.Stopped() {
 			return
 		}
@@ -501,34 +517,57 @@ func (e *Engine) process(r *handling.Run) (handled bool) {
 		if first {
 			e.unmatched.Add(1)
 		}
-		if e.opts.fallback != nil {
+		switch {
+		case e.opts.fallback == nil:
+		case inner:
 			e.run(r.Ctx(handling.Match{}), e.opts.fallback)
+		default:
+			e.run(r.Ctx(handling.Match{}), e.fallback)
 		}
 	}
 	return
 }
 
+// What offer did with an event.
+const (
+	offerNone    = iota // no conversation waits for it
+	offerTaken          // a waiting conversation took it
+	offerRefused        // the waiting conversations refused it, after the handler middleware saw it
+	offerBlocked        // the handler middleware stopped it
+)
+
 // offer offers ev, just taken, to the handlings that wait for it, oldest
-// first, and reports whether one took it. It runs on ev's chat's task,
-// through the handler middleware (an event a conversation takes is
-// handled by middleware as any other).
-func (e *Engine) offer(ev *platform.Event, rec journal.Record) (taken bool) {
+// first, and reports what became of it. It runs on ev's chat's task,
+// through the engine's handler middleware: an event a conversation takes
+// is handled by middleware as any other, once — one that no conversation
+// takes then goes to the matchers' handlers without it (offerRefused), and
+// one the middleware stopped goes nowhere (offerBlocked). The
+// middleware's effects have ids of the event's own, apart from its
+// handlers'.
+func (e *Engine) offer(ev *platform.Event, rec journal.Record) int {
 	waits := e.waits.For(ev)
-	if len(waits) == 0 {
-		return false
+	switch {
+	case len(waits) == 0:
+		return offerNone
+	case len(e.opts.handlerMiddleware) == 0:
+		if e.offerTo(waits, ev, rec) {
+			return offerTaken
+		}
+		return offerNone
 	}
-	if len(e.opts.handlerMiddleware) > 0 {
-		rctx := handling.NewRunContext(e.in.Base(), e.opts.handlerTimeout)
-		defer rctx.End(nil)
-		r := handling.New(*ev, nil, false).NewRun((*env)(e), rctx, handling.Start{Anon: true})
-		e.run(r.Ctx(handling.Match{}), chain(func(*Context) error {
-			taken = e.offerTo(waits, ev, rec)
-			return nil
-		}, e.opts.handlerMiddleware))
-		r.End()
-		return taken
-	}
-	return e.offerTo(waits, ev, rec)
+	rctx := handling.NewRunContext(e.in.Base(), e.opts.handlerTimeout)
+	defer rctx.End(nil)
+	r := handling.New(*ev, nil, false).NewRun((*env)(e), rctx, handling.Start{Middleware: true})
+	outcome := offerBlocked
+	e.run(r.Ctx(handling.Match{}), chain(func(*Context) error {
+		outcome = offerRefused
+		if e.offerTo(waits, ev, rec) {
+			outcome = offerTaken
+		}
+		return nil
+	}, e.opts.handlerMiddleware))
+	r.End()
+	return outcome
 }
 
 // offerTo runs the handlings of waits again, one at a time, offering ev,
@@ -538,7 +577,7 @@ func (e *Engine) offerTo(waits []*handling.Wait, ev *platform.Event, rec journal
 		if !e.waits.Unpark(w) {
 			continue
 		}
-		r := e.runHandling(w.Handling(), handling.Start{Offer: ev, OfferRec: rec})
+		r := e.runHandling(w.Handling(), handling.Start{Offer: ev, OfferRec: rec}, false)
 		if r.OfferTaken() {
 			e.awaited.Add(1)
 			return true
@@ -588,6 +627,15 @@ func (e *Engine) run(x handling.Ctx, h Handler) {
 		} else {
 			diverged := r.Diverged()
 			switch {
+			case e.in.Base().Err() != nil:
+				// A forced shutdown cut the run off: the journal keeps the
+				// event, to handle it again at the next start. No failure
+				// of the handler's, and no error hook: what it would send
+				// takes no id a run again uses.
+				if err != nil {
+					c.Logger().Info("handler cut off by a forced shutdown", zap.Error(err))
+				}
+				return
 			case diverged != nil:
 				err = diverged
 				e.reportDivergence(r.Handling(), err)

@@ -96,3 +96,63 @@ func TestMiddlewareRegistration(t *testing.T) {
 		t.Fatalf("a middleware returning nil = %v; want ErrInvalidMatcher", err)
 	}
 }
+
+// While a conversation waits, the handler middleware sees each event once:
+// an event the conversation takes passes through it (with the event's own
+// Context), one the conversation refuses reaches the matchers' handlers
+// without running through it again, and one it stops reaches neither.
+func TestMiddlewareSeesOfferedEventsOnce(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	mw := func(next engine.Handler) engine.Handler {
+		return func(c *engine.Context) error {
+			mu.Lock()
+			seen = append(seen, c.From().Name+":"+c.Text())
+			mu.Unlock()
+			if c.Text() == "blocked" {
+				return nil // stops the event
+			}
+			return next(c)
+		}
+	}
+	e, mem := newEngine(t, engine.WithMiddleware(mw))
+	var got []string
+	e.OnCommand("ask", func(c *engine.Context) error {
+		c.ReplyText("Say 'this'.")
+		ans, err := c.Next(c.Context(), func(ev platform.Event) bool { return ev.Text == "this" })
+		if err != nil {
+			return err
+		}
+		c.ReplyText("took " + ans.Text)
+		return nil
+	}, engine.Block())
+	e.OnMessage(func(c *engine.Context) error {
+		got = append(got, c.From().Name+":"+c.Text()) // one chat: one at a time
+		return nil
+	}, engine.Priority(10))
+	runEngine(t, e)
+
+	mem.Say(group, ann, "/ask")
+	waitTexts(t, mem, group.ID, "Say 'this'.")
+	mem.Say(group, ann, "other")   // refused by Ann's wait: to the matchers
+	mem.Say(group, ann, "blocked") // stopped by the middleware: to no one
+	mem.Say(group, ann, "this")    // Ann's answer
+	waitTexts(t, mem, group.ID, "Say 'this'.", "took this")
+	if err := e.Shutdown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Each event once; and the /ask handler's runs again (its replays,
+	// one per event offered to it) go through the middleware with its
+	// first event, as every run of a handler does.
+	want := []string{"Ann:/ask", "Ann:other", "Ann:/ask", "Ann:blocked", "Ann:this", "Ann:/ask"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("middleware saw %q; want %q", seen, want)
+	}
+	if want := []string{"Ann:other"}; !slices.Equal(got, want) {
+		t.Fatalf("the message matcher got %q; want %q", got, want)
+	}
+}

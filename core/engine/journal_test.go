@@ -461,3 +461,79 @@ func TestJournalDeadLettersSurviveRestart(t *testing.T) {
 		<-done
 	})
 }
+
+// A handler a forced shutdown cuts off makes nothing more: what it asks
+// for after the cut fails at once and takes no id, and its error reaches
+// no error hook. After the restart the journal hands its event over
+// again, and the handler's run makes its sends, each once, under the ids
+// they have in its handling — the late send included.
+func TestForcedStopTakesNoIDs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		release := make(chan struct{})
+		var hooked []error
+		slow := func(e *engine.Engine, first bool) {
+			e.OnCommand("slow", func(c *engine.Context) error {
+				c.ReplyText("one")
+				if first {
+					<-release // still running when the shutdown runs out
+				}
+				if _, err := c.ReplyText("two").Result(); err != nil {
+					return err
+				}
+				return nil
+			})
+		}
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(journal.NewLocal(j)),
+			engine.WithOnError(func(c *engine.Context, err error) { hooked = append(hooked, err); c.ReplyError(err) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow(e, true)
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		sayID(mem, "1", "/slow")
+		if _, err := mem.WaitSent(testCtx(t), dm.ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		crashed := make(chan struct{})
+		go func() { crash(e); close(crashed) }()
+		time.Sleep(time.Second) // past the forced shutdown
+		close(release)
+		<-crashed
+		<-done
+		synctest.Wait()
+		if len(hooked) != 0 {
+			t.Fatalf("the error hook got %v for a handler the shutdown cut off", hooked)
+		}
+		if ev, _ := j.pending(); ev != 1 {
+			t.Fatalf("the journal holds %d events; want the cut-off one", ev)
+		}
+		for _, r := range j.sends {
+			if r.id != "memory:1/1" {
+				t.Fatalf("the journal recorded send %q after the cut", r.id)
+			}
+		}
+
+		mem2 := memory.New()
+		e2, err := engine.New(engine.WithAdapter(mem2), engine.WithJournal(journal.NewLocal(j)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow(e2, false)
+		done2 := make(chan error, 1)
+		go func() { done2 <- e2.Run(context.Background()) }()
+		if _, err := mem2.WaitSent(testCtx(t), dm.ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := e2.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done2
+		// "one" was delivered before the crash: the run again knows it.
+		if got := mem2.Texts(dm.ID); !slices.Equal(got, []string{"two"}) {
+			t.Fatalf("after the restart the chat got %q; want the late send, once", got)
+		}
+	})
+}

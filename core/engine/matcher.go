@@ -190,6 +190,7 @@ type matcher struct {
 	rule        Rule // the On rule
 	rules       []Rule
 	handler     Handler      // wrapped in the engine's and the matcher's middleware
+	inner       Handler      // wrapped in the matcher's middleware only
 	middleware  []Middleware // the matcher's own, from Wrap
 }
 
@@ -377,9 +378,10 @@ func (e *Engine) add(m *matcher, opts []MatcherOption) error {
 	}
 	// Wrapped once the matcher is known to be valid, so middleware runs
 	// only for handlers that are registered.
-	m.handler = chain(m.handler, e.opts.handlerMiddleware, m.middleware)
+	m.inner = chain(m.handler, m.middleware)
+	m.handler = chain(m.inner, e.opts.handlerMiddleware)
 	m.middleware = nil
-	if m.handler == nil {
+	if m.inner == nil || m.handler == nil {
 		return fmt.Errorf("%w: a middleware returned a nil handler", ErrInvalidMatcher)
 	}
 	e.seq++

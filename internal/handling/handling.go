@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/internal/executor"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -21,7 +22,12 @@ var (
 	ErrNoChat        = errors.New("engine: no chat to send to")
 	ErrNoUser        = errors.New("engine: no user")
 	ErrPromptNotSent = errors.New("engine: prompt not sent")
+	ErrClosed        = errors.New("engine: closed")
 )
+
+// errCutOff is what take returns once a forced shutdown cut a run off:
+// the engine is closed, and so is its dispatcher.
+var errCutOff = fmt.Errorf("%w: %w", ErrClosed, executor.ErrClosed)
 
 // errNoWait is what Next returns in the error hook.
 var errNoWait = errors.New("engine: the error hook cannot wait for events")
@@ -215,14 +221,18 @@ func (h *Handling) compactLocked() {
 }
 
 // effectID returns the id of the effect at pos among those of the error
-// hook's call errs (0: the handlers'), for the journal: the platform, the
-// event's ID and the place; "" for an event without an ID.
+// hook's call errs (0: the handlers'; -1: the handler middleware's of an
+// offered event), for the journal: the platform, the event's ID and the
+// place; "" for an event without an ID.
 func (h *Handling) effectID(errs, pos int) string {
 	if h.start.ID == "" {
 		return ""
 	}
 	id := h.start.Platform + ":" + h.start.ID + "/"
-	if errs > 0 {
+	switch {
+	case errs < 0:
+		id += "m."
+	case errs > 0:
 		id += "e" + strconv.Itoa(errs) + "."
 	}
 	return id + strconv.Itoa(pos+1)
@@ -279,20 +289,28 @@ func brief(s string) string {
 type scope struct {
 	pos  int // the next effect's place
 	errs int // the error hook's call, 0 for the handlers'
-	// anon: effects without ids (those of middleware an offered event
-	// passes through).
-	anon bool
+	// middleware: the effects of the handler middleware an event offered
+	// to the waiting conversations passes through, which are not in the
+	// log and have ids of their own.
+	middleware bool
 }
 
 // take returns the recorded effect at c's next place, or nil if the run is
 // past the log (the effect is live), and the place: -1 for an effect that
 // is neither recorded nor replayed (the error hook's, middleware's). A
 // recorded effect of another kind or content is a divergence: take
-// returns an error wrapping ErrDiverged, and ErrWaiting once the run
-// waits.
+// returns an error wrapping ErrDiverged, ErrWaiting once the run waits,
+// and an error wrapping ErrClosed (and the executor's) once a forced
+// shutdown cut the run off.
 func (c *Ctx) take(kind effectKind, s uint64, what string) (*effect, int, error) {
 	h, r := c.run.h, c.run
 	sc := c.scope()
+	if r.env.Base().Err() != nil {
+		// A forced shutdown cut the run off: what it asks for now is not
+		// made, and takes no place, so a run after the restart makes it
+		// under the id it would have had.
+		return nil, -1, errCutOff
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if r.diverged != nil {
@@ -303,7 +321,7 @@ func (c *Ctx) take(kind effectKind, s uint64, what string) (*effect, int, error)
 	}
 	pos := sc.pos
 	sc.pos++
-	if sc.errs > 0 || sc.anon {
+	if sc.errs > 0 || sc.middleware {
 		return nil, -1, nil
 	}
 	if pos < len(h.log) {
@@ -325,10 +343,10 @@ func (c *Ctx) take(kind effectKind, s uint64, what string) (*effect, int, error)
 // effectID returns the journal's id of c's effect at pos, "" for none.
 func (c *Ctx) effectID(pos int) string {
 	sc := c.scope()
-	if sc.anon {
-		return ""
-	}
-	if sc.errs > 0 {
+	switch {
+	case sc.middleware:
+		return c.run.h.effectID(-1, sc.pos-1)
+	case sc.errs > 0:
 		return c.run.h.effectID(sc.errs, sc.pos-1)
 	}
 	return c.run.h.effectID(0, pos)

@@ -22,9 +22,11 @@ type Start struct {
 	// Resume is why the run begins besides an offer: the wait's deadline
 	// passed, or Prompt's question failed.
 	Resume error
-	// Anon runs effects without ids (those of middleware an offered event
-	// passes through): the run is no run of h's handlers.
-	Anon bool
+	// Middleware runs the handler middleware an event offered to the
+	// waiting conversations passes through: the run is no run of h's
+	// handlers, its effects are not in h's log, and their ids are their
+	// own (a run after a crash makes them under the same ids).
+	Middleware bool
 }
 
 // Run is one run of a handling: what the Contexts of its handlers share.
@@ -67,7 +69,7 @@ type Run struct {
 func (h *Handling) NewRun(env Env, ctx context.Context, s Start) *Run {
 	r := &Run{env: env, h: h, ctx: ctx, event: h.start, recovered: h.redelivered,
 		offer: s.Offer, offerRec: s.OfferRec, resume: s.Resume}
-	r.main.anon = s.Anon
+	r.main.middleware = s.Middleware
 	if h.start.Chat.ID != "" {
 		r.chatKey = ChatKey(h.start.Platform, h.start.Chat.ID)
 	}
@@ -222,7 +224,7 @@ func (c *Ctx) replaying() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	sc := c.scope()
-	return sc.errs == 0 && !sc.anon && sc.pos < len(h.log)
+	return sc.errs == 0 && !sc.middleware && sc.pos < len(h.log)
 }
 
 // Sessions returns the store the engine keeps sessions in.

@@ -42,7 +42,7 @@ func (c *Ctx) wait(ctx context.Context, accept func(platform.Event) bool, questi
 	if r.event.Chat.ID == "" {
 		return platform.Event{}, ErrNoChat
 	}
-	if c.scope().errs > 0 || c.scope().anon {
+	if c.scope().errs > 0 || c.scope().middleware {
 		return platform.Event{}, errNoWait
 	}
 	if err := r.ctx.Err(); err != nil {
