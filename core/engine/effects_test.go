@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -215,6 +216,49 @@ func TestErrorHookIDsApart(t *testing.T) {
 		}
 		if len(ids) != 3 {
 			t.Fatalf("ids %v; want the first reply, the hook's apology and the second reply apart", ids)
+		}
+	})
+}
+
+// A handler run again after a crash that asks, at a Once's place, for
+// another Once than the one recorded there diverged: the other one's fn
+// does not run, and the error hook gets ErrDiverged.
+func TestEffectsOnceDivergesAcrossCrash(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		var ran []string
+		var hooked []error
+		handler := func(name string) engine.Handler {
+			return func(c *engine.Context) error {
+				if _, err := engine.Once(c, name, func(context.Context) (int, error) { ran = append(ran, name); return 1, nil }); err != nil {
+					return err
+				}
+				<-c.Context().Done() // the first process dies here; the second's run never gets here
+				return c.Context().Err()
+			}
+		}
+		start := func(mem *memory.Adapter, name string) *engine.Engine {
+			e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(journal.NewLocal(j)),
+				engine.WithOnError(func(_ *engine.Context, err error) { hooked = append(hooked, err) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.OnCommand("go", handler(name))
+			go e.Run(context.Background())
+			return e
+		}
+		e := start(mem, "charge")
+		sayID(mem, "1", "/go")
+		synctest.Wait()
+		crash(e)
+		e2 := start(memory.New(), "refund")
+		synctest.Wait()
+		crash(e2)
+		if !slices.Equal(ran, []string{"charge"}) {
+			t.Fatalf("Once ran %q; want only the first run's", ran)
+		}
+		if len(hooked) != 1 || !errors.Is(hooked[0], engine.ErrDiverged) || !strings.Contains(hooked[0].Error(), `"charge"`) {
+			t.Fatalf("the error hook got %v; want ErrDiverged naming the Once recorded", hooked)
 		}
 	})
 }

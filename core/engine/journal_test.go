@@ -35,6 +35,7 @@ type memJournal struct {
 	ids     map[string]bool
 	marks   map[string]platform.SendResult // sends marked delivered, by id
 	effects map[string][]byte              // Once results, by id
+	sums    map[string]journal.Send        // what each send with an id sent: its Sum and What
 	refuse  error
 }
 
@@ -70,7 +71,7 @@ type memRecord struct {
 
 func newMemJournal() *memJournal {
 	return &memJournal{dead: map[string]sender.DeadLetter{}, ids: map[string]bool{}, marks: map[string]platform.SendResult{},
-		effects: map[string][]byte{}}
+		effects: map[string][]byte{}, sums: map[string]journal.Send{}}
 }
 
 func (j *memJournal) setRefuse(err error) {
@@ -102,14 +103,16 @@ func (j *memJournal) RecordSend(_ context.Context, s journal.Send) (journal.Reco
 	if j.refuse != nil {
 		return nil, journal.Appended{}, j.refuse
 	}
+	was := j.sums[s.ID]
 	if s.ID != "" && j.ids["send:"+s.ID] {
-		return nil, journal.Appended{Duplicate: true}, nil
+		return nil, journal.Appended{Duplicate: true, Sum: was.Sum, What: was.What}, nil
 	}
 	if res, ok := j.marks[s.ID]; ok && s.Repeat {
-		return nil, journal.Appended{Duplicate: true, Delivered: &res}, nil
+		return nil, journal.Appended{Duplicate: true, Delivered: &res, Sum: was.Sum, What: was.What}, nil
 	}
 	if s.ID != "" {
 		j.ids["send:"+s.ID] = true
+		j.sums[s.ID] = journal.Send{Sum: s.Sum, What: s.What}
 	}
 	j.seq++
 	r := &memRecord{j: j, seq: j.seq, id: s.ID, req: s.Request}
@@ -478,7 +481,9 @@ func TestForcedStopTakesNoIDs(t *testing.T) {
 				if first {
 					<-release // still running when the shutdown runs out
 				}
-				if _, err := c.ReplyText("two").Result(); err != nil {
+				f := c.ReplyText("two")
+				if first {
+					_, err := f.Result() // refused at once: the run was cut off
 					return err
 				}
 				return nil
@@ -534,6 +539,66 @@ func TestForcedStopTakesNoIDs(t *testing.T) {
 		// "one" was delivered before the crash: the run again knows it.
 		if got := mem2.Texts(dm.ID); !slices.Equal(got, []string{"two"}) {
 			t.Fatalf("after the restart the chat got %q; want the late send, once", got)
+		}
+	})
+}
+
+// A handler run again after a restart that asks, at a send's place, for
+// another send than the one made there before diverged: the other send is
+// not made, the conversation ends with ErrDiverged to the error hook, and
+// the engine logs it once with the event's ID and both texts.
+func TestDivergenceAfterRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		mem.SlowNext(dm.ID, time.Hour) // the first reply hangs: the process dies meanwhile
+		handler := func(text string) engine.Handler {
+			return func(c *engine.Context) error {
+				c.ReplyText(text)
+				_, err := c.ReplyText("then").Wait(c.Context())
+				return err
+			}
+		}
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(journal.NewLocal(j)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.OnCommand("go", handler("first version"))
+		go e.Run(context.Background())
+		sayID(mem, "1", "/go")
+		synctest.Wait()
+		crash(e)
+
+		core, logs := observer.New(zap.WarnLevel)
+		var hooked []error
+		mem2 := memory.New()
+		e2, err := engine.New(engine.WithAdapter(mem2), engine.WithJournal(journal.NewLocal(j)), engine.WithLogger(zap.New(core)),
+			engine.WithOnError(func(c *engine.Context, err error) { hooked = append(hooked, err) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e2.OnCommand("go", handler("second version"))
+		done := make(chan error, 1)
+		go func() { done <- e2.Run(context.Background()) }()
+		synctest.Wait()
+		if err := e2.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		for _, s := range mem2.Texts(dm.ID) {
+			if s == "second version" {
+				t.Fatalf("the diverged send was made: the chat got %q", mem2.Texts(dm.ID))
+			}
+		}
+		if len(hooked) != 1 || !errors.Is(hooked[0], engine.ErrDiverged) {
+			t.Fatalf("the error hook got %v; want one ErrDiverged", hooked)
+		}
+		warned := logs.FilterMessageSnippet("diverged").All()
+		if len(warned) != 1 {
+			t.Fatalf("%d divergence warnings; want 1", len(warned))
+		}
+		f := warned[0].ContextMap()
+		if msg, _ := f["error"].(string); f["event"] != "1" || !strings.Contains(msg, "first version") || !strings.Contains(msg, "second version") {
+			t.Fatalf("the warning says %v; want the event's ID and both texts", f)
 		}
 	})
 }

@@ -80,6 +80,14 @@ func (e *Engine) queueSend(key string, s journal.Send, onFail func(error)) (*fut
 			onFail(err)
 		}
 		return f, err
+	case a.Duplicate && a.Sum != 0 && s.Sum != 0 && a.Sum != s.Sum:
+		// A handler run again after a restart asks, at a send's place,
+		// for another send than the one made there: it diverged.
+		js.ok()
+		err := fmt.Errorf("%w: after a restart it asked for a send (%q) where it had asked for another (%q)",
+			ErrDiverged, s.What, a.What)
+		f.Resolve(platform.SendResult{}, err)
+		return f, err
 	case a.Duplicate:
 		// A handler run again after a restart repeats a send it made
 		// before: that one is being made again, or was made.

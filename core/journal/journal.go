@@ -222,6 +222,14 @@ type Send struct {
 	// repeat the send, so a delivered send needs no mark (Record.Done).
 	// With nil, every delivered send with an ID is marked.
 	Settled func() bool
+	// Sum identifies what the send sends (its chat and message, hashed;
+	// zero for unknown) and What is its text, cut short. A journal that
+	// keeps records keeps both with a send that has an ID, and with its
+	// delivered mark, and returns them for a duplicate (Appended), so
+	// that a handler run again whose send at a place differs from the one
+	// made there before is found out.
+	Sum  uint64
+	What string
 }
 
 // Appended is what [Journal.AppendSend] did.
@@ -230,6 +238,10 @@ type Appended struct {
 	Duplicate bool
 	// Delivered is the result of a duplicate marked delivered, or nil.
 	Delivered *platform.SendResult
+	// Sum and What are those of the send recorded before, for a duplicate
+	// whose record or mark the journal still has; zero otherwise.
+	Sum  uint64
+	What string
 }
 
 // Record is one event or send a [Journal] holds.

@@ -33,12 +33,23 @@ func (c *Ctx) Once(name string, fn func(ctx context.Context) ([]byte, error)) ([
 		case err != nil:
 			return nil, fmt.Errorf("engine: Once %q: %w", name, err)
 		case ok:
+			if was := onceName(data); was != "" && was != name {
+				// A run before the restart ran another Once at this place.
+				err := fmt.Errorf("%w: after a restart it asked for Once %q where it had asked for Once %q", ErrDiverged, name, was)
+				h := r.h
+				h.mu.Lock()
+				if r.diverged == nil {
+					r.diverged = fmt.Errorf("%w (effect %d)", err, pos+1)
+				}
+				h.mu.Unlock()
+				return nil, err
+			}
 			r.record(pos, effect{kind: fxOnce, sum: s, what: what, v: stateValue{val: data}})
 			return decodeOnce(data, name)
 		}
 	}
 	v, ferr := fn(r.ctx)
-	var rec onceRecord
+	rec := onceRecord{N: name}
 	if ferr != nil {
 		rec.E = ferr.Error()
 	} else {
@@ -58,10 +69,21 @@ func (c *Ctx) Once(name string, fn func(ctx context.Context) ([]byte, error)) ([
 }
 
 // onceRecord is a Once result as recorded: its value as JSON, or its
-// error's message.
+// error's message, and the Once's name.
 type onceRecord struct {
 	V json.RawMessage `json:"v,omitempty"`
 	E string          `json:"e,omitempty"`
+	N string          `json:"n,omitempty"`
+}
+
+// onceName returns the name of the Once whose result data records, ""
+// when unknown.
+func onceName(data []byte) string {
+	var rec onceRecord
+	if json.Unmarshal(data, &rec) != nil {
+		return ""
+	}
+	return rec.N
 }
 
 // decodeOnce returns the value's JSON, or the error, data records.

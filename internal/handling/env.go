@@ -43,8 +43,10 @@ type Env interface {
 	// QueueSend appends s to the journal, which hands it to the gateway of
 	// its account, queued for its chat (key), and returns its Future: it
 	// is resolved with the send's outcome, or at once with the reason it
-	// was refused. onFail, if not nil, hears a failure too.
-	QueueSend(key string, s journal.Send, onFail func(error)) *future.Future[platform.SendResult]
+	// was refused, which QueueSend returns too — one wrapping ErrDiverged
+	// when the journal made another send under s's id before (a run after
+	// a restart diverged). onFail, if not nil, hears a failure too.
+	QueueSend(key string, s journal.Send, onFail func(error)) (*future.Future[platform.SendResult], error)
 	// Interact makes in on the adapter name, here or through its gateway,
 	// and returns what a download fetched.
 	Interact(ctx context.Context, name string, in journal.Interaction) ([]byte, error)

@@ -1,6 +1,7 @@
 package handling
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -80,12 +81,28 @@ func (c *Ctx) send(key string, chat platform.Chat, msg platform.OutboundMessage,
 		}
 	}
 	js := journal.Send{ID: id, Request: req, Repeat: r.recovered, Settled: h.settled}
+	if sc := c.scope(); sc.errs == 0 && !sc.middleware {
+		// The handlers' sends are checked against what a run before a
+		// restart sent at their place; the error hook's are not: what it
+		// says depends on the error.
+		js.Sum, js.What = s, brief(msg.Text)
+	}
 	var onFail func(error)
 	if question {
 		waits := r.env.Waits()
 		onFail = func(err error) { waits.questionFailed(h, pos, err) }
 	}
-	f := r.env.QueueSend(key, js, onFail)
+	f, err := r.env.QueueSend(key, js, onFail)
+	if errors.Is(err, ErrDiverged) {
+		// Another send was made under this id before a restart: the run
+		// diverged from the one that made it, and the handling ends.
+		h.mu.Lock()
+		if r.diverged == nil {
+			r.diverged = fmt.Errorf("%w (effect %d)", err, pos+1)
+		}
+		h.mu.Unlock()
+		return f, pos
+	}
 	if hook {
 		h.keepHookSend(id, f)
 	}
