@@ -12,6 +12,7 @@
 package remind
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -87,7 +88,11 @@ func handle(e *engine.Engine, c *engine.Context) error {
 		// again after a crash, the handler schedules nothing more.
 		opts = append(opts, engine.SendID(prefix(c)+id))
 	}
-	if _, err := e.SendAfter(c.Context(), d, c.Platform(), c.Chat(), msg, opts...); err != nil {
+	// A call outside the handling, in Once: a run again gets its outcome.
+	_, err = engine.Once(c, "schedule", func(ctx context.Context) (string, error) {
+		return e.SendAfter(ctx, d, c.Platform(), c.Chat(), msg, opts...)
+	})
+	if err != nil {
 		c.ReplyError(engine.NewUserError("I could not keep that reminder; try again later.", err))
 		return nil
 	}
@@ -95,18 +100,26 @@ func handle(e *engine.Engine, c *engine.Context) error {
 	return nil
 }
 
-// cancelAll takes back the chat's reminders not sent yet.
+// cancelAll takes back the chat's reminders not sent yet. The store's
+// calls are one Once: a run again after a crash says what the first
+// cancelled, not what is left.
 func cancelAll(e *engine.Engine, c *engine.Context) error {
-	waiting, err := e.Scheduled(c.Context())
+	n, err := engine.Once(c, "cancel", func(ctx context.Context) (int, error) {
+		waiting, err := e.Scheduled(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for id := range waiting {
+			if strings.HasPrefix(id, prefix(c)) && e.CancelSend(ctx, id) == nil {
+				n++
+			}
+		}
+		return n, nil
+	})
 	if err != nil {
 		c.ReplyError(engine.NewUserError("I could not list the reminders; try again later.", err))
 		return nil
-	}
-	n := 0
-	for id := range waiting {
-		if strings.HasPrefix(id, prefix(c)) && e.CancelSend(c.Context(), id) == nil {
-			n++
-		}
 	}
 	c.ReplyText(Cancelled(n))
 	return nil
