@@ -602,3 +602,58 @@ func TestDivergenceAfterRestart(t *testing.T) {
 		}
 	})
 }
+
+// A conversation's wait counts from when it began, across restarts: taken
+// up after a restart, it ends when it would have ended without one.
+func TestWaitBoundAcrossRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := newMemJournal()
+		start := func(mem *memory.Adapter) (*engine.Engine, <-chan error) {
+			e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(journal.NewLocal(j)),
+				engine.WithConversationWait(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.OnCommand("ask", func(c *engine.Context) error {
+				_, err := c.Prompt(c.Context(), platform.TextMessage("Well?"))
+				if errors.Is(err, context.DeadlineExceeded) {
+					c.ReplyText("Too late.")
+					return nil
+				}
+				return err
+			})
+			done := make(chan error, 1)
+			go func() { done <- e.Run(context.Background()) }()
+			return e, done
+		}
+		mem := memory.New()
+		e, done := start(mem)
+		began := time.Now()
+		mem.Emit(platform.Event{ID: "1", Platform: mem.Name(), Kind: platform.EventMessage, Chat: dm, From: ann, Text: "/ask", Time: began})
+		if _, err := mem.WaitSent(testCtx(t), dm.ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Minute)
+		if err := e.Shutdown(context.Background()); err != nil { // a clean stop: the wait stays
+			t.Fatal(err)
+		}
+		<-done
+
+		mem2 := memory.New()
+		e2, done2 := start(mem2)
+		sent, err := mem2.WaitSent(context.Background(), dm.ID, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sent[0].Message.Text; got != "Too late." {
+			t.Fatalf("after the restart the chat got %q; want the wait's end", got)
+		}
+		if d := time.Since(began); d != time.Hour {
+			t.Fatalf("the wait ended %v after it began; want 1h", d)
+		}
+		if err := e2.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done2
+	})
+}

@@ -129,7 +129,7 @@ func (c *Ctx) wait(ctx context.Context, accept func(platform.Event) bool, questi
 	w := h.wait
 	h.mu.Unlock()
 	if fx == nil || w == nil {
-		deadline := time.Now().Add(env.ConversationWait())
+		deadline := r.waitBase().Add(env.ConversationWait())
 		if d, ok := ctx.Deadline(); ok {
 			deadline = d
 		}
@@ -147,4 +147,24 @@ func (c *Ctx) wait(ctx context.Context, accept func(platform.Event) bool, questi
 		rc.End(ErrWaiting) // the run is over: what it left waiting ends
 	}
 	return platform.Event{}, ErrWaiting
+}
+
+// waitBase returns when a wait r begins started: now, or, for a run of a
+// handling taken up after a restart, when the last event the run took
+// arrived (the platform's time), so that a wait's bound counts from when
+// it first began, not from the restart. A ctx with a deadline of its own
+// is bound by it regardless.
+func (r *Run) waitBase() time.Time {
+	now := time.Now()
+	if !r.recovered {
+		return now
+	}
+	at := r.event.Time
+	if r.offer != nil && r.offerTaken {
+		at = r.offer.Time
+	}
+	if at.IsZero() || at.After(now) {
+		return now
+	}
+	return at
 }
