@@ -262,3 +262,56 @@ func TestEffectsOnceDivergesAcrossCrash(t *testing.T) {
 		}
 	})
 }
+
+// A session read is an effect too: run again after a crash, the handler
+// gets what its first run read, not what the store holds now.
+func TestEffectsSessionGetAcrossCrash(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		store := state.NewMemoryStore()
+		counter := engine.NewChatSession[int]("seen", 0)
+		first := true
+		read := func(c *engine.Context) error {
+			n, err := counter.Get(c)
+			if err != nil {
+				return err
+			}
+			if first {
+				<-c.Context().Done() // the first process dies here
+				return c.Context().Err()
+			}
+			c.ReplyText(fmt.Sprint("read ", n))
+			return nil
+		}
+		start := func(mem *memory.Adapter) (*engine.Engine, <-chan error) {
+			e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(journal.NewLocal(j)), engine.WithSessionStore(store))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.OnCommand("read", read)
+			done := make(chan error, 1)
+			go func() { done <- e.Run(context.Background()) }()
+			return e, done
+		}
+		e, _ := start(mem)
+		sayID(mem, "1", "/read")
+		synctest.Wait()
+		crash(e)
+		if _, err := counter.Of(e, mem.Name(), dm.ID).Update(testCtx(t), func(n *int) error { *n = 5; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		first = false
+		mem2 := memory.New()
+		e2, done := start(mem2)
+		if _, err := mem2.WaitSent(testCtx(t), dm.ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		if got := mem2.Texts(dm.ID); !slices.Equal(got, []string{"read 0"}) {
+			t.Fatalf("after the restart: %q; want what the first run read", got)
+		}
+		if err := e2.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	})
+}

@@ -114,7 +114,23 @@ func (c *Ctx) State(op, key string, do func(id string) ([]byte, error)) ([]byte,
 		sv, _ := fx.v.(stateValue)
 		return sv.val, sv.err
 	}
-	v, err := do(c.effectID(pos))
-	c.run.record(pos, effect{kind: fxState, sum: s, what: what, v: stateValue{val: v, err: err}})
+	r := c.run
+	id := c.effectID(pos)
+	if id != "" && r.recovered {
+		// Run again after a crash or by another process: what the access
+		// gave the run before, if the journal recorded it.
+		data, ok, err := r.env.Effect(context.WithoutCancel(r.ctx), "state:"+id)
+		if err == nil && ok {
+			r.record(pos, effect{kind: fxState, sum: s, what: what, v: stateValue{val: data}})
+			return data, nil
+		}
+	}
+	v, err := do(id)
+	if err == nil && id != "" {
+		// An error leaves the value standing: a run after a crash reads
+		// the store again (an update it made is known by its id there).
+		_ = r.env.RecordEffect(context.WithoutCancel(r.ctx), "state:"+id, v)
+	}
+	r.record(pos, effect{kind: fxState, sum: s, what: what, v: stateValue{val: v, err: err}})
 	return v, err
 }
