@@ -17,11 +17,12 @@ import (
 var ErrWouldExceedDeadline = errors.New("platform: wait would exceed the send's deadline")
 
 // Progress is how far one send has got, from its first attempt to its
-// outcome, across the runs of its task: the attempts it made, when it
-// started, until when it may live, until when it waits, the rate-limit
-// tokens it holds, and the platform sender's own progress. Every layer of
-// a send reads and updates the one Progress in the send's context (see
-// [ProgressOf]); none keeps state of its own between runs.
+// outcome, across the runs of its task: when it started, until when it may
+// live, until when it waits, the attempts it made, the platform sender's
+// own progress, and what each layer of the sender chain keeps of it
+// ([Progress.Value]). Every layer of a send reads and updates the one
+// Progress in the send's context (see [ProgressOf]); none keeps state of
+// its own between runs.
 //
 // A send runs once, or, under a scheduler that resumes sends (the engine's
 // OutboundDispatcher, which owns the Progress of each send it runs and
@@ -32,13 +33,14 @@ var ErrWouldExceedDeadline = errors.New("platform: wait would exceed the send's 
 // is not over — and the scheduler runs the send again, from the top of
 // the chain, when the wait is over; each layer then carries on from what
 // Progress says. Without such a scheduler Wait sleeps, and a send is one
-// run. Either way each layer does the same thing; [Observe] in package
+// run. Either way each layer does the same thing; Observe in package
 // middleware/sender sees only the end.
 //
 // The exported fields marshal to JSON, so a journal can keep a send's
-// progress with it. A Progress is used by one run at a time (the runs of a
-// send are sequential), so it needs no locking; it must not be used by
-// goroutines that outlive a run.
+// progress with it; what layers keep with SetValue lives in memory only. A
+// Progress is used by one run at a time (the runs of a send are
+// sequential), so it needs no locking; it must not be used by goroutines
+// that outlive a run.
 type Progress struct {
 	// Started is when the send's first run began.
 	Started time.Time `json:"started"`
@@ -46,8 +48,9 @@ type Progress struct {
 	// included; zero means none but the context's. Wait refuses a wait
 	// that would end later.
 	Deadline time.Time `json:"deadline,omitzero"`
-	// Attempts counts the attempts the send started: calls of the sender
-	// below the retry middleware. A send made without retries counts one.
+	// Attempts counts the attempts the send started: calls of the layers
+	// below the one that repeats them (package middleware/sender's Retry).
+	// A send made without retries counts one.
 	Attempts int `json:"attempts,omitempty"`
 	// NotBefore is when the wait the last run asked for ends.
 	NotBefore time.Time `json:"not_before,omitzero"`
@@ -55,32 +58,65 @@ type Progress struct {
 	// JSON form: how many parts of a long text it delivered, say.
 	Platform json.RawMessage `json:"platform,omitempty"`
 
-	// Reserved holds what a rate limiter reserved for the send and has
-	// not used yet (tokens), or nil; Cancel gives it back. It lives in
-	// memory only.
-	Reserved Reservation `json:"-"`
-	// InAttempt is set while an attempt is under way across runs: a layer
-	// below the retry middleware paused it.
-	InAttempt bool `json:"-"`
-	// LastErr is the error of the last attempt that failed, or nil.
-	LastErr error `json:"-"`
-	// DeadLettered is set when a dead-letter store kept the failed send.
-	DeadLettered bool `json:"-"`
-	// Ended is when the send's outcome became final, as the first layer
-	// that saw it there recorded it.
-	Ended time.Time `json:"-"`
-	// Journaled is set when a journal keeps the send until its outcome is
-	// final: a send cancelled before then (a forced shutdown) is taken up
-	// at the next start, and is no dead letter.
-	Journaled bool `json:"-"`
-
 	resumable bool
+	values    []layerValue
 }
 
-// Reservation is what a rate limiter holds for a send between its runs.
-type Reservation interface {
-	// Cancel gives back what was reserved and not used.
-	Cancel()
+// layerValue is what one layer keeps in a Progress (SetValue).
+type layerValue struct {
+	key, v any
+}
+
+// Value returns what the layer whose key is key keeps of the send (see
+// SetValue), or nil.
+func (p *Progress) Value(key any) any {
+	for _, lv := range p.values {
+		if lv.key == key {
+			return lv.v
+		}
+	}
+	return nil
+}
+
+// SetValue keeps v under key for the send's later runs: what one layer of
+// the chain keeps of the send (the attempt under way, the rate-limit
+// tokens it holds), in memory only; a nil v removes it. Use a key of an
+// unexported type of the layer's own, as with context values, so layers
+// never share one.
+func (p *Progress) SetValue(key, v any) {
+	for i, lv := range p.values {
+		if lv.key == key {
+			if v == nil {
+				p.values = append(p.values[:i], p.values[i+1:]...)
+			} else {
+				p.values[i].v = v
+			}
+			return
+		}
+	}
+	if v != nil {
+		p.values = append(p.values, layerValue{key, v})
+	}
+}
+
+// Releaser is implemented by what a layer keeps in a [Progress] that must
+// be given back when the send ends (a rate limiter's reserved tokens).
+type Releaser interface {
+	// Release gives back what is held and no longer needed.
+	Release()
+}
+
+// Release gives back, once the send's outcome is final, what the layers
+// keep in p that is a [Releaser], and forgets it. The scheduler that owns
+// p calls it.
+func (p *Progress) Release() {
+	values := p.values
+	p.values = nil
+	for _, lv := range values {
+		if r, ok := lv.v.(Releaser); ok {
+			r.Release()
+		}
+	}
 }
 
 // NewProgress returns the Progress of a send that started at start and

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/infra/future"
 	"github.com/heraldbot/herald/internal/handling"
 	"github.com/heraldbot/herald/platform"
@@ -77,7 +78,7 @@ func (e *Engine) sendTaskOf(out journal.Outgoing) (*sendTask, error) {
 		}
 	}
 	if t.rec != nil {
-		t.progress.Journaled = true
+		sender.MarkJournaled(&t.progress)
 		e.js.sends.Add(1)
 	}
 	if out.Redelivered && out.ID != "" {

@@ -180,15 +180,12 @@ func (t *sendTask) run(ctx context.Context) error {
 		t.save()
 		return err // not finished: the dispatcher runs it again
 	}
-	if r := t.progress.Reserved; r != nil {
-		r.Cancel() // tokens a layer reserved and the send no longer needs
-		t.progress.Reserved = nil
-	}
+	t.progress.Release() // what layers hold for the send (rate tokens) and it no longer needs
 	// The outcome is final: a failure is a dead letter by now (the chain's
 	// DeadLetters keeps it, in the journal too), so the record can go —
 	// unless a forced shutdown cancelled the send: the journal then keeps
 	// it for the next start (and it is no dead letter).
-	if !cancelledJournaled(ctx, &t.progress, err) {
+	if !t.cancelledJournaled(ctx, err) {
 		var delivered *platform.SendResult
 		if err == nil && t.id != "" && (t.settled == nil || !t.settled()) {
 			delivered = &res // its handler may run again: remember it was sent
@@ -215,8 +212,8 @@ func (t *sendTask) save() {
 // cancelledJournaled reports whether a journaled send ended because its
 // context was cancelled: a forced shutdown, after which the journal keeps
 // the send to make it at the next start. DeadLetters does not keep it.
-func cancelledJournaled(ctx context.Context, p *platform.Progress, err error) bool {
-	return p.Journaled && errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
+func (t *sendTask) cancelledJournaled(ctx context.Context, err error) bool {
+	return t.rec != nil && errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
 }
 
 // fenceKey carries a send's fence (journal.Outgoing.Fence) down its sender

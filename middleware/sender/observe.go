@@ -53,16 +53,17 @@ func Observe(fn func(ctx context.Context, o Outcome)) SenderDecorator {
 			if _, paused := platform.PauseOf(err); paused {
 				return res, err
 			}
-			if p.Ended.IsZero() {
-				p.Ended = time.Now() // once, for every observer of the send
+			st := stateOf(p)
+			if st.ended.IsZero() {
+				st.ended = time.Now() // once, for every observer of the send
 			}
 			fn(ctx, Outcome{
 				Request:      req,
 				Result:       res,
 				Err:          err,
 				Attempts:     attemptsMade(p, err),
-				DeadLettered: p.DeadLettered,
-				Duration:     p.Ended.Sub(p.Started),
+				DeadLettered: st.deadLettered,
+				Duration:     st.ended.Sub(p.Started),
 			})
 			return res, err
 		})
@@ -149,7 +150,7 @@ func observeAll(fns ...func(context.Context, Outcome)) func(context.Context, Out
 		for _, fn := range live {
 			fn(ctx, o)
 			if p != nil {
-				o.DeadLettered = p.DeadLettered // as the next layer out would see it
+				o.DeadLettered = stateOf(p).deadLettered // as the next layer out would see it
 			}
 		}
 	}

@@ -357,8 +357,10 @@ type waiter struct {
 }
 
 // heldTokens are the reservations a send has made so far at one limiter.
-// A Progress holds those of a paused send (Progress.Reserved): one per
-// limiter the send passes, linked.
+// A Progress holds those of a paused send (its value under heldKey): one
+// per limiter the send passes, linked. The scheduler that owns the
+// Progress releases them once the send's outcome is final
+// (platform.Progress.Release).
 type heldTokens struct {
 	owner      *rateLimiter
 	chatTaken  bool // the chat and group tokens are reserved
@@ -370,24 +372,28 @@ type heldTokens struct {
 // cancel gives back the reserved tokens not yet used.
 func (h *heldTokens) cancel() { cancelReservations(h.rc, h.rg, h.rp) }
 
-// Cancel gives back every reservation held in the list h starts.
-func (h *heldTokens) Cancel() {
+// Release gives back every reservation held in the list h starts
+// (platform.Releaser).
+func (h *heldTokens) Release() {
 	for ; h != nil; h = h.next {
 		h.cancel()
 	}
 }
 
+// heldKey keys the tokens a send holds in its Progress.
+type heldKey struct{}
+
 // takeHeld removes and returns what l holds in p, or nil.
 func takeHeld(p *platform.Progress, l *rateLimiter) *heldTokens {
-	head, _ := p.Reserved.(*heldTokens)
+	head, _ := p.Value(heldKey{}).(*heldTokens)
 	for link := &head; *link != nil; link = &(*link).next {
 		if h := *link; h.owner == l {
 			*link = h.next
 			h.next = nil
 			if head == nil {
-				p.Reserved = nil
+				p.SetValue(heldKey{}, nil)
 			} else {
-				p.Reserved = head
+				p.SetValue(heldKey{}, head)
 			}
 			return h
 		}
@@ -397,8 +403,8 @@ func takeHeld(p *platform.Progress, l *rateLimiter) *heldTokens {
 
 // saveHeld keeps h in p for the send's next run.
 func saveHeld(p *platform.Progress, h *heldTokens) {
-	h.next, _ = p.Reserved.(*heldTokens)
-	p.Reserved = h
+	h.next, _ = p.Value(heldKey{}).(*heldTokens)
+	p.SetValue(heldKey{}, h)
 }
 
 // waitTokens takes n chat tokens (and group tokens) and then n global

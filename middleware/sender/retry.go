@@ -155,27 +155,28 @@ type retrySender struct {
 
 func (s *retrySender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
 	ctx, p := platform.SendProgress(ctx)
+	st := stateOf(p)
 	for {
 		// An attempt paused below is carried on even if ctx has ended:
 		// the decorators below then give back what they hold (reserved
 		// rate tokens) and report the end of ctx, as they would have
 		// had it ended while they waited in place.
-		if !p.InAttempt {
+		if !st.inAttempt {
 			if err := ctx.Err(); err != nil {
-				return giveUp(p.Attempts, p.LastErr, err)
+				return giveUp(p.Attempts, st.lastErr, err)
 			}
 			p.Attempts++
-			p.InAttempt = true
+			st.inAttempt = true
 		}
 		res, err := s.next.Send(ctx, req)
 		if _, paused := platform.PauseOf(err); paused {
 			return res, err // the attempt goes on in the next run
 		}
-		p.InAttempt = false
+		st.inAttempt = false
 		if err == nil {
 			return res, nil
 		}
-		p.LastErr = err
+		st.lastErr = err
 		if cerr := ctx.Err(); cerr != nil {
 			return giveUp(p.Attempts, err, cerr)
 		}

@@ -1,0 +1,36 @@
+package sender
+
+import (
+	"time"
+
+	"github.com/heraldbot/herald/platform"
+)
+
+// sendState is what the layers of this package keep of one send across
+// its runs, in its platform.Progress (Progress.Value).
+type sendState struct {
+	inAttempt    bool      // Retry: an attempt is under way across runs (a layer below paused it)
+	lastErr      error     // Retry: the error of the last attempt that failed
+	deadLettered bool      // DeadLetters kept the failed send
+	ended        time.Time // when its outcome became final, as the first observer saw it
+	journaled    bool      // a journal keeps the send until its outcome is final (MarkJournaled)
+}
+
+// stateKey keys a send's sendState in its Progress.
+type stateKey struct{}
+
+// stateOf returns the sendState p holds, made if need be.
+func stateOf(p *platform.Progress) *sendState {
+	if st, ok := p.Value(stateKey{}).(*sendState); ok {
+		return st
+	}
+	st := new(sendState)
+	p.SetValue(stateKey{}, st)
+	return st
+}
+
+// MarkJournaled records in p that a journal keeps the send until its
+// outcome is final: a send cancelled before then (a forced shutdown) is
+// taken up again at the next start, so [DeadLetters] does not keep it.
+// The engine calls it for the sends its journal records.
+func MarkJournaled(p *platform.Progress) { stateOf(p).journaled = true }
