@@ -9,9 +9,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/core/journal"
-	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/infra/future"
 	"github.com/heraldbot/herald/internal/handling"
+	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
