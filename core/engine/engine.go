@@ -164,37 +164,13 @@ type Engine struct {
 // New returns an Engine configured by opts. It returns an error if two
 // adapters have the same name or the metrics cannot be registered.
 func New(opts ...Option) (*Engine, error) {
-	o := options{prefixes: []string{"/"}}
+	var o options
 	for _, opt := range opts {
 		if opt != nil {
 			opt.apply(&o)
 		}
 	}
-	if o.logger == nil {
-		o.logger = zap.NewNop()
-	}
-	if len(o.prefixes) == 0 {
-		o.prefixes = []string{"/"}
-	}
-	if o.handlerConcurrency <= 0 {
-		o.handlerConcurrency = DefaultHandlerConcurrency
-	}
-	if o.inboundQueueSize <= 0 {
-		o.inboundQueueSize = DefaultInboundQueueSize
-	}
-	if o.handlerTimeout <= 0 {
-		o.handlerTimeout = DefaultHandlerTimeout
-	}
-	if o.conversationWait <= 0 {
-		o.conversationWait = DefaultConversationWait
-	}
-	if o.shutdownTimeout <= 0 {
-		o.shutdownTimeout = DefaultShutdownTimeout
-	}
-	if o.deadLetters == nil {
-		o.deadLetters = sender.NewDeadLetterStore(0)
-		o.deadLetters.SetLogger(o.logger) // a store of the engine's own logs its drops to the engine's log
-	}
+	o = o.withDefaults()
 	e := &Engine{
 		opts:        o,
 		log:         o.logger,

@@ -55,6 +55,36 @@ type options struct {
 	cancelReply        string
 }
 
+// withDefaults returns o with each setting left unset given its default.
+func (o options) withDefaults() options {
+	if o.logger == nil {
+		o.logger = zap.NewNop()
+	}
+	if len(o.prefixes) == 0 {
+		o.prefixes = []string{"/"}
+	}
+	if o.handlerConcurrency <= 0 {
+		o.handlerConcurrency = DefaultHandlerConcurrency
+	}
+	if o.inboundQueueSize <= 0 {
+		o.inboundQueueSize = DefaultInboundQueueSize
+	}
+	if o.handlerTimeout <= 0 {
+		o.handlerTimeout = DefaultHandlerTimeout
+	}
+	if o.conversationWait <= 0 {
+		o.conversationWait = DefaultConversationWait
+	}
+	if o.shutdownTimeout <= 0 {
+		o.shutdownTimeout = DefaultShutdownTimeout
+	}
+	if o.deadLetters == nil {
+		o.deadLetters = sender.NewDeadLetterStore(0)
+		o.deadLetters.SetLogger(o.logger) // a store of the engine's own logs its drops to the engine's log
+	}
+	return o
+}
+
 // WithLogger sets the engine's logger; handlers get it, with the event's
 // fields, from Context.Logger, and the default sender chain logs each send
 // to it. A nil logger means zap.NewNop(), the default. Repeated use keeps

@@ -138,7 +138,7 @@ func LimitsOf(l platform.Limits) RateLimitConfig {
 //
 // With no limit set, or Off, RateLimit returns the sender unchanged.
 func RateLimit(cfg RateLimitConfig) SenderDecorator {
-	cfg = cfg.normalized()
+	cfg = cfg.withDefaults()
 	return func(next platform.Sender) platform.Sender {
 		if cfg.Off || cfg.Global == 0 && cfg.PerChat == 0 && cfg.PerGroup == 0 {
 			return next
@@ -152,7 +152,7 @@ func RateLimit(cfg RateLimitConfig) SenderDecorator {
 	}
 }
 
-func (c RateLimitConfig) normalized() RateLimitConfig {
+func (c RateLimitConfig) withDefaults() RateLimitConfig {
 	norm := func(l rate.Limit, b int) (rate.Limit, int) {
 		if l <= 0 || l == rate.Inf || math.IsNaN(float64(l)) {
 			return 0, 0
@@ -196,7 +196,7 @@ type chatState struct {
 
 type rateLimiter struct {
 	next platform.Sender
-	cfg  RateLimitConfig // normalized
+	cfg  RateLimitConfig // with its defaults
 
 	mu        sync.Mutex
 	platforms map[string]*platformState

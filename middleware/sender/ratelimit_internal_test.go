@@ -87,7 +87,7 @@ func TestRateLimitIdleTTLFloor(t *testing.T) {
 		{RateLimitConfig{Global: 1, IdleTTL: time.Second}, time.Second},
 	}
 	for _, tt := range tests {
-		if got := tt.cfg.normalized().IdleTTL; got != tt.want {
+		if got := tt.cfg.withDefaults().IdleTTL; got != tt.want {
 			t.Errorf("IdleTTL of %+v = %v; want %v", tt.cfg, got, tt.want)
 		}
 	}

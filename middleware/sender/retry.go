@@ -68,7 +68,7 @@ type RetryConfig struct {
 	MaxRetryAfter time.Duration
 }
 
-func (c RetryConfig) normalized() RetryConfig {
+func (c RetryConfig) withDefaults() RetryConfig {
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
@@ -138,7 +138,7 @@ func Retry(cfg RetryConfig) SenderDecorator {
 // retryWith is Retry with the source of randomness for jitter given: rnd
 // returns values in [0, 1). Tests pass a fixed one.
 func retryWith(cfg RetryConfig, rnd func() float64) SenderDecorator {
-	cfg = cfg.normalized()
+	cfg = cfg.withDefaults()
 	return func(next platform.Sender) platform.Sender {
 		if cfg.MaxAttempts == 1 {
 			return next
@@ -149,7 +149,7 @@ func retryWith(cfg RetryConfig, rnd func() float64) SenderDecorator {
 
 type retrySender struct {
 	next platform.Sender
-	cfg  RetryConfig // normalized
+	cfg  RetryConfig // with its defaults
 	rand func() float64
 }
 

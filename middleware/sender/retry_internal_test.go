@@ -64,16 +64,16 @@ func TestRetryJitterShortensWaits(t *testing.T) {
 }
 
 func TestRetryConfigDefaults(t *testing.T) {
-	got := RetryConfig{}.normalized()
+	got := RetryConfig{}.withDefaults()
 	want := RetryConfig{MaxAttempts: 5, BaseBackoff: 500 * time.Millisecond, MaxBackoff: 30 * time.Second, Jitter: 0.2, MaxRetryAfter: 5 * time.Minute}
 	if got != want {
 		t.Fatalf("defaults = %+v; want %+v", got, want)
 	}
-	got = RetryConfig{MaxAttempts: -1, BaseBackoff: time.Second, MaxBackoff: time.Millisecond, Jitter: 3}.normalized()
+	got = RetryConfig{MaxAttempts: -1, BaseBackoff: time.Second, MaxBackoff: time.Millisecond, Jitter: 3}.withDefaults()
 	if got.MaxAttempts != 5 || got.MaxBackoff != time.Second || got.Jitter != 1 {
-		t.Fatalf("normalized = %+v", got)
+		t.Fatalf("withDefaults = %+v", got)
 	}
-	if got := (RetryConfig{Jitter: -0.1}).normalized().Jitter; got != 0 {
+	if got := (RetryConfig{Jitter: -0.1}).withDefaults().Jitter; got != 0 {
 		t.Fatalf("negative Jitter normalized to %v; want 0", got)
 	}
 }
