@@ -59,9 +59,10 @@ type Adapter struct {
 	// The webhook's bounds, and how long a press waits for an answer
 	// before the run answers it (autoAnswerAfter); tests may change them
 	// before a run.
-	web        httpserve.Limits
-	budget     *byteBudget // bytes of large webhook bodies read at once
-	autoAnswer time.Duration
+	web          httpserve.Limits
+	budget       *byteBudget // bytes of large webhook bodies read at once
+	autoAnswer   time.Duration
+	autoCheckout time.Duration // how long a pre-checkout query waits, likewise
 
 	// Owned by Run (which runs once at a time), kept between runs.
 	offset    int // next update ID to ask for
@@ -83,7 +84,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	return &Adapter{
 		cfg: cfg, log: cfg.Logger, limited: ratelog.New(cfg.Logger, 0), taken: newLedger(), presses: newPressTracker(),
-		web: webhookLimits, budget: newByteBudget(webhookBodyBudget), autoAnswer: autoAnswerAfter,
+		web: webhookLimits, budget: newByteBudget(webhookBodyBudget), autoAnswer: autoAnswerAfter, autoCheckout: autoCheckoutAfter,
 	}, nil
 }
 
@@ -284,4 +285,13 @@ func (a *Adapter) webhookServer() *httpserve.Server {
 	a.addrMu.Lock()
 	defer a.addrMu.Unlock()
 	return a.server
+}
+
+// allowedUpdates returns the allowed_updates to send: Config.AllowedUpdates,
+// or UpdateTypes when it is nil.
+func (a *Adapter) allowedUpdates() []string {
+	if a.cfg.AllowedUpdates == nil {
+		return UpdateTypes
+	}
+	return a.cfg.AllowedUpdates
 }

@@ -93,9 +93,12 @@ type Config struct {
 	PollTimeout time.Duration
 
 	// AllowedUpdates lists the update types to receive, such as "message"
-	// and "callback_query" (tgbotapi.UpdateTypeMessage, ...), for getUpdates
-	// and setWebhook. Nil means Telegram's default: every type except
-	// chat_member, or the list last set.
+	// and "callback_query", for getUpdates and setWebhook. Nil means every
+	// type of Bot API 10.2 ([UpdateTypes]), chat_member, message_reaction
+	// and message_reaction_count included, which Telegram sends only when
+	// asked (reactions only to a bot that is an administrator). An empty,
+	// non-nil list is sent as it is, which Telegram reads as its own
+	// default: every type but those three.
 	AllowedUpdates []string
 
 	// Webhook configures Webhook mode; it is unused in Polling mode.

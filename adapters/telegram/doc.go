@@ -86,23 +86,58 @@
 //
 // # Events
 //
-// Messages and channel posts become EventMessage, with their files as
-// Attachments (photos with all their sizes, documents, animations, videos,
-// video notes, audio, voice notes, stickers: file ID, name, MIME type,
-// size, dimensions, duration, caption), which [Adapter.Download] fetches
-// within a size limit; edits EventEditedMessage; inline button presses
-// EventCallback with the callback query's ID in QueryID, answered by
-// [Adapter.AnswerCallback] (the handler's answer, or the engine's empty
-// one when the handling ended) or, when nothing answered within 10 s, by
-// the run itself, so the user's button never spins for long; inline
-// queries EventInlineQuery, answered with [Adapter.AnswerInline], and
-// chosen inline results EventInlineResult; new and departing members
-// EventMemberJoined and EventMemberLeft, one event per member; everything
-// else is EventOther, with the *tgbotapi.Update in Raw. Chat and user IDs
-// are Telegram's int64 IDs in decimal. "/cmd@ThisBot args" arrives as
-// "/cmd args"; a command addressed to another bot is dropped. Every
-// event's Platform is the adapter's name, [Config.Name], so one engine can
-// run several bots.
+// Every update is decoded from the JSON Telegram sent with Herald's own
+// types, which read only the fields the adapter maps, so no update of Bot
+// API 10.2, nor one of a kind or with fields added later, is dropped or
+// fails to decode for what it carries; every event's Raw is the update's
+// JSON as Telegram sent it (a json.RawMessage, kept when the journal
+// stores the event), so a handler can read any field of it. By default
+// the adapter asks for every update type ([UpdateTypes]), chat_member and
+// reactions included, which Telegram sends only when asked. The kinds:
+//
+//   - Messages, channel posts and business messages become EventMessage,
+//     with their files as Attachments (photos with all their sizes,
+//     documents, animations, videos, video notes, audio, voice notes,
+//     stickers: file ID, name, MIME type, size, dimensions, duration,
+//     caption), which [Adapter.Download] fetches within a size limit;
+//     their edits EventEditedMessage. A message in a forum topic carries
+//     the topic in Chat.Thread (its first message, which every message of
+//     the topic replies to, is not taken as ReplyToID), and a business
+//     message its connection in Chat.BusinessConnectionID: a reply to the
+//     event lands in the topic, through the connection. From's
+//     LanguageCode is the user's language_code.
+//   - Inline button presses are EventCallback with the callback query's
+//     ID in QueryID, answered by [Adapter.AnswerCallback] (the handler's
+//     answer, or the engine's empty one when the handling ended) or, when
+//     nothing answered within 10 s, by the run itself, so the user's
+//     button never spins for long; inline queries EventInlineQuery,
+//     answered with [Adapter.AnswerInline], and chosen inline results
+//     EventInlineResult.
+//   - New and departing members (service messages) are EventMemberJoined
+//     and EventMemberLeft, one event per member; chat_member updates
+//     EventMemberUpdated; the bot's own membership (my_chat_member)
+//     EventBotBlocked, EventBotUnblocked (private chats), EventBotAdded,
+//     EventBotRemoved (groups and channels) or EventBotMemberChanged; join
+//     requests EventJoinRequest, answered with [Adapter.AnswerJoinRequest].
+//   - Reactions are EventReaction (a user's, old and new) and
+//     EventReactionCount (anonymous ones).
+//   - Payments: pre-checkout queries are EventPreCheckout, answered with
+//     [Adapter.AnswerPreCheckout] or, when nothing answered within 8 s,
+//     refused by the run (Telegram cancels the payment after 10 s anyway,
+//     and the user is told why); successful and refunded payments
+//     EventPayment and EventRefund, with the charge ID
+//     [Adapter.RefundStarPayment] takes.
+//   - Business connections are EventBusinessConnection, and messages
+//     deleted from a business account's chats EventMessagesDeleted.
+//   - Everything else (shipping queries, paid media purchases, polls and
+//     poll answers, boosts, guest messages, managed bots, subscriptions,
+//     and kinds newer than 10.2) is EventOther, with the chat, user,
+//     query ID and payload the update names, and Raw.
+//
+// Chat and user IDs are Telegram's int64 IDs in decimal. "/cmd@ThisBot
+// args" arrives as "/cmd args"; a command addressed to another bot is
+// dropped. Every event's Platform is the adapter's name, [Config.Name], so
+// one engine can run several bots.
 //
 // # Sending and limits
 //

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -239,8 +240,22 @@ func verifyNoLeaks(t *testing.T, opts ...goleak.Option) {
 
 func testLogger() *zap.Logger { return zap.NewNop() }
 
-func updateFor(id int) *tgbotapi.Update {
-	return &tgbotapi.Update{UpdateID: id, Message: &tgbotapi.Message{MessageID: id, Chat: &tgbotapi.Chat{ID: 1, Type: "private"}, Text: "x"}}
+func updateFor(id int) *update {
+	return decoded(&tgbotapi.Update{UpdateID: id, Message: &tgbotapi.Message{MessageID: id, Chat: &tgbotapi.Chat{ID: 1, Type: "private"}, Text: "x"}})
+}
+
+// decoded returns u as the adapter decodes it from its JSON. It panics if
+// u does not round-trip, which a tgbotapi.Update always does.
+func decoded(u *tgbotapi.Update) *update {
+	raw, err := json.Marshal(u)
+	if err != nil {
+		panic(err)
+	}
+	d, err := decodeUpdate(raw)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 // testRunState returns a runState delivering to handle, with its own
