@@ -45,8 +45,9 @@ type Adapter struct {
 	log     *zap.Logger
 	limited *ratelog.Logger // for lines that could repeat per update, request or send
 
-	running atomic.Bool
-	run     atomic.Pointer[runState] // the active Run's delivery, for WebhookHandler
+	running  atomic.Bool
+	noDrafts atomic.Bool              // Telegram refused a message draft: streams edit instead
+	run      atomic.Pointer[runState] // the active Run's delivery, for WebhookHandler
 	// receiving is set while Receive serves the webhook (receive.go);
 	// username is what the last getMe said.
 	receiving atomic.Bool

@@ -262,9 +262,10 @@ func (a *Adapter) AnswerCallback(ctx context.Context, ev platform.Event, ans pla
 	return a.scrub(err)
 }
 
-// SendChatAction shows action in chat (a chat ID or "@channel") with
-// sendChatAction, for 5 s or until the bot's next message arrives there,
-// and implements platform.ChatActor. An action Telegram does not know, or
+// SendChatAction shows action in chat (a chat ID or "@channel"; in its
+// topic, Thread, and through its business connection, if it has them)
+// with sendChatAction, for 5 s or until the bot's next message arrives
+// there, and implements platform.ChatActor. An action Telegram does not know, or
 // a chat ID that is neither a number nor an @username, is refused with a
 // permanent error wrapping platform.ErrInvalidMessage before any request;
 // Telegram's answers map as for sends (4xx permanent, 429 retry-after).
@@ -272,13 +273,15 @@ func (a *Adapter) SendChatAction(ctx context.Context, chat platform.Chat, action
 	if !action.Known() {
 		return platform.Permanent(fmt.Errorf("telegram: %w: unknown chat action %q", platform.ErrInvalidMessage, action))
 	}
-	ref, err := parseChat(chat.ID)
+	dest, err := destinationOf(chat)
 	if err != nil {
 		return platform.Permanent(fmt.Errorf("telegram: %w", err))
 	}
-	_, err = a.request(ctx, "sendChatAction", tgbotapi.ChatActionConfig{
-		BaseChat: tgbotapi.BaseChat{ChatID: ref.id, ChannelUsername: ref.username}, Action: string(action),
-	})
+	params := tgbotapi.Params{"action": string(action)}
+	addChat(params, dest.chat)
+	params.AddNonZero("message_thread_id", dest.thread)
+	params.AddNonEmpty("business_connection_id", dest.business)
+	_, err = a.makeRequest(ctx, "sendChatAction", params)
 	return a.scrub(err)
 }
 

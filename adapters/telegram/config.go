@@ -164,6 +164,17 @@ type Config struct {
 	// AvoidDuplicates, an ambiguous failure of one is not retried in place
 	// either.
 	AvoidDuplicates bool
+
+	// NoDrafts makes streamed replies ([platform.Stream]) to private chats
+	// show as a message that is edited, as in groups, instead of a message
+	// draft (sendMessageDraft) followed by the final message. The adapter
+	// falls back to edits by itself when Telegram refuses a draft.
+	NoDrafts bool
+
+	// NoCommandMenu makes [Adapter.SetCommands] do nothing, so the
+	// engine's call at start leaves the bot's commands menu as it is (set
+	// with @BotFather, say).
+	NoCommandMenu bool
 }
 
 // WebhookConfig configures Webhook mode, as part of a [Config], which New
