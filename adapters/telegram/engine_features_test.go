@@ -87,4 +87,3 @@ func TestEngineBotBlocked(t *testing.T) {
 		t.Fatal("no EventBotBlocked")
 	}
 }
-
