@@ -80,6 +80,19 @@ func (s *Server) chatJSON(chatID int64, forum bool) map[string]any {
 // (threadID), as every message of a topic that replies to no other does.
 // It queues the update and returns its ID.
 func (s *Server) SendTopicMessage(chatID int64, threadID int, from tgbotapi.User, text string) int {
+	id, _ := s.topicMessage(true, chatID, threadID, from, text)
+	return id
+}
+
+// TopicMessageUpdate is [Server.SendTopicMessage] without the queueing:
+// it returns the update, with the next free update ID, for the caller to
+// deliver (to a webhook, say).
+func (s *Server) TopicMessageUpdate(chatID int64, threadID int, from tgbotapi.User, text string) []byte {
+	_, raw := s.topicMessage(false, chatID, threadID, from, text)
+	return raw
+}
+
+func (s *Server) topicMessage(queue bool, chatID int64, threadID int, from tgbotapi.User, text string) (int, []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	chat := s.chatJSON(chatID, true)
@@ -95,9 +108,21 @@ func (s *Server) SendTopicMessage(chatID int64, threadID int, from tgbotapi.User
 	if n := commandLength(text); n > 0 {
 		msg["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": n}}
 	}
-	upd := s.nextUpdateID
-	s.storeLocked(upd, updateJSON(upd, "message", msg))
-	return upd
+	return s.emitLocked(queue, "message", msg)
+}
+
+// emitLocked makes the update of kind with payload under the next free
+// update ID, queues it if queue is set (taking the ID either way), and
+// returns its ID and JSON. s.mu must be held.
+func (s *Server) emitLocked(queue bool, kind string, payload any) (int, []byte) {
+	id := s.nextUpdateID
+	raw := updateJSON(id, kind, payload)
+	if queue {
+		s.storeLocked(id, raw)
+	} else {
+		s.nextUpdateID++
+	}
+	return id, raw
 }
 
 // AddBusinessConnection makes the server know the business connection
@@ -151,6 +176,18 @@ func (s *Server) SendBusinessMessage(id string, from tgbotapi.User, text string)
 // of chatID from the emoji old to the emoji new, and queues the
 // message_reaction update. It returns the update's ID.
 func (s *Server) PushReaction(chatID int64, messageID int, from tgbotapi.User, old, new []string) int {
+	id, _ := s.reaction(true, chatID, messageID, from, old, new)
+	return id
+}
+
+// ReactionUpdate is [Server.PushReaction] without the queueing, as
+// [Server.TopicMessageUpdate] is.
+func (s *Server) ReactionUpdate(chatID int64, messageID int, from tgbotapi.User, old, new []string) []byte {
+	_, raw := s.reaction(false, chatID, messageID, from, old, new)
+	return raw
+}
+
+func (s *Server) reaction(queue bool, chatID int64, messageID int, from tgbotapi.User, old, new []string) (int, []byte) {
 	list := func(es []string) []map[string]any {
 		out := []map[string]any{}
 		for _, e := range es {
@@ -160,12 +197,10 @@ func (s *Server) PushReaction(chatID int64, messageID int, from tgbotapi.User, o
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	upd := s.nextUpdateID
-	s.storeLocked(upd, updateJSON(upd, "message_reaction", map[string]any{
+	return s.emitLocked(queue, "message_reaction", map[string]any{
 		"chat": s.chatJSON(chatID, false), "message_id": messageID, "user": from, "date": time.Now().Unix(),
 		"old_reaction": list(old), "new_reaction": list(new),
-	}))
-	return upd
+	})
 }
 
 // PushMyChatMember makes from change the bot's status in chatID from old
