@@ -76,20 +76,9 @@ func (a *Adapter) react(ctx context.Context, req platform.SendRequest) (platform
 // copyMessage, …) may be ambiguous, as a send is.
 func (a *Adapter) call(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
 	c := req.Message.Call
-	params := tgbotapi.Params{}
-	if len(c.Params) > 0 && string(c.Params) != "null" {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(c.Params, &fields); err != nil {
-			return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %s: %w: parameters: %w", c.Method, platform.ErrInvalidMessage, err))
-		}
-		for k, v := range fields {
-			var s string
-			if json.Unmarshal(v, &s) == nil {
-				params[k] = s
-			} else if string(v) != "null" {
-				params[k] = string(v)
-			}
-		}
+	params, err := callParams(c.Params)
+	if err != nil {
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %s: %w", c.Method, err))
 	}
 	if _, ok := params["chat_id"]; !ok && req.Target.ID != "" {
 		if chat, err := parseChat(req.Target.ID); err == nil {
@@ -124,4 +113,31 @@ func (a *Adapter) call(ctx context.Context, req platform.SendRequest) (platform.
 		res.MessageID = messageID(msg.MessageID)
 	}
 	return res, nil
+}
+
+// callParams returns the parameters of a method call, a JSON object: each
+// member a parameter, a JSON string as the string, null left out, and any
+// other value as its JSON text, as the Bot API reads form parameters. An
+// empty raw or null is no parameter; anything but an object is refused
+// with an error wrapping platform.ErrInvalidMessage.
+func callParams(raw json.RawMessage) (tgbotapi.Params, error) {
+	params := tgbotapi.Params{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return params, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("%w: the parameters are not a JSON object (%v)", platform.ErrInvalidMessage, err)
+	}
+	for k, v := range fields {
+		var s string
+		switch {
+		case string(v) == "null": // left out: json.Unmarshal would read it as ""
+		case json.Unmarshal(v, &s) == nil:
+			params[k] = s
+		default:
+			params[k] = string(v)
+		}
+	}
+	return params, nil
 }

@@ -142,13 +142,23 @@ func shownText(text string, mode platform.ParseMode) string {
 	if class == nil {
 		return t
 	}
-	for i := len(t); i > 0; i-- {
-		if class[i] == cutFree && (i == len(t) || utf8.RuneStart(t[i])) {
+	tries := 0
+	for i := len(t); i > 0 && tries < maxShownTries; i-- {
+		if class[i] != cutFree || i < len(t) && !utf8.RuneStart(t[i]) {
+			continue
+		}
+		// A place free in the whole text may not be at the end of the
+		// prefix alone (a bare "&a" before a space): check the prefix.
+		if c := markupState(t[:i], mode); c[i] == cutFree {
 			return t[:i]
 		}
+		tries++
 	}
 	return ""
 }
+
+// maxShownTries bounds the prefixes shownText checks on their own.
+const maxShownTries = 8
 
 // planStreamFinal returns the parts of the final part m of a streamed
 // reply shown by the message m.Stream.MessageID: an edit of that message
