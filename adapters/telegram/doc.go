@@ -184,6 +184,44 @@
 // chat, or 4 in a group, is paced tighter than Telegram's limits; raise
 // DefaultConfig.Timeout if a bot sends such texts often.
 //
+// # Topics, business accounts and send options
+//
+// A send goes to its target's topic ([platform.Chat] Thread, as
+// message_thread_id) and through its business connection
+// (BusinessConnectionID, as business_connection_id); an event carries
+// both in its Chat, so a reply to it lands where it came from, while
+// queues and rate limits stay per chat. A message's send options become
+// Telegram's parameters: Reply (reply_parameters: replies to and quotes of
+// a message, also in another chat), LinkPreview (link_preview_options),
+// Silent (disable_notification), Protected (protect_content), EffectID
+// (message_effect_id), PaidBroadcast (allow_paid_broadcast) and Entities.
+// Herald builds every request's parameters itself, so nothing is ever
+// sent as "null" (v5.5.1's configs send empty entities and
+// caption_entities so).
+//
+// # Reactions, payments, membership, method calls
+//
+// A message with ReactID sets the bot's reaction (setMessageReaction). One
+// with an Invoice is a sendInvoice, in Telegram Stars unless it says
+// otherwise; [Adapter.AnswerPreCheckout] answers the pre-checkout query
+// (once: the run refuses one nothing answered within 8 s, as it answers
+// button presses) and [Adapter.RefundStarPayment] refunds a payment.
+// [Adapter.AnswerJoinRequest] approves or declines a join request. A
+// message with Call ([platform.CallMethod]) calls any Bot API method by
+// name through the sender chain, and its result's Raw is Telegram's
+// answer.
+//
+// # Streamed replies and the commands menu
+//
+// The adapter is a [platform.StreamingAdapter]: a [platform.Stream] to a
+// private chat grows as a message draft (sendMessageDraft) and ends as
+// one message; to a group or channel, or with [Config.NoDrafts], or once
+// Telegram refused a draft, its first part sends a message and the later
+// ones edit it, paced by [Adapter.StreamInterval] (1 s, 3 s in groups)
+// within Telegram's budget, each showing only text whose markup is
+// closed. [Adapter.SetCommands] sends the commands menu (setMyCommands),
+// unless [Config.NoCommandMenu].
+//
 // # Media, keyboards, deletions and chat actions
 //
 // Every kind of file goes out with its own method, by URL, file ID or

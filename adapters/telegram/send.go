@@ -140,6 +140,34 @@ import (
 //
 // The result of an edit names the edited message: MessageID is EditID,
 // ChatID the target's ID, SentAt the local time Telegram accepted the edit.
+//
+// Topics, business connections and options. Every request of a send goes
+// to req.Target's Thread (message_thread_id; one that is not a positive
+// number is refused with platform.ErrInvalidMessage) and through its
+// BusinessConnectionID (business_connection_id; edits and chat actions
+// too, and a deletion then is deleteBusinessMessages). The first message
+// carries the reply (Reply or ReplyToID, as reply_parameters, sent even
+// when the original is gone unless Reply.Required) and the effect; every
+// message the flags Silent, Protected and PaidBroadcast; a text its
+// LinkPreview; Entities go with a text that fits one message (one that
+// does not is refused).
+//
+// Other operations:
+//   - ReactID sets the bot's reaction with setMessageReaction; the result
+//     names the message.
+//   - Invoice sends sendInvoice (currency "XTR" when empty, prices,
+//     Buttons as its keyboard, the options above); it may be ambiguous
+//     as a sendMessage is.
+//   - Call calls the method by name ([platform.MethodCall]): see the
+//     package doc; errors map as for sends.
+//   - Stream is a part of a streamed reply ([platform.StreamPart]): a part
+//     before the final one shows its text (cut back to what parses and to
+//     4096 characters) as a message draft in a private chat, else by
+//     sending a message (the first part; the result names it) or editing
+//     it (MessageID set); the final part sends the whole reply as a
+//     message after drafts, or edits the message to it, the text past
+//     4096 characters following as new messages, the buttons under the
+//     last.
 func (a *Adapter) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
 	res, err := a.send(ctx, req)
 	return res, a.scrub(err)
