@@ -61,8 +61,26 @@ func newHarness(t *testing.T, mutate func(*Config), opts ...telegramtest.Option)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { assertNoTokenInLogs(t, logs) })
+	t.Cleanup(func() {
+		assertNoTokenInLogs(t, logs)
+		assertNoNullParams(t, srv)
+	})
 	return &harness{srv: srv, a: a, logs: logs}
+}
+
+// assertNoNullParams fails the test if any request the server got had a
+// parameter sent as "null", as v5.5.1's configs send empty entities.
+func assertNoNullParams(t *testing.T, srv *telegramtest.Server) {
+	t.Helper()
+	for _, c := range srv.Calls("") {
+		for k, vs := range c.Params {
+			for _, v := range vs {
+				if v == "null" {
+					t.Errorf("%s sent %s=null", c.Method, k)
+				}
+			}
+		}
+	}
 }
 
 func assertNoTokenInLogs(t *testing.T, logs *observer.ObservedLogs) {
