@@ -8,11 +8,26 @@
 // (learn which events the engine refused), [LimitedAdapter] (publish the
 // platform's send budget), [Downloader] (fetch the files events carry),
 // [CallbackAnswerer] (answer button presses), [ChatActor] (show "typing"
-// and other chat actions) and [InlineAnswerer] (answer inline queries).
+// and other chat actions), [InlineAnswerer] (answer inline queries),
+// [PreCheckoutAnswerer] (confirm payments), [JoinRequestAnswerer]
+// (approve join requests), [CommandSetter] (the commands menu) and
+// [StreamingAdapter] (show a streamed reply growing; see [Stream]).
 // What an adapter cannot send (an attachment kind, an album, an edit, a
-// deletion, a reply keyboard) it refuses with a [Permanent] error wrapping
-// [ErrUnsupported].
+// deletion, a reaction, an invoice, a method call, a reply keyboard) it
+// refuses with a [Permanent] error wrapping [ErrUnsupported].
+//
+// Besides messages, an [OutboundMessage] carries the send options real
+// bots use (a [Reply] quoting a message, also in another chat, a
+// [LinkPreview], silent and protected messages, message effects, paid
+// broadcasts, [Entity] markup) and operations on messages, each going
+// through the sender chain like a message: an edit (EditID), a deletion
+// (DeleteID), a reaction (ReactID), an [Invoice], a [MethodCall] of any
+// platform method by name, and a part of a streamed reply ([StreamPart]).
+// A [Chat]'s Thread and BusinessConnectionID route a send into a topic
+// and through a business connection; [Keyboard] builds inline buttons
+// checked against Telegram's limits.
 //
 // Event and OutboundMessage are plain values that serialise to JSON (an
-// Event's Raw field aside), so events can cross process boundaries unchanged.
+// Event's Raw field only when it is a json.RawMessage, as Telegram's
+// adapter sets it), so events can cross process boundaries unchanged.
 package platform

@@ -3,6 +3,7 @@ package platform
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -143,6 +144,106 @@ type OutboundMessage struct {
 	Keyboard    *ReplyKeyboard `json:"keyboard,omitempty"`
 	Album       bool           `json:"album,omitempty"`
 	DeleteID    string         `json:"delete_id,omitempty"`
+
+	// Reply makes the message a reply, as ReplyToID does, and says more:
+	// the message replied to may be in another chat, and a part of it
+	// may be quoted. ReplyToID, if also set, must name the same message.
+	Reply *Reply `json:"reply,omitempty"`
+	// LinkPreview sets how the preview of a link in the text is shown,
+	// or turns it off; nil leaves it to the platform.
+	LinkPreview *LinkPreview `json:"link_preview,omitempty"`
+	// Silent delivers the message without a notification sound.
+	Silent bool `json:"silent,omitempty"`
+	// Protected keeps the message from being forwarded and saved.
+	Protected bool `json:"protected,omitempty"`
+	// EffectID is a message effect shown with the message (Telegram: in
+	// private chats only).
+	EffectID string `json:"effect_id,omitempty"`
+	// PaidBroadcast lets the message past the platform's free broadcast
+	// limits, at a cost (Telegram: 0.1 Stars a message over 30 a second).
+	PaidBroadcast bool `json:"paid_broadcast,omitempty"`
+	// Entities mark up Text instead of a ParseMode (which must then be
+	// plain): bold spans, links, mentions, custom emoji.
+	Entities []Entity `json:"entities,omitempty"`
+
+	// ReactID makes the message the setting of the bot's reaction to the
+	// message ReactID in the target chat instead: to Reactions, or none
+	// when Reactions is empty; BigReaction shows it with a big animation.
+	// It has no other field set. The result names the message reacted
+	// to. Adapters of platforms without reactions refuse it with a
+	// [Permanent] error wrapping [ErrUnsupported].
+	ReactID     string     `json:"react_id,omitempty"`
+	Reactions   []Reaction `json:"reactions,omitempty"`
+	BigReaction bool       `json:"big_reaction,omitempty"`
+
+	// Invoice makes the message an invoice (see [Invoice]), with Buttons
+	// (the first being the pay button, where the platform lets a bot
+	// choose) and the send options above; it has no Text, Attachments or
+	// Keyboard. Adapters of platforms without payments refuse it as
+	// unsupported.
+	Invoice *Invoice `json:"invoice,omitempty"`
+
+	// Call makes the message a call of a platform method by its name
+	// instead (see [MethodCall] and [CallMethod]): for what Herald has no
+	// field for. It has no other field set. It goes through the sender
+	// chain like any message, so it is rate-limited, retried and logged;
+	// the result's Raw holds the platform's answer.
+	Call *MethodCall `json:"call,omitempty"`
+
+	// Stream makes the message one step of a streamed reply (see
+	// [StreamPart] and [Stream]): Text is the whole text so far.
+	Stream *StreamPart `json:"stream,omitempty"`
+}
+
+// Reply is the message a message replies to (see [OutboundMessage]
+// Reply).
+type Reply struct {
+	// MessageID is the message replied to.
+	MessageID string `json:"message_id"`
+	// ChatID is the chat of MessageID when it is not the target chat.
+	ChatID string `json:"chat_id,omitempty"`
+	// Quote is a part of the message replied to, exactly as it appears
+	// there, shown quoted in the reply; QuotePosition is its offset in
+	// that message, in UTF-16 code units, when it appears more than once,
+	// and QuoteParseMode the parse mode of Quote's markup.
+	Quote          string    `json:"quote,omitempty"`
+	QuoteParseMode ParseMode `json:"quote_parse_mode,omitempty"`
+	QuotePosition  int       `json:"quote_position,omitempty"`
+	// Required fails the send when the message replied to is gone;
+	// otherwise the message is sent as no reply then.
+	Required bool `json:"required,omitempty"`
+}
+
+// LinkPreview sets the preview of a link in a message's text (see
+// [OutboundMessage] LinkPreview). The zero value shows the platform's
+// default preview.
+type LinkPreview struct {
+	// Disabled shows no preview.
+	Disabled bool `json:"disabled,omitempty"`
+	// URL is the link to preview; empty means the text's first.
+	URL string `json:"url,omitempty"`
+	// PreferSmallMedia and PreferLargeMedia choose the size of the
+	// preview's picture; AboveText shows the preview above the text.
+	PreferSmallMedia bool `json:"prefer_small_media,omitempty"`
+	PreferLargeMedia bool `json:"prefer_large_media,omitempty"`
+	AboveText        bool `json:"above_text,omitempty"`
+}
+
+// Entity is a span of a message's text with a meaning, as Telegram's
+// MessageEntity: bold, a link, a mention. Offset and Length count UTF-16
+// code units. Type is Telegram's name: "bold", "italic", "underline",
+// "strikethrough", "spoiler", "code", "pre" (with Language),
+// "text_link" (with URL), "text_mention" (with UserID), "custom_emoji"
+// (with CustomEmojiID), "blockquote", "expandable_blockquote", and the
+// kinds a platform detects itself ("mention", "hashtag", "url", …).
+type Entity struct {
+	Type          string `json:"type"`
+	Offset        int    `json:"offset"`
+	Length        int    `json:"length"`
+	URL           string `json:"url,omitempty"`
+	UserID        string `json:"user_id,omitempty"`
+	Language      string `json:"language,omitempty"`
+	CustomEmojiID string `json:"custom_emoji_id,omitempty"`
 }
 
 // EditMessage returns a plain-text edit of the bot's message id: sent, it
@@ -175,17 +276,81 @@ var ErrInvalidMessage = errors.New("platform: invalid message")
 // attachment has a known kind and exactly one of URL, FileID and Data,
 // each button has text and exactly one of Data and URL, a reply keyboard
 // either removes the keyboard or has rows of buttons with text, an edit
-// (EditID set) has text and no attachment, ReplyToID or Keyboard, and a
-// deletion (DeleteID set) has nothing else. The error wraps
-// [ErrInvalidMessage]. Adapters return it as a [Permanent] error: sending the
-// same message again cannot succeed.
+// (EditID set) has text and no attachment, ReplyToID, Reply or Keyboard,
+// and a deletion (DeleteID set) has nothing else. At most one of EditID,
+// DeleteID, ReactID, Invoice, Call and Stream is set: a reaction has
+// nothing but Reactions (each an Emoji or a CustomEmojiID) and
+// BigReaction, a call nothing but Call (see [MethodCall]), an invoice
+// ([Invoice]) no Text, Attachments or Keyboard, and a stream part
+// ([StreamPart]) text and no attachments or Keyboard. Reply names a
+// message (the one ReplyToID names, if that is set too), and Entities
+// need a plain ParseMode. The error wraps [ErrInvalidMessage]. Adapters
+// return it as a [Permanent] error: sending the same message again cannot
+// succeed.
 func (m OutboundMessage) Validate() error {
-	if m.DeleteID != "" {
-		if m.Text != "" || len(m.Attachments) > 0 || len(m.Buttons) > 0 || m.Keyboard != nil ||
-			m.EditID != "" || m.ReplyToID != "" || m.Album || m.ParseMode != ParsePlain {
+	ops := 0
+	for _, set := range []bool{m.EditID != "", m.DeleteID != "", m.ReactID != "", m.Invoice != nil, m.Call != nil, m.Stream != nil} {
+		if set {
+			ops++
+		}
+	}
+	if ops > 1 {
+		return fmt.Errorf("%w: at most one of EditID, DeleteID, ReactID, Invoice, Call and Stream", ErrInvalidMessage)
+	}
+	if len(m.Reactions) > 0 || m.BigReaction {
+		if m.ReactID == "" {
+			return fmt.Errorf("%w: Reactions without a ReactID", ErrInvalidMessage)
+		}
+	}
+	switch {
+	case m.DeleteID != "":
+		c := m
+		c.DeleteID = ""
+		if !reflect.ValueOf(c).IsZero() {
 			return fmt.Errorf("%w: a deletion has nothing but DeleteID", ErrInvalidMessage)
 		}
 		return nil
+	case m.ReactID != "":
+		c := m
+		c.ReactID, c.Reactions, c.BigReaction = "", nil, false
+		if !reflect.ValueOf(c).IsZero() {
+			return fmt.Errorf("%w: a reaction has nothing but ReactID, Reactions and BigReaction", ErrInvalidMessage)
+		}
+		for i, r := range m.Reactions {
+			if r.Paid || (r.Emoji == "") == (r.CustomEmojiID == "") {
+				return fmt.Errorf("%w: reaction %d: want exactly one of Emoji and CustomEmojiID", ErrInvalidMessage, i)
+			}
+		}
+		return nil
+	case m.Call != nil:
+		c := m
+		c.Call = nil
+		if !reflect.ValueOf(c).IsZero() {
+			return fmt.Errorf("%w: a call has nothing but Call", ErrInvalidMessage)
+		}
+		return m.Call.validate()
+	}
+	if err := m.validateOptions(); err != nil {
+		return err
+	}
+	switch {
+	case m.Invoice != nil:
+		if m.Text != "" || len(m.Attachments) > 0 || m.Keyboard != nil || m.Album || len(m.Entities) > 0 || m.LinkPreview != nil || m.ParseMode != ParsePlain {
+			return fmt.Errorf("%w: an invoice has no Text, ParseMode, Entities, LinkPreview, Attachments or Keyboard", ErrInvalidMessage)
+		}
+		if err := m.Invoice.validate(); err != nil {
+			return err
+		}
+		return validateButtons(m.Buttons)
+	case m.Stream != nil:
+		switch {
+		case m.Stream.ID == "":
+			return fmt.Errorf("%w: a stream part without a stream ID", ErrInvalidMessage)
+		case m.Text == "":
+			return fmt.Errorf("%w: a stream part without text", ErrInvalidMessage)
+		case len(m.Attachments) > 0 || m.Album || m.Keyboard != nil:
+			return fmt.Errorf("%w: a stream part has no attachments or reply keyboard", ErrInvalidMessage)
+		}
 	}
 	if m.Text == "" && len(m.Attachments) == 0 {
 		return fmt.Errorf("%w: no text and no attachment", ErrInvalidMessage)
@@ -196,16 +361,11 @@ func (m OutboundMessage) Validate() error {
 			return fmt.Errorf("%w: an edit without text", ErrInvalidMessage)
 		case len(m.Attachments) > 0:
 			return fmt.Errorf("%w: an edit cannot change attachments", ErrInvalidMessage)
-		case m.ReplyToID != "":
+		case m.ReplyToID != "" || m.Reply != nil:
 			return fmt.Errorf("%w: an edit cannot reply", ErrInvalidMessage)
 		case m.Keyboard != nil:
 			return fmt.Errorf("%w: an edit cannot change the reply keyboard", ErrInvalidMessage)
 		}
-	}
-	switch m.ParseMode {
-	case ParsePlain, ParseMarkdown, ParseHTML:
-	default:
-		return fmt.Errorf("%w: unknown parse mode %q", ErrInvalidMessage, m.ParseMode)
 	}
 	for i, a := range m.Attachments {
 		if !attachmentKinds[a.Kind] {
@@ -221,7 +381,53 @@ func (m OutboundMessage) Validate() error {
 			return fmt.Errorf("%w: attachment %d: want exactly one of URL, FileID and Data", ErrInvalidMessage, i)
 		}
 	}
-	for r, row := range m.Buttons {
+	if err := validateButtons(m.Buttons); err != nil {
+		return err
+	}
+	if k := m.Keyboard; k != nil {
+		if err := k.validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateOptions checks m's parse mode and send options for Validate.
+func (m OutboundMessage) validateOptions() error {
+	switch m.ParseMode {
+	case ParsePlain, ParseMarkdown, ParseHTML:
+	default:
+		return fmt.Errorf("%w: unknown parse mode %q", ErrInvalidMessage, m.ParseMode)
+	}
+	if r := m.Reply; r != nil {
+		switch {
+		case r.MessageID == "":
+			return fmt.Errorf("%w: a Reply without a MessageID", ErrInvalidMessage)
+		case m.ReplyToID != "" && m.ReplyToID != r.MessageID:
+			return fmt.Errorf("%w: ReplyToID %q and Reply.MessageID %q differ", ErrInvalidMessage, m.ReplyToID, r.MessageID)
+		case r.QuotePosition < 0:
+			return fmt.Errorf("%w: a negative QuotePosition", ErrInvalidMessage)
+		}
+		switch r.QuoteParseMode {
+		case ParsePlain, ParseMarkdown, ParseHTML:
+		default:
+			return fmt.Errorf("%w: unknown quote parse mode %q", ErrInvalidMessage, r.QuoteParseMode)
+		}
+	}
+	if len(m.Entities) > 0 && m.ParseMode != ParsePlain {
+		return fmt.Errorf("%w: Entities and a ParseMode both mark the text up; choose one", ErrInvalidMessage)
+	}
+	for i, e := range m.Entities {
+		if e.Type == "" || e.Offset < 0 || e.Length <= 0 {
+			return fmt.Errorf("%w: entity %d: want a Type, an Offset of 0 or more and a positive Length", ErrInvalidMessage, i)
+		}
+	}
+	return nil
+}
+
+// validateButtons checks inline buttons for Validate.
+func validateButtons(rows [][]Button) error {
+	for r, row := range rows {
 		for c, b := range row {
 			if b.Text == "" {
 				return fmt.Errorf("%w: button %d,%d: no text", ErrInvalidMessage, r, c)
@@ -229,11 +435,6 @@ func (m OutboundMessage) Validate() error {
 			if (b.Data == "") == (b.URL == "") {
 				return fmt.Errorf("%w: button %d,%d: want exactly one of Data and URL", ErrInvalidMessage, r, c)
 			}
-		}
-	}
-	if k := m.Keyboard; k != nil {
-		if err := k.validate(); err != nil {
-			return err
 		}
 	}
 	return nil

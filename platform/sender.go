@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -18,10 +19,37 @@ type SendRequest struct {
 // where the platform does not return one, such as an asynchronous OneBot
 // send), the chat it went to, and when the platform accepted it. When a long
 // text is split into several messages, MessageID is the last part's.
+// Raw is the platform's own answer, where an adapter gives it: the result
+// of a method call ([OutboundMessage] Call) as JSON. SendResult is
+// comparable.
 type SendResult struct {
 	MessageID string    `json:"message_id,omitempty"`
 	ChatID    string    `json:"chat_id"`
 	SentAt    time.Time `json:"sent_at"`
+	Raw       RawJSON   `json:"raw,omitempty"`
+}
+
+// RawJSON is a JSON value kept as its text, as json.RawMessage is, but
+// comparable, so the values holding it are. It marshals as the JSON it
+// holds (null when empty or not JSON) and unmarshals any JSON value.
+type RawJSON string
+
+// MarshalJSON returns r as it is, or null when it is empty or not JSON.
+func (r RawJSON) MarshalJSON() ([]byte, error) {
+	if r == "" || !json.Valid([]byte(r)) {
+		return []byte("null"), nil
+	}
+	return []byte(r), nil
+}
+
+// UnmarshalJSON keeps b as it is (null as empty).
+func (r *RawJSON) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*r = ""
+		return nil
+	}
+	*r = RawJSON(b)
+	return nil
 }
 
 // Sender delivers messages to a platform.

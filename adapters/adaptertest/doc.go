@@ -84,6 +84,17 @@
 //     arrive as events and the [platform.InlineAnswerer]'s answer reaches
 //     the peer; an adapter without one of these (see [Features]) refuses
 //     it with [platform.ErrUnsupported], if it has the method at all;
+//   - a message said in a topic of a group ([TopicPeer]) arrives with the
+//     topic in Chat.Thread and no reply to the topic's root, and a reply to
+//     its Chat lands in the topic; on a platform without topics
+//     ([Features.NoTopics]) a send with a Thread still arrives;
+//   - the bot's reaction to a message, and its removal, reach a
+//     [ReactionPeer], and a user's reaction arrives as an EventReaction;
+//     without reactions ([Features.NoReactions]) one is refused with
+//     [platform.ErrUnsupported];
+//   - a reply streamed with [platform.Stream] (paced by the adapter's
+//     StreamInterval when it is a [platform.StreamingAdapter], else its
+//     final part only) ends as exactly one message with the whole text;
 //   - failures the peer answers with map onto the platform's error kinds:
 //     a refusal is permanent, a flood limit is a retry-after error with the
 //     requested wait, a temporary failure is neither; the failed message is

@@ -139,6 +139,31 @@ type Features struct {
 	// and a chosen result arrive as events, and the answer reaches the
 	// peer.
 	NoInline bool
+
+	// NoTopics means the platform has no topics in group chats: the suite
+	// checks that a send to a chat with a Thread still arrives (the
+	// adapter ignores the Thread). False means, if the peer is a
+	// [TopicPeer], that a message said in a topic arrives with the topic
+	// in its Chat.Thread and that a reply to its Chat lands in the topic;
+	// for a peer that is not one, the check is skipped.
+	NoTopics bool
+
+	// NoReactions means the platform has no reactions: the suite checks
+	// that setting one ([platform.OutboundMessage] ReactID) is refused
+	// with a permanent error wrapping [platform.ErrUnsupported]. False
+	// means, if the peer is a [ReactionPeer], that the bot's reaction
+	// reaches the peer and a user's arrives as an [platform.EventReaction];
+	// for a peer that is not one, the check is skipped.
+	NoReactions bool
+
+	// NoStream means the platform cannot show a reply growing: the suite
+	// streams one with an Interval of -1 ([platform.Stream] sends the
+	// final part only) and checks that it arrives as one message with the
+	// whole text. False means the same for an adapter that is not a
+	// [platform.StreamingAdapter], and, for one that is, that a reply
+	// streamed at its StreamInterval ends as exactly one message with the
+	// whole text (as a [ShowingPeer] shows it).
+	NoStream bool
 }
 
 // unsupportedMedia reports whether f lists kind as one the platform

@@ -61,3 +61,39 @@ type InlinePeer interface {
 	// [platform.EventInlineResult].
 	Choose(ctx context.Context, from platform.User, resultID, text string) error
 }
+
+// TopicPeer is a [Peer] of a platform with topics in group chats
+// (Telegram's forum topics). The suite's topic check needs one unless
+// [Features.NoTopics].
+type TopicPeer interface {
+	Peer
+	// Topic returns topic n (n ≥ 1) of the group chat: the chat with
+	// Thread set as the adapter's events carry it.
+	Topic(ctx context.Context, chat platform.Chat, n int) (platform.Chat, error)
+	// SayInTopic makes from say text in topic (a chat Topic returned), as
+	// Say does in a chat.
+	SayInTopic(ctx context.Context, topic platform.Chat, from platform.User, text string) error
+	// Threads waits until the peer has received at least n messages from
+	// the bot in chat, and returns the topic each went to (its Thread, ""
+	// for the chat's main conversation), in order.
+	Threads(ctx context.Context, chat platform.Chat, n int) ([]string, error)
+}
+
+// ReactionPeer is a [Peer] of a platform with reactions to messages. The
+// suite's reaction check needs one unless [Features.NoReactions].
+type ReactionPeer interface {
+	Peer
+	// React makes from react to the message messageID of chat with emoji;
+	// the adapter's Run is to deliver it as an [platform.EventReaction].
+	React(ctx context.Context, chat platform.Chat, from platform.User, messageID, emoji string) error
+	// BotReactions waits until the bot has set at least n reactions in
+	// chat, and returns them, oldest first: for each, the message and its
+	// emoji (none when the bot removed its reaction).
+	BotReactions(ctx context.Context, chat platform.Chat, n int) ([]BotReaction, error)
+}
+
+// BotReaction is a reaction the bot set, as a [ReactionPeer] saw it.
+type BotReaction struct {
+	MessageID string
+	Emoji     []string
+}

@@ -54,6 +54,9 @@ func TestAdapter(t *testing.T, h Harness, f Features) {
 			{"Delete", testDelete},
 			{"ReplyKeyboard", testReplyKeyboard},
 			{"ChatAction", testChatAction},
+			{"Topics", testTopics},
+			{"Reactions", testReactions},
+			{"Stream", testStream},
 		}},
 		{"Fault", []subtest{
 			{"Permanent", testFaultPermanent},

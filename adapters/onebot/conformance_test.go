@@ -64,6 +64,9 @@ var obFeatures = adaptertest.Features{
 	UnsupportedMedia: []platform.AttachmentKind{platform.AttachDocument, platform.AttachVideoNote},
 	// QQ has none of these.
 	NoCallbackAnswer: true, NoChatAction: true, NoInline: true,
+	// Nor topics or reactions, and a sent message cannot grow: a streamed
+	// reply is its final part.
+	NoTopics: true, NoReactions: true, NoStream: true,
 }
 
 // obSelfID is the fake implementation's bot account.

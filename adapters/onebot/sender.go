@@ -51,7 +51,17 @@ import (
 //     error: OneBot has none; a Keyboard that only removes one is ignored,
 //     and the message sent;
 //   - an edit (EditID) → a permanent [ErrUnsupported] error: OneBot v11
-//     cannot change a sent message.
+//     cannot change a sent message;
+//   - a reaction (ReactID) or an invoice → a permanent [ErrUnsupported]
+//     error;
+//   - a streamed reply ([platform.StreamPart]): its parts before the final
+//     one → a permanent [ErrUnsupported] error (a sent message cannot
+//     grow; [platform.Stream] then sends no more of them), and the final
+//     part is sent as an ordinary message with the whole text;
+//   - a method call (Call) → the OneBot action of that name with its
+//     parameters, on the connection of the target's bot (any bot's for an
+//     empty target); the response's data is the result's Raw, and a
+//     "failed" response an [*ActionError] as for sends.
 //
 // Deletion (DeleteID): the delete_msg action recalls the message with that
 // OneBot message ID (the MessageID of a send's result, or an event's) on
@@ -96,6 +106,20 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 	}
 	if req.Message.DeleteID != "" {
 		return a.deleteMessage(ctx, req)
+	}
+	switch m := req.Message; {
+	case m.ReactID != "":
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("%w: a reaction", ErrUnsupported))
+	case m.Invoice != nil:
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("%w: an invoice", ErrUnsupported))
+	case m.Call != nil:
+		return a.callAction(ctx, req)
+	case m.Stream != nil && !m.Stream.Final:
+		// OneBot v11 cannot change a sent message: a stream shows as its
+		// final part only.
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("%w: a streamed reply's parts before the last", ErrUnsupported))
+	case m.Stream != nil:
+		req.Message.Stream = nil // the whole reply, sent as a message
 	}
 	selfID, id, err := ParseChatID(req.Target.ID)
 	if err != nil {
@@ -224,4 +248,44 @@ func (a *Adapter) buildMessage(m platform.OutboundMessage) (Message, error) {
 		return nil, fmt.Errorf("onebot: %w: nothing to send", platform.ErrInvalidMessage)
 	}
 	return segs, nil
+}
+
+// callAction calls the action req.Message.Call names with its parameters
+// ([platform.MethodCall]), through the connection of the bot req.Target
+// names (any bot's, for a target without one), and returns its data as
+// the result's Raw. A failed action is an [*ActionError], permanent where
+// [Adapter.Sender] makes a send's permanent.
+func (a *Adapter) callAction(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+	call := req.Message.Call
+	var selfID int64
+	if req.Target.ID != "" {
+		var err error
+		if selfID, _, err = ParseChatID(req.Target.ID); err != nil {
+			return platform.SendResult{}, platform.Permanent(err)
+		}
+	}
+	c, err := a.pick(selfID)
+	if err != nil {
+		return platform.SendResult{}, err
+	}
+	params := json.RawMessage(call.Params)
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	resp, err := c.call(ctx, call.Method, params)
+	if err != nil {
+		return platform.SendResult{}, err
+	}
+	if resp.Status != "ok" && resp.Status != "async" {
+		aerr := &ActionError{Action: call.Method, RetCode: resp.RetCode, Message: resp.Message}
+		if aerr.definite() || a.cfg.AvoidDuplicates {
+			return platform.SendResult{}, platform.Permanent(aerr)
+		}
+		return platform.SendResult{}, aerr
+	}
+	res := platform.SendResult{ChatID: req.Target.ID, SentAt: time.Now()}
+	if len(resp.Data) > 0 && json.Valid(resp.Data) {
+		res.Raw = platform.RawJSON(resp.Data)
+	}
+	return res, nil
 }

@@ -45,8 +45,9 @@ type Adapter struct {
 	log     *zap.Logger
 	limited *ratelog.Logger // for lines that could repeat per update, request or send
 
-	running atomic.Bool
-	run     atomic.Pointer[runState] // the active Run's delivery, for WebhookHandler
+	running  atomic.Bool
+	noDrafts atomic.Bool              // Telegram refused a message draft: streams edit instead
+	run      atomic.Pointer[runState] // the active Run's delivery, for WebhookHandler
 	// receiving is set while Receive serves the webhook (receive.go);
 	// username is what the last getMe said.
 	receiving atomic.Bool
@@ -59,9 +60,10 @@ type Adapter struct {
 	// The webhook's bounds, and how long a press waits for an answer
 	// before the run answers it (autoAnswerAfter); tests may change them
 	// before a run.
-	web        httpserve.Limits
-	budget     *byteBudget // bytes of large webhook bodies read at once
-	autoAnswer time.Duration
+	web          httpserve.Limits
+	budget       *byteBudget // bytes of large webhook bodies read at once
+	autoAnswer   time.Duration
+	autoCheckout time.Duration // how long a pre-checkout query waits, likewise
 
 	// Owned by Run (which runs once at a time), kept between runs.
 	offset    int // next update ID to ask for
@@ -83,7 +85,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	return &Adapter{
 		cfg: cfg, log: cfg.Logger, limited: ratelog.New(cfg.Logger, 0), taken: newLedger(), presses: newPressTracker(),
-		web: webhookLimits, budget: newByteBudget(webhookBodyBudget), autoAnswer: autoAnswerAfter,
+		web: webhookLimits, budget: newByteBudget(webhookBodyBudget), autoAnswer: autoAnswerAfter, autoCheckout: autoCheckoutAfter,
 	}, nil
 }
 
@@ -284,4 +286,13 @@ func (a *Adapter) webhookServer() *httpserve.Server {
 	a.addrMu.Lock()
 	defer a.addrMu.Unlock()
 	return a.server
+}
+
+// allowedUpdates returns the allowed_updates to send: Config.AllowedUpdates,
+// or UpdateTypes when it is nil.
+func (a *Adapter) allowedUpdates() []string {
+	if a.cfg.AllowedUpdates == nil {
+		return UpdateTypes
+	}
+	return a.cfg.AllowedUpdates
 }

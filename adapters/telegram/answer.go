@@ -35,13 +35,30 @@ const (
 	answerTimeout = 5 * time.Second
 	// maxAnswerText is the longest text of an answer, in characters.
 	maxAnswerText = 200
+	// autoCheckoutAfter is how long after a pre-checkout query arrived a
+	// run refuses it itself when nothing answered it: Telegram cancels a
+	// payment whose query is not answered within 10 s.
+	autoCheckoutAfter = 8 * time.Second
+	// lateCheckoutMessage is the reason shown for an order the run
+	// refused itself.
+	lateCheckoutMessage = "The order could not be confirmed in time. Please try again."
 )
 
-// pressTracker remembers the button presses (callback query IDs) the
-// adapter handed on and whether each was answered, so that each is
-// answered at most once: by the engine (AnswerCallback) or, when nothing
-// answered it within autoAnswerAfter, by the run. It outlives runs and is
-// safe for concurrent use.
+// queryKind is the kind of query a [pressTracker] tracks: a button press
+// or a pre-checkout query. Both must be answered, once, within seconds.
+type queryKind uint8
+
+const (
+	queryCallback    queryKind = iota // answerCallbackQuery
+	queryPreCheckout                  // answerPreCheckoutQuery
+)
+
+// pressTracker remembers the queries the adapter handed on that Telegram
+// waits for the bot to answer — button presses (callback query IDs) and
+// pre-checkout queries — and whether each was answered, so that each is
+// answered at most once: by the engine (AnswerCallback,
+// AnswerPreCheckout) or, when nothing answered it in time, by the run.
+// It outlives runs and is safe for concurrent use.
 type pressTracker struct {
 	mu   sync.Mutex
 	byID map[string]*pressState
@@ -49,6 +66,7 @@ type pressTracker struct {
 }
 
 type pressState struct {
+	kind     queryKind
 	arrived  time.Time
 	answered bool // or being answered
 }
@@ -57,9 +75,9 @@ func newPressTracker() *pressTracker {
 	return &pressTracker{byID: make(map[string]*pressState), wake: make(chan struct{}, 1)}
 }
 
-// add notes that the press id arrived at now, unanswered, unless it is
-// known, and forgets the presses older than pressMemory.
-func (t *pressTracker) add(id string, now time.Time) {
+// add notes that the query id of kind arrived at now, unanswered, unless
+// it is known, and forgets the queries older than pressMemory.
+func (t *pressTracker) add(id string, kind queryKind, now time.Time) {
 	t.mu.Lock()
 	for k, p := range t.byID {
 		if now.Sub(p.arrived) > pressMemory {
@@ -67,7 +85,7 @@ func (t *pressTracker) add(id string, now time.Time) {
 		}
 	}
 	if t.byID[id] == nil {
-		t.byID[id] = &pressState{arrived: now}
+		t.byID[id] = &pressState{kind: kind, arrived: now}
 	}
 	t.mu.Unlock()
 	select {
@@ -76,7 +94,7 @@ func (t *pressTracker) add(id string, now time.Time) {
 	}
 }
 
-// forget drops the press id if it was not answered: it was not handed on
+// forget drops the query id if it was not answered: it was not handed on
 // after all, and comes again.
 func (t *pressTracker) forget(id string) {
 	t.mu.Lock()
@@ -86,8 +104,8 @@ func (t *pressTracker) forget(id string) {
 	}
 }
 
-// claim marks the press id answered and reports whether it was not
-// already; a press the tracker does not know (from before a restart) is
+// claim marks the query id answered and reports whether it was not
+// already; a query the tracker does not know (from before a restart) is
 // claimed too.
 func (t *pressTracker) claim(id string, now time.Time) bool {
 	t.mu.Lock()
@@ -104,7 +122,7 @@ func (t *pressTracker) claim(id string, now time.Time) bool {
 	return true
 }
 
-// release marks the press id unanswered again after an answer that failed
+// release marks the query id unanswered again after an answer that failed
 // for a reason that may pass.
 func (t *pressTracker) release(id string) {
 	t.mu.Lock()
@@ -114,45 +132,82 @@ func (t *pressTracker) release(id string) {
 	}
 }
 
-// due claims and returns the unanswered presses that arrived after or
-// more before now, and returns when the next one is due (zero if none is
-// waiting).
-func (t *pressTracker) due(now time.Time, after time.Duration) (ids []string, next time.Time) {
+// dueQuery is a query the run answers itself.
+type dueQuery struct {
+	id   string
+	kind queryKind
+}
+
+// dueQueries claims and returns the unanswered queries whose time is up
+// at now, after(kind) after their arrival, and returns when the next one
+// is due (zero if none is waiting).
+func (t *pressTracker) dueQueries(now time.Time, after func(queryKind) time.Duration) (qs []dueQuery, next time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for id, p := range t.byID {
 		if p.answered {
 			continue
 		}
-		at := p.arrived.Add(after)
+		at := p.arrived.Add(after(p.kind))
 		if !at.After(now) {
 			p.answered = true
-			ids = append(ids, id)
+			qs = append(qs, dueQuery{id, p.kind})
 		} else if next.IsZero() || at.Before(next) {
 			next = at
 		}
 	}
+	return qs, next
+}
+
+// due is dueQueries with the same delay for every kind, returning the
+// IDs.
+func (t *pressTracker) due(now time.Time, after time.Duration) (ids []string, next time.Time) {
+	qs, next := t.dueQueries(now, func(queryKind) time.Duration { return after })
+	for _, q := range qs {
+		ids = append(ids, q.id)
+	}
 	return ids, next
 }
 
-// answerLate answers empty, until ctx ends, every press nothing answered
-// within autoAnswerAfter of its arrival. A run calls it on a goroutine of
-// its own.
+// answerLate answers, until ctx ends, every query nothing answered in
+// time: a button press empty, autoAnswer after its arrival, and a
+// pre-checkout query refused (Telegram cancels one not answered within
+// 10 s anyway, so the user learns why), autoCheckout after. A run calls
+// it on a goroutine of its own.
 func (a *Adapter) answerLate(ctx context.Context) {
 	timer := time.NewTimer(a.autoAnswer)
 	timer.Stop()
 	defer timer.Stop()
+	after := func(k queryKind) time.Duration {
+		if k == queryPreCheckout {
+			return a.autoCheckout
+		}
+		return a.autoAnswer
+	}
 	for {
-		ids, next := a.presses.due(time.Now(), a.autoAnswer)
-		for _, id := range ids {
+		qs, next := a.presses.dueQueries(time.Now(), after)
+		for _, q := range qs {
 			actx, cancel := context.WithTimeout(ctx, answerTimeout)
-			_, err := a.request(actx, "answerCallbackQuery", tgbotapi.NewCallback(id, ""))
+			var err error
+			if q.kind == queryPreCheckout {
+				_, err = a.makeRequest(actx, "answerPreCheckoutQuery", tgbotapi.Params{
+					"pre_checkout_query_id": q.id, "ok": "false", "error_message": lateCheckoutMessage,
+				})
+			} else {
+				_, err = a.request(actx, "answerCallbackQuery", tgbotapi.NewCallback(q.id, ""))
+			}
 			cancel()
-			if err != nil && ctx.Err() == nil {
+			switch {
+			case err != nil && ctx.Err() == nil && q.kind == queryPreCheckout:
+				a.limited.Warn("telegram: refusing a pre-checkout query nothing answered failed", zap.Error(a.scrub(err)))
+			case err != nil && ctx.Err() == nil:
 				a.limited.Warn("telegram: answering a callback query failed", zap.Error(a.scrub(err)))
-			} else if err == nil {
+			case err == nil && q.kind == queryPreCheckout:
+				a.log.Warn("telegram: no answer to a pre-checkout query in time; refused the order",
+					zap.String("pre_checkout_query_id", q.id), zap.Duration("after", a.autoCheckout))
+			case err == nil:
 				a.log.Debug("telegram: no answer to a button press in time; answered it empty",
-					zap.String("callback_query_id", id), zap.Duration("after", a.autoAnswer))
+					zap.String("callback_query_id", q.id), zap.Duration("after", a.autoAnswer))
 			}
 		}
 		if !next.IsZero() {
@@ -207,9 +262,10 @@ func (a *Adapter) AnswerCallback(ctx context.Context, ev platform.Event, ans pla
 	return a.scrub(err)
 }
 
-// SendChatAction shows action in chat (a chat ID or "@channel") with
-// sendChatAction, for 5 s or until the bot's next message arrives there,
-// and implements platform.ChatActor. An action Telegram does not know, or
+// SendChatAction shows action in chat (a chat ID or "@channel"; in its
+// topic, Thread, and through its business connection, if it has them)
+// with sendChatAction, for 5 s or until the bot's next message arrives
+// there, and implements platform.ChatActor. An action Telegram does not know, or
 // a chat ID that is neither a number nor an @username, is refused with a
 // permanent error wrapping platform.ErrInvalidMessage before any request;
 // Telegram's answers map as for sends (4xx permanent, 429 retry-after).
@@ -217,13 +273,15 @@ func (a *Adapter) SendChatAction(ctx context.Context, chat platform.Chat, action
 	if !action.Known() {
 		return platform.Permanent(fmt.Errorf("telegram: %w: unknown chat action %q", platform.ErrInvalidMessage, action))
 	}
-	ref, err := parseChat(chat.ID)
+	dest, err := destinationOf(chat)
 	if err != nil {
 		return platform.Permanent(fmt.Errorf("telegram: %w", err))
 	}
-	_, err = a.request(ctx, "sendChatAction", tgbotapi.ChatActionConfig{
-		BaseChat: tgbotapi.BaseChat{ChatID: ref.id, ChannelUsername: ref.username}, Action: string(action),
-	})
+	params := tgbotapi.Params{"action": string(action)}
+	addChat(params, dest.chat)
+	params.AddNonZero("message_thread_id", dest.thread)
+	params.AddNonEmpty("business_connection_id", dest.business)
+	_, err = a.makeRequest(ctx, "sendChatAction", params)
 	return a.scrub(err)
 }
 

@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"strconv"
@@ -12,20 +11,19 @@ import (
 	"testing"
 	"time"
 
-	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
-
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
 	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/platform"
 )
 
 func BenchmarkUpdateToEvents(b *testing.B) {
-	var u tgbotapi.Update
-	if err := json.Unmarshal([]byte(`{"update_id":11,"message":{"message_id":4,"from":`+annJSON+`,"chat":`+groupJSON+`,"date":1772362800,"text":"/start@herald_bot now please"}}`), &u); err != nil {
-		b.Fatal(err)
-	}
+	raw := []byte(`{"update_id":11,"message":{"message_id":4,"from":` + annJSON + `,"chat":` + groupJSON + `,"date":1772362800,"text":"/start@herald_bot now please"}}`)
 	for b.Loop() {
-		if evs := updateToEvents(DefaultName, &u, "herald_bot", testNow); len(evs) != 1 {
+		u, err := decodeUpdate(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if evs := updateToEvents(DefaultName, u, "herald_bot", testNow); len(evs) != 1 {
 			b.Fatal(evs)
 		}
 	}

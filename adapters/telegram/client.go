@@ -187,7 +187,9 @@ func (a *Adapter) failure(method string, err error, bc *boundClient) error {
 func postsMessage(method string) bool {
 	switch method {
 	case "sendMessage", "sendPhoto", "sendDocument", "sendVideo", "sendAudio", "sendVoice",
-		"sendAnimation", "sendSticker", "sendVideoNote", "sendMediaGroup":
+		"sendAnimation", "sendSticker", "sendVideoNote", "sendMediaGroup", "sendInvoice",
+		"sendPaidMedia", "sendPoll", "sendDice", "sendLocation", "sendVenue", "sendContact",
+		"sendGame", "sendChecklist", "copyMessage", "copyMessages", "forwardMessage", "forwardMessages":
 		return true
 	}
 	return false

@@ -93,9 +93,12 @@ type Config struct {
 	PollTimeout time.Duration
 
 	// AllowedUpdates lists the update types to receive, such as "message"
-	// and "callback_query" (tgbotapi.UpdateTypeMessage, ...), for getUpdates
-	// and setWebhook. Nil means Telegram's default: every type except
-	// chat_member, or the list last set.
+	// and "callback_query", for getUpdates and setWebhook. Nil means every
+	// type of Bot API 10.2 ([UpdateTypes]), chat_member, message_reaction
+	// and message_reaction_count included, which Telegram sends only when
+	// asked (reactions only to a bot that is an administrator). An empty,
+	// non-nil list is sent as it is, which Telegram reads as its own
+	// default: every type but those three.
 	AllowedUpdates []string
 
 	// Webhook configures Webhook mode; it is unused in Polling mode.
@@ -161,6 +164,17 @@ type Config struct {
 	// AvoidDuplicates, an ambiguous failure of one is not retried in place
 	// either.
 	AvoidDuplicates bool
+
+	// NoDrafts makes streamed replies ([platform.Stream]) to private chats
+	// show as a message that is edited, as in groups, instead of a message
+	// draft (sendMessageDraft) followed by the final message. The adapter
+	// falls back to edits by itself when Telegram refuses a draft.
+	NoDrafts bool
+
+	// NoCommandMenu makes [Adapter.SetCommands] do nothing, so the
+	// engine's call at start leaves the bot's commands menu as it is (set
+	// with @BotFather, say).
+	NoCommandMenu bool
 }
 
 // WebhookConfig configures Webhook mode, as part of a [Config], which New

@@ -62,7 +62,7 @@ func TestConformanceWebhook(t *testing.T) {
 type tgWebhookPeer struct {
 	*tgPeer
 	client *http.Client
-	seq    atomic.Int64 // update and message IDs
+	seq    atomic.Int64 // update IDs of the updates the peer builds itself
 }
 
 // Ready waits until Run has registered the webhook and serves it.
@@ -72,22 +72,14 @@ func (p *tgWebhookPeer) Ready(ctx context.Context) error {
 	})
 }
 
-// Say POSTs the update of a message, as Telegram would.
+// Say POSTs the update of a message, as Telegram would; the server knows
+// the message, so the bot may react to it.
 func (p *tgWebhookPeer) Say(ctx context.Context, chat platform.Chat, from platform.User, text string) error {
-	chatID, err := strconv.ParseInt(chat.ID, 10, 64)
+	chatID, user, err := ids(chat, from)
 	if err != nil {
-		return fmt.Errorf("telegram peer: chat ID %q: %w", chat.ID, err)
+		return err
 	}
-	userID, err := strconv.ParseInt(from.ID, 10, 64)
-	if err != nil {
-		return fmt.Errorf("telegram peer: user ID %q: %w", from.ID, err)
-	}
-	id := int(p.seq.Add(1))
-	tc := &tgbotapi.Chat{ID: chatID, Type: telegramtest.ChatType(chatID), Title: chat.Title}
-	return p.post(ctx, tgbotapi.Update{UpdateID: id, Message: &tgbotapi.Message{
-		MessageID: id, From: &tgbotapi.User{ID: userID, FirstName: from.Name},
-		Date: int(time.Now().Unix()), Chat: tc, Text: text,
-	}})
+	return p.post(ctx, p.h.srv.UserMessageUpdate(chatID, user, text))
 }
 
 // post POSTs u to the webhook as Telegram would, with the next update ID
@@ -98,11 +90,20 @@ func (p *tgWebhookPeer) post(ctx context.Context, u tgbotapi.Update) error {
 		return errors.New("telegram peer: the webhook is not served")
 	}
 	if u.UpdateID == 0 {
-		u.UpdateID = int(p.seq.Add(1))
+		u.UpdateID = 1_000_000 + int(p.seq.Add(1)) // apart from the server's IDs, which start at 1
 	}
 	body, err := json.Marshal(u)
 	if err != nil {
 		return err
+	}
+	return p.postRaw(ctx, body)
+}
+
+// postRaw POSTs the update body to the webhook as Telegram would.
+func (p *tgWebhookPeer) postRaw(ctx context.Context, body []byte) error {
+	addr := p.h.a.WebhookAddr()
+	if addr == nil {
+		return errors.New("telegram peer: the webhook is not served")
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr.String()+"/hook", bytes.NewReader(body))
 	if err != nil {
@@ -486,3 +487,102 @@ func outboundOf(m telegramtest.SentMessage) platform.OutboundMessage {
 	}
 	return out
 }
+
+// Topics, reactions: the peer's topics are threads 100+n of a group.
+
+func (p *tgPeer) Topic(_ context.Context, chat platform.Chat, n int) (platform.Chat, error) {
+	chat.Thread = strconv.Itoa(100 + n)
+	return chat, nil
+}
+
+func (p *tgPeer) SayInTopic(_ context.Context, topic platform.Chat, from platform.User, text string) error {
+	chatID, user, thread, err := topicIDs(topic, from)
+	if err != nil {
+		return err
+	}
+	p.h.srv.SendTopicMessage(chatID, thread, user, text)
+	return nil
+}
+
+func (p *tgWebhookPeer) SayInTopic(ctx context.Context, topic platform.Chat, from platform.User, text string) error {
+	chatID, user, thread, err := topicIDs(topic, from)
+	if err != nil {
+		return err
+	}
+	return p.postRaw(ctx, p.h.srv.TopicMessageUpdate(chatID, thread, user, text))
+}
+
+// topicIDs returns the Telegram IDs of a topic and a user.
+func topicIDs(topic platform.Chat, from platform.User) (int64, tgbotapi.User, int, error) {
+	chatID, user, err := ids(topic, from)
+	if err != nil {
+		return 0, tgbotapi.User{}, 0, err
+	}
+	thread, err := strconv.Atoi(topic.Thread)
+	if err != nil {
+		return 0, tgbotapi.User{}, 0, fmt.Errorf("telegram peer: thread %q: %w", topic.Thread, err)
+	}
+	return chatID, user, thread, nil
+}
+
+func (p *tgPeer) Threads(ctx context.Context, chat platform.Chat, n int) ([]string, error) {
+	chatID, _, err := ids(chat, platform.User{ID: "0"})
+	if err != nil {
+		return nil, err
+	}
+	sent, err := p.h.srv.WaitSent(ctx, chatID, n)
+	out := make([]string, len(sent))
+	for i, m := range sent {
+		if m.ThreadID != 0 {
+			out[i] = strconv.Itoa(m.ThreadID)
+		}
+	}
+	return out, err
+}
+
+func (p *tgPeer) React(_ context.Context, chat platform.Chat, from platform.User, messageID, emoji string) error {
+	chatID, user, err := ids(chat, from)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.Atoi(messageID)
+	if err != nil {
+		return fmt.Errorf("telegram peer: message ID %q: %w", messageID, err)
+	}
+	p.h.srv.PushReaction(chatID, id, user, nil, []string{emoji})
+	return nil
+}
+
+func (p *tgWebhookPeer) React(ctx context.Context, chat platform.Chat, from platform.User, messageID, emoji string) error {
+	chatID, user, err := ids(chat, from)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.Atoi(messageID)
+	if err != nil {
+		return fmt.Errorf("telegram peer: message ID %q: %w", messageID, err)
+	}
+	return p.postRaw(ctx, p.h.srv.ReactionUpdate(chatID, id, user, nil, []string{emoji}))
+}
+
+func (p *tgPeer) BotReactions(ctx context.Context, chat platform.Chat, n int) ([]adaptertest.BotReaction, error) {
+	chatID, _, err := ids(chat, platform.User{ID: "0"})
+	if err != nil {
+		return nil, err
+	}
+	var got []telegramtest.Reaction
+	err = p.h.srv.WaitUntil(ctx, func() bool {
+		got = p.h.srv.Reactions(chatID)
+		return len(got) >= n
+	})
+	out := make([]adaptertest.BotReaction, len(got))
+	for i, r := range got {
+		out[i] = adaptertest.BotReaction{MessageID: strconv.Itoa(r.MessageID), Emoji: r.Emoji}
+	}
+	return out, err
+}
+
+var (
+	_ adaptertest.TopicPeer    = (*tgPeer)(nil)
+	_ adaptertest.ReactionPeer = (*tgWebhookPeer)(nil)
+)

@@ -31,7 +31,13 @@ func (a *Adapter) delete(ctx context.Context, req platform.SendRequest) (platfor
 	if err != nil {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))
 	}
-	_, err = a.request(ctx, "deleteMessage", tgbotapi.DeleteMessageConfig{ChatID: chat.id, ChannelUsername: chat.username, MessageID: id})
+	if b := req.Target.BusinessConnectionID; b != "" {
+		// A message of a business account's chat: deleted through the
+		// connection.
+		_, err = a.makeRequest(ctx, "deleteBusinessMessages", tgbotapi.Params{"business_connection_id": b, "message_ids": "[" + m.DeleteID + "]"})
+	} else {
+		_, err = a.request(ctx, "deleteMessage", tgbotapi.DeleteMessageConfig{ChatID: chat.id, ChannelUsername: chat.username, MessageID: id})
+	}
 	if isAPIError(err, http.StatusBadRequest, descDeleteNotFound) {
 		a.log.Debug("telegram: the message to delete is gone already", zap.String("chat_id", req.Target.ID), zap.Int("message_id", id))
 		err = nil

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/internal/ratelog"
@@ -41,8 +40,8 @@ type runState struct {
 // taken; the events of it handle took before the refusal are recorded,
 // and skipped when u is delivered again. A callback query is noted in
 // rs.presses as arrived, before handle sees it (a handler may answer it at
-// once), and forgotten again if handle refuses it.
-func (rs *runState) deliver(u *tgbotapi.Update) error {
+// once), and forgotten again if handle refuses it; so is a pre-checkout query.
+func (rs *runState) deliver(u *update) error {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.closed {
@@ -57,9 +56,15 @@ func (rs *runState) deliver(u *tgbotapi.Update) error {
 	now := time.Now()
 	evs := updateToEvents(rs.name, u, rs.username, now.UTC())
 	press := ""
-	if cq := u.CallbackQuery; cq != nil && cq.ID != "" && rs.presses != nil {
-		press = cq.ID
-		rs.presses.add(press, now)
+	if rs.presses != nil {
+		switch {
+		case u.CallbackQuery != nil && u.CallbackQuery.ID != "":
+			press = u.CallbackQuery.ID
+			rs.presses.add(press, queryCallback, now)
+		case u.PreCheckoutQuery != nil && u.PreCheckoutQuery.ID != "":
+			press = u.PreCheckoutQuery.ID
+			rs.presses.add(press, queryPreCheckout, now)
+		}
 	}
 	for i := done; i < len(evs); i++ {
 		if err := rs.handle(evs[i]); err != nil {

@@ -53,7 +53,7 @@ func TestDeliverRefused(t *testing.T) {
 		got = append(got, ev.ID)
 		return nil
 	})
-	cb := &tgbotapi.Update{UpdateID: 5, CallbackQuery: &tgbotapi.CallbackQuery{ID: "cb5", Data: "x"}}
+	cb := decoded(&tgbotapi.Update{UpdateID: 5, CallbackQuery: &tgbotapi.CallbackQuery{ID: "cb5", Data: "x"}})
 	if err := rs.deliver(cb); !errors.Is(err, refuse) {
 		t.Fatalf("deliver = %v; want the refusal", err)
 	}
@@ -78,9 +78,9 @@ func TestDeliverRefused(t *testing.T) {
 // events taken, when delivered again: none is handed on twice.
 func TestDeliverResumesAPartlyTakenUpdate(t *testing.T) {
 	members := []tgbotapi.User{{ID: 1, FirstName: "A"}, {ID: 2, FirstName: "B"}, {ID: 3, FirstName: "C"}}
-	u := &tgbotapi.Update{UpdateID: 40, Message: &tgbotapi.Message{
+	u := decoded(&tgbotapi.Update{UpdateID: 40, Message: &tgbotapi.Message{
 		MessageID: 1, Chat: &tgbotapi.Chat{ID: -5, Type: "group"}, NewChatMembers: members,
-	}}
+	}})
 	var (
 		calls int
 		got   []string

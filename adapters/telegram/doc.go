@@ -86,23 +86,58 @@
 //
 // # Events
 //
-// Messages and channel posts become EventMessage, with their files as
-// Attachments (photos with all their sizes, documents, animations, videos,
-// video notes, audio, voice notes, stickers: file ID, name, MIME type,
-// size, dimensions, duration, caption), which [Adapter.Download] fetches
-// within a size limit; edits EventEditedMessage; inline button presses
-// EventCallback with the callback query's ID in QueryID, answered by
-// [Adapter.AnswerCallback] (the handler's answer, or the engine's empty
-// one when the handling ended) or, when nothing answered within 10 s, by
-// the run itself, so the user's button never spins for long; inline
-// queries EventInlineQuery, answered with [Adapter.AnswerInline], and
-// chosen inline results EventInlineResult; new and departing members
-// EventMemberJoined and EventMemberLeft, one event per member; everything
-// else is EventOther, with the *tgbotapi.Update in Raw. Chat and user IDs
-// are Telegram's int64 IDs in decimal. "/cmd@ThisBot args" arrives as
-// "/cmd args"; a command addressed to another bot is dropped. Every
-// event's Platform is the adapter's name, [Config.Name], so one engine can
-// run several bots.
+// Every update is decoded from the JSON Telegram sent with Herald's own
+// types, which read only the fields the adapter maps, so no update of Bot
+// API 10.2, nor one of a kind or with fields added later, is dropped or
+// fails to decode for what it carries; every event's Raw is the update's
+// JSON as Telegram sent it (a json.RawMessage, kept when the journal
+// stores the event), so a handler can read any field of it. By default
+// the adapter asks for every update type ([UpdateTypes]), chat_member and
+// reactions included, which Telegram sends only when asked. The kinds:
+//
+//   - Messages, channel posts and business messages become EventMessage,
+//     with their files as Attachments (photos with all their sizes,
+//     documents, animations, videos, video notes, audio, voice notes,
+//     stickers: file ID, name, MIME type, size, dimensions, duration,
+//     caption), which [Adapter.Download] fetches within a size limit;
+//     their edits EventEditedMessage. A message in a forum topic carries
+//     the topic in Chat.Thread (its first message, which every message of
+//     the topic replies to, is not taken as ReplyToID), and a business
+//     message its connection in Chat.BusinessConnectionID: a reply to the
+//     event lands in the topic, through the connection. From's
+//     LanguageCode is the user's language_code.
+//   - Inline button presses are EventCallback with the callback query's
+//     ID in QueryID, answered by [Adapter.AnswerCallback] (the handler's
+//     answer, or the engine's empty one when the handling ended) or, when
+//     nothing answered within 10 s, by the run itself, so the user's
+//     button never spins for long; inline queries EventInlineQuery,
+//     answered with [Adapter.AnswerInline], and chosen inline results
+//     EventInlineResult.
+//   - New and departing members (service messages) are EventMemberJoined
+//     and EventMemberLeft, one event per member; chat_member updates
+//     EventMemberUpdated; the bot's own membership (my_chat_member)
+//     EventBotBlocked, EventBotUnblocked (private chats), EventBotAdded,
+//     EventBotRemoved (groups and channels) or EventBotMemberChanged; join
+//     requests EventJoinRequest, answered with [Adapter.AnswerJoinRequest].
+//   - Reactions are EventReaction (a user's, old and new) and
+//     EventReactionCount (anonymous ones).
+//   - Payments: pre-checkout queries are EventPreCheckout, answered with
+//     [Adapter.AnswerPreCheckout] or, when nothing answered within 8 s,
+//     refused by the run (Telegram cancels the payment after 10 s anyway,
+//     and the user is told why); successful and refunded payments
+//     EventPayment and EventRefund, with the charge ID
+//     [Adapter.RefundStarPayment] takes.
+//   - Business connections are EventBusinessConnection, and messages
+//     deleted from a business account's chats EventMessagesDeleted.
+//   - Everything else (shipping queries, paid media purchases, polls and
+//     poll answers, boosts, guest messages, managed bots, subscriptions,
+//     and kinds newer than 10.2) is EventOther, with the chat, user,
+//     query ID and payload the update names, and Raw.
+//
+// Chat and user IDs are Telegram's int64 IDs in decimal. "/cmd@ThisBot
+// args" arrives as "/cmd args"; a command addressed to another bot is
+// dropped. Every event's Platform is the adapter's name, [Config.Name], so
+// one engine can run several bots.
 //
 // # Sending and limits
 //
@@ -148,6 +183,44 @@
 // 10 s per-attempt timeout, a text of more than about 10 parts in a private
 // chat, or 4 in a group, is paced tighter than Telegram's limits; raise
 // DefaultConfig.Timeout if a bot sends such texts often.
+//
+// # Topics, business accounts and send options
+//
+// A send goes to its target's topic ([platform.Chat] Thread, as
+// message_thread_id) and through its business connection
+// (BusinessConnectionID, as business_connection_id); an event carries
+// both in its Chat, so a reply to it lands where it came from, while
+// queues and rate limits stay per chat. A message's send options become
+// Telegram's parameters: Reply (reply_parameters: replies to and quotes of
+// a message, also in another chat), LinkPreview (link_preview_options),
+// Silent (disable_notification), Protected (protect_content), EffectID
+// (message_effect_id), PaidBroadcast (allow_paid_broadcast) and Entities.
+// Herald builds every request's parameters itself, so nothing is ever
+// sent as "null" (v5.5.1's configs send empty entities and
+// caption_entities so).
+//
+// # Reactions, payments, membership, method calls
+//
+// A message with ReactID sets the bot's reaction (setMessageReaction). One
+// with an Invoice is a sendInvoice, in Telegram Stars unless it says
+// otherwise; [Adapter.AnswerPreCheckout] answers the pre-checkout query
+// (once: the run refuses one nothing answered within 8 s, as it answers
+// button presses) and [Adapter.RefundStarPayment] refunds a payment.
+// [Adapter.AnswerJoinRequest] approves or declines a join request. A
+// message with Call ([platform.CallMethod]) calls any Bot API method by
+// name through the sender chain, and its result's Raw is Telegram's
+// answer.
+//
+// # Streamed replies and the commands menu
+//
+// The adapter is a [platform.StreamingAdapter]: a [platform.Stream] to a
+// private chat grows as a message draft (sendMessageDraft) and ends as
+// one message; to a group or channel, or with [Config.NoDrafts], or once
+// Telegram refused a draft, its first part sends a message and the later
+// ones edit it, paced by [Adapter.StreamInterval] (1 s, 3 s in groups)
+// within Telegram's budget, each showing only text whose markup is
+// closed. [Adapter.SetCommands] sends the commands menu (setMyCommands),
+// unless [Config.NoCommandMenu].
 //
 // # Media, keyboards, deletions and chat actions
 //

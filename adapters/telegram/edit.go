@@ -33,9 +33,12 @@ const (
 type editTarget struct {
 	chat      chatRef
 	chatID    string // as the target named it
+	business  string // the business connection the message was sent through, or ""
 	messageID int
 	text      string
 	parseMode string
+	entities  []platform.Entity
+	preview   *platform.LinkPreview
 	keyboard  *tgbotapi.InlineKeyboardMarkup // nil removes the old one
 }
 
@@ -91,7 +94,8 @@ func planEdit(req platform.SendRequest) (editTarget, error) {
 	if err != nil {
 		return editTarget{}, err
 	}
-	return editTarget{chat: chat, chatID: req.Target.ID, messageID: id, text: m.Text, parseMode: mode, keyboard: kb}, nil
+	return editTarget{chat: chat, chatID: req.Target.ID, business: req.Target.BusinessConnectionID, messageID: id,
+		text: m.Text, parseMode: mode, entities: m.Entities, preview: m.LinkPreview, keyboard: kb}, nil
 }
 
 // editRequest calls method, editMessageText or editMessageCaption, for e.
@@ -100,14 +104,30 @@ func planEdit(req platform.SendRequest) (editTarget, error) {
 // supergroup is permanent: the supergroup numbers its messages afresh, so
 // the message cannot be found there.
 func (a *Adapter) editRequest(ctx context.Context, e editTarget, method string) error {
-	base := tgbotapi.BaseEdit{ChatID: e.chat.id, ChannelUsername: e.chat.username, MessageID: e.messageID, ReplyMarkup: e.keyboard}
-	var c tgbotapi.Chattable
+	params := tgbotapi.Params{"message_id": strconv.Itoa(e.messageID)}
+	addChat(params, e.chat)
+	params.AddNonEmpty("business_connection_id", e.business)
+	params.AddNonEmpty("parse_mode", e.parseMode)
+	textKey, entitiesKey := "text", "entities"
 	if method == "editMessageCaption" {
-		c = tgbotapi.EditMessageCaptionConfig{BaseEdit: base, Caption: e.text, ParseMode: e.parseMode}
-	} else {
-		c = tgbotapi.EditMessageTextConfig{BaseEdit: base, Text: e.text, ParseMode: e.parseMode}
+		textKey, entitiesKey = "caption", "caption_entities"
+	} else if e.preview != nil {
+		if err := addJSON(params, "link_preview_options", linkPreviewOf(e.preview)); err != nil {
+			return platform.Permanent(err)
+		}
 	}
-	_, err := a.request(ctx, method, c)
+	params[textKey] = e.text
+	if len(e.entities) > 0 {
+		if err := addJSON(params, entitiesKey, entitiesOf(e.entities)); err != nil {
+			return platform.Permanent(err)
+		}
+	}
+	if e.keyboard != nil {
+		if err := addJSON(params, "reply_markup", e.keyboard); err != nil {
+			return platform.Permanent(err)
+		}
+	}
+	_, err := a.makeRequest(ctx, method, params)
 	if isAPIError(err, http.StatusBadRequest, descNotModified) {
 		a.log.Debug("telegram: the message already shows this content",
 			zap.String("chat_id", e.chatID), zap.Int("message_id", e.messageID))

@@ -93,6 +93,7 @@ func startTgEngine(t *testing.T, register func(*engine.Engine), opts ...engine.O
 			t.Errorf("Run = %v; want nil", err)
 		}
 		assertNoTokenInLogs(t, logs)
+		assertNoNullParams(t, b.srv)
 		for _, name := range []string{"engine", "telegram"} {
 			if logs.FilterLoggerName(name).Len() == 0 {
 				t.Errorf("logger %q logged nothing: the token check proved nothing for it", name)

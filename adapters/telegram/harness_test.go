@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -60,8 +61,26 @@ func newHarness(t *testing.T, mutate func(*Config), opts ...telegramtest.Option)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { assertNoTokenInLogs(t, logs) })
+	t.Cleanup(func() {
+		assertNoTokenInLogs(t, logs)
+		assertNoNullParams(t, srv)
+	})
 	return &harness{srv: srv, a: a, logs: logs}
+}
+
+// assertNoNullParams fails the test if any request the server got had a
+// parameter sent as "null", as v5.5.1's configs send empty entities.
+func assertNoNullParams(t *testing.T, srv *telegramtest.Server) {
+	t.Helper()
+	for _, c := range srv.Calls("") {
+		for k, vs := range c.Params {
+			for _, v := range vs {
+				if v == "null" {
+					t.Errorf("%s sent %s=null", c.Method, k)
+				}
+			}
+		}
+	}
 }
 
 func assertNoTokenInLogs(t *testing.T, logs *observer.ObservedLogs) {
@@ -239,8 +258,22 @@ func verifyNoLeaks(t *testing.T, opts ...goleak.Option) {
 
 func testLogger() *zap.Logger { return zap.NewNop() }
 
-func updateFor(id int) *tgbotapi.Update {
-	return &tgbotapi.Update{UpdateID: id, Message: &tgbotapi.Message{MessageID: id, Chat: &tgbotapi.Chat{ID: 1, Type: "private"}, Text: "x"}}
+func updateFor(id int) *update {
+	return decoded(&tgbotapi.Update{UpdateID: id, Message: &tgbotapi.Message{MessageID: id, Chat: &tgbotapi.Chat{ID: 1, Type: "private"}, Text: "x"}})
+}
+
+// decoded returns u as the adapter decodes it from its JSON. It panics if
+// u does not round-trip, which a tgbotapi.Update always does.
+func decoded(u *tgbotapi.Update) *update {
+	raw, err := json.Marshal(u)
+	if err != nil {
+		panic(err)
+	}
+	d, err := decodeUpdate(raw)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 // testRunState returns a runState delivering to handle, with its own

@@ -123,16 +123,20 @@ func (a *Adapter) resumedParts(ctx context.Context, req platform.SendRequest) *p
 	if err != nil {
 		return nil
 	}
-	parts, err := planMessage(req.Message)
+	parts, err := planParts(req.Message)
 	if err != nil || st.Next < 1 || st.Next >= len(parts) {
 		return nil
 	}
-	dest := destination{chatID: req.Target.ID, migrated: st.Migrated}
+	dest, err := destinationOf(req.Target)
+	if err != nil {
+		return nil
+	}
+	dest.migrated = st.Migrated
 	if st.ChatID != "" {
 		dest.chatID = st.ChatID
-	}
-	if dest.chat, err = parseChat(dest.chatID); err != nil {
-		return nil
+		if dest.chat, err = parseChat(dest.chatID); err != nil {
+			return nil
+		}
 	}
 	return &partsProgress{
 		parts: parts, dest: dest, pause: partPause(req.Target),

@@ -160,8 +160,8 @@ func (a *Adapter) getUpdates(ctx context.Context, offset, limit int, timeout tim
 	params.AddNonZero("offset", offset)
 	params.AddNonZero("limit", limit)
 	params.AddNonZero("timeout", int(timeout/time.Second))
-	if a.cfg.AllowedUpdates != nil { // AddInterface would send a nil slice as "null"
-		if err := params.AddInterface("allowed_updates", a.cfg.AllowedUpdates); err != nil {
+	if types := a.allowedUpdates(); types != nil { // never nil; AddInterface would send a nil slice as "null"
+		if err := params.AddInterface("allowed_updates", types); err != nil {
 			return nil, err
 		}
 	}
@@ -200,12 +200,11 @@ func (a *Adapter) deliverBatch(ctx context.Context, rs *runState, raws []json.Ra
 		if ctx.Err() != nil {
 			return true, nil
 		}
-		var u tgbotapi.Update
-		err := json.Unmarshal(raw, &u)
-		if err != nil || u.UpdateID <= 0 {
+		u, err := decodeUpdate(raw)
+		if err != nil {
 			id := updateIDOf(raw)
 			fields := []zap.Field{zap.Int("update_id", id), zap.Int("bytes", len(raw))}
-			if err != nil {
+			if !errors.Is(err, errNoUpdateID) {
 				fields = append(fields, zap.Error(err))
 			}
 			a.stats.malformed.Add(1)
@@ -219,7 +218,7 @@ func (a *Adapter) deliverBatch(ctx context.Context, rs *runState, raws []json.Ra
 			a.limited.Info("telegram: update IDs went back; Telegram starts them afresh after a week without updates",
 				zap.Int("update_id", u.UpdateID), zap.Int("offset", a.offset))
 		}
-		switch err := rs.deliver(&u); {
+		switch err := rs.deliver(u); {
 		case errors.Is(err, errRunEnded):
 			return true, nil
 		case err != nil:

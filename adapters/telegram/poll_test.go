@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"encoding/json"
 	"go.uber.org/goleak"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
@@ -34,8 +34,8 @@ func TestPollDeliversOnceInOrder(t *testing.T) {
 			ev.Chat.ID != strconv.Itoa(1+i%7) || ev.From.ID != "7" || ev.Platform != "telegram" {
 			t.Fatalf("event %d = %+v", i, ev)
 		}
-		if _, ok := ev.Raw.(*tgbotapi.Update); !ok {
-			t.Fatalf("Raw = %T", ev.Raw)
+		if raw, ok := ev.Raw.(json.RawMessage); !ok || !strings.Contains(string(raw), `"update_id":`+ev.ID) {
+			t.Fatalf("Raw = %T %s; want the update's JSON", ev.Raw, ev.Raw)
 		}
 	}
 	late := h.srv.SendUserMessage(3, ann, "late")
@@ -276,7 +276,11 @@ func TestPollAllowedUpdatesParam(t *testing.T) {
 		allowed []string
 		want    []string // values of allowed_updates sent
 	}{
-		{"nil means not sent", nil, nil},
+		{"nil means every kind of Bot API 10.2", nil, []string{`["message","edited_message","channel_post","edited_channel_post",` +
+			`"business_connection","business_message","edited_business_message","deleted_business_messages","guest_message",` +
+			`"message_reaction","message_reaction_count","inline_query","chosen_inline_result","callback_query","shipping_query",` +
+			`"pre_checkout_query","purchased_paid_media","poll","poll_answer","my_chat_member","chat_member","chat_join_request",` +
+			`"chat_boost","removed_chat_boost","managed_bot","subscription"]`}},
 		{"empty list is sent", []string{}, []string{"[]"}},
 		{"list", []string{"message", "callback_query"}, []string{`["message","callback_query"]`}},
 	} {

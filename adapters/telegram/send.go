@@ -140,6 +140,34 @@ import (
 //
 // The result of an edit names the edited message: MessageID is EditID,
 // ChatID the target's ID, SentAt the local time Telegram accepted the edit.
+//
+// Topics, business connections and options. Every request of a send goes
+// to req.Target's Thread (message_thread_id; one that is not a positive
+// number is refused with platform.ErrInvalidMessage) and through its
+// BusinessConnectionID (business_connection_id; edits and chat actions
+// too, and a deletion then is deleteBusinessMessages). The first message
+// carries the reply (Reply or ReplyToID, as reply_parameters, sent even
+// when the original is gone unless Reply.Required) and the effect; every
+// message the flags Silent, Protected and PaidBroadcast; a text its
+// LinkPreview; Entities go with a text that fits one message (one that
+// does not is refused).
+//
+// Other operations:
+//   - ReactID sets the bot's reaction with setMessageReaction; the result
+//     names the message.
+//   - Invoice sends sendInvoice (currency "XTR" when empty, prices,
+//     Buttons as its keyboard, the options above); it may be ambiguous
+//     as a sendMessage is.
+//   - Call calls the method by name ([platform.MethodCall]): see the
+//     package doc; errors map as for sends.
+//   - Stream is a part of a streamed reply ([platform.StreamPart]): a part
+//     before the final one shows its text (cut back to what parses and to
+//     4096 characters) as a message draft in a private chat, else by
+//     sending a message (the first part; the result names it) or editing
+//     it (MessageID set); the final part sends the whole reply as a
+//     message after drafts, or edits the message to it, the text past
+//     4096 characters following as new messages, the buttons under the
+//     last.
 func (a *Adapter) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
 	res, err := a.send(ctx, req)
 	return res, a.scrub(err)
@@ -157,24 +185,35 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 	if err := m.Validate(); err != nil {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))
 	}
-	if m.EditID != "" {
+	switch {
+	case m.EditID != "":
 		return a.edit(ctx, req)
-	}
-	if m.DeleteID != "" {
+	case m.DeleteID != "":
 		return a.delete(ctx, req)
+	case m.ReactID != "":
+		return a.react(ctx, req)
+	case m.Call != nil:
+		return a.call(ctx, req)
+	case m.Stream != nil:
+		return a.stream(ctx, req)
 	}
-	chat, err := parseChat(req.Target.ID)
+	dest, err := destinationOf(req.Target)
 	if err != nil {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))
 	}
-	parts, err := planMessage(m)
+	var parts []part
+	if m.Invoice != nil {
+		parts, err = planInvoice(m)
+	} else {
+		parts, err = planMessage(m)
+	}
 	if err != nil {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("telegram: %w", err))
 	}
 
 	return a.sendParts(ctx, &partsProgress{
 		parts:   parts,
-		dest:    destination{chat: chat, chatID: req.Target.ID},
+		dest:    dest,
 		pause:   partPause(req.Target),
 		attempt: 1,
 	})
@@ -220,19 +259,50 @@ func (a *Adapter) ambiguity(err error) error {
 	return err
 }
 
-// destination is the chat a message goes to; a group that became a
-// supergroup changes it, once.
+// destination is the chat a message goes to, with the topic and the
+// business connection it goes through; a group that became a supergroup
+// changes the chat, once.
 type destination struct {
 	chat     chatRef
 	chatID   string
+	thread   int    // message_thread_id, or 0
+	business string // business_connection_id, or ""
 	migrated bool
+}
+
+// destinationOf returns where a send to target goes: its chat, its topic
+// (Thread, a positive message_thread_id) and its business connection.
+func destinationOf(target platform.Chat) (destination, error) {
+	chat, err := parseChat(target.ID)
+	if err != nil {
+		return destination{}, err
+	}
+	thread, err := threadOf(target)
+	if err != nil {
+		return destination{}, err
+	}
+	return destination{chat: chat, chatID: target.ID, thread: thread, business: target.BusinessConnectionID}, nil
+}
+
+// threadOf returns target's Thread as a message_thread_id: 0 for none, an
+// error wrapping platform.ErrInvalidMessage for one that is not a positive
+// decimal integer.
+func threadOf(target platform.Chat) (int, error) {
+	if target.Thread == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(target.Thread)
+	if err != nil || n <= 0 || strconv.Itoa(n) != target.Thread {
+		return 0, fmt.Errorf("%w: thread %q is not a topic's message_thread_id", platform.ErrInvalidMessage, target.Thread)
+	}
+	return n, nil
 }
 
 // sendPartTo sends p to dest; when Telegram answers that dest's group
 // became a supergroup, it follows it there, once per message, and sends p
 // again.
 func (a *Adapter) sendPartTo(ctx context.Context, dest *destination, p part) (tgbotapi.Message, error) {
-	msg, err := a.sendPart(ctx, dest.chat, p)
+	msg, err := a.sendPart(ctx, dest, p)
 	var ae *APIError
 	if err != nil && !dest.migrated && errors.As(err, &ae) && ae.MigrateToChatID != 0 {
 		dest.migrated = true
@@ -240,7 +310,7 @@ func (a *Adapter) sendPartTo(ctx context.Context, dest *destination, p part) (tg
 			zap.String("chat_id", dest.chatID), zap.Int64("new_chat_id", ae.MigrateToChatID))
 		dest.chat = chatRef{id: ae.MigrateToChatID}
 		dest.chatID = strconv.FormatInt(ae.MigrateToChatID, 10)
-		msg, err = a.sendPart(ctx, dest.chat, p)
+		msg, err = a.sendPart(ctx, dest, p)
 	}
 	return msg, err
 }
@@ -262,19 +332,73 @@ func parseChat(id string) (chatRef, error) {
 	return chatRef{id: n}, nil
 }
 
-// part is one Telegram message of an OutboundMessage, or one album.
+// part is one Telegram message of an OutboundMessage, or one album, or an
+// invoice.
 type part struct {
-	kind      platform.AttachmentKind // "" for text, kindAlbum for an album
+	kind      platform.AttachmentKind // "" for text, kindAlbum for an album, kindInvoice for an invoice
 	text      string                  // the text, or the caption
 	file      tgbotapi.RequestFileData
 	parseMode string
-	replyTo   int
 	markup    any    // an inline keyboard, a reply keyboard or its removal; nil for none
 	items     []part // an album's photos, videos, documents or audio
+	invoice   *platform.Invoice
+	editID    int // the message a part of kind kindEdit edits
+
+	// The send options: reply and effect go with the first part,
+	// entities with a text that is one part, preview with every text,
+	// the flags with every part.
+	reply                   *replyParameters
+	effect                  string
+	entities                []platform.Entity
+	preview                 *platform.LinkPreview
+	silent, protected, paid bool
 }
 
-// kindAlbum is the kind of a part that is an album (sendMediaGroup).
-const kindAlbum platform.AttachmentKind = "album"
+// replyParameters is Telegram's ReplyParameters.
+type replyParameters struct {
+	MessageID                int    `json:"message_id"`
+	ChatID                   any    `json:"chat_id,omitempty"` // an int64 or an @username
+	AllowSendingWithoutReply bool   `json:"allow_sending_without_reply,omitempty"`
+	Quote                    string `json:"quote,omitempty"`
+	QuoteParseMode           string `json:"quote_parse_mode,omitempty"`
+	QuotePosition            int    `json:"quote_position,omitempty"`
+}
+
+// replyOf returns the reply_parameters of m, or nil when m replies to
+// nothing. A message replied to that is gone does not fail the send
+// (allow_sending_without_reply) unless Reply.Required says so.
+func replyOf(m platform.OutboundMessage) (*replyParameters, error) {
+	r := m.Reply
+	if r == nil {
+		if m.ReplyToID == "" {
+			return nil, nil
+		}
+		r = &platform.Reply{MessageID: m.ReplyToID}
+	}
+	n, err := strconv.Atoi(r.MessageID)
+	if err != nil || n <= 0 {
+		return nil, fmt.Errorf("%w: reply-to ID %q is not a message ID", platform.ErrInvalidMessage, r.MessageID)
+	}
+	rp := &replyParameters{MessageID: n, AllowSendingWithoutReply: !r.Required, Quote: r.Quote,
+		QuoteParseMode: parseModes[r.QuoteParseMode], QuotePosition: r.QuotePosition}
+	if r.ChatID != "" {
+		c, err := parseChat(r.ChatID)
+		if err != nil {
+			return nil, fmt.Errorf("the chat of the message replied to: %w", err)
+		}
+		if rp.ChatID = c.username; c.username == "" {
+			rp.ChatID = c.id
+		}
+	}
+	return rp, nil
+}
+
+// kindAlbum is the kind of a part that is an album (sendMediaGroup), and
+// kindInvoice of one that is an invoice (sendInvoice).
+const (
+	kindAlbum   platform.AttachmentKind = "album"
+	kindInvoice platform.AttachmentKind = "invoice"
+)
 
 // maxAlbum is the most attachments one album holds; maxPlaceholder the
 // longest placeholder of a reply keyboard, in characters.
@@ -297,19 +421,22 @@ func planMessage(m platform.OutboundMessage) ([]part, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown parse mode %q", platform.ErrInvalidMessage, m.ParseMode)
 	}
-	replyTo := 0
-	if m.ReplyToID != "" {
-		n, err := strconv.Atoi(m.ReplyToID)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%w: reply-to ID %q is not a message ID", platform.ErrInvalidMessage, m.ReplyToID)
-		}
-		replyTo = n
+	reply, err := replyOf(m)
+	if err != nil {
+		return nil, err
 	}
 	var parts []part
 	for _, t := range splitText(m.Text, maxTextUnits, m.ParseMode) {
 		if strings.TrimSpace(t) != "" {
-			parts = append(parts, part{text: t, parseMode: mode})
+			parts = append(parts, part{text: t, parseMode: mode, preview: m.LinkPreview})
 		}
+	}
+	if len(m.Entities) > 0 {
+		if len(parts) != 1 || parts[0].text != m.Text {
+			return nil, fmt.Errorf("%w: a text with Entities must fit one message (%d characters); it has %d",
+				platform.ErrInvalidMessage, maxTextUnits, utf16Len(m.Text))
+		}
+		parts[0].entities = m.Entities
 	}
 	files := make([]part, 0, len(m.Attachments))
 	for i, at := range m.Attachments {
@@ -330,7 +457,10 @@ func planMessage(m platform.OutboundMessage) ([]part, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("%w: the text is only white space", platform.ErrInvalidMessage)
 	}
-	parts[0].replyTo = replyTo
+	for i := range parts {
+		parts[i].silent, parts[i].protected, parts[i].paid = m.Silent, m.Protected, m.PaidBroadcast
+	}
+	parts[0].reply, parts[0].effect = reply, m.EffectID
 	markup, err := markupOf(m)
 	if err != nil {
 		return nil, err
@@ -343,6 +473,24 @@ func planMessage(m platform.OutboundMessage) ([]part, error) {
 		parts[len(parts)-1].markup = markup
 	}
 	return parts, nil
+}
+
+// planInvoice returns the one part that sends m, a valid invoice.
+func planInvoice(m platform.OutboundMessage) ([]part, error) {
+	reply, err := replyOf(m)
+	if err != nil {
+		return nil, err
+	}
+	p := part{kind: kindInvoice, invoice: m.Invoice, reply: reply, effect: m.EffectID,
+		silent: m.Silent, protected: m.Protected, paid: m.PaidBroadcast}
+	kb, err := keyboard(m.Buttons)
+	if err != nil {
+		return nil, err
+	}
+	if kb != nil {
+		p.markup = kb
+	}
+	return []part{p}, nil
 }
 
 // filePart returns the part that sends at with its caption in mode.
@@ -486,46 +634,165 @@ func keyboard(rows [][]platform.Button) (*tgbotapi.InlineKeyboardMarkup, error) 
 	return kb, nil
 }
 
-// chattable returns the request that sends p to chat.
-func (p part) chattable(chat chatRef) (string, tgbotapi.Chattable) {
-	base := tgbotapi.BaseChat{
-		ChatID:                   chat.id,
-		ChannelUsername:          chat.username,
-		ReplyToMessageID:         p.replyTo,
-		AllowSendingWithoutReply: p.replyTo != 0,
-	}
-	if p.markup != nil {
-		base.ReplyMarkup = p.markup
-	}
-	file := tgbotapi.BaseFile{BaseChat: base, File: p.file}
-	switch p.kind {
-	case platform.AttachPhoto:
-		return "sendPhoto", tgbotapi.PhotoConfig{BaseFile: file, Caption: p.text, ParseMode: p.parseMode}
-	case platform.AttachDocument:
-		return "sendDocument", tgbotapi.DocumentConfig{BaseFile: file, Caption: p.text, ParseMode: p.parseMode}
-	case platform.AttachVideo:
-		return "sendVideo", tgbotapi.VideoConfig{BaseFile: file, Caption: p.text, ParseMode: p.parseMode}
-	case platform.AttachAudio:
-		return "sendAudio", tgbotapi.AudioConfig{BaseFile: file, Caption: p.text, ParseMode: p.parseMode}
-	case platform.AttachVoice:
-		return "sendVoice", tgbotapi.VoiceConfig{BaseFile: file, Caption: p.text, ParseMode: p.parseMode}
-	case platform.AttachAnimation:
-		return "sendAnimation", tgbotapi.AnimationConfig{BaseFile: file, Caption: p.text, ParseMode: p.parseMode}
-	case platform.AttachSticker:
-		return "sendSticker", tgbotapi.StickerConfig{BaseFile: file}
-	case platform.AttachVideoNote:
-		return "sendVideoNote", tgbotapi.VideoNoteConfig{BaseFile: file}
-	default:
-		return "sendMessage", tgbotapi.MessageConfig{BaseChat: base, Text: p.text, ParseMode: p.parseMode}
-	}
+// fileFields are the parameters that hold a file, by kind, each also the
+// method's noun: sendPhoto takes photo.
+var fileFields = map[platform.AttachmentKind]string{
+	platform.AttachPhoto: "photo", platform.AttachDocument: "document", platform.AttachVideo: "video",
+	platform.AttachAudio: "audio", platform.AttachVoice: "voice", platform.AttachAnimation: "animation",
+	platform.AttachSticker: "sticker", platform.AttachVideoNote: "video_note",
 }
 
-func (a *Adapter) sendPart(ctx context.Context, chat chatRef, p part) (tgbotapi.Message, error) {
-	if p.kind == kindAlbum {
-		return a.sendAlbum(ctx, chat, p)
+// sendMethods are the methods that send one file, by kind.
+var sendMethods = map[platform.AttachmentKind]string{
+	platform.AttachPhoto: "sendPhoto", platform.AttachDocument: "sendDocument", platform.AttachVideo: "sendVideo",
+	platform.AttachAudio: "sendAudio", platform.AttachVoice: "sendVoice", platform.AttachAnimation: "sendAnimation",
+	platform.AttachSticker: "sendSticker", platform.AttachVideoNote: "sendVideoNote",
+}
+
+// addChat sets the chat_id of params to c.
+func addChat(params tgbotapi.Params, c chatRef) {
+	_ = params.AddFirstValid("chat_id", c.id, c.username) // an int64 or a string: cannot fail
+}
+
+// addJSON sets key to v as JSON. Herald's values always marshal; an error
+// is returned all the same.
+func addJSON(params tgbotapi.Params, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("telegram: %s: %w", key, err)
 	}
-	method, c := p.chattable(chat)
-	raw, err := a.request(ctx, method, c)
+	params[key] = string(b)
+	return nil
+}
+
+// request returns the method and parameters that send p to dest, and the
+// file to upload, if any. Herald builds the parameters itself, and sends
+// only those that are set: the library's configs send an empty entities
+// or caption_entities list as "null", and know no topic, business
+// connection, reply_parameters, link preview options, effect or paid
+// broadcast.
+func (p part) request(dest *destination) (string, tgbotapi.Params, []tgbotapi.RequestFile, error) {
+	params := tgbotapi.Params{}
+	addChat(params, dest.chat)
+	params.AddNonZero("message_thread_id", dest.thread)
+	params.AddBool("disable_notification", p.silent)
+	params.AddBool("protect_content", p.protected)
+	params.AddBool("allow_paid_broadcast", p.paid)
+	params.AddNonEmpty("message_effect_id", p.effect)
+	if p.kind != kindInvoice {
+		// sendInvoice has no business_connection_id.
+		params.AddNonEmpty("business_connection_id", dest.business)
+	}
+	if p.reply != nil {
+		if err := addJSON(params, "reply_parameters", p.reply); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	if p.markup != nil {
+		if err := addJSON(params, "reply_markup", p.markup); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	switch p.kind {
+	case "":
+		params["text"] = p.text
+		params.AddNonEmpty("parse_mode", p.parseMode)
+		if len(p.entities) > 0 {
+			if err := addJSON(params, "entities", entitiesOf(p.entities)); err != nil {
+				return "", nil, nil, err
+			}
+		}
+		if p.preview != nil {
+			if err := addJSON(params, "link_preview_options", linkPreviewOf(p.preview)); err != nil {
+				return "", nil, nil, err
+			}
+		}
+		return "sendMessage", params, nil, nil
+	case kindInvoice:
+		inv := p.invoice
+		params["title"], params["description"], params["payload"] = inv.Title, inv.Description, inv.Payload
+		params["currency"] = inv.Currency
+		if inv.Currency == "" {
+			params["currency"] = platform.CurrencyStars
+		}
+		params.AddNonEmpty("provider_token", inv.ProviderToken)
+		params.AddNonEmpty("photo_url", inv.PhotoURL)
+		params.AddNonEmpty("start_parameter", inv.StartParameter)
+		prices := make([]map[string]any, len(inv.Prices))
+		for i, pr := range inv.Prices {
+			prices[i] = map[string]any{"label": pr.Label, "amount": pr.Amount}
+		}
+		if err := addJSON(params, "prices", prices); err != nil {
+			return "", nil, nil, err
+		}
+		return "sendInvoice", params, nil, nil
+	}
+	field := fileFields[p.kind]
+	if p.kind != platform.AttachSticker && p.kind != platform.AttachVideoNote {
+		params.AddNonEmpty("caption", p.text)
+		params.AddNonEmpty("parse_mode", p.parseMode)
+	}
+	return sendMethods[p.kind], params, []tgbotapi.RequestFile{{Name: field, Data: p.file}}, nil
+}
+
+// telegramEntity is Telegram's MessageEntity as a bot sends it.
+type telegramEntity struct {
+	Type   string `json:"type"`
+	Offset int    `json:"offset"`
+	Length int    `json:"length"`
+	URL    string `json:"url,omitempty"`
+	User   *struct {
+		ID int64 `json:"id"`
+	} `json:"user,omitempty"`
+	Language      string `json:"language,omitempty"`
+	CustomEmojiID string `json:"custom_emoji_id,omitempty"`
+}
+
+// entitiesOf returns es as Telegram's MessageEntity list. A UserID that is
+// not a number is left out (Telegram then refuses a text_mention).
+func entitiesOf(es []platform.Entity) []telegramEntity {
+	out := make([]telegramEntity, len(es))
+	for i, e := range es {
+		out[i] = telegramEntity{Type: e.Type, Offset: e.Offset, Length: e.Length, URL: e.URL, Language: e.Language, CustomEmojiID: e.CustomEmojiID}
+		if id, err := strconv.ParseInt(e.UserID, 10, 64); err == nil {
+			out[i].User = &struct {
+				ID int64 `json:"id"`
+			}{id}
+		}
+	}
+	return out
+}
+
+// linkPreviewOf returns lp as Telegram's LinkPreviewOptions.
+func linkPreviewOf(lp *platform.LinkPreview) map[string]any {
+	out := map[string]any{}
+	set := func(k string, v bool) {
+		if v {
+			out[k] = true
+		}
+	}
+	set("is_disabled", lp.Disabled)
+	set("prefer_small_media", lp.PreferSmallMedia)
+	set("prefer_large_media", lp.PreferLargeMedia)
+	set("show_above_text", lp.AboveText)
+	if lp.URL != "" {
+		out["url"] = lp.URL
+	}
+	return out
+}
+
+func (a *Adapter) sendPart(ctx context.Context, dest *destination, p part) (tgbotapi.Message, error) {
+	switch p.kind {
+	case kindAlbum:
+		return a.sendAlbum(ctx, dest, p)
+	case kindEdit:
+		return a.sendEdit(ctx, dest, p)
+	}
+	method, params, files, err := p.request(dest)
+	if err != nil {
+		return tgbotapi.Message{}, platform.Permanent(err)
+	}
+	raw, err := a.upload(ctx, method, params, files)
 	if err != nil {
 		return tgbotapi.Message{}, err
 	}
@@ -549,7 +816,7 @@ var inputMediaTypes = map[platform.AttachmentKind]string{
 // sendAlbum sends the album p with sendMediaGroup: uploaded bytes go as
 // multipart files named in the media JSON as attach://file-N. It returns
 // the album's last message.
-func (a *Adapter) sendAlbum(ctx context.Context, chat chatRef, p part) (tgbotapi.Message, error) {
+func (a *Adapter) sendAlbum(ctx context.Context, dest *destination, p part) (tgbotapi.Message, error) {
 	type inputMedia struct {
 		Type      string `json:"type"`
 		Media     string `json:"media"`
@@ -569,11 +836,20 @@ func (a *Adapter) sendAlbum(ctx context.Context, chat chatRef, p part) (tgbotapi
 		}
 	}
 	params := make(tgbotapi.Params)
-	_ = params.AddFirstValid("chat_id", chat.id, chat.username) // an int64 or a string: cannot fail
-	params.AddNonZero("reply_to_message_id", p.replyTo)
-	params.AddBool("allow_sending_without_reply", p.replyTo != 0)
-	if err := params.AddInterface("media", media); err != nil {
-		return tgbotapi.Message{}, fmt.Errorf("telegram: sendMediaGroup: %w", err)
+	addChat(params, dest.chat)
+	params.AddNonZero("message_thread_id", dest.thread)
+	params.AddNonEmpty("business_connection_id", dest.business)
+	params.AddBool("disable_notification", p.silent)
+	params.AddBool("protect_content", p.protected)
+	params.AddBool("allow_paid_broadcast", p.paid)
+	params.AddNonEmpty("message_effect_id", p.effect)
+	if p.reply != nil {
+		if err := addJSON(params, "reply_parameters", p.reply); err != nil {
+			return tgbotapi.Message{}, platform.Permanent(err)
+		}
+	}
+	if err := addJSON(params, "media", media); err != nil {
+		return tgbotapi.Message{}, platform.Permanent(fmt.Errorf("telegram: sendMediaGroup: %w", err))
 	}
 	raw, err := a.upload(ctx, "sendMediaGroup", params, files)
 	if err != nil {

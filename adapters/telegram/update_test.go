@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
-
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -184,9 +182,10 @@ func TestUpdateToEvents(t *testing.T) {
 				Attachments: []platform.Attachment{{Kind: platform.AttachSticker, FileID: "st", Width: 512, Height: 512, MIMEType: "application/x-tgsticker"}}}},
 		},
 		{
-			name: "my_chat_member is other, with chat and date",
+			name: "my_chat_member: the bot removed from a group, with chat and date",
 			json: `{"update_id":24,"my_chat_member":{"chat":` + groupJSON + `,"from":` + annJSON + `,"date":1772362800,"old_chat_member":{"user":{"id":1,"first_name":"b"},"status":"member"},"new_chat_member":{"user":{"id":1,"first_name":"b"},"status":"kicked"}}}`,
-			want: []platform.Event{{ID: "24", Kind: platform.EventOther, Chat: group, From: ann, Time: at}},
+			want: []platform.Event{{ID: "24", Kind: platform.EventBotRemoved, Chat: group, From: ann, Time: at,
+				Member: platform.MemberUpdate{User: platform.User{ID: "1", Name: "b"}, Old: platform.MemberRegular, New: platform.MemberBanned}}},
 		},
 		{
 			name: "missing date and chat",
@@ -201,17 +200,17 @@ func TestUpdateToEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var u tgbotapi.Update
-			if err := json.Unmarshal([]byte(tt.json), &u); err != nil {
+			u, err := decodeUpdate([]byte(tt.json))
+			if err != nil {
 				t.Fatalf("bad test JSON: %v", err)
 			}
-			got := updateToEvents(DefaultName, &u, "herald_bot", testNow)
+			got := updateToEvents(DefaultName, u, "herald_bot", testNow)
 			if len(got) != len(tt.want) {
 				t.Fatalf("got %d events %+v; want %d", len(got), got, len(tt.want))
 			}
 			for i := range got {
-				if got[i].Platform != "telegram" || got[i].Raw != &u {
-					t.Errorf("event %d: Platform %q, Raw %p; want telegram, %p", i, got[i].Platform, got[i].Raw, &u)
+				if raw, _ := got[i].Raw.(json.RawMessage); got[i].Platform != "telegram" || string(raw) != tt.json {
+					t.Errorf("event %d: Platform %q, Raw %s; want telegram, the update's JSON", i, got[i].Platform, got[i].Raw)
 				}
 				w := tt.want[i]
 				w.Platform, w.Raw = "telegram", got[i].Raw
@@ -265,22 +264,35 @@ func FuzzUpdateToEvent(f *testing.F) {
 		`{"update_id":10,"message":{"animation":{"file_id":"a","duration":-4},"document":{"file_id":"a"},"voice":{},"sticker":{"is_animated":true}}}`,
 		`{"update_id":11,"inline_query":{"id":"q","query":"x","offset":"o"},"callback_query":{"id":"c"}}`,
 		`{"update_id":12,"message":{"photo":[]}}`,
+		`{"update_id":13,"my_chat_member":{"chat":{"id":1,"type":"private"},"new_chat_member":{"status":"kicked"}}}`,
+		`{"update_id":14,"message_reaction":{"new_reaction":[{"type":"x"},{"type":"paid"}]},"message_reaction_count":{"reactions":[{}]}}`,
+		`{"update_id":15,"successful_payment":{},"message":{"successful_payment":{"total_amount":-1,"subscription_expiration_date":999999999999999}}}`,
+		`{"update_id":16,"deleted_business_messages":{"message_ids":[0,-1,2]}}`,
 	} {
 		f.Add([]byte(s))
 	}
+	for i, fx := range botAPIUpdates {
+		f.Add(updateJSONOf(fx, i+1))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var u tgbotapi.Update
-		if json.Unmarshal(data, &u) != nil {
+		u, err := decodeUpdate(data)
+		if err != nil {
 			return
 		}
-		for _, ev := range updateToEvents(DefaultName, &u, "herald_bot", testNow) {
-			if ev.Platform != "telegram" || ev.Raw != &u || ev.Kind == "" {
+		for _, ev := range updateToEvents(DefaultName, u, "herald_bot", testNow) {
+			if raw, _ := ev.Raw.(json.RawMessage); ev.Platform != "telegram" || string(raw) != string(data) || ev.Kind == "" {
 				t.Fatalf("bad event %+v", ev)
 			}
 			if id := strconv.Itoa(u.UpdateID); ev.ID != id && !strings.HasPrefix(ev.ID, id+".") {
 				t.Fatalf("event ID %q for update %d", ev.ID, u.UpdateID)
 			}
 			checkAttachments(t, ev.Attachments)
+			if _, err := json.Marshal(ev); err != nil {
+				t.Fatalf("event %+v does not marshal: %v", ev, err)
+			}
+			if ev.Payment.Amount < 0 {
+				t.Fatalf("negative amount in %+v", ev)
+			}
 			if (ev.Kind == platform.EventInlineQuery || ev.Kind == platform.EventInlineResult) && ev.Chat.ID != "" {
 				t.Fatalf("inline event with a chat: %+v", ev)
 			}
@@ -339,7 +351,7 @@ func FuzzAttachmentsOf(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var m tgbotapi.Message
+		var m message
 		if json.Unmarshal(data, &m) != nil {
 			return
 		}

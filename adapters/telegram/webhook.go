@@ -157,10 +157,10 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body is not JSON", http.StatusBadRequest)
 		return
 	}
-	var u tgbotapi.Update
-	if err := json.Unmarshal(body, &u); err != nil || u.UpdateID <= 0 {
+	u, err := decodeUpdate(body)
+	if err != nil {
 		fields := []zap.Field{zap.Int("update_id", updateIDOf(body)), zap.Int("bytes", len(body))}
-		if err != nil {
+		if !errors.Is(err, errNoUpdateID) {
 			fields = append(fields, zap.Error(err))
 		}
 		a.stats.malformed.Add(1)
@@ -168,7 +168,7 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	switch err := rs.deliver(&u); {
+	switch err := rs.deliver(u); {
 	case errors.Is(err, errRunEnded):
 		http.Error(w, "not running", http.StatusServiceUnavailable)
 		return
@@ -293,8 +293,8 @@ func (a *Adapter) runWebhook(ctx context.Context, listen bool) error {
 		params := tgbotapi.Params{"url": wc.URL}
 		params.AddNonEmpty("secret_token", wc.SecretToken)
 		params.AddNonZero("max_connections", wc.MaxConnections)
-		if a.cfg.AllowedUpdates != nil { // AddInterface would send a nil slice as "null"
-			if err := params.AddInterface("allowed_updates", a.cfg.AllowedUpdates); err != nil {
+		if types := a.allowedUpdates(); types != nil { // never nil; AddInterface would send a nil slice as "null"
+			if err := params.AddInterface("allowed_updates", types); err != nil {
 				return fmt.Errorf("telegram: setWebhook: %w", err)
 			}
 		}

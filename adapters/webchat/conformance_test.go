@@ -41,8 +41,8 @@ func TestConformance(t *testing.T) {
 		NoPermanentFailure: true,
 		NoRetryAfter:       true,
 		NoStall:            true,
-		// The page has no inline queries.
-		NoInline: true,
+		// The page has no inline queries, topics or reactions.
+		NoInline: true, NoTopics: true, NoReactions: true,
 	})
 }
 

@@ -54,6 +54,16 @@ type Sender struct{ a *Adapter }
 // shows it. A keyboard of more than 16 KiB (encoded) is refused for good
 // with an error wrapping [platform.ErrInvalidMessage].
 //
+// # Streamed replies
+//
+// A part of a streamed reply ([platform.StreamPart]) is a message: the
+// first is sent as a new message, and each later one (naming that message
+// in its MessageID) edits it in place, so the tabs show the reply
+// growing, as they show any edit; the final part's text and buttons stay.
+// [Adapter.StreamInterval] paces the parts. Reactions, invoices and method
+// calls are refused with a permanent error wrapping
+// [platform.ErrUnsupported].
+//
 // # Deletions
 //
 // A deletion removes the message DeleteID, the bot's or a user's, from the
@@ -135,11 +145,18 @@ func (s *Sender) Send(ctx context.Context, req platform.SendRequest) (platform.S
 	if !validChatID(chatID) {
 		return platform.SendResult{}, platform.Permanent(fmt.Errorf("webchat: send to %q: %w", chatID, ErrInvalidChatID))
 	}
-	switch {
-	case req.Message.EditID != "":
-		return a.edit(chatID, req.Message)
-	case req.Message.DeleteID != "":
-		return a.deleteMessage(chatID, req.Message.DeleteID)
+	switch m := req.Message; {
+	case m.EditID != "":
+		return a.edit(chatID, m)
+	case m.DeleteID != "":
+		return a.deleteMessage(chatID, m.DeleteID)
+	case m.ReactID != "", m.Invoice != nil, m.Call != nil:
+		return platform.SendResult{}, platform.Permanent(fmt.Errorf("webchat: send to %q: %w: reactions, invoices and method calls", chatID, platform.ErrUnsupported))
+	case m.Stream != nil && m.Stream.MessageID != "":
+		// A streamed reply shown so far: its message grows in place.
+		edit := m
+		edit.EditID, edit.Stream, edit.ReplyToID, edit.Reply = m.Stream.MessageID, nil, "", nil
+		return a.edit(chatID, edit)
 	}
 	kb, err := wireKeyboardOf(req.Message.Keyboard)
 	if err != nil {
@@ -268,3 +285,15 @@ func callbackData(rows [][]platform.Button) []string {
 	}
 	return data
 }
+
+// streamInterval is the least time between the parts of a streamed reply
+// to a web chat: edits are cheap frames, so the reply grows smoothly.
+const streamInterval = 250 * time.Millisecond
+
+// StreamInterval returns 250 ms, the least time between the parts of a
+// streamed reply ([platform.Stream]) to any chat: a tab shows each part as
+// an edit of the reply's message. It implements
+// [platform.StreamingAdapter].
+func (a *Adapter) StreamInterval(platform.Chat) time.Duration { return streamInterval }
+
+var _ platform.StreamingAdapter = (*Adapter)(nil)

@@ -48,6 +48,12 @@ type Edit struct {
 	Keyboard [][]tgbotapi.InlineKeyboardButton
 	// At is when the server accepted the edit.
 	At time.Time
+	// BusinessConnectionID is the business_connection_id sent, or empty,
+	// Entities the entities (or caption_entities) sent, and LinkPreview
+	// the link_preview_options.
+	BusinessConnectionID string
+	Entities             []tgbotapi.MessageEntity
+	LinkPreview          *LinkPreview
 }
 
 // Message returns the bot's message messageID in the chat chatID as it is
@@ -118,11 +124,17 @@ func (s *Server) edit(w http.ResponseWriter, method string, p url.Values) {
 		badRequest(w, descNotFound)
 		return
 	}
-	e := Edit{Method: method, ChatID: chatID, MessageID: id, ParseMode: p.Get("parse_mode")}
+	e := Edit{Method: method, ChatID: chatID, MessageID: id, ParseMode: p.Get("parse_mode"), BusinessConnectionID: p.Get("business_connection_id")}
 	if !validParseMode(e.ParseMode) {
 		badRequest(w, "unsupported parse_mode")
 		return
 	}
+	var opts SentMessage
+	if desc := s.readSendOptions(&opts, p); desc != "" {
+		badRequest(w, desc)
+		return
+	}
+	e.Entities, e.LinkPreview = opts.Entities, opts.LinkPreview
 	var desc string
 	if e.Keyboard, desc = readKeyboard(p); desc != "" {
 		badRequest(w, desc)
@@ -159,11 +171,13 @@ func (s *Server) edit(w http.ResponseWriter, method string, p url.Values) {
 		desc = descCantEdit // a user's message
 	case !ok:
 		desc = descNotFound
+	case m.BusinessConnectionID != e.BusinessConnectionID:
+		desc = descNotFound // a business message is edited through its connection only
 	case method == "editMessageText" && m.Kind != "text":
 		desc = descNoText
 	case method == "editMessageCaption" && m.Kind == "text":
 		desc = descNoCaption
-	case m.Text == e.Text && m.ParseMode == e.ParseMode && sameKeyboard(m.Keyboard, e.Keyboard):
+	case m.Text == e.Text && m.ParseMode == e.ParseMode && sameKeyboard(m.Keyboard, e.Keyboard) && sameEntities(m.Entities, e.Entities):
 		desc = descNotModified
 	}
 	if desc != "" {
@@ -172,7 +186,7 @@ func (s *Server) edit(w http.ResponseWriter, method string, p url.Values) {
 		return
 	}
 	e.At = time.Now()
-	m.Text, m.ParseMode, m.Keyboard, m.EditedAt = e.Text, e.ParseMode, e.Keyboard, e.At
+	m.Text, m.ParseMode, m.Keyboard, m.EditedAt, m.Entities = e.Text, e.ParseMode, e.Keyboard, e.At, e.Entities
 	s.current[key] = m
 	s.edits = append(s.edits, e)
 	s.notifyLocked()
@@ -183,6 +197,16 @@ func (s *Server) edit(w http.ResponseWriter, method string, p url.Values) {
 // sameKeyboard reports whether two inline keyboards are the same, button
 // for button; no keyboard and an empty one are the same.
 func sameKeyboard(a, b [][]tgbotapi.InlineKeyboardButton) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// sameEntities reports whether two entity lists are the same.
+func sameEntities(a, b []tgbotapi.MessageEntity) bool {
 	if len(a) == 0 || len(b) == 0 {
 		return len(a) == len(b)
 	}

@@ -17,6 +17,9 @@ type Deletion struct {
 	ChatID    int64
 	MessageID int
 	At        time.Time
+	// BusinessConnectionID is the connection a deleteBusinessMessages
+	// went through, or empty for a deleteMessage.
+	BusinessConnectionID string
 }
 
 // deleteMessage handles deleteMessage: the bot's own messages and users'
@@ -69,6 +72,10 @@ type ChatAction struct {
 	ChatID int64
 	Action string
 	At     time.Time
+	// ThreadID is the message_thread_id sent, or 0, and
+	// BusinessConnectionID the business_connection_id, or empty.
+	ThreadID             int
+	BusinessConnectionID string
 }
 
 // chatActions are the actions sendChatAction accepts.
@@ -91,7 +98,8 @@ func (s *Server) sendChatAction(w http.ResponseWriter, p url.Values) {
 		return
 	}
 	s.mu.Lock()
-	s.actions = append(s.actions, ChatAction{ChatID: chatID, Action: action, At: time.Now()})
+	thread, _ := strconv.Atoi(p.Get("message_thread_id"))
+	s.actions = append(s.actions, ChatAction{ChatID: chatID, Action: action, At: time.Now(), ThreadID: thread, BusinessConnectionID: p.Get("business_connection_id")})
 	s.notifyLocked()
 	s.mu.Unlock()
 	writeResult(w, true)

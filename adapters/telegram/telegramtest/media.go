@@ -232,7 +232,11 @@ func (s *Server) sendMediaGroup(w http.ResponseWriter, p url.Values, files map[s
 		badRequest(w, "wrong number of media specified: must include 2-10 items")
 		return
 	}
-	replyTo, _ := strconv.Atoi(p.Get("reply_to_message_id"))
+	var opts SentMessage
+	if desc := s.readSendOptions(&opts, p); desc != "" {
+		badRequest(w, desc)
+		return
+	}
 	msgs := make([]SentMessage, len(media))
 	for i, m := range media {
 		group, ok := mediaGroupKinds[m.Type]
@@ -248,9 +252,10 @@ func (s *Server) sendMediaGroup(w http.ResponseWriter, p url.Values, files map[s
 			badRequest(w, "message caption is too long")
 			return
 		}
-		sm := SentMessage{Method: "sendMediaGroup", Kind: m.Type, ChatID: chatID, Text: m.Caption, ParseMode: m.ParseMode}
-		if i == 0 {
-			sm.ReplyToMessageID = replyTo
+		sm := opts
+		sm.Method, sm.Kind, sm.ChatID, sm.Text, sm.ParseMode, sm.Entities = "sendMediaGroup", m.Type, chatID, m.Caption, m.ParseMode, nil
+		if i > 0 {
+			sm.ReplyToMessageID, sm.ReplyChatID, sm.Quote, sm.EffectID = 0, "", "", ""
 		}
 		if name, ok := strings.CutPrefix(m.Media, "attach://"); ok {
 			f, ok := files[name]
@@ -267,7 +272,7 @@ func (s *Server) sendMediaGroup(w http.ResponseWriter, p url.Values, files map[s
 	}
 	s.mu.Lock()
 	group := "album" + strconv.FormatInt(chatID, 10) + "-" + strconv.Itoa(s.messageIDs[chatID]+1)
-	results := make([]tgbotapi.Message, len(msgs))
+	results := make([]messageJSON, len(msgs))
 	for i := range msgs {
 		msgs[i].MediaGroupID = group
 		s.recordLocked(&msgs[i])

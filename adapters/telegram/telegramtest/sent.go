@@ -77,6 +77,41 @@ type SentMessage struct {
 	// (from [Server.Message]), or zero: never edited, or a record of the
 	// message as sent.
 	EditedAt time.Time
+
+	// ThreadID is the message_thread_id sent (a forum topic), or 0.
+	ThreadID int
+	// BusinessConnectionID is the business_connection_id sent (the
+	// message went through a business account's connection), or empty.
+	BusinessConnectionID string
+	// ReplyChatID is the chat_id of reply_parameters, when the message
+	// replies to a message of another chat, and Quote its quote.
+	ReplyChatID string
+	Quote       string
+	// AllowSendingWithoutReply is reply_parameters'
+	// allow_sending_without_reply (or the old parameter of that name).
+	AllowSendingWithoutReply bool
+	// Silent is disable_notification, Protected protect_content,
+	// PaidBroadcast allow_paid_broadcast and EffectID message_effect_id.
+	Silent, Protected, PaidBroadcast bool
+	EffectID                         string
+	// Entities are the entities (or caption_entities) sent, or nil.
+	Entities []tgbotapi.MessageEntity
+	// LinkPreview is the link_preview_options sent, or nil.
+	LinkPreview *LinkPreview
+	// Invoice is the invoice of a sendInvoice (Kind "invoice"), or nil.
+	Invoice *Invoice
+	// Params are all the parameters of the request, as sent (uploaded
+	// files aside).
+	Params url.Values
+}
+
+// LinkPreview is the link_preview_options of a message, as sent.
+type LinkPreview struct {
+	IsDisabled       bool   `json:"is_disabled"`
+	URL              string `json:"url"`
+	PreferSmallMedia bool   `json:"prefer_small_media"`
+	PreferLargeMedia bool   `json:"prefer_large_media"`
+	ShowAboveText    bool   `json:"show_above_text"`
 }
 
 // Sent returns, in the order they were accepted, the messages sent to
@@ -97,6 +132,17 @@ func (s *Server) Sent(chatID int64) []SentMessage {
 func (m SentMessage) clone() SentMessage {
 	if m.FileData != nil {
 		m.FileData = bytes.Clone(m.FileData)
+	}
+	m.Params = cloneValues(m.Params)
+	m.Entities = append([]tgbotapi.MessageEntity(nil), m.Entities...)
+	if m.LinkPreview != nil {
+		lp := *m.LinkPreview
+		m.LinkPreview = &lp
+	}
+	if m.Invoice != nil {
+		inv := *m.Invoice
+		inv.Prices = append([]tgbotapi.LabeledPrice(nil), inv.Prices...)
+		m.Invoice = &inv
 	}
 	m.Keyboard = cloneKeyboard(m.Keyboard)
 	if m.ReplyKeyboard != nil {
@@ -196,12 +242,9 @@ func (s *Server) send(w http.ResponseWriter, method string, p url.Values, files 
 		badRequest(w, "unsupported parse_mode")
 		return
 	}
-	if v := p.Get("reply_to_message_id"); v != "" {
-		var err error
-		if m.ReplyToMessageID, err = strconv.Atoi(v); err != nil {
-			badRequest(w, "invalid reply_to_message_id")
-			return
-		}
+	if desc := s.readSendOptions(&m, p); desc != "" {
+		badRequest(w, desc)
+		return
 	}
 	mk, desc := readMarkup(p)
 	if desc != "" {
@@ -371,9 +414,20 @@ func readMarkup(p url.Values) (markup, string) {
 	return mk, ""
 }
 
+// messageJSON is a Message as the server answers it: the library's, with
+// the fields of later Bot API versions it lacks.
+type messageJSON struct {
+	tgbotapi.Message
+	MessageThreadID      int    `json:"message_thread_id,omitempty"`
+	IsTopicMessage       bool   `json:"is_topic_message,omitempty"`
+	BusinessConnectionID string `json:"business_connection_id,omitempty"`
+	EffectID             string `json:"effect_id,omitempty"`
+	HasProtectedContent  bool   `json:"has_protected_content,omitempty"`
+}
+
 // messageResult returns m as the result of the call that sent or edited
 // it: a Message as Telegram describes it.
-func (s *Server) messageResult(m SentMessage) tgbotapi.Message {
+func (s *Server) messageResult(m SentMessage) messageJSON {
 	bot := s.bot
 	result := tgbotapi.Message{
 		MessageID: m.MessageID,
@@ -381,10 +435,12 @@ func (s *Server) messageResult(m SentMessage) tgbotapi.Message {
 		Date:      int(m.At.Unix()),
 		Chat:      s.chat(m.ChatID),
 	}
+	out := messageJSON{MessageThreadID: m.ThreadID, IsTopicMessage: m.ThreadID != 0, BusinessConnectionID: m.BusinessConnectionID,
+		EffectID: m.EffectID, HasProtectedContent: m.Protected}
 	if !m.EditedAt.IsZero() {
 		result.EditDate = int(m.EditedAt.Unix())
 	}
-	if m.ReplyToMessageID != 0 {
+	if m.ReplyToMessageID != 0 && m.ReplyChatID == "" {
 		result.ReplyToMessage = &tgbotapi.Message{MessageID: m.ReplyToMessageID, Chat: result.Chat}
 	}
 	if m.Keyboard != nil {
@@ -394,13 +450,21 @@ func (s *Server) messageResult(m SentMessage) tgbotapi.Message {
 		result.ReplyMarkup = nil // a message shows only an inline keyboard
 	}
 	result.MediaGroupID = m.MediaGroupID
-	if m.Kind == "text" {
+	switch m.Kind {
+	case "text":
 		result.Text = m.Text
-		return result
+		result.Entities = m.Entities
+	case "invoice":
+		if inv := m.Invoice; inv != nil {
+			result.Invoice = &tgbotapi.Invoice{Title: inv.Title, Description: inv.Description, Currency: inv.Currency, TotalAmount: inv.total()}
+		}
+	default:
+		result.Caption = m.Text
+		result.CaptionEntities = m.Entities
+		setMedia(&result, m.Kind, m.FileID, m.FileName, "", len(m.FileData), 0, 0, 0)
 	}
-	result.Caption = m.Text
-	setMedia(&result, m.Kind, m.FileID, m.FileName, "", len(m.FileData), 0, 0, 0)
-	return result
+	out.Message = result
+	return out
 }
 
 // setMedia sets the file of kind in msg, as Telegram describes one.

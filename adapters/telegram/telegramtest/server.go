@@ -15,6 +15,7 @@ import (
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"golang.org/x/time/rate"
 )
 
 // ErrClosed is returned by the waiting methods of a [Server] that was closed
@@ -107,6 +108,24 @@ type Server struct {
 	requests     map[string]int
 	webhook      WebhookInfo
 	rules        []*rule
+
+	calls        []Call
+	results      map[string]json.RawMessage // SetResult
+	drafts       []Draft
+	reactions    []Reaction
+	business     map[string]BusinessConnection
+	checkoutIDs  map[string]bool // pre-checkout queries pushed
+	checkouts    []CheckoutAnswer
+	charges      map[string]charge // by telegram_payment_charge_id
+	chargeSeq    int
+	refunds      []Refund
+	menus        []CommandsSet
+	joins        map[joinKey]bool // join requests pending
+	joinAnswers  []JoinAnswer
+	limits       *Limits // from WithLimits, or nil
+	chatBuckets  map[int64]*rate.Limiter
+	groupBuckets map[int64]*rate.Limiter
+	throttled    int
 }
 
 // upload is a file sent in a multipart request.
@@ -140,6 +159,13 @@ func NewServer(opts ...Option) *Server {
 		requests:     make(map[string]int),
 		channels:     make(map[string]int64),
 		chanName:     make(map[int64]string),
+		results:      make(map[string]json.RawMessage),
+		business:     make(map[string]BusinessConnection),
+		checkoutIDs:  make(map[string]bool),
+		charges:      make(map[string]charge),
+		joins:        make(map[joinKey]bool),
+		chatBuckets:  make(map[int64]*rate.Limiter),
+		groupBuckets: make(map[int64]*rate.Limiter),
 	}
 	for _, o := range opts {
 		o.apply(s)
@@ -274,6 +300,9 @@ func init() {
 		"answerInlineQuery", "getFile", "setWebhook", "deleteWebhook"} {
 		methods[strings.ToLower(m)] = m
 	}
+	for _, m := range methodNames {
+		methods[strings.ToLower(m)] = m
+	}
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -331,7 +360,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (hangUp bool) {
 	}
 	req := Request{Method: method, Params: params}
 	req.ChatID, _ = s.chatID(params.Get("chat_id"))
-	if f := s.matchFault(req); f != nil {
+	s.mu.Lock()
+	s.calls = append(s.calls, Call{Method: method, ChatID: req.ChatID, Params: cloneValues(params), At: time.Now()})
+	s.mu.Unlock()
+	f := s.matchFault(req)
+	if f == nil {
+		f = s.throttle(req)
+	}
+	if f != nil {
 		if f.Delay > 0 && !s.sleep(r.Context(), f.Delay) {
 			return false
 		}
@@ -387,7 +423,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, method string, p
 		s.mu.Unlock()
 		writeResult(w, true)
 	default:
-		writeError(w, http.StatusNotFound, "Not Found: method not found", nil)
+		if !s.handleExtra(w, method, params) {
+			writeError(w, http.StatusNotFound, "Not Found: method not found", nil)
+		}
 	}
 }
 

@@ -56,6 +56,25 @@ func (s *Server) nextMessageIDLocked(chatID int64) int {
 func (s *Server) SendUserMessage(chatID int64, from tgbotapi.User, text string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.pushLocked(s.userMessageLocked(chatID, from, text))
+}
+
+// UserMessageUpdate is [Server.SendUserMessage] without the queueing: the
+// server knows the message (the bot may react to it, delete it), and the
+// caller delivers the update (to a webhook, say). Its UpdateID is the
+// next free one, taken.
+func (s *Server) UserMessageUpdate(chatID int64, from tgbotapi.User, text string) tgbotapi.Update {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.userMessageLocked(chatID, from, text)
+	u.UpdateID = s.nextUpdateID
+	s.nextUpdateID++
+	return u
+}
+
+// userMessageLocked returns the update of from's message text in chatID,
+// with UpdateID 0, and records the message; s.mu must be held.
+func (s *Server) userMessageLocked(chatID int64, from tgbotapi.User, text string) tgbotapi.Update {
 	msg := &tgbotapi.Message{
 		MessageID: s.nextMessageIDLocked(chatID),
 		From:      &from,
@@ -67,7 +86,7 @@ func (s *Server) SendUserMessage(chatID int64, from tgbotapi.User, text string) 
 		msg.Entities = []tgbotapi.MessageEntity{{Type: "bot_command", Offset: 0, Length: n}}
 	}
 	s.userMsgs[msgKey{chatID, msg.MessageID}] = true
-	return s.pushLocked(tgbotapi.Update{Message: msg})
+	return tgbotapi.Update{Message: msg}
 }
 
 // commandLength returns the length in UTF-16 code units of the command
