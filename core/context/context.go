@@ -293,6 +293,58 @@ func (c *Context) AnswerCallback(ev platform.Event, a platform.CallbackAnswer) e
 	return c.x.AnswerCallback(ev, a)
 }
 
+// AnswerPreCheckout answers the last check of a payment the handler runs
+// for (an [platform.EventPreCheckout]) with a: a.OK lets the payment go
+// ahead, otherwise a.Error tells the user why the order was refused.
+// Answer within Telegram's 10 seconds: a check the handling leaves
+// unanswered is refused when it ends (and the adapter refuses one still
+// unanswered after 8 s). A check is answered at most once, and an answer
+// that fails for a reason that may pass may be tried again.
+//
+// It returns nil on success; a permanent error wrapping
+// platform.ErrInvalidMessage for an event that is not a payment's check;
+// one wrapping platform.ErrUnsupported on a platform without payments
+// (the adapter is no platform.PreCheckoutAnswerer); one wrapping
+// platform.ErrAlreadyAnswered for a check answered before; and otherwise
+// the adapter's error.
+func (c *Context) AnswerPreCheckout(a platform.PreCheckoutAnswer) error {
+	return c.x.AnswerPreCheckout(a)
+}
+
+// AnswerJoinRequest approves (approve true) or declines the request to
+// join a chat the handler runs for (an [platform.EventJoinRequest]). It
+// returns nil on success; a permanent error wrapping
+// platform.ErrInvalidMessage for an event that is not a join request; one
+// wrapping platform.ErrUnsupported on a platform without them; one
+// wrapping platform.ErrAlreadyAnswered for a request answered before; and
+// otherwise the adapter's error.
+func (c *Context) AnswerJoinRequest(approve bool) error { return c.x.AnswerJoinRequest(approve) }
+
+// React sets the bot's reaction to the event's message to emoji (none
+// removes it): shorthand for Reply(platform.ReactMessage(c.Event().MessageID,
+// emoji...)), with Reply's guarantees. Platforms without reactions fail
+// the Future with a permanent error wrapping platform.ErrUnsupported.
+func (c *Context) React(emoji ...string) *future.Future[platform.SendResult] {
+	return c.x.Reply(platform.ReactMessage(c.x.Event().MessageID, emoji...))
+}
+
+// Call calls the platform's method by its name with params (a value that
+// marshals to a JSON object, nil for none) in the event's chat's order,
+// through the sender chain — rate-limited, retried, logged, journaled —
+// and returns its Future, whose result holds the platform's answer in
+// Raw: the way to what Herald has no method for (Telegram: any Bot API
+// method, such as "pinChatMessage"). The Future fails at once with a
+// permanent error wrapping platform.ErrInvalidMessage for a bad method
+// name or params, and with one wrapping platform.ErrUnsupported on a
+// platform without such calls.
+func (c *Context) Call(method string, params any) *future.Future[platform.SendResult] {
+	msg, err := platform.CallMethod(method, params)
+	if err != nil {
+		return future.Resolved(platform.SendResult{}, platform.Permanent(err))
+	}
+	return c.x.Reply(msg)
+}
+
 // AnswerInline answers the inline query the handler runs for (an
 // [platform.EventInlineQuery]: the user typed "@bot query") with a, the
 // results the user picks from, and returns once the platform took the

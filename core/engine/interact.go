@@ -40,6 +40,14 @@ func (e *Engine) interactHere(ctx context.Context, name string, in journal.Inter
 		if ia, ok := a.(platform.InlineAnswerer); ok {
 			return nil, ia.AnswerInline(ctx, in.Event, in.Inline)
 		}
+	case journal.OpAnswerPreCheckout:
+		if pa, ok := a.(platform.PreCheckoutAnswerer); ok {
+			return nil, pa.AnswerPreCheckout(ctx, in.Event, in.PreCheckout)
+		}
+	case journal.OpAnswerJoinRequest:
+		if ja, ok := a.(platform.JoinRequestAnswerer); ok {
+			return nil, ja.AnswerJoinRequest(ctx, in.Event, in.Approve)
+		}
 	case journal.OpDownload:
 		if d, ok := a.(platform.Downloader); ok {
 			return d.Download(ctx, in.Attachment, in.MaxBytes)

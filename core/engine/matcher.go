@@ -123,8 +123,8 @@ func Description(text string) MatcherOption {
 	return matcherOptionFunc(func(m *matcher) { m.description = text })
 }
 
-// Aliases adds alternative words to a command, prefix, keyword or full-match
-// matcher: OnCommand("help", h, Aliases("h", "?")) also answers "/h" and
+// Aliases adds alternative words to a command, prefix, keyword,
+// full-match or callback matcher: OnCommand("help", h, Aliases("h", "?")) also answers "/h" and
 // "/?". Other matchers ignore it.
 func Aliases(words ...string) MatcherOption {
 	return matcherOptionFunc(func(m *matcher) { m.words = append(m.words, words...) })
@@ -152,10 +152,11 @@ func UsersOnly(ids ...string) MatcherOption { return Permission(FromUsers(ids...
 // MatcherInfo describes a registered matcher, for help texts.
 type MatcherInfo struct {
 	// Kind is "command", "message", "prefix", "keyword", "regex",
-	// "fullmatch", "event" or "rule".
+	// "fullmatch", "event", "callback" or "rule".
 	Kind string
-	// Words are the command names, prefixes, keywords or texts, first the
-	// main one, then the aliases; for regex, the expression.
+	// Words are the command names, prefixes, keywords, texts or callback
+	// prefixes, first the main one, then the aliases; for regex, the
+	// expression.
 	Words []string
 	// Priority is the matcher's priority (see Priority).
 	Priority int
@@ -175,6 +176,7 @@ const (
 	kindRegex     matcherKind = "regex"
 	kindFullMatch matcherKind = "fullmatch"
 	kindEvent     matcherKind = "event"
+	kindCallback  matcherKind = "callback"
 	kindRule      matcherKind = "rule"
 )
 
@@ -248,6 +250,17 @@ func (m *matcher) test(r *handling.Run, in *input, botUsername string) (handling
 	case kindEvent:
 		if ev.Kind != m.eventKind {
 			return found, false
+		}
+	case kindCallback:
+		i := slices.IndexFunc(m.words, func(w string) bool {
+			rest, ok := ev.CallbackArgs(w)
+			return ok && (rest == "" || rest[0] == ':')
+		})
+		if i < 0 {
+			return found, false
+		}
+		if rest := strings.TrimPrefix(ev.Text[len(m.words[i]):], ":"); rest != "" {
+			found.RawArgs, found.Args = rest, strings.Split(rest, ":")
 		}
 	case kindRule:
 		// The On rule runs with the rules below.
@@ -332,6 +345,15 @@ func (e *Engine) OnEvent(kind platform.EventKind, h Handler, opts ...MatcherOpti
 	e.register(&matcher{kind: kindEvent, eventKind: kind, handler: h}, opts)
 }
 
+// OnCallback runs h for presses of buttons whose data is prefix, or
+// prefix, ":" and arguments, as platform.CallbackData makes it: for
+// "vote:yes:2", OnCallback("vote", h) runs h with RawArgs "yes:2" and Args
+// ["yes", "2"]. Answer the press with Context.Answer; one left unanswered
+// is answered empty when the handling ends.
+func (e *Engine) OnCallback(prefix string, h Handler, opts ...MatcherOption) {
+	e.register(&matcher{kind: kindCallback, words: []string{prefix}, handler: h}, opts)
+}
+
 // On runs h for events the rule accepts, whatever their kind.
 func (e *Engine) On(rule Rule, h Handler, opts ...MatcherOption) {
 	if rule == nil {
@@ -360,7 +382,7 @@ func (e *Engine) add(m *matcher, opts []MatcherOption) error {
 		}
 	}
 	switch m.kind {
-	case kindCommand, kindPrefix, kindKeyword, kindFullMatch:
+	case kindCommand, kindPrefix, kindKeyword, kindFullMatch, kindCallback:
 		for _, w := range m.words {
 			if w == "" || m.kind == kindCommand && strings.ContainsFunc(w, func(r rune) bool { return r == '@' || r <= ' ' }) {
 				return fmt.Errorf("%w: %s %q", ErrInvalidMatcher, m.kind, w)

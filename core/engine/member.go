@@ -112,6 +112,9 @@ func (m *member) Lead(ctx, conn context.Context, name string) error {
 	} else {
 		defer context.AfterFunc(ctx, cancel)()
 	}
+	if cs, ok := a.(platform.CommandSetter); ok {
+		e.setCommands(actx, cs)
+	}
 	var err error
 	if ca, ok := a.(platform.ConfirmingAdapter); ok {
 		err = ca.RunConfirmed(actx, e.HandleEvent)
@@ -170,4 +173,27 @@ func (m *member) Drain(ctx context.Context) error {
 // adapter name, and returns what a download fetched.
 func (m *member) Interact(ctx context.Context, name string, in journal.Interaction) ([]byte, error) {
 	return m.engine().interactHere(ctx, name, in)
+}
+
+// setCommandsTimeout bounds the call that sets an adapter's commands menu.
+const setCommandsTimeout = 10 * time.Second
+
+// setCommands makes the registered commands, with their descriptions, cs's
+// menu of commands (Telegram's setMyCommands), as the account's leader
+// starts: a failure is logged, and the bot runs without the menu.
+func (e *Engine) setCommands(ctx context.Context, cs platform.CommandSetter) {
+	var cmds []platform.Command
+	seen := make(map[string]bool)
+	for _, m := range e.Matchers() {
+		if m.Kind != string(kindCommand) || seen[m.Words[0]] {
+			continue
+		}
+		seen[m.Words[0]] = true
+		cmds = append(cmds, platform.Command{Name: m.Words[0], Description: m.Description})
+	}
+	ctx, cancel := context.WithTimeout(ctx, setCommandsTimeout)
+	defer cancel()
+	if err := cs.SetCommands(ctx, cmds, platform.CommandScope{}); err != nil && ctx.Err() == nil {
+		e.log.Warn("engine: setting the commands menu failed", zap.String("adapter", cs.Name()), zap.Error(err))
+	}
 }

@@ -115,6 +115,32 @@ func (c *Ctx) AnswerInline(a platform.InlineAnswer) error {
 	return c.answer(ev, journal.Interaction{Op: journal.OpAnswerInline, Event: ev, Inline: a}, "inline query")
 }
 
+// AnswerPreCheckout answers the payment's last check the handler runs for
+// (an EventPreCheckout) with a: see core/context's Context.AnswerPreCheckout.
+func (c *Ctx) AnswerPreCheckout(a platform.PreCheckoutAnswer) error {
+	ev := c.run.event
+	if ev.Kind != platform.EventPreCheckout {
+		return platform.Permanent(fmt.Errorf("engine: answering event %s: %w: it is a %s, not a payment's check", ev.ID, platform.ErrInvalidMessage, ev.Kind))
+	}
+	if _, ok := c.run.env.Adapter(ev.Platform).(platform.PreCheckoutAnswerer); !ok {
+		return platform.Permanent(fmt.Errorf("engine: answering a payment's check on %s: %w", ev.Platform, platform.ErrUnsupported))
+	}
+	return c.answer(ev, journal.Interaction{Op: journal.OpAnswerPreCheckout, Event: ev, PreCheckout: a}, "payment's check")
+}
+
+// AnswerJoinRequest approves or declines the join request the handler
+// runs for: see core/context's Context.AnswerJoinRequest.
+func (c *Ctx) AnswerJoinRequest(approve bool) error {
+	ev := c.run.event
+	if ev.Kind != platform.EventJoinRequest {
+		return platform.Permanent(fmt.Errorf("engine: answering event %s: %w: it is a %s, not a join request", ev.ID, platform.ErrInvalidMessage, ev.Kind))
+	}
+	if _, ok := c.run.env.Adapter(ev.Platform).(platform.JoinRequestAnswerer); !ok {
+		return platform.Permanent(fmt.Errorf("engine: answering a join request on %s: %w", ev.Platform, platform.ErrUnsupported))
+	}
+	return c.answer(ev, journal.Interaction{Op: journal.OpAnswerJoinRequest, Event: ev, Approve: approve}, "join request")
+}
+
 // AnswerPresses answers empty every press of h — its own event, and
 // those its waits took — that no handler answered, so the button stops
 // being busy: when the handling ends, and while it waits. Each answer is
@@ -127,7 +153,7 @@ func (h *Handling) AnswerPresses(env Env, warn *ratelog.Logger) {
 	if h.x != nil {
 		presses = h.x.presses
 	}
-	if h.start.Kind == platform.EventCallback {
+	if k := h.start.Kind; k == platform.EventCallback || k == platform.EventPreCheckout {
 		presses = append([]platform.Event{h.start}, presses...)
 	}
 	var unanswered []platform.Event
@@ -138,13 +164,21 @@ func (h *Handling) AnswerPresses(env Env, warn *ratelog.Logger) {
 	}
 	h.mu.Unlock()
 	for _, p := range unanswered {
-		if _, ok := env.Adapter(p.Platform).(platform.CallbackAnswerer); !ok {
+		in := journal.Interaction{Op: journal.OpAnswerCallback, Event: p}
+		a := env.Adapter(p.Platform)
+		if p.Kind == platform.EventPreCheckout {
+			// Unanswered, a payment's check is refused: the zero answer.
+			in.Op = journal.OpAnswerPreCheckout
+			if _, ok := a.(platform.PreCheckoutAnswerer); !ok {
+				continue
+			}
+		} else if _, ok := a.(platform.CallbackAnswerer); !ok {
 			continue
 		}
 		// The run's context may have ended (a time limit, a wait): the
 		// answer still goes, bounded by its own and by a forced shutdown.
 		ctx, cancel := context.WithTimeout(env.Base(), answerTimeout)
-		_, err := env.Interact(ctx, p.Platform, journal.Interaction{Op: journal.OpAnswerCallback, Event: p})
+		_, err := env.Interact(ctx, p.Platform, in)
 		cancel()
 		fields := []zap.Field{zap.String("platform", p.Platform), zap.String("event", p.ID), zap.Error(err)}
 		switch {
