@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldbot/herald/internal/httpserve"
 	"github.com/heraldbot/herald/internal/ratelog"
+	"github.com/heraldbot/herald/internal/redact"
 	"github.com/heraldbot/herald/internal/runid"
 	"github.com/heraldbot/herald/platform"
 )
@@ -34,13 +35,13 @@ type Adapter struct {
 	cfg      Config
 	log      *zap.Logger
 	upgrader websocket.Upgrader
-	red      *redactor       // keeps cfg's secrets out of logs and errors
-	rl       *ratelog.Logger // log, for lines that can repeat per frame, event or request
-	url      string          // cfg.URL, redacted
-	echo     atomic.Uint64   // action echo numbers
-	seq      atomic.Uint64   // event sequence numbers
-	run      string          // a token of the adapter, before seq in IDs
-	stopRecv atomic.Bool     // StopReceiving was called since the last Run ended
+	red      *redact.Redactor // keeps cfg's secrets out of logs and errors
+	rl       *ratelog.Logger  // log, for lines that can repeat per frame, event or request
+	url      string           // cfg.URL, redacted
+	echo     atomic.Uint64    // action echo numbers
+	seq      atomic.Uint64    // event sequence numbers
+	run      string           // a token of the adapter, before seq in IDs
+	stopRecv atomic.Bool      // StopReceiving was called since the last Run ended
 
 	mu       sync.Mutex
 	running  bool                 // a Run is active, until its stop has finished; another Run gets ErrAlreadyRunning
@@ -69,14 +70,14 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	red := newRedactor(cfg.AccessToken, cfg.URL)
+	red := redact.New(cfg.AccessToken, cfg.URL)
 	log := cfg.Logger.With(zap.String("platform", cfg.Name), zap.Stringer("mode", cfg.Mode))
 	return &Adapter{
 		run:      runid.New(),
 		rl:       ratelog.New(log, ratelog.DefaultInterval),
 		upgrader: websocket.Upgrader{HandshakeTimeout: cfg.WriteTimeout},
 		red:      red,
-		url:      red.url(cfg.URL),
+		url:      red.String(redact.URL(cfg.URL)),
 		cfg:      cfg,
 		log:      log,
 		conns:    make(map[*conn]struct{}),

@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/internal/redact"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -215,10 +216,10 @@ var ErrInvalidConfig = errors.New("onebot: invalid config")
 
 // withDefaults validates c and fills in its zero fields.
 func (c Config) withDefaults() (Config, error) {
-	red := newRedactor(c.AccessToken, c.URL)
+	red := redact.New(c.AccessToken, c.URL)
 	bad := func(field, format string, args ...any) (Config, error) {
 		// The text may quote URL: keep its secrets out.
-		return Config{}, fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, red.text(fmt.Sprintf(format, args...)))
+		return Config{}, fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, red.String(fmt.Sprintf(format, args...)))
 	}
 	if c.Name == "" {
 		c.Name = DefaultName
@@ -252,11 +253,11 @@ func (c Config) withDefaults() (Config, error) {
 			return bad("URL", "scheme %q: want ws or wss", u.Scheme)
 		}
 		if u.Host == "" {
-			return bad("URL", "no host in %q", red.url(c.URL))
+			return bad("URL", "no host in %q", red.String(redact.URL(c.URL)))
 		}
 		if u.User != nil {
 			// The WebSocket client refuses it on every dial.
-			return bad("URL", "user info in %q: a WebSocket URL cannot carry it (set AccessToken)", red.url(c.URL))
+			return bad("URL", "user info in %q: a WebSocket URL cannot carry it (set AccessToken)", red.String(redact.URL(c.URL)))
 		}
 	default:
 		return bad("Mode", "unknown mode %d", int(c.Mode))

@@ -85,7 +85,7 @@ func (c *conn) serve() {
 // ErrConnectionLost, the reader and writer stop.
 func (c *conn) close(reason error) {
 	c.closeOnce.Do(func() {
-		c.closeErr = c.a.red.err(reason) // logged, and in pending sends' errors
+		c.closeErr = c.a.red.Error(reason) // logged, and in pending sends' errors
 		close(c.done)
 		code, text := websocket.CloseGoingAway, "shutting down"
 		if errors.Is(reason, errReplaced) {
@@ -188,7 +188,7 @@ func (c *conn) excerpt(data []byte) string {
 	if len(data) > n {
 		s = string(data[:n]) + "…"
 	}
-	return c.a.red.text(s)
+	return c.a.red.String(s)
 }
 
 // handleFrame routes one inbound frame: an event (it has post_type) or an
@@ -201,7 +201,7 @@ func (c *conn) handleFrame(data []byte) {
 		Status   json.RawMessage `json:"status"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		c.rateLog(zapcore.WarnLevel, "onebot: malformed frame skipped", zap.Error(c.a.red.err(err)), zap.String("frame", c.excerpt(data)))
+		c.rateLog(zapcore.WarnLevel, "onebot: malformed frame skipped", zap.Error(c.a.red.Error(err)), zap.String("frame", c.excerpt(data)))
 		return
 	}
 	switch {
@@ -217,7 +217,7 @@ func (c *conn) handleFrame(data []byte) {
 func (c *conn) handleEvent(data []byte) {
 	ev, err := DecodeEvent(data)
 	if err != nil {
-		c.rateLog(zapcore.WarnLevel, "onebot: malformed frame skipped", zap.Error(c.a.red.err(err)), zap.String("frame", c.excerpt(data)))
+		c.rateLog(zapcore.WarnLevel, "onebot: malformed frame skipped", zap.Error(c.a.red.Error(err)), zap.String("frame", c.excerpt(data)))
 		return
 	}
 	c.learnSelfID(ev.SelfID)
@@ -287,7 +287,7 @@ func (c *conn) handleResponse(data []byte) {
 		Echo    json.RawMessage `json:"echo"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
-		c.rateLog(zapcore.WarnLevel, "onebot: malformed frame skipped", zap.Error(c.a.red.err(err)), zap.String("frame", c.excerpt(data)))
+		c.rateLog(zapcore.WarnLevel, "onebot: malformed frame skipped", zap.Error(c.a.red.Error(err)), zap.String("frame", c.excerpt(data)))
 		return
 	}
 	echo := jsonText(w.Echo)

@@ -64,7 +64,7 @@ func (a *Adapter) Download(ctx context.Context, att platform.Attachment, maxByte
 		if errors.Is(err, platform.ErrFileTooLarge) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("onebot: download of %s: %w", shown, a.red.err(err))
+		return nil, fmt.Errorf("onebot: download of %s: %w", shown, a.red.Error(err))
 	}
 	return data, nil
 }

@@ -72,12 +72,12 @@ func (a *Adapter) dial(ctx context.Context) (*conn, error) {
 		// a.url is redacted, and so is the dependency's error, whose text
 		// may hold a URL (a proxy's, say) or the token.
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
-			return nil, fmt.Errorf("%w: %s answered %s", ErrUnauthorized, a.url, a.red.text(resp.Status))
+			return nil, fmt.Errorf("%w: %s answered %s", ErrUnauthorized, a.url, a.red.String(resp.Status))
 		}
 		if errors.Is(err, websocket.ErrBadHandshake) && resp != nil {
-			return nil, fmt.Errorf("onebot: dial %s: handshake answered %s", a.url, a.red.text(resp.Status))
+			return nil, fmt.Errorf("onebot: dial %s: handshake answered %s", a.url, a.red.String(resp.Status))
 		}
-		return nil, fmt.Errorf("onebot: dial %s: %w", a.url, a.red.err(err))
+		return nil, fmt.Errorf("onebot: dial %s: %w", a.url, a.red.Error(err))
 	}
 	// Some implementations name the bot in the handshake answer; otherwise
 	// the lifecycle connect event will.

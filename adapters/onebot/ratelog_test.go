@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heraldbot/herald/internal/ratelog"
+	"github.com/heraldbot/herald/internal/redact"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -143,7 +144,7 @@ func TestServerLogRateLimited(t *testing.T) {
 		if len(lines) != 1 {
 			t.Fatalf("%d lines for 1000 server errors within the interval; want 1", len(lines))
 		}
-		if e := lines[0].ContextMap()["error"]; e != "http: panic serving 127.0.0.1:1: token "+redacted {
+		if e := lines[0].ContextMap()["error"]; e != "http: panic serving 127.0.0.1:1: token "+redact.Placeholder {
 			t.Fatalf("error field %q; want the line, redacted", e)
 		}
 	})

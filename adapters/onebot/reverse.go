@@ -104,7 +104,7 @@ func (a *Adapter) serveReverse(w http.ResponseWriter, r *http.Request) {
 
 	ws, err := a.upgrader.Upgrade(w, r, nil) // writes the HTTP error itself
 	if err != nil {
-		a.rl.Warn("onebot: upgrade failed", zap.Error(a.red.err(err)), zap.String("remote", r.RemoteAddr))
+		a.rl.Warn("onebot: upgrade failed", zap.Error(a.red.Error(err)), zap.String("remote", r.RemoteAddr))
 		return
 	}
 	c := newConn(a, ws, r.RemoteAddr, selfID)
@@ -177,7 +177,7 @@ func (a *Adapter) serverLog() *log.Logger { return log.New(serverLogWriter{a}, "
 type serverLogWriter struct{ a *Adapter }
 
 func (w serverLogWriter) Write(p []byte) (int, error) {
-	w.a.rl.Warn("onebot: HTTP server error", zap.String("error", w.a.red.text(strings.TrimSpace(string(p)))))
+	w.a.rl.Warn("onebot: HTTP server error", zap.String("error", w.a.red.String(strings.TrimSpace(string(p)))))
 	return len(p), nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/heraldbot/herald/infra/backoff"
 	"github.com/heraldbot/herald/internal/httpserve"
 	"github.com/heraldbot/herald/internal/ratelog"
+	"github.com/heraldbot/herald/internal/redact"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -43,7 +44,8 @@ const DefaultName = "telegram"
 type Adapter struct {
 	cfg     Config
 	log     *zap.Logger
-	limited *ratelog.Logger // for lines that could repeat per update, request or send
+	limited *ratelog.Logger  // for lines that could repeat per update, request or send
+	red     *redact.Redactor // keeps the token and the webhook's secret out of logs and errors
 
 	running  atomic.Bool
 	noDrafts atomic.Bool              // Telegram refused a message draft: streams edit instead
@@ -79,12 +81,13 @@ type Adapter struct {
 // New never blocks. An invalid cfg yields an error wrapping
 // [ErrInvalidConfig]; it never contains the token.
 func New(cfg Config) (*Adapter, error) {
-	cfg, err := cfg.normalize()
+	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	return &Adapter{
-		cfg: cfg, log: cfg.Logger, limited: ratelog.New(cfg.Logger, 0), taken: newLedger(), presses: newPressTracker(),
+		cfg: cfg, log: cfg.Logger, limited: ratelog.New(cfg.Logger, 0), red: redact.New(cfg.Token, cfg.Webhook.SecretToken),
+		taken: newLedger(), presses: newPressTracker(),
 		web: webhookLimits, budget: newByteBudget(webhookBodyBudget), autoAnswer: autoAnswerAfter, autoCheckout: autoCheckoutAfter,
 	}, nil
 }
@@ -198,7 +201,7 @@ func (a *Adapter) RunConfirmed(ctx context.Context, handle func(platform.Event) 
 	if ctx.Err() != nil && (err == nil || errors.Is(err, ctx.Err())) {
 		return nil
 	}
-	return a.scrub(err)
+	return a.red.Error(err)
 }
 
 func (a *Adapter) runOnce(ctx context.Context, handle func(platform.Event) error) error {
@@ -259,7 +262,7 @@ func (a *Adapter) retrying(ctx context.Context, fn func(context.Context) error) 
 		if fatal != nil {
 			return fatal
 		}
-		a.limited.Warn("telegram: request failed; retrying", zap.Error(a.scrub(err)), zap.Duration("retry_in", wait))
+		a.limited.Warn("telegram: request failed; retrying", zap.Error(a.red.Error(err)), zap.Duration("retry_in", wait))
 		if !backoff.Sleep(ctx, wait) {
 			return ctx.Err()
 		}
@@ -279,13 +282,6 @@ func (a *Adapter) setAddr(addr net.Addr, srv *httpserve.Server) {
 	a.addrMu.Lock()
 	a.addr, a.server = addr, srv
 	a.addrMu.Unlock()
-}
-
-// webhookServer returns the server Run serves the webhook with, or nil.
-func (a *Adapter) webhookServer() *httpserve.Server {
-	a.addrMu.Lock()
-	defer a.addrMu.Unlock()
-	return a.server
 }
 
 // allowedUpdates returns the allowed_updates to send: Config.AllowedUpdates,

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/internal/redact"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -399,7 +400,7 @@ func TestMayHaveArrived(t *testing.T) {
 				}
 				return nil, tc.err
 			})
-			bc := &boundClient{ctx: context.Background(), hc: &http.Client{Transport: rt}, token: testToken}
+			bc := &boundClient{ctx: context.Background(), hc: &http.Client{Transport: rt}, red: redact.New(testToken)}
 			req := httptest.NewRequest(http.MethodPost, "http://api.invalid/bot"+testToken+"/sendMessage", strings.NewReader("x"))
 			req.RequestURI = ""
 			_, err := bc.Do(req)
@@ -421,7 +422,7 @@ func TestMayHaveArrived(t *testing.T) {
 	bc := &boundClient{ctx: ctx, hc: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
 		called = true
 		return nil, reset
-	})}, token: testToken}
+	})}, red: redact.New(testToken)}
 	body := &closeRecorder{Reader: strings.NewReader("x")}
 	req, _ := http.NewRequest(http.MethodPost, "http://api.invalid/bot"+testToken+"/sendMessage", body)
 	_, err := bc.Do(req)

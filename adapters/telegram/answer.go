@@ -159,16 +159,6 @@ func (t *pressTracker) dueQueries(now time.Time, after func(queryKind) time.Dura
 	return qs, next
 }
 
-// due is dueQueries with the same delay for every kind, returning the
-// IDs.
-func (t *pressTracker) due(now time.Time, after time.Duration) (ids []string, next time.Time) {
-	qs, next := t.dueQueries(now, func(queryKind) time.Duration { return after })
-	for _, q := range qs {
-		ids = append(ids, q.id)
-	}
-	return ids, next
-}
-
 // answerLate answers, until ctx ends, every query nothing answered in
 // time: a button press empty, autoAnswer after its arrival, and a
 // pre-checkout query refused (Telegram cancels one not answered within
@@ -199,9 +189,9 @@ func (a *Adapter) answerLate(ctx context.Context) {
 			cancel()
 			switch {
 			case err != nil && ctx.Err() == nil && q.kind == queryPreCheckout:
-				a.limited.Warn("telegram: refusing a pre-checkout query nothing answered failed", zap.Error(a.scrub(err)))
+				a.limited.Warn("telegram: refusing a pre-checkout query nothing answered failed", zap.Error(a.red.Error(err)))
 			case err != nil && ctx.Err() == nil:
-				a.limited.Warn("telegram: answering a callback query failed", zap.Error(a.scrub(err)))
+				a.limited.Warn("telegram: answering a callback query failed", zap.Error(a.red.Error(err)))
 			case err == nil && q.kind == queryPreCheckout:
 				a.log.Warn("telegram: no answer to a pre-checkout query in time; refused the order",
 					zap.String("pre_checkout_query_id", q.id), zap.Duration("after", a.autoCheckout))
@@ -259,7 +249,7 @@ func (a *Adapter) AnswerCallback(ctx context.Context, ev platform.Event, ans pla
 	if err != nil && !platform.IsPermanent(err) {
 		a.presses.release(ev.QueryID)
 	}
-	return a.scrub(err)
+	return a.red.Error(err)
 }
 
 // SendChatAction shows action in chat (a chat ID or "@channel"; in its
@@ -282,7 +272,7 @@ func (a *Adapter) SendChatAction(ctx context.Context, chat platform.Chat, action
 	params.AddNonZero("message_thread_id", dest.thread)
 	params.AddNonEmpty("business_connection_id", dest.business)
 	_, err = a.makeRequest(ctx, "sendChatAction", params)
-	return a.scrub(err)
+	return a.red.Error(err)
 }
 
 // Inline answers' limits.
@@ -329,7 +319,7 @@ func (a *Adapter) AnswerInline(ctx context.Context, ev platform.Event, ans platf
 	params.AddBool("is_personal", ans.Personal)
 	params.AddNonEmpty("next_offset", ans.NextOffset)
 	_, err = a.makeRequest(ctx, "answerInlineQuery", params)
-	return a.scrub(err)
+	return a.red.Error(err)
 }
 
 // inlineResults returns rs as the JSON array answerInlineQuery takes.

@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
+	"github.com/heraldbot/herald/internal/redact"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -31,8 +31,8 @@ import (
 type boundClient struct {
 	ctx    context.Context
 	hc     *http.Client
-	token  string
-	status int // HTTP status of the last response, 0 before one
+	red    *redact.Redactor // the adapter's: the token
+	status int              // HTTP status of the last response, 0 before one
 
 	unsent bool        // Do refused the request: the context had ended
 	traced atomic.Bool // the transport reported its progress (GetConn)
@@ -47,7 +47,7 @@ func (c *boundClient) Do(req *http.Request) (*http.Response, error) {
 			_ = req.Body.Close() // as a transport would: it may be an upload's pipe
 		}
 		c.unsent = true
-		return nil, redactURLError(&url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}, c.token)
+		return nil, c.red.URLError(&url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err})
 	}
 	trace := &httptrace.ClientTrace{
 		GetConn: func(string) { c.traced.Store(true) },
@@ -59,7 +59,7 @@ func (c *boundClient) Do(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := c.hc.Do(req.WithContext(httptrace.WithClientTrace(c.ctx, trace)))
 	if err != nil {
-		return nil, redactURLError(err, c.token)
+		return nil, c.red.URLError(err)
 	}
 	c.status = resp.StatusCode
 	return resp, nil
@@ -101,7 +101,7 @@ func (c *boundClient) mayHaveArrived(err error) bool {
 // bot returns a BotAPI for one call bound to ctx. It does no I/O: unlike
 // tgbotapi.NewBotAPIWithClient, it does not call getMe.
 func (a *Adapter) bot(ctx context.Context) (*tgbotapi.BotAPI, *boundClient) {
-	bc := &boundClient{ctx: ctx, hc: a.cfg.HTTPClient, token: a.cfg.Token}
+	bc := &boundClient{ctx: ctx, hc: a.cfg.HTTPClient, red: a.red}
 	b := &tgbotapi.BotAPI{Token: a.cfg.Token, Client: bc}
 	b.SetAPIEndpoint(a.cfg.APIEndpoint)
 	return b, bc
@@ -174,7 +174,7 @@ func (a *Adapter) failure(method string, err error, bc *boundClient) error {
 	if errors.As(cerr, &ae) {
 		// A description may echo the request (a proxy's, a local Bot API
 		// server's): callers read it through errors.As.
-		ae.Description = a.redact(ae.Description)
+		ae.Description = a.red.String(ae.Description)
 	}
 	if postsMessage(method) && bc.mayHaveArrived(err) && !refusedByTelegram(cerr) {
 		return platform.MaybeDelivered(cerr)
@@ -201,123 +201,4 @@ func postsMessage(method string) bool {
 func refusedByTelegram(err error) bool {
 	var ae *APIError
 	return errors.As(err, &ae) && ae.Code >= 400 && ae.Code < 500
-}
-
-// redactedToken replaces the token in redacted text.
-const redactedToken = "<token>"
-
-// redact replaces every form of token in s: as it is, path- and
-// query-escaped (with upper- or lower-case hex digits), quoted as Go and
-// JSON quote it, and, when it is long enough not to match ordinary words
-// (a real token's 35 characters are), its secret part after the colon
-// alone, which catches any other escaping of the colon. [New] admits only
-// tokens whose secret part no escaping changes.
-func redact(s, token string) string {
-	if token == "" {
-		return s
-	}
-	forms := []string{
-		token,
-		url.PathEscape(token),
-		url.QueryEscape(token),
-		lowerHex(url.PathEscape(token)),
-		lowerHex(url.QueryEscape(token)),
-		strings.Trim(strconv.Quote(token), `"`),
-		strings.Trim(strconv.QuoteToASCII(token), `"`),
-	}
-	if j, err := json.Marshal(token); err == nil {
-		forms = append(forms, strings.Trim(string(j), `"`))
-	}
-	if _, secret, ok := strings.Cut(token, ":"); ok && len(secret) >= minRedactedSecret {
-		forms = append(forms, secret)
-	}
-	for _, t := range forms {
-		if t != "" {
-			s = strings.ReplaceAll(s, t, redactedToken)
-		}
-	}
-	return s
-}
-
-// redactedSecret replaces the webhook's secret token in redacted text.
-const redactedSecret = "<secret>"
-
-// redact returns s with the token (see [redact]) and the webhook's secret
-// token replaced.
-func (a *Adapter) redact(s string) string {
-	return redactSecrets(s, a.cfg.Token, a.cfg.Webhook.SecretToken)
-}
-
-// redactSecrets returns s with token (see [redact]) and secret, the
-// webhook's secret token, replaced.
-func redactSecrets(s, token, secret string) string {
-	s = redact(s, token)
-	if secret != "" {
-		s = strings.ReplaceAll(s, secret, redactedSecret)
-	}
-	return s
-}
-
-// minRedactedSecret is the shortest secret part [redact] replaces on its
-// own.
-const minRedactedSecret = 8
-
-// lowerHex returns s with the hex digits of its %XX escapes in lower case.
-func lowerHex(s string) string {
-	b := []byte(s)
-	for i := 0; i+2 < len(b); i++ {
-		if b[i] == '%' {
-			b[i+1], b[i+2] = lowerASCII(b[i+1]), lowerASCII(b[i+2])
-			i += 2
-		}
-	}
-	return string(b)
-}
-
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
-
-// redactURLError removes the token from the URL of a *url.Error, which
-// http.Client returns with the whole request URL in it.
-func redactURLError(err error, token string) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return &url.Error{Op: ue.Op, URL: redact(ue.URL, token), Err: ue.Err}
-	}
-	return err
-}
-
-// scrubbedError carries an error whose message had to be redacted.
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
-
-// scrub is the last line of defence for token hygiene: if err's message
-// still contains the token, it returns an error with the token redacted
-// that wraps err, so errors.Is and errors.As (and with them the retry
-// classification) still work.
-func scrub(err error, token string) error {
-	return scrubWith(err, func(s string) string { return redact(s, token) })
-}
-
-// scrub is [scrub] for the adapter's token and webhook secret.
-func (a *Adapter) scrub(err error) error { return scrubWith(err, a.redact) }
-
-func scrubWith(err error, redact func(string) string) error {
-	if err == nil {
-		return err
-	}
-	msg := err.Error()
-	if red := redact(msg); red != msg {
-		return &scrubbedError{msg: red, err: err}
-	}
-	return err
 }

@@ -85,7 +85,7 @@ func (a *Adapter) SetCommands(ctx context.Context, cmds []platform.Command, scop
 		return platform.Permanent(err)
 	}
 	_, err = a.makeRequest(ctx, "setMyCommands", params)
-	return a.scrub(err)
+	return a.red.Error(err)
 }
 
 // validCommandName reports whether name is 1 to 32 of a-z, 0-9 and "_".

@@ -13,6 +13,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"go.uber.org/zap"
 
+	"github.com/heraldbot/herald/internal/redact"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -273,13 +274,13 @@ var tokenPattern = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
 // pollGrace is added to the poll timeout to bound one getUpdates request.
 const pollGrace = 15 * time.Second
 
-// normalize checks cfg and fills in its defaults. Its errors never contain
+// withDefaults checks cfg and fills in its defaults. Its errors never contain
 // the token.
-func (cfg Config) normalize() (Config, error) {
+func (cfg Config) withDefaults() (Config, error) {
 	bad := func(format string, args ...any) (Config, error) {
 		// The values quoted may hold the token or the secret (an endpoint
 		// or URL with the token in it): redact them.
-		msg := redactSecrets(fmt.Sprintf(format, args...), cfg.Token, cfg.Webhook.SecretToken)
+		msg := redact.New(cfg.Token, cfg.Webhook.SecretToken).String(fmt.Sprintf(format, args...))
 		return Config{}, fmt.Errorf("%w: %s", ErrInvalidConfig, msg)
 	}
 	if cfg.Token == "" {

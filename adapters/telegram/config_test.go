@@ -1,9 +1,7 @@
 package telegram
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -112,55 +110,4 @@ func TestConfigTokenForm(t *testing.T) {
 	if !errors.Is(err, ErrInvalidConfig) || strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), `\x7f`) {
 		t.Fatalf("New = %v; want ErrInvalidConfig without the token", err)
 	}
-}
-
-func TestRedact(t *testing.T) {
-	const token = "123:AB/C d"
-	for _, s := range []string{
-		"http://x/bot123:AB/C d/getMe",
-		"http://x/bot123:AB%2FC%20d/getMe",
-		"http://x/?t=123%3AAB%2FC+d",
-	} {
-		if got := redact(s, token); strings.Contains(got, "AB") || !strings.Contains(got, "<token>") {
-			t.Errorf("redact(%q) = %q", s, got)
-		}
-	}
-	// Escaped forms, as errors print URLs and strings: Go quoting (%q
-	// turns a control character into \x7f), JSON, and percent escapes with
-	// lower-case hex digits.
-	const odd = "123:abc\x7fSECRET\"é"
-	for _, s := range []string{
-		fmt.Sprintf("parse %q: net/url: invalid control character in URL", "http://x/bot"+odd+"/getMe"),
-		fmt.Sprintf("%+q", odd),
-		string(must(json.Marshal(map[string]string{"url": "http://x/bot" + odd}))),
-		"http://x/bot123%3aabc%7fSECRET%22%c3%a9/getMe",
-	} {
-		if got := redact(s, odd); strings.Contains(got, "SECRET") || !strings.Contains(got, "<token>") {
-			t.Errorf("redact(%q) = %q", s, got)
-		}
-	}
-	// A valid token's secret part is redacted on its own, whatever became
-	// of the colon.
-	const valid = "123456:AAE-x_yz0123"
-	if got := redact("bot123456\\u003aAAE-x_yz0123/getMe", valid); strings.Contains(got, "AAE") {
-		t.Errorf("secret part kept: %q", got)
-	}
-	// A short secret is not: it would mangle ordinary words.
-	if got := redact("taxi x", "1:x"); got != "taxi x" {
-		t.Errorf("short secret redacted on its own: %q", got)
-	}
-	if redact("abc", "") != "abc" {
-		t.Error("empty token changed the text")
-	}
-	err := scrub(errors.New("oops 123:AB/C d"), token)
-	if err.Error() != "oops <token>" {
-		t.Errorf("scrub = %q", err)
-	}
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }

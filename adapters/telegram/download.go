@@ -37,7 +37,7 @@ const descFileTooBig = "file is too big"
 // permanent; errors never contain the token.
 func (a *Adapter) Download(ctx context.Context, att platform.Attachment, maxBytes int64) ([]byte, error) {
 	data, err := a.download(ctx, att, maxBytes)
-	return data, a.scrub(err)
+	return data, a.red.Error(err)
 }
 
 func (a *Adapter) download(ctx context.Context, att platform.Attachment, maxBytes int64) ([]byte, error) {
@@ -85,7 +85,7 @@ func (a *Adapter) fetchFile(ctx context.Context, path string, maxBytes int64, to
 	_, bc := a.bot(ctx)
 	data, err := fetch.Get(ctx, bc, fmt.Sprintf(a.cfg.FileEndpoint, a.cfg.Token, strings.TrimPrefix(escaped, "/")), maxBytes, tooLarge)
 	if err != nil {
-		return nil, fmt.Errorf("telegram: download: %w", redactURLError(err, a.cfg.Token))
+		return nil, fmt.Errorf("telegram: download: %w", a.red.URLError(err))
 	}
 	return data, nil
 }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/internal/redact"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -423,7 +424,7 @@ func TestEditRequestPath(t *testing.T) {
 		h := newHarness(t, nil)
 		h.srv.Close()
 		_, err := h.a.Send(t.Context(), editTo("42", platform.EditMessage("1", "x")))
-		if err == nil || platform.IsPermanent(err) || !strings.Contains(err.Error(), redactedToken) {
+		if err == nil || platform.IsPermanent(err) || !strings.Contains(err.Error(), redact.Placeholder) {
 			t.Fatalf("Send = %v; want a retryable error with the token redacted from its URL", err)
 		}
 		assertNoToken(t, err)

@@ -9,15 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldbot/herald/internal/leakcheck"
-	"github.com/heraldbot/herald/internal/ratelog"
-
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/internal/leakcheck"
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/platform"
 )
 

@@ -231,7 +231,7 @@ func (a *Adapter) sendLaterPart(ctx context.Context, pr *partsProgress) (tgbotap
 		}
 		a.limited.Warn("telegram: a part of a long message failed; retrying it",
 			zap.Int("part", i+1), zap.Int("parts", n), zap.String("chat_id", pr.dest.chatID),
-			zap.Error(a.scrub(err)), zap.Duration("retry_in", wait))
+			zap.Error(a.red.Error(err)), zap.Duration("retry_in", wait))
 		retry := *pr
 		retry.attempt++
 		if werr := a.waitBefore(ctx, retry, wait); werr != nil {

@@ -56,7 +56,7 @@ func (a *Adapter) AnswerPreCheckout(ctx context.Context, ev platform.Event, ans 
 	if err != nil && !platform.IsPermanent(err) {
 		a.presses.release(ev.QueryID)
 	}
-	return a.scrub(err)
+	return a.red.Error(err)
 }
 
 // AnswerJoinRequest approves (approveChatJoinRequest) or declines
@@ -85,7 +85,7 @@ func (a *Adapter) AnswerJoinRequest(ctx context.Context, ev platform.Event, appr
 	params := tgbotapi.Params{"user_id": strconv.FormatInt(userID, 10)}
 	_ = params.AddFirstValid("chat_id", chat.id, chat.username) // an int64 or a string: cannot fail
 	_, err = a.makeRequest(ctx, method, params)
-	return a.scrub(err)
+	return a.red.Error(err)
 }
 
 // RefundStarPayment refunds a payment in Telegram Stars with
@@ -104,5 +104,5 @@ func (a *Adapter) RefundStarPayment(ctx context.Context, userID, chargeID string
 	_, err = a.makeRequest(ctx, "refundStarPayment", tgbotapi.Params{
 		"user_id": strconv.FormatInt(id, 10), "telegram_payment_charge_id": chargeID,
 	})
-	return a.scrub(err)
+	return a.red.Error(err)
 }

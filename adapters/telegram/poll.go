@@ -97,7 +97,7 @@ func (a *Adapter) poll(ctx context.Context, rs *runState) error {
 				wait := refusedDelay(refusals)
 				refusals++
 				a.limited.Warn("telegram: an update was refused; asking for it again",
-					zap.Int("update_id", a.offset), zap.Error(a.scrub(refused)), zap.Duration("retry_in", wait))
+					zap.Int("update_id", a.offset), zap.Error(a.red.Error(refused)), zap.Duration("retry_in", wait))
 				if !backoff.Sleep(ctx, wait) {
 					return nil
 				}
@@ -130,7 +130,7 @@ func (a *Adapter) poll(ctx context.Context, rs *runState) error {
 			return fatal
 		}
 		attempt++
-		a.limited.Warn("telegram: getUpdates failed; retrying", zap.Error(a.scrub(err)), zap.Duration("retry_in", wait))
+		a.limited.Warn("telegram: getUpdates failed; retrying", zap.Error(a.red.Error(err)), zap.Duration("retry_in", wait))
 		if !backoff.Sleep(ctx, wait) {
 			return nil
 		}
@@ -260,7 +260,7 @@ func (a *Adapter) confirm(ctx context.Context) {
 	defer cancel()
 	if _, err := a.getUpdates(cctx, a.offset, 1, 0); err != nil {
 		a.log.Warn("telegram: confirming handled updates failed; they may be delivered again",
-			zap.Int("offset", a.offset), zap.Error(a.scrub(err)))
+			zap.Int("offset", a.offset), zap.Error(a.red.Error(err)))
 		return
 	}
 	a.confirmed = a.offset

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"encoding/json"
 	"go.uber.org/goleak"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"

@@ -65,7 +65,7 @@ func (a *Adapter) Receive(ctx context.Context, handle func(platform.Event) error
 	case <-ctx.Done():
 		return nil
 	case err := <-serveErr:
-		return fmt.Errorf("telegram: webhook server: %w", a.scrub(err))
+		return fmt.Errorf("telegram: webhook server: %w", a.red.Error(err))
 	}
 }
 

@@ -170,7 +170,7 @@ import (
 //     last.
 func (a *Adapter) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
 	res, err := a.send(ctx, req)
-	return res, a.scrub(err)
+	return res, a.red.Error(err)
 }
 
 func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {

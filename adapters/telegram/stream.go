@@ -87,7 +87,7 @@ func (a *Adapter) stream(ctx context.Context, req platform.SendRequest) (platfor
 			// The chat or the bot cannot have drafts: show the reply by
 			// editing a message, from now on.
 			a.noDrafts.Store(true)
-			a.log.Info("telegram: message drafts refused; streamed replies edit a message instead", zap.Error(a.scrub(err)))
+			a.log.Info("telegram: message drafts refused; streamed replies edit a message instead", zap.Error(a.red.Error(err)))
 		default:
 			return platform.SendResult{}, err
 		}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/internal/redact"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -39,13 +40,13 @@ func TestNoTokenInErrorsOrLogs(t *testing.T) {
 		t.Fatal("Send to a dead server succeeded")
 	}
 	assertNoToken(t, err)
-	if !strings.Contains(err.Error(), redactedToken) || !strings.Contains(err.Error(), "telegram: sendMessage") {
-		t.Fatalf("network error %q: want the URL with %s", err, redactedToken)
+	if !strings.Contains(err.Error(), redact.Placeholder) || !strings.Contains(err.Error(), "telegram: sendMessage") {
+		t.Fatalf("network error %q: want the URL with %s", err, redact.Placeholder)
 	}
 	// Uploads go through another library path.
 	_, err = a.Send(t.Context(), sendTo("1", platform.OutboundMessage{Attachments: []platform.Attachment{{Kind: platform.AttachDocument, Data: []byte("d")}}}))
 	assertNoToken(t, err)
-	if err == nil || !strings.Contains(err.Error(), redactedToken) {
+	if err == nil || !strings.Contains(err.Error(), redact.Placeholder) {
 		t.Fatalf("upload network error %q", err)
 	}
 
@@ -73,7 +74,7 @@ func TestNoTokenInErrorsOrLogs(t *testing.T) {
 		t.Fatalf("%d logged getMe failures in 2 s; want 1", len(warned))
 	}
 	for _, w := range warned {
-		if msg := fmt.Sprint(w.ContextMap()["error"]); !strings.Contains(msg, redactedToken) || !strings.Contains(msg, "connection refused") {
+		if msg := fmt.Sprint(w.ContextMap()["error"]); !strings.Contains(msg, redact.Placeholder) || !strings.Contains(msg, "connection refused") {
 			t.Fatalf("logged error %q: want the redacted URL and the cause", msg)
 		}
 	}

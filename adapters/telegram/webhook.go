@@ -176,7 +176,7 @@ func (a *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		// Not taken: Telegram sends it again. Retry-After is advice;
 		// Telegram chooses its own pace.
 		a.limited.Warn("telegram: a webhook update was refused; Telegram will send it again",
-			zap.Int("update_id", u.UpdateID), zap.Error(a.scrub(err)))
+			zap.Int("update_id", u.UpdateID), zap.Error(a.red.Error(err)))
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "refused, send it again", http.StatusServiceUnavailable)
 		return
@@ -337,7 +337,7 @@ func (a *Adapter) listenWebhook(ctx context.Context) (stop func(), serveErr chan
 		serveErr <- srv.Serve(ln)
 	}()
 	a.setAddr(ln.Addr(), srv)
-	a.log.Info("telegram: serving the webhook", zap.String("addr", ln.Addr().String()), zap.String("path", a.redact(wc.Path)))
+	a.log.Info("telegram: serving the webhook", zap.String("addr", ln.Addr().String()), zap.String("path", a.red.String(wc.Path)))
 	return func() {
 		a.setAddr(nil, nil)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
@@ -355,6 +355,6 @@ func (a *Adapter) listenWebhook(ctx context.Context) (stop func(), serveErr chan
 type serverLog struct{ a *Adapter }
 
 func (l serverLog) Write(p []byte) (int, error) {
-	l.a.limited.Warn("telegram: webhook server error", zap.String("error", l.a.redact(strings.TrimSpace(string(p)))))
+	l.a.limited.Warn("telegram: webhook server error", zap.String("error", l.a.red.String(strings.TrimSpace(string(p)))))
 	return len(p), nil
 }

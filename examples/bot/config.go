@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/heraldbot/herald/internal/redact"
 )
 
 // config is the bot's configuration, from the environment and command-line
@@ -351,16 +353,17 @@ func checkURL(raw string, schemes ...string) error {
 }
 
 // shownURL returns u as it may be printed: its password and every query
-// value replaced with REDACTED.
+// value replaced with redact.Placeholder (stricter than redact.URL: any
+// query value of a URL a user typed may be a secret).
 func shownURL(u *url.URL) string {
 	c := *u
 	if _, ok := c.User.Password(); ok {
-		c.User = url.UserPassword(c.User.Username(), "REDACTED")
+		c.User = url.UserPassword(c.User.Username(), redact.Placeholder)
 	}
 	if c.RawQuery != "" {
 		q := c.Query()
 		for k := range q {
-			q[k] = []string{"REDACTED"}
+			q[k] = []string{redact.Placeholder}
 		}
 		c.RawQuery = q.Encode()
 	}
