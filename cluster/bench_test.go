@@ -11,6 +11,7 @@ import (
 	"github.com/heraldbot/herald/cluster"
 	"github.com/heraldbot/herald/cluster/embedded"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -78,7 +79,7 @@ func benchEvents(b *testing.B, opts []engine.Option) {
 			b.Fatal(err)
 		}
 	}
-	for e.Stats().Sends.Delivered < uint64(b.N) || e.Stats().Journal != (engine.JournalStats{}) {
+	for e.Stats().Sends.Delivered < uint64(b.N) || e.Stats().Journal != (journal.Stats{}) {
 		time.Sleep(100 * time.Microsecond)
 	}
 	b.StopTimer()

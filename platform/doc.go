@@ -3,9 +3,11 @@
 // [OutboundMessage] a handler sends, the [Sender] and [Adapter] interfaces an
 // integration implements, and the error kinds ([NewRetryAfter], [Permanent])
 // through which a platform tells the sender middleware whether and when a
-// failed send may be tried again. Optional interfaces let an adapter do
-// more: [Drainer] (stop receiving, keep sending), [ConfirmingAdapter]
-// (learn which events the engine refused), [LimitedAdapter] (publish the
+// failed send may be tried again. An adapter runs one way ([Adapter] Run,
+// given an [Inbound]: the engine's handle, which says whether it took an
+// event, when to stop taking events, the stop's time bound, and whether
+// the process only listens). Optional interfaces let an adapter do more:
+// [LimitedAdapter] (publish the
 // platform's send budget), [Downloader] (fetch the files events carry),
 // [CallbackAnswerer] (answer button presses), [ChatActor] (show "typing"
 // and other chat actions), [InlineAnswerer] (answer inline queries),

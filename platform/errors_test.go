@@ -93,27 +93,3 @@ func TestMaybeDelivered(t *testing.T) {
 		t.Fatal("marked twice")
 	}
 }
-
-func TestStopContext(t *testing.T) {
-	run, cancelRun := context.WithCancel(context.Background())
-	stop, endStop := context.WithCancel(context.Background())
-	ctx := platform.WithStopContext(run, stop)
-	cancelRun()
-	sc, cancel := platform.StopContext(ctx, time.Nanosecond)
-	defer cancel()
-	time.Sleep(time.Millisecond)
-	if sc.Err() != nil {
-		t.Fatal("the stop context ended with the run context or the fallback")
-	}
-	endStop()
-	<-sc.Done()
-
-	fc, cancel := platform.StopContext(run, time.Hour)
-	defer cancel()
-	if fc.Err() != nil {
-		t.Fatal("the fallback stop context ended with the run context")
-	}
-	if d, ok := fc.Deadline(); !ok || time.Until(d) < 59*time.Minute {
-		t.Fatalf("fallback deadline %v, %v", d, ok)
-	}
-}

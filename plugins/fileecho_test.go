@@ -15,9 +15,9 @@ import (
 // noDownloads is a memory adapter that cannot download.
 type noDownloads struct{ m *memory.Adapter }
 
-func (n noDownloads) Name() string                                          { return n.m.Name() }
-func (n noDownloads) Run(ctx context.Context, h func(platform.Event)) error { return n.m.Run(ctx, h) }
-func (n noDownloads) Sender() platform.Sender                               { return n.m.Sender() }
+func (n noDownloads) Name() string                                       { return n.m.Name() }
+func (n noDownloads) Run(ctx context.Context, in platform.Inbound) error { return n.m.Run(ctx, in) }
+func (n noDownloads) Sender() platform.Sender                            { return n.m.Sender() }
 
 // A file comes back as bytes with its name, kind and size, replying to
 // the user's message; a sticker has no caption, so its size follows as a

@@ -44,8 +44,9 @@
 //   - Run returns nil within 5 seconds of its context ending, even while
 //     users keep talking or when the context had ended before Run was
 //     called, and handle is not called after it returned;
-//   - a [platform.Drainer]'s StopReceiving never blocks, and after it no
-//     event reaches handle while Run keeps running and sends still arrive;
+//   - once Run's Inbound.Receiving closes, no event reaches Handle, sends
+//     still arrive, and Run, if it returns before its context ends,
+//     returns nil;
 //   - Send delivers a text unchanged and returns a SendResult with the
 //     chat's ID, a MessageID (unless [Features.NoMessageID]) and the time;
 //   - an event's Chat works as a send's target as it is, and an answer

@@ -61,11 +61,13 @@ func setup(t *testing.T, h Harness, f Features) *env {
 
 // runner is the suite's goroutine running Run.
 type runner struct {
-	cancel context.CancelFunc
-	done   chan struct{}   // closed when Run has returned
-	err    error           // Run's result; set before done is closed
-	life   context.Context // ends, with a cause, when Run returns
-	once   sync.Once       // stops Run once
+	cancel    context.CancelFunc
+	receiving chan struct{}   // Inbound.Receiving: closed by stopTaking
+	stopOnce  sync.Once       // closes receiving once
+	done      chan struct{}   // closed when Run has returned
+	err       error           // Run's result; set before done is closed
+	life      context.Context // ends, with a cause, when Run returns
+	once      sync.Once       // stops Run once
 }
 
 // start runs the adapter's Run in a goroutine with the recorder's handle,
@@ -75,13 +77,17 @@ func (e *env) start() {
 	e.t.Helper()
 	runCtx, cancel := context.WithCancel(context.Background())
 	life, endLife := context.WithCancelCause(context.Background())
-	r := &runner{cancel: cancel, done: make(chan struct{}), life: life}
+	r := &runner{cancel: cancel, receiving: make(chan struct{}), done: make(chan struct{}), life: life}
 	e.run = r
 	go func() {
-		err := e.a.Run(runCtx, e.rec.handle)
+		err := e.a.Run(runCtx, platform.Inbound{Handle: e.rec.handle, Receiving: r.receiving})
 		e.rec.runReturned()
 		r.err = err
-		endLife(fmt.Errorf("adaptertest: Run returned early with %v", err))
+		select {
+		case <-r.receiving: // told to stop taking events: it may return, the suite goes on
+		default:
+			endLife(fmt.Errorf("adaptertest: Run returned early with %v", err))
+		}
 		close(r.done)
 	}()
 	e.t.Cleanup(func() {
@@ -95,6 +101,10 @@ func (e *env) start() {
 		e.t.Fatalf("Peer.Ready: %v (%v)", err, context.Cause(readyCtx))
 	}
 }
+
+// stopTaking closes Run's Inbound.Receiving: the adapter stops taking
+// events.
+func (e *env) stopTaking() { e.run.stopOnce.Do(func() { close(e.run.receiving) }) }
 
 // stop cancels Run's context and waits for Run to return; it fails the
 // subtest if Run takes longer than promptly or returns an error, and
@@ -302,8 +312,8 @@ type recorder struct {
 
 func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
 
-// handle records ev.
-func (r *recorder) handle(ev platform.Event) {
+// handle records ev, and takes it.
+func (r *recorder) handle(ev platform.Event) error {
 	// Count the call before looking at returned, and runReturned sets
 	// returned before it counts, so that a call racing with Run's return
 	// is seen by at least one of the two.
@@ -319,6 +329,7 @@ func (r *recorder) handle(ev platform.Event) {
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
 	r.inHandle.Add(-1)
+	return nil
 }
 
 // runReturned notes that Run has returned.

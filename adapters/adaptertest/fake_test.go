@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,8 +17,8 @@ import (
 // with switches that break one part of the contract each, so that the
 // suite's own tests can check that it notices.
 type fake struct {
-	defect   string      // "" for a correct adapter; see defects in suite_test.go
-	stopRecv atomic.Bool // StopReceiving was called
+	defect    string          // "" for a correct adapter; see defects in suite_test.go
+	receiving <-chan struct{} // Run's Inbound.Receiving, under mu
 
 	deliverMu sync.Mutex // orders deliveries; held while handle runs
 	mu        sync.Mutex
@@ -30,8 +29,6 @@ type fake struct {
 	faults    map[string][]adaptertest.Fault
 	inbox     adaptertest.Inbox
 }
-
-var _ platform.Drainer = (*fake)(nil)
 
 // fakeHarness returns a harness of fakes with the given defect.
 func fakeHarness(defect string) adaptertest.Harness {
@@ -50,13 +47,14 @@ func (f *fake) Name() string { return "fake" }
 
 func (f *fake) Sender() platform.Sender { return platform.SenderFunc(f.send) }
 
-// StopReceiving makes the fake drop the events said from now on.
-func (f *fake) StopReceiving() { f.stopRecv.Store(true) }
-
-func (f *fake) Run(ctx context.Context, handle func(platform.Event)) error {
+func (f *fake) Run(ctx context.Context, in platform.Inbound) error {
+	if in.Listen {
+		return nil
+	}
+	handle := func(ev platform.Event) { _ = in.Handle(ev) }
 	f.deliverMu.Lock()
 	f.mu.Lock()
-	f.handle = handle
+	f.handle, f.receiving = handle, in.Receiving
 	pending := f.pending
 	f.pending = nil
 	f.mu.Unlock()
@@ -65,7 +63,7 @@ func (f *fake) Run(ctx context.Context, handle func(platform.Event)) error {
 	}
 	f.deliverMu.Unlock()
 
-	<-ctx.Done()
+	<-ctx.Done() // it keeps running after Receiving closed: the suite allows it
 	if f.defect != "handle after return" {
 		f.deliverMu.Lock()
 		f.mu.Lock()
@@ -170,8 +168,11 @@ func (f *fake) Chat(_ context.Context, n int, typ platform.ChatType) (platform.C
 }
 
 func (f *fake) Say(_ context.Context, chat platform.Chat, from platform.User, text string) error {
-	if f.stopRecv.Load() && f.defect != "receives after StopReceiving" {
-		return nil
+	f.mu.Lock()
+	receiving := f.receiving
+	f.mu.Unlock()
+	if !(platform.Inbound{Receiving: receiving}).Taking() && f.defect != "receives after the stop" {
+		return nil // the events said from now on are dropped
 	}
 	f.deliverMu.Lock()
 	defer f.deliverMu.Unlock()

@@ -27,7 +27,7 @@ func TestAdapter(t *testing.T, h Harness, f Features) {
 			{"Events", testEvents},
 			{"Stop", testStop},
 			{"CanceledContext", testRunCanceled},
-			{"StopReceiving", testStopReceiving},
+			{"StopTaking", testStopTaking},
 			{"Download", testDownload},
 			{"CallbackAnswer", testCallbackAnswer},
 			{"Inline", testInline},

@@ -67,7 +67,7 @@ func TestSuiteCatchesDefects(t *testing.T) {
 		{"no chat ID", "Send/Text", "SendResult.ChatID"},
 		{"wrong sender", "Run/Events", "From.ID \"someone else\""},
 		{"duplicate events", "Run/Events", "want 40, one per message"},
-		{"receives after StopReceiving", "Run/StopReceiving", "want only the one said before StopReceiving"},
+		{"receives after the stop", "Run/StopTaking", "want only the one said before the stop"},
 		{"edit as new message", "Send/Edit", "edit result names message"},
 		{"delete as new message", "Send/Delete", "deletion result names message"},
 		{"album delivered", "Send/Album", "want a permanent error wrapping platform.ErrUnsupported"},

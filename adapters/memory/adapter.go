@@ -44,6 +44,7 @@ type Adapter struct {
 	deliverMu sync.Mutex // orders deliveries
 	mu        sync.Mutex
 	handle    func(platform.Event)
+	receiving <-chan struct{} // Run's Inbound.Receiving
 	pending   []platform.Event
 	seq       int
 	idPrefix  string // of its event IDs, its own: see Emit
@@ -111,8 +112,14 @@ func User(id, name string) platform.User { return platform.User{ID: id, Name: na
 // Name returns the adapter's name.
 func (a *Adapter) Name() string { return a.name }
 
-// Run delivers injected events to handle until ctx ends, then returns nil.
-func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
+// Run delivers injected events to in.Handle until in.Receiving closes or
+// ctx ends, then returns nil; events injected meanwhile wait for the next
+// Run. Listening only (in.Listen), it has no listener and returns at once.
+func (a *Adapter) Run(ctx context.Context, in platform.Inbound) error {
+	if in.Listen {
+		return nil
+	}
+	handle := func(ev platform.Event) { _ = in.Handle(ev) } // the engine logs a refusal
 	a.deliverMu.Lock()
 	a.mu.Lock()
 	if a.handle != nil {
@@ -120,7 +127,7 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 		a.deliverMu.Unlock()
 		return fmt.Errorf("memory: Run: %w", ErrAlreadyRunning)
 	}
-	a.handle = handle
+	a.handle, a.receiving = handle, in.Receiving
 	pending := a.pending
 	a.pending = nil
 	a.mu.Unlock()
@@ -129,7 +136,10 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 	}
 	a.deliverMu.Unlock()
 
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-in.Receiving:
+	}
 
 	a.deliverMu.Lock()
 	a.mu.Lock()
@@ -184,6 +194,9 @@ func (a *Adapter) Emit(ev platform.Event) platform.Event {
 		ev.Time = time.Now()
 	}
 	handle := a.handle
+	if handle != nil && !(platform.Inbound{Receiving: a.receiving}).Taking() {
+		handle = nil // Run stops taking events: this one waits for the next Run
+	}
 	if handle == nil {
 		a.pending = append(a.pending, ev)
 	}

@@ -33,19 +33,20 @@ func TestEventsBeforeAndDuringRun(t *testing.T) {
 	done := make(chan error)
 	started := make(chan struct{})
 	go func() {
-		done <- a.Run(ctx, func(ev platform.Event) {
+		done <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
 			mu.Lock()
 			got = append(got, ev.Text)
 			if len(got) == 1 {
 				close(started)
 			}
 			mu.Unlock()
-		})
+			return nil
+		}})
 	}()
 	<-started
 	a.Say(memory.Private("1"), memory.User("u", "Ann"), "late")
 	a.Press(memory.Private("1"), memory.User("u", "Ann"), "btn")
-	if err := a.Run(ctx, func(platform.Event) {}); !errors.Is(err, memory.ErrAlreadyRunning) {
+	if err := a.Run(ctx, platform.Inbound{Handle: func(platform.Event) error { return nil }}); !errors.Is(err, memory.ErrAlreadyRunning) {
 		t.Fatalf("second Run = %v", err)
 	}
 	cancel()

@@ -32,16 +32,16 @@ const DefaultName = "onebot"
 // Sender sends; in reverse mode, Handler accepts the implementations'
 // connections. All methods are safe for concurrent use.
 type Adapter struct {
-	cfg      Config
-	log      *zap.Logger
-	upgrader websocket.Upgrader
-	red      *redact.Redactor // keeps cfg's secrets out of logs and errors
-	rl       *ratelog.Logger  // log, for lines that can repeat per frame, event or request
-	url      string           // cfg.URL, redacted
-	echo     atomic.Uint64    // action echo numbers
-	seq      atomic.Uint64    // event sequence numbers
-	run      string           // a token of the adapter, before seq in IDs
-	stopRecv atomic.Bool      // StopReceiving was called since the last Run ended
+	cfg       Config
+	log       *zap.Logger
+	upgrader  websocket.Upgrader
+	red       *redact.Redactor // keeps cfg's secrets out of logs and errors
+	rl        *ratelog.Logger  // log, for lines that can repeat per frame, event or request
+	url       string           // cfg.URL, redacted
+	echo      atomic.Uint64    // action echo numbers
+	seq       atomic.Uint64    // event sequence numbers
+	run       string           // a token of the adapter, before seq in IDs
+	receiving <-chan struct{}  // the active Run's Inbound.Receiving, under mu
 
 	mu       sync.Mutex
 	running  bool                 // a Run is active, until its stop has finished; another Run gets ErrAlreadyRunning
@@ -56,8 +56,6 @@ type Adapter struct {
 
 	handleMu sync.Mutex // serialises calls of handle
 }
-
-var _ platform.Drainer = (*Adapter)(nil)
 
 // New returns an adapter for cfg. It fails, with an error wrapping
 // [ErrInvalidConfig] that names the field, when cfg is not valid: an unknown
@@ -94,7 +92,7 @@ func (a *Adapter) Name() string { return a.cfg.Name }
 // unless configured otherwise (engine.WithRateLimit).
 func (a *Adapter) Limits() platform.Limits { return a.cfg.Limits }
 
-// Run connects and receives events until ctx ends, calling handle for each
+// Run connects and receives events until ctx ends, calling in.Handle for each
 // message, notice and request event (meta events are handled here and not
 // passed on). handle is never called concurrently with itself, and events
 // of one bot arrive in the order its connection delivered them; it is not
@@ -122,18 +120,27 @@ func (a *Adapter) Limits() platform.Limits { return a.cfg.Limits }
 // One Run at a time: a call of Run while another is active, including one
 // whose context has ended but which is still closing its connections,
 // returns [ErrAlreadyRunning] at once and changes nothing. Once Run has returned,
-// Run may be called again; a call of [Adapter.StopReceiving] made before or
-// during a Run applies to that Run only.
-func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
-	if handle == nil {
-		handle = func(platform.Event) {}
+// Run may be called again.
+//
+// Once in.Receiving closes, Run takes no more events (those that arrive
+// are dropped, logged at debug level) but keeps its connections open, so
+// the Sender still sends the replies pending, until ctx ends. Listening
+// only (in.Listen), it returns at once: the process that leads the
+// account holds its connections.
+func (a *Adapter) Run(ctx context.Context, in platform.Inbound) error {
+	if in.Listen {
+		return nil
+	}
+	handle := func(platform.Event) {}
+	if in.Handle != nil {
+		handle = func(ev platform.Event) { _ = in.Handle(ev) } // the engine logged a refusal
 	}
 	a.mu.Lock()
 	if a.running {
 		a.mu.Unlock()
 		return fmt.Errorf("onebot: Run: %w", ErrAlreadyRunning)
 	}
-	a.running, a.handle = true, handle
+	a.running, a.handle, a.receiving = true, handle, in.Receiving
 	a.mu.Unlock()
 	defer a.stop()
 
@@ -145,7 +152,7 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 
 // stop ends Run: it refuses new connections, closes the open ones, waits
 // until their goroutines have returned, and only then lets another Run
-// start, with StopReceiving forgotten.
+// start.
 //
 // INVARIANT: a.wg.Add is called only under mu while running and not
 // stopping. stop sets stopping under mu before it waits, and running stays
@@ -164,30 +171,19 @@ func (a *Adapter) stop() {
 	}
 	a.wg.Wait()
 	a.mu.Lock()
-	a.handle = nil
-	a.stopRecv.Store(false)
+	a.handle, a.receiving = nil, nil
 	a.running, a.stopping = false, false
 	a.mu.Unlock()
 }
 
-// StopReceiving makes Run stop passing events to its handle func, for a
-// graceful shutdown (see platform.Drainer): connections stay open and the
-// Sender keeps working, so pending replies are still sent, but events that
-// arrive from now on are dropped (logged at debug level). Run keeps running
-// until its context ends.
-//
-// StopReceiving applies to the active Run or, when none is active, to the
-// next one, and is forgotten when that Run returns: a later Run receives
-// again. It never blocks and may be called more than once.
-func (a *Adapter) StopReceiving() { a.stopRecv.Store(true) }
-
 // deliver passes an event to Run's handle, one call at a time.
 func (a *Adapter) deliver(ev platform.Event) {
-	if a.stopRecv.Load() {
-		a.rl.Debug("onebot: event dropped after StopReceiving", zap.String("chat", ev.Chat.ID))
+	a.mu.Lock()
+	if !(platform.Inbound{Receiving: a.receiving}).Taking() {
+		a.mu.Unlock()
+		a.rl.Debug("onebot: event dropped: Run takes no more events", zap.String("chat", ev.Chat.ID))
 		return
 	}
-	a.mu.Lock()
 	h := a.handle
 	a.mu.Unlock()
 	if h == nil {

@@ -204,7 +204,7 @@ type Config struct {
 	// Logger receives connection and protocol diagnostics. Nil means
 	// zap.NewNop(). Lines that a peer can cause once per frame, event or
 	// request — malformed frames, unknown or skipped events, events
-	// dropped after StopReceiving, refused handshakes, errors of Run's own
+	// dropped once Run takes no more events, refused handshakes, errors of Run's own
 	// server — are rate limited: the first of each kind is written at once,
 	// later ones within 10 s are counted, and the next one written carries
 	// the count in a "suppressed" field. Secrets are never logged.

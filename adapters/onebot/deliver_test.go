@@ -32,7 +32,7 @@ func TestHandleSerialisedAndOrdered(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- a.Run(ctx, func(ev platform.Event) {
+		runErr <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
 			if inside.Add(1) != 1 {
 				overlap.Store(true)
 			}
@@ -49,7 +49,8 @@ func TestHandleSerialisedAndOrdered(t *testing.T) {
 			if total == bots*perBot {
 				close(all)
 			}
-		})
+			return nil
+		}})
 	}()
 	defer func() {
 		cancel()

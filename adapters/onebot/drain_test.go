@@ -7,10 +7,10 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
-// TestStopReceiving: after StopReceiving, events are dropped while the
-// connection stays open and sends still go through; Run ends only with its
-// context, and a later Run receives again.
-func TestStopReceiving(t *testing.T) {
+// TestStopTaking: once Run's Inbound.Receiving closes, events are dropped
+// while the connection stays open and sends still go through; Run ends
+// only with its context.
+func TestStopTaking(t *testing.T) {
 	h := startAdapter(t, Config{})
 	p := h.connect(h.reverseServer(), 10001)
 	p.sendJSON(privateMsg(10001, 42, 1, "before"))
@@ -18,8 +18,7 @@ func TestStopReceiving(t *testing.T) {
 		t.Fatalf("event %q", ev.Text)
 	}
 
-	h.a.StopReceiving()
-	h.a.StopReceiving() // idempotent
+	h.stopTaking()
 	p.sendJSON(privateMsg(10001, 42, 2, "after"))
 
 	sent := make(chan error, 1)
@@ -33,18 +32,18 @@ func TestStopReceiving(t *testing.T) {
 	}
 	p.respond(act, "ok", 0, map[string]any{"message_id": 7})
 	if err := <-sent; err != nil {
-		t.Fatalf("Send after StopReceiving: %v", err)
+		t.Fatalf("Send after the stop: %v", err)
 	}
 	// The reader handled "after" before the send's response, on the same
 	// goroutine: had it been delivered, it would be in the channel by now.
 	select {
 	case ev := <-h.events:
-		t.Fatalf("event %q delivered after StopReceiving", ev.Text)
+		t.Fatalf("event %q delivered after the stop", ev.Text)
 	default:
 	}
 	select {
 	case err := <-h.runErr:
-		t.Fatalf("Run returned %v after StopReceiving", err)
+		t.Fatalf("Run returned %v after the stop", err)
 	default:
 	}
 	if err := h.stop(); err != nil {
@@ -68,23 +67,23 @@ func roundTrip(t *testing.T, h *harness, p *peer, chat platform.Chat) {
 	}
 }
 
-// TestStopReceivingBeforeRun: platform.Drainer allows StopReceiving before
-// Run (the engine may stop before Run has started); it applies to the next
-// Run, and only to it.
-func TestStopReceivingBeforeRun(t *testing.T) {
+// TestStopTakingBeforeRun: a Run whose Receiving closed before it began
+// takes no event; the next Run, with Receiving open, receives.
+func TestStopTakingBeforeRun(t *testing.T) {
 	a, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.StopReceiving()
-	h := runAdapter(t, a)
+	closed := make(chan struct{})
+	close(closed)
+	h := runAdapterTaking(t, a, closed)
 	url := h.reverseServer()
 	p := h.connect(url, 10001)
 	p.sendJSON(privateMsg(10001, 42, 1, "dropped"))
 	roundTrip(t, h, p, PrivateChat(10001, 42))
 	select {
 	case ev := <-h.events:
-		t.Fatalf("event %q delivered although StopReceiving was called before Run", ev.Text)
+		t.Fatalf("event %q delivered although Receiving was closed before Run", ev.Text)
 	default:
 	}
 	if err := h.stop(); err != nil {

@@ -48,9 +48,9 @@ func ExampleAdapter_Run() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	err = a.Run(ctx, func(ev platform.Event) {
+	err = a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
 		if ev.Kind != platform.EventMessage || ev.Text != "/ping" {
-			return
+			return nil
 		}
 		// handle must not block: send from a goroutine (the engine's
 		// dispatcher does this for real bots).
@@ -62,7 +62,8 @@ func ExampleAdapter_Run() {
 				log.Print(err)
 			}
 		}()
-	})
+		return nil
+	}})
 	if err != nil {
 		log.Fatal(err)
 	}

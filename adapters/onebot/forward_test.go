@@ -254,7 +254,7 @@ func TestForwardUnauthorized(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), obWait) // a bound: Run returns after one dial
-		err = a.Run(ctx, nil)
+		err = a.Run(ctx, platform.Inbound{})
 		ctxErr := ctx.Err()
 		cancel()
 		if !errors.Is(err, ErrUnauthorized) || ctxErr != nil {
@@ -283,7 +283,7 @@ func TestForwardCancelWhileWaiting(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		start := time.Now()
-		go func() { done <- a.Run(ctx, nil) }()
+		go func() { done <- a.Run(ctx, platform.Inbound{}) }()
 		synctest.Wait() // Run has dialled, failed, and waits in its backoff
 		if n := dials.Load(); n != 1 {
 			t.Fatalf("%d dials before the backoff; want 1", n)

@@ -161,12 +161,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // harness runs an adapter's Run for one test and records its events.
 type harness struct {
-	t      *testing.T
-	a      *Adapter
-	events chan platform.Event
-	cancel context.CancelFunc
-	runErr chan error
+	t         *testing.T
+	a         *Adapter
+	events    chan platform.Event
+	cancel    context.CancelFunc
+	runErr    chan error
+	receiving chan struct{} // Run's Inbound.Receiving
+	stopOnce  sync.Once
 }
+
+// stopTaking closes Run's Inbound.Receiving: it takes no more events.
+func (h *harness) stopTaking() { h.stopOnce.Do(func() { close(h.receiving) }) }
 
 func startAdapter(t *testing.T, cfg Config) *harness {
 	t.Helper()
@@ -184,9 +189,18 @@ func startAdapter(t *testing.T, cfg Config) *harness {
 // connections; the test's cleanup stops it.
 func runAdapter(t *testing.T, a *Adapter) *harness {
 	t.Helper()
+	return runAdapterTaking(t, a, make(chan struct{}))
+}
+
+// runAdapterTaking is runAdapter with receiving as Run's
+// Inbound.Receiving.
+func runAdapterTaking(t *testing.T, a *Adapter, receiving chan struct{}) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, a: a, events: make(chan platform.Event, 1024), cancel: cancel, runErr: make(chan error, 1)}
-	go func() { h.runErr <- a.Run(ctx, func(ev platform.Event) { h.events <- ev }) }()
+	h := &harness{t: t, a: a, events: make(chan platform.Event, 1024), cancel: cancel, runErr: make(chan error, 1), receiving: receiving}
+	go func() {
+		h.runErr <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error { h.events <- ev; return nil }, Receiving: receiving})
+	}()
 	t.Cleanup(func() { h.stop() })
 	waitFor(t, "Run to start", func() bool {
 		a.mu.Lock()

@@ -19,7 +19,7 @@ import (
 // event and handshake that the adapter refuses or skips with a log line —
 // malformed frames of four kinds, unknown meta events, heartbeats,
 // responses for no action, events whose self_id is not the connection's,
-// events after StopReceiving, and handshakes without a token, with a wrong
+// events once Run takes no more, and handshakes without a token, with a wrong
 // one, without X-Self-ID, with the API role, and beyond MaxConnections —
 // and checks that each kind is logged once, not n times, and that the
 // first line after ratelog's interval counts the ones left out. The bot
@@ -52,7 +52,7 @@ func TestRefusalsRateLimited(t *testing.T) {
 			"onebot: event self_id differs from the connection's":           {`{"self_id":2,"post_type":"notice","notice_type":"x"}`},
 		}
 		want := map[string]int{} // lines each message stood for
-		h.a.StopReceiving()      // events are dropped, and logged
+		h.stopTaking()           // events are dropped, and logged
 		for msg, fs := range frames {
 			for _, f := range fs {
 				for range n {
@@ -64,7 +64,7 @@ func TestRefusalsRateLimited(t *testing.T) {
 		for i := range n {
 			p.sendJSON(privateMsg(1, 42, int64(i+1), "hi"))
 		}
-		want["onebot: event dropped after StopReceiving"] = n + n // the self_id ones were dropped too
+		want["onebot: event dropped: Run takes no more events"] = n + n // the self_id ones were dropped too
 		synctest.Wait()
 
 		for _, hs := range []struct {

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heraldbot/herald/internal/redact"
+	"github.com/heraldbot/herald/platform"
 )
 
 // The access token of TestSecretsRedacted: two halves joined by characters
@@ -87,7 +88,7 @@ func TestSecretsRedacted(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		done := make(chan error, 1)
-		go func() { done <- a.Run(ctx, nil) }()
+		go func() { done <- a.Run(ctx, platform.Inbound{}) }()
 		var runErr error
 		returned := false
 		waitFor(t, "Run to return, or "+u+" to be dialled", func() bool {

@@ -330,14 +330,14 @@ func TestRunListenError(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), obWait) // a bound: Run fails at once
 	defer cancel()
-	if err := a.Run(ctx, nil); err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "onebot: listen") {
+	if err := a.Run(ctx, platform.Inbound{}); err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "onebot: listen") {
 		t.Fatalf("Run on a busy port = %v", err)
 	}
 }
 
 func TestRunTwiceAndRerun(t *testing.T) {
 	h := startAdapter(t, Config{})
-	if err := h.a.Run(context.Background(), nil); !errors.Is(err, ErrAlreadyRunning) {
+	if err := h.a.Run(context.Background(), platform.Inbound{}); !errors.Is(err, ErrAlreadyRunning) {
 		t.Fatalf("second Run = %v; want ErrAlreadyRunning", err)
 	}
 	if err := h.stop(); err != nil {
@@ -352,7 +352,9 @@ func TestRunTwiceAndRerun(t *testing.T) {
 	h2 := &harness{t: t, a: h.a, events: make(chan platform.Event, 8), runErr: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	h2.cancel = cancel
-	go func() { h2.runErr <- h.a.Run(ctx, func(ev platform.Event) { h2.events <- ev }) }()
+	go func() {
+		h2.runErr <- h.a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error { h2.events <- ev; return nil }})
+	}()
 	t.Cleanup(func() { h2.stop() })
 	waitFor(t, "rerun", func() bool { h.a.mu.Lock(); defer h.a.mu.Unlock(); return h.a.acceptingLocked() })
 	p := h2.connect(u, 1)
@@ -377,10 +379,11 @@ func TestRunWhileStopping(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		first <- a.Run(ctx, func(ev platform.Event) {
+		first <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
 			entered <- ev.Text
 			<-block
-		})
+			return nil
+		}})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -408,7 +411,7 @@ func TestRunWhileStopping(t *testing.T) {
 	cancel()
 	second := make(chan error, 1)
 	go func() {
-		second <- a.Run(ended, func(platform.Event) { t.Error("the refused Run's handle was called") })
+		second <- a.Run(ended, platform.Inbound{Handle: func(platform.Event) error { t.Error("the refused Run's handle was called"); return nil }})
 	}()
 	select {
 	case err := <-second:

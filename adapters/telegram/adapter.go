@@ -21,7 +21,7 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
-var _ platform.ConfirmingAdapter = (*Adapter)(nil)
+var _ platform.Adapter = (*Adapter)(nil)
 
 // DefaultName is the adapter's [platform.Adapter] name, and every event's Platform,
 // unless [Config.Name] gives another.
@@ -29,16 +29,14 @@ const DefaultName = "telegram"
 
 // Adapter connects Herald to Telegram's Bot API through
 // github.com/go-telegram-bot-api/telegram-bot-api/v5. It implements
-// [platform.Adapter] and [platform.ConfirmingAdapter]: RunConfirmed (or
-// its shorthand Run) receives updates by long polling or through a webhook
-// and hands them on as [platform.Event]s, confirming to Telegram only the
-// updates taken, and Sender sends messages. The engine calls RunConfirmed;
-// use Run where nothing can refuse an event.
+// [platform.Adapter]: Run receives updates by long polling or through a
+// webhook and hands them on as [platform.Event]s, confirming to Telegram
+// only the updates taken, and Sender sends messages.
 //
 // Create one with [New]; the zero value is not usable. An Adapter is safe
 // for concurrent use: Sender and WebhookHandler may be used from any
-// number of goroutines, before, during and after a run. Run and
-// RunConfirmed run one at a time (a second call returns
+// number of goroutines, before, during and after a run. Runs go one at a
+// time (a second call returns
 // [ErrAlreadyRunning]); the next run continues where the last one
 // stopped.
 type Adapter struct {
@@ -50,7 +48,7 @@ type Adapter struct {
 	running  atomic.Bool
 	noDrafts atomic.Bool              // Telegram refused a message draft: streams edit instead
 	run      atomic.Pointer[runState] // the active Run's delivery, for WebhookHandler
-	// receiving is set while Receive serves the webhook (receive.go);
+	// receiving is set while a listening Run serves the webhook (receive.go);
 	// username is what the last getMe said.
 	receiving atomic.Bool
 	username  atomic.Pointer[string]
@@ -113,32 +111,21 @@ func (a *Adapter) Limits() platform.Limits {
 // what it does. It works without Run.
 func (a *Adapter) Sender() platform.Sender { return platform.SenderFunc(a.Send) }
 
-// Run is [Adapter.RunConfirmed] with a handle that takes every event:
-// it receives updates until ctx ends and calls handle once for each event
-// they map to, in the order Telegram delivered them, from one goroutine at
-// a time; handle is not called after Run returns. Its errors are
-// RunConfirmed's.
-func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
-	if handle == nil {
-		return errors.New("telegram: Run: nil handle func")
-	}
-	return a.RunConfirmed(ctx, func(ev platform.Event) error {
-		handle(ev)
-		return nil
-	})
-}
-
-// RunConfirmed receives updates until ctx ends and calls handle once for
-// each event they map to, in the order Telegram delivered them, from one
-// goroutine at a time; handle is not called after RunConfirmed returns. It
-// implements [platform.ConfirmingAdapter]: an update is confirmed to
-// Telegram only once handle took every event of it (returned nil), so an
-// update handle refuses (returns an error, as the engine does when a
-// chat's inbound queue is full or it is stopping) is delivered again
-// later, and no update is lost or handed on twice, within a run or across
-// runs of one Adapter.
+// Run receives updates until in.Receiving closes or ctx ends and calls
+// in.Handle once for each event they map to, in the order Telegram
+// delivered them, from one goroutine at a time; Handle is not called after
+// Run returns. An update is confirmed to Telegram only once Handle took
+// every event of it (returned nil), so an update Handle refuses (returns an
+// error, as the engine does when a chat's inbound queue is full or it is
+// stopping) is delivered again later, and no update is lost or handed on
+// twice, within a run or across runs of one Adapter. Sends need no Run:
+// once in.Receiving closes, Run confirms what it took and returns.
 //
-// RunConfirmed first calls getMe to learn the bot's username (for
+// Listening only (in.Listen: another process leads the bot), Run serves
+// the webhook on Webhook.Listen and never calls Telegram, or returns nil at
+// once without a Listen address: see [Adapter.Receives].
+//
+// Run first calls getMe to learn the bot's username (for
 // commands), retrying transient failures.
 //
 // In [Polling] mode it then calls deleteWebhook (keeping pending updates;
@@ -148,17 +135,17 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 // with jitter), or after exactly the retry_after of a 429. The offset sent
 // with each poll confirms the updates handed on before it. When handle
 // refuses an event, the rest of the batch waits: the offset stays at that
-// update, RunConfirmed waits (1 s, doubling to 16 s while the same update
+// update, Run waits (1 s, doubling to 16 s while the same update
 // is refused) and polls again, and Telegram returns that update and those
 // after it. Updates are confirmed as the run goes: after a batch was
 // handed on, the next getUpdates has timeout 0, so it is answered at once
-// and the batch is known to be confirmed before RunConfirmed waits in a
+// and the batch is known to be confirmed before Run waits in a
 // long poll (an offset counts as confirmed once a call that sent it was
 // answered; a long poll aborted when ctx ends might not have arrived).
-// When ctx ends, RunConfirmed confirms what is left, the updates taken
-// since the last answered poll, with one short call bounded by
-// [platform.StopContext]: what is left of the engine's shutdown timeout,
-// or half a second without an engine (not after ErrConflict or
+// When it stops, Run confirms what is left, the updates taken since the
+// last answered poll, with one short call bounded by in.Stop: what is left
+// of the engine's shutdown timeout, or half a second without one (not
+// after ErrConflict or
 // ErrUnauthorized: that call would end the long poll of the process that
 // won, and those updates go to it again). A long poll that brings nothing
 // long before its timeout (a server that ignores it) is followed by the
@@ -173,38 +160,46 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 // Either way, the events of an update taken before handle refused a later
 // one of it (an update with several new members) are not handed on again,
 // and an update delivered again after it was taken (a webhook request
-// Telegram repeated after a timeout) is dropped: RunConfirmed remembers the
+// Telegram repeated after a timeout) is dropped: Run remembers the
 // last 1024 update IDs taken. Updates that do not decode are skipped with
 // a log line. Button presses (callback queries) are left for the engine
 // to answer (see [Adapter.AnswerCallback]: the handler's answer, or an
 // empty one once the handling ended); one nothing answered within 10 s of
-// its arrival is answered empty by a goroutine of RunConfirmed's, so the
+// its arrival is answered empty by a goroutine of Run's, so the
 // user's button stops spinning before Telegram would refuse a late answer.
 //
-// RunConfirmed returns nil when ctx ended, within a second even in the
+// Run returns nil when it was told to stop, within a second even in the
 // middle of a long poll, plus the confirming call if one is needed. It
 // returns an error wrapping [ErrUnauthorized]
 // when Telegram refuses the token, [ErrConflict] when another poller or a
-// webhook is active, [ErrAlreadyRunning] when called during another Run or
-// RunConfirmed, and other errors for a permanent failure (a Listen address
-// in use, a webhook URL Telegram refuses). It may be called again after it
-// returned; polling then continues after the last update taken.
-func (a *Adapter) RunConfirmed(ctx context.Context, handle func(platform.Event) error) error {
-	if handle == nil {
-		return errors.New("telegram: RunConfirmed: nil handle func")
+// webhook is active, [ErrAlreadyRunning] when called during another Run,
+// and other errors for a permanent failure (a Listen address in use, a
+// webhook URL Telegram refuses). It may be called again after it returned;
+// polling then continues after the last update taken.
+func (a *Adapter) Run(ctx context.Context, in platform.Inbound) error {
+	if in.Handle == nil {
+		return errors.New("telegram: Run: nil Handle func")
+	}
+	if in.Listen {
+		if !a.Receives() {
+			return nil
+		}
+		return a.receive(ctx, in.Handle)
 	}
 	if !a.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("telegram: Run: %w", ErrAlreadyRunning)
 	}
 	defer a.running.Store(false)
-	err := a.runOnce(ctx, handle)
-	if ctx.Err() != nil && (err == nil || errors.Is(err, ctx.Err())) {
+	rctx, cancel := in.Receive(ctx) // sends need no Run: it stops with its intake
+	defer cancel()
+	err := a.runOnce(rctx, in)
+	if rctx.Err() != nil && (err == nil || errors.Is(err, rctx.Err())) {
 		return nil
 	}
 	return a.red.Error(err)
 }
 
-func (a *Adapter) runOnce(ctx context.Context, handle func(platform.Event) error) error {
+func (a *Adapter) runOnce(ctx context.Context, in platform.Inbound) error {
 	var me tgbotapi.User
 	err := a.retrying(ctx, func(ctx context.Context) error {
 		raw, err := a.makeRequest(ctx, "getMe", nil)
@@ -230,10 +225,11 @@ func (a *Adapter) runOnce(ctx context.Context, handle func(platform.Event) error
 	}()
 	a.log.Info("telegram: running", zap.String("mode", string(a.cfg.Mode)), zap.String("bot", me.UserName))
 	if a.cfg.Mode == Webhook && a.receiving.Load() {
-		// Receive serves the webhook in this process: register it only.
+		// A listening Run serves the webhook in this process: register it only.
 		return a.runWebhook(ctx, false)
 	}
-	rs := a.newRunState(handle, me.UserName)
+	rs := a.newRunState(in.Handle, me.UserName)
+	rs.stop = in.Stop
 	a.run.Store(rs)
 	defer func() {
 		a.run.Store(nil)
@@ -245,7 +241,7 @@ func (a *Adapter) runOnce(ctx context.Context, handle func(platform.Event) error
 	return a.runPolling(ctx, rs)
 }
 
-// newRunState returns the delivery of a run or a Receive to handle.
+// newRunState returns the delivery of a run, leading or listening, to handle.
 func (a *Adapter) newRunState(handle func(platform.Event) error, username string) *runState {
 	return &runState{name: a.cfg.Name, handle: handle, username: username, presses: a.presses, log: a.log, limited: a.limited, taken: a.taken, stats: &a.stats}
 }

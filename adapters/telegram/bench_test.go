@@ -90,11 +90,12 @@ func BenchmarkPollDelivery(b *testing.B) {
 	done := make(chan error, 1)
 	b.ResetTimer()
 	go func() {
-		done <- a.Run(ctx, func(platform.Event) {
+		done <- a.Run(ctx, platform.Inbound{Handle: func(platform.Event) error {
 			if n.Add(1) == int64(b.N) {
 				close(all)
 			}
-		})
+			return nil
+		}})
 	}()
 	select {
 	case <-all:

@@ -51,9 +51,10 @@ type Config struct {
 	Name string
 
 	// Username is the bot's username, without "@", for commands addressed
-	// to it ("/start@herald_bot"). RunConfirmed learns it from getMe and
-	// needs none; [Adapter.Receive], which never calls Telegram, uses it
-	// (or the one an earlier RunConfirmed of the Adapter learned). Empty
+	// to it ("/start@herald_bot"). Run learns it from getMe and needs none;
+	// a listening Run (platform.Inbound Listen), which never calls
+	// Telegram, uses it (or the one an earlier Run of the Adapter learned).
+	// Empty
 	// there means such commands reach the handlers as written.
 	Username string
 
@@ -184,7 +185,7 @@ type Config struct {
 // [Adapter.WebhookHandler] must then be mounted elsewhere and the webhook
 // registered some other way.
 type WebhookConfig struct {
-	// Listen is the TCP address a run ([Adapter.RunConfirmed], [Adapter.Run])
+	// Listen is the TCP address a run ([Adapter.Run])
 	// serves the webhook on with its own http.Server, such as ":8443" or
 	// "127.0.0.1:8080". Empty means the run serves nothing: mount
 	// [Adapter.WebhookHandler] in a server of your own. The run serves

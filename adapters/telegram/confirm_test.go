@@ -140,7 +140,7 @@ func TestPollRefusedUpdatesAreAskedForAgain(t *testing.T) {
 		done := make(chan error, 1)
 		start := time.Now()
 		go func() {
-			done <- a.RunConfirmed(ctx, func(ev platform.Event) error {
+			done <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if calls++; calls%2 == 0 {
@@ -152,7 +152,7 @@ func TestPollRefusedUpdatesAreAskedForAgain(t *testing.T) {
 					close(all)
 				}
 				return nil
-			})
+			}})
 		}()
 		select {
 		case <-all:
@@ -208,7 +208,7 @@ func TestPollRefusedBackoffAndFinalConfirm(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() {
-			done <- a.RunConfirmed(ctx, func(ev platform.Event) error {
+			done <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if ev.ID == "4" { // update 4 is refused for good
@@ -216,7 +216,7 @@ func TestPollRefusedBackoffAndFinalConfirm(t *testing.T) {
 				}
 				taken = append(taken, ev.ID)
 				return nil
-			})
+			}})
 		}()
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -279,7 +279,7 @@ func TestPollConfirmsOnTheWayOut(t *testing.T) {
 				a := newBacklogAdapter(t, api)
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				err := a.RunConfirmed(ctx, func(ev platform.Event) error {
+				err := a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
 					id, _ := strconv.Atoi(ev.ID)
 					if id == tc.refuse {
 						cancel() // RunConfirmed stops in the wait after the refusal
@@ -292,7 +292,7 @@ func TestPollConfirmsOnTheWayOut(t *testing.T) {
 						cancel() // RunConfirmed stops before its next poll
 					}
 					return nil
-				})
+				}})
 				if err != nil {
 					t.Fatalf("RunConfirmed = %v", err)
 				}
@@ -312,7 +312,7 @@ func runConfirmed(t *testing.T, a *Adapter, handle func(platform.Event) error) (
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.RunConfirmed(ctx, handle) }()
+	go func() { done <- a.Run(ctx, platform.Inbound{Handle: handle}) }()
 	var once sync.Once
 	var err error
 	stop = func() error {

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ type runState struct {
 	limited  *ratelog.Logger
 	taken    *ledger
 	stats    *counters
+	stop     context.Context // Inbound.Stop: bounds the run's confirming call
 
 	mu     sync.Mutex // serialises deliveries; guards closed
 	closed bool

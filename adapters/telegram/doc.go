@@ -3,21 +3,20 @@
 // around that library's traps.
 //
 // [New] makes an [Adapter] from a [Config]; it does no network I/O. The
-// adapter implements platform.Adapter and platform.ConfirmingAdapter:
-// [Adapter.RunConfirmed] (which the engine calls) and [Adapter.Run] receive
-// updates and hand them to the engine as platform.Events, and
+// adapter implements platform.Adapter: [Adapter.Run] receives updates and
+// hands them to the engine as platform.Events, and
 // [Adapter.Sender] sends replies. Tests point [Config.APIEndpoint] at the
 // fake server of package telegramtest.
 //
 // # Receiving: long polling
 //
-// Polling (the default) needs no public address. RunConfirmed calls
+// Polling (the default) needs no public address. Run calls
 // getUpdates in its own loop, not the library's GetUpdatesChan, which
 // ignores retry_after, sleeps a fixed 3 s after errors, confirms updates
 // before they are handled and leaks its goroutine. Each call waits up to
 // [Config.PollTimeout] (30 s) on Telegram's side and is bound to the run's
 // context through the HTTP client (the library takes no context), so
-// RunConfirmed returns within a second of its context ending, even
+// Run returns within a second of being told to stop, even
 // mid-poll (plus the confirming call described below, when updates are
 // left to confirm). A failed call is retried after an exponential backoff
 // (0.5 s doubling to 30 s, jittered), or after exactly the retry_after of
@@ -33,9 +32,9 @@
 // with those after it. Updates are confirmed as the run goes: after a
 // batch, the next getUpdates has timeout 0 and is answered at once, so the
 // batch is known to be confirmed before the adapter waits in a long poll.
-// When the run's context ends, the updates taken since the last answered
-// poll are confirmed with one short call, bounded by what is left of the
-// engine's shutdown timeout (platform.StopContext); not after ErrConflict
+// When the run stops, the updates taken since the last answered poll are
+// confirmed with one short call, bounded by what is left of the engine's
+// shutdown timeout (platform.Inbound's Stop); not after ErrConflict
 // or ErrUnauthorized, as that call would end the long poll of the process
 // that won. getUpdates is trusted: the offset becomes the last
 // returned update's ID plus one even when that is lower than before, as
@@ -47,7 +46,7 @@
 // # Receiving: webhook
 //
 // In [Webhook] mode Telegram POSTs each update to [WebhookConfig.URL].
-// RunConfirmed listens on [WebhookConfig.Listen] with its own http.Server
+// Run listens on [WebhookConfig.Listen] with its own http.Server
 // (never http.DefaultServeMux), registers the URL with setWebhook including
 // the secret_token (v5.5.1's WebhookConfig has no field for it) and
 // max_connections, and serves [Adapter.WebhookHandler], which refuses

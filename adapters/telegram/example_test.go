@@ -35,7 +35,7 @@ func Example() {
 	done := make(chan error, 1)
 	go func() {
 		// handle must not block: a real bot hands the event to the engine.
-		done <- adapter.Run(ctx, func(ev platform.Event) { events <- ev })
+		done <- adapter.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error { events <- ev; return nil }})
 	}()
 
 	srv.SendUserMessage(42, tgbotapi.User{ID: 7, FirstName: "Ann"}, "/ping@herald_test_bot")
@@ -61,11 +61,11 @@ func Example() {
 	// Run: <nil>
 }
 
-// RunConfirmed leaves an update its handle refuses unconfirmed, so
-// Telegram delivers it again: here a handle that refuses the first try,
-// as the engine does when a chat's queue is full. The update is handed on
-// again after a second, taken, and confirmed.
-func ExampleAdapter_RunConfirmed() {
+// Run leaves an update its Handle refuses unconfirmed, so Telegram
+// delivers it again: here a Handle that refuses the first try, as the
+// engine does when a chat's queue is full. The update is handed on again
+// after a second, taken, and confirmed.
+func ExampleAdapter_Run_refused() {
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	adapter, err := telegram.New(telegram.Config{Token: "123456:example-token", APIEndpoint: srv.Endpoint()})
@@ -81,7 +81,7 @@ func ExampleAdapter_RunConfirmed() {
 	taken := make(chan platform.Event, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- adapter.RunConfirmed(ctx, func(ev platform.Event) error {
+		done <- adapter.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
 			if !refused {
 				refused = true
 				fmt.Println("refused:", ev.Text)
@@ -89,21 +89,21 @@ func ExampleAdapter_RunConfirmed() {
 			}
 			taken <- ev
 			return nil
-		})
+		}})
 	}()
 	fmt.Println("taken:", (<-taken).Text)
-	// The next poll confirms it (had ctx ended first, RunConfirmed would
-	// confirm it on its way out).
+	// The next poll confirms it (had ctx ended first, Run would confirm it
+	// on its way out).
 	if err := srv.WaitUntil(ctx, func() bool { return srv.Pending() == 0 }); err != nil {
 		fmt.Println(err)
 	}
 	cancel()
-	fmt.Println("RunConfirmed:", <-done)
+	fmt.Println("Run:", <-done)
 	fmt.Println("updates left unconfirmed:", srv.Pending())
 	// Output:
 	// refused: hello
 	// taken: hello
-	// RunConfirmed: <nil>
+	// Run: <nil>
 	// updates left unconfirmed: 0
 }
 

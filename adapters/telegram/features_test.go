@@ -304,7 +304,9 @@ func TestPreCheckoutAnsweredLate(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		evs := make(chan platform.Event, 1)
 		done := make(chan error, 1)
-		go func() { done <- a.Run(ctx, func(ev platform.Event) { evs <- ev }) }()
+		go func() {
+			done <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error { evs <- ev; return nil }})
+		}()
 		ev := <-evs
 		start := time.Now()
 		if err := srv.WaitUntil(t.Context(), func() bool { return len(srv.CheckoutAnswers()) == 1 }); err != nil {

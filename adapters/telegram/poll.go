@@ -24,8 +24,8 @@ const pollLimit = 100
 var errNoProgress = errors.New("telegram: getUpdates: no update in the answer could be decoded or skipped")
 
 // confirmTimeout bounds the getUpdates call that confirms the last batch
-// when Run stops, if its context carries no stop context
-// (platform.StopContext): when the adapter runs without an engine.
+// when Run stops, if its Inbound has no Stop: when the adapter runs
+// without an engine.
 const confirmTimeout = 500 * time.Millisecond
 
 // emptyPollFloor is the least time from the start of a long poll that
@@ -50,7 +50,7 @@ func (a *Adapter) runPolling(ctx context.Context, rs *runState) error {
 		// again to whoever polls next.
 		return err
 	}
-	a.confirm(ctx)
+	a.confirm(rs.stop)
 	return nil
 }
 
@@ -249,14 +249,14 @@ func updateIDOf(raw json.RawMessage) int {
 // confirm tells Telegram that the updates taken since the last answered
 // poll were handled, with one short getUpdates call, so that the next Run
 // (of this or another process) does not get them again. It is called once
-// ctx, the Run's context, has ended: the call is bounded by
-// platform.StopContext, what is left of the engine's shutdown timeout, or
-// confirmTimeout when Run is used without an engine. It is best effort.
-func (a *Adapter) confirm(ctx context.Context) {
+// the Run stopped polling: the call is bounded by stop (Inbound.Stop), what
+// is left of the engine's shutdown timeout, or confirmTimeout when Run is
+// used without an engine. It is best effort.
+func (a *Adapter) confirm(stop context.Context) {
 	if a.offset == a.confirmed {
 		return
 	}
-	cctx, cancel := platform.StopContext(ctx, confirmTimeout)
+	cctx, cancel := platform.Inbound{Stop: stop}.StopContext(confirmTimeout)
 	defer cancel()
 	if _, err := a.getUpdates(cctx, a.offset, 1, 0); err != nil {
 		a.log.Warn("telegram: confirming handled updates failed; they may be delivered again",

@@ -195,7 +195,7 @@ func TestRunConflict(t *testing.T) {
 		if err := h.srv.WaitUntil(waitCtx(t), func() bool { return h.srv.WaitingPolls() == 1 }); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.a.Run(t.Context(), func(platform.Event) {}); !errors.Is(err, ErrAlreadyRunning) {
+		if err := h.a.Run(t.Context(), platform.Inbound{Handle: func(platform.Event) error { return nil }}); !errors.Is(err, ErrAlreadyRunning) {
 			t.Fatalf("second Run = %v; want ErrAlreadyRunning", err)
 		}
 		if err := r.stop(t); err != nil {

@@ -122,7 +122,9 @@ func runScripted(t *testing.T, s *scripted) *observer.ObservedLogs {
 	defer cancel()
 	events := make(chan platform.Event, 10)
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, func(ev platform.Event) { events <- ev }) }()
+	go func() {
+		done <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error { events <- ev; return nil }})
+	}()
 	select {
 	case ev := <-events:
 		if ev.ID != "5" {
@@ -223,7 +225,7 @@ func TestRunStartupRetriesAndCancel(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
-		go func() { done <- a.Run(ctx, func(platform.Event) {}) }()
+		go func() { done <- a.Run(ctx, platform.Inbound{Handle: func(platform.Event) error { return nil }}) }()
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		start := time.Now()
@@ -282,7 +284,9 @@ func TestPollUpdateIDsReset(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		var texts []string
 		done := make(chan error, 1)
-		go func() { done <- a.Run(ctx, func(ev platform.Event) { texts = append(texts, ev.Text) }) }()
+		go func() {
+			done <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error { texts = append(texts, ev.Text); return nil }})
+		}()
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		cancel()
@@ -315,7 +319,9 @@ func TestRunStopsWithinASecond(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		var handled atomic.Int32
-		go func() { done <- a.Run(ctx, func(platform.Event) { handled.Add(1) }) }()
+		go func() {
+			done <- a.Run(ctx, platform.Inbound{Handle: func(platform.Event) error { handled.Add(1); return nil }})
+		}()
 		synctest.Wait() // the update is handled, and the next poll, which would confirm it, waits
 		if polls, n := len(s.times("getUpdates")), handled.Load(); polls != 2 || n != 1 {
 			t.Fatalf("%d polls, %d events before the stop; want 2 and 1", polls, n)

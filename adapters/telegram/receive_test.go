@@ -36,10 +36,10 @@ func TestReceive(t *testing.T) {
 	events := make(chan platform.Event, 10)
 	done := make(chan error, 1)
 	go func() {
-		done <- h.a.Receive(ctx, func(ev platform.Event) error {
+		done <- h.a.Run(ctx, platform.Inbound{Listen: true, Handle: func(ev platform.Event) error {
 			events <- ev
 			return nil
-		})
+		}})
 	}()
 	succeedsSoon(t, func() error {
 		if h.a.WebhookAddr() == nil {
@@ -59,8 +59,8 @@ func TestReceive(t *testing.T) {
 		t.Fatalf("Receive called Telegram: %q", calls)
 	}
 	mu.Unlock()
-	if err := h.a.Receive(ctx, func(platform.Event) error { return nil }); err == nil {
-		t.Fatal("a second Receive did not fail")
+	if err := h.a.Run(ctx, platform.Inbound{Listen: true, Handle: func(platform.Event) error { return nil }}); err == nil {
+		t.Fatal("a second listening Run did not fail")
 	}
 
 	r := h.run(t) // the gateway in this process: registers only
@@ -96,7 +96,9 @@ func TestReceiveNotConfigured(t *testing.T) {
 	if h.a.Receives() {
 		t.Fatal("Receives() = true in Polling mode")
 	}
-	if err := h.a.Receive(context.Background(), func(platform.Event) error { return nil }); err == nil {
-		t.Fatal("Receive in Polling mode did not fail")
+	ctx, cancel := context.WithTimeout(context.Background(), waitPeriod)
+	defer cancel()
+	if err := h.a.Run(ctx, platform.Inbound{Listen: true, Handle: func(platform.Event) error { return nil }}); err != nil || ctx.Err() != nil {
+		t.Fatalf("a listening Run in Polling mode = %v; want nil at once: nothing to listen on", err)
 	}
 }

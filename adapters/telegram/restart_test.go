@@ -111,17 +111,19 @@ func TestConfirmBoundedByStopContext(t *testing.T) {
 					t.Fatal(err)
 				}
 				ctx, cancel := context.WithCancel(t.Context())
+				var stopCtx context.Context
 				if tc.stop > 0 {
-					stopCtx, endStop := context.WithTimeout(t.Context(), tc.stop)
+					var endStop context.CancelFunc
+					stopCtx, endStop = context.WithTimeout(t.Context(), tc.stop)
 					defer endStop()
-					ctx = platform.WithStopContext(ctx, stopCtx)
 				}
 				n := 0
-				err = a.Run(ctx, func(platform.Event) {
+				err = a.Run(ctx, platform.Inbound{Stop: stopCtx, Handle: func(platform.Event) error {
 					if n++; n == 5 {
 						cancel()
 					}
-				})
+					return nil
+				}})
 				if err != nil {
 					t.Fatalf("Run = %v", err)
 				}
@@ -150,7 +152,7 @@ func TestConfirmedBeforeTheLongPoll(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
-		go func() { done <- a.Run(ctx, func(platform.Event) {}) }()
+		go func() { done <- a.Run(ctx, platform.Inbound{Handle: func(platform.Event) error { return nil }}) }()
 		// getMe, deleteWebhook and the poll that brings the 5 take a
 		// second each; the confirming poll one more, then the long poll
 		// waits.
@@ -184,7 +186,7 @@ func TestPollFloorWhenEmptyAnswersComeEarly(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		if err := a.Run(ctx, func(platform.Event) {}); err != nil {
+		if err := a.Run(ctx, platform.Inbound{Handle: func(platform.Event) error { return nil }}); err != nil {
 			t.Fatalf("Run = %v", err)
 		}
 		at := s.times("getUpdates")

@@ -105,7 +105,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	_, err = d.Send(t.Context(), sendTo("1", platform.OutboundMessage{Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, Data: []byte("p")}}}))
 	check("dial: upload", err)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	if err := d.Run(ctx, func(platform.Event) {}); err != nil {
+	if err := d.Run(ctx, platform.Inbound{Handle: func(platform.Event) error { return nil }}); err != nil {
 		t.Fatalf("Run against a dead endpoint = %v; want nil once ctx ended", err)
 	}
 	cancel()
@@ -192,11 +192,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		// Stops at "stop", with it unconfirmed.
-		done <- p.Run(ctx, func(ev platform.Event) {
+		done <- p.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
 			if ev.Text == "stop" {
 				cancel()
 			}
-		})
+			return nil
+		}})
 	}()
 	waitLogged(t, logs, "answering a callback query failed")
 	check("callback answer", p.AnswerCallback(t.Context(), platform.Event{ID: "x", Kind: platform.EventCallback, QueryID: "other"}, platform.CallbackAnswer{Text: "hi"}))
@@ -206,7 +207,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	cancel()
 	srv.Inject(telegramtest.Fault{Method: "getUpdates", Status: 409, Description: "Conflict: " + echoing})
-	err = p.Run(t.Context(), func(platform.Event) {})
+	err = p.Run(t.Context(), platform.Inbound{Handle: func(platform.Event) error { return nil }})
 	check("polling: conflict", err)
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("Run = %v; want ErrConflict", err)
@@ -219,7 +220,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}})
 	srv.Inject(telegramtest.Fault{Method: "setWebhook", Status: 500, Description: echoing, Times: 1})
 	srv.Inject(telegramtest.Fault{Method: "setWebhook", Status: 400, Description: echoing, Times: 1})
-	err = w.Run(t.Context(), func(platform.Event) {})
+	err = w.Run(t.Context(), platform.Inbound{Handle: func(platform.Event) error { return nil }})
 	check("webhook registration", err)
 
 	// 7. The webhook handler: a wrong secret (the right one and more), a

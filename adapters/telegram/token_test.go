@@ -63,7 +63,7 @@ func TestNoTokenInErrorsOrLogs(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
-		if err := c.Run(ctx, func(platform.Event) {}); err != nil {
+		if err := c.Run(ctx, platform.Inbound{Handle: func(platform.Event) error { return nil }}); err != nil {
 			t.Fatalf("Run = %v; want nil after ctx ended", err)
 		}
 	})
@@ -107,7 +107,7 @@ func TestNoTokenInErrorsOrLogs(t *testing.T) {
 		assertNoToken(t, err)
 	}
 	srv.Inject(telegramtest.Fault{Method: "getUpdates", Status: 409})
-	err = b.Run(t.Context(), func(platform.Event) {})
+	err = b.Run(t.Context(), platform.Inbound{Handle: func(platform.Event) error { return nil }})
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("Run = %v", err)
 	}

@@ -58,14 +58,14 @@ var webhookLimits = httpserve.Limits{
 // WebhookHandler returns the http.Handler that receives Telegram's webhook
 // requests, for mounting in a server of your own (leave Webhook.Listen
 // empty); Run's own server uses it too. It delivers updates through the
-// active Run or RunConfirmed and answers:
+// active Run and answers:
 //
 //   - 405 to methods other than POST;
 //   - 403 when Webhook.SecretToken is set and the
 //     X-Telegram-Bot-Api-Secret-Token header differs (nothing is handled,
 //     and the body is not read);
 //   - 503 while no Run is active, and 503 with Retry-After: 1 to an update
-//     whose handle refused an event (RunConfirmed), so Telegram sends the
+//     whose handle refused an event, so Telegram sends the
 //     update again later;
 //   - 413 to a body over 4 MiB, before reading it when its Content-Length
 //     says so;
@@ -274,7 +274,7 @@ func (b *byteBudget) grantLocked() {
 	}
 }
 
-// runWebhook serves the webhook (if listen and Listen is set: Receive
+// runWebhook serves the webhook (if listen and Listen is set: a listening Run
 // serves it otherwise) and registers it (if URL is set), then waits for
 // ctx to end.
 func (a *Adapter) runWebhook(ctx context.Context, listen bool) error {

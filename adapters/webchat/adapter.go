@@ -87,8 +87,10 @@ type Adapter struct {
 	events   chan platform.Event
 	ready    chan struct{}
 	msgSeq   atomic.Uint64 // last message ID given out
-	stopRecv atomic.Bool   // StopReceiving was called
-	conns    sync.WaitGroup
+	// receiving is Run's Inbound.Receiving: closed, the adapter takes no
+	// more events (see taking).
+	receiving atomic.Pointer[<-chan struct{}]
+	conns     sync.WaitGroup
 
 	runMu   sync.Mutex // serialises the start of Run
 	started bool
@@ -204,11 +206,19 @@ func (a *Adapter) URL() string {
 	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
-// Run serves the chat and calls handle, from Run's own goroutine and one
-// event at a time, for each message a tab sends and each button a tab
-// presses, in the order the adapter received them. handle should return
-// quickly: events wait in a buffer of [Config.EventBuffer] meanwhile, and
-// tabs get "busy" errors when it is full.
+// Run serves the chat and calls in.Handle, from Run's own goroutine and
+// one event at a time, for each message a tab sends and each button a tab
+// presses, in the order the adapter received them (a refused event is
+// dropped: the engine logged it). Handle should return quickly: events
+// wait in a buffer of [Config.EventBuffer] meanwhile, and tabs get "busy"
+// errors when it is full.
+//
+// Once in.Receiving closes, Run takes no more events — a message or button
+// press is refused with a "stopping" error frame, and events not yet
+// handed over are dropped — but keeps running, its tabs connected and its
+// Sender working, so the replies still pending reach them, until ctx ends.
+// Listening only (in.Listen), it returns at once: the page is served by
+// the process that leads the chat.
 //
 // Unless [Config.NoServer] is set, Run listens on [Config.Addr] and serves
 // [Adapter.Handler] on its own http.Server; if it cannot listen (the port
@@ -227,12 +237,16 @@ func (a *Adapter) URL() string {
 // queued messages and a close frame (status 1001, going away; each tab's
 // flush is bounded by WriteTimeout), waits for every connection's
 // goroutines to finish, and returns nil. Events not yet
-// handed to handle are dropped. Run returns a non-nil error only when it
+// handed to Handle are dropped. Run returns a non-nil error only when it
 // could not start or its server failed.
-func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
-	if handle == nil {
-		return errors.New("webchat: Run: nil handle func")
+func (a *Adapter) Run(ctx context.Context, in platform.Inbound) error {
+	if in.Listen {
+		return nil
 	}
+	if in.Handle == nil {
+		return errors.New("webchat: Run: nil Handle func")
+	}
+	handle := func(ev platform.Event) { _ = in.Handle(ev) }
 	a.runMu.Lock()
 	if a.started {
 		a.runMu.Unlock()
@@ -248,6 +262,7 @@ func (a *Adapter) Run(ctx context.Context, handle func(platform.Event)) error {
 		}
 	}
 	a.started = true
+	a.receiving.Store(&in.Receiving)
 	a.runMu.Unlock()
 
 	var (
@@ -286,8 +301,8 @@ loop:
 	for {
 		select {
 		case ev := <-a.events:
-			if a.stopRecv.Load() {
-				a.rlog.Debug("webchat: event dropped after StopReceiving", zap.String("chat", ev.Chat.ID))
+			if !a.taking() {
+				a.rlog.Debug("webchat: event dropped: Run takes no more events", zap.String("chat", ev.Chat.ID))
 				continue
 			}
 			handle(ev)
@@ -411,13 +426,11 @@ func (l serverLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// StopReceiving makes Run stop handing events to its handle func, for a
-// graceful shutdown (see platform.Drainer): tabs stay connected and the
-// Sender keeps working, so pending replies still reach them, but a message
-// or button press from now on is refused with a "stopping" error frame,
-// and events not yet handed over are dropped. Run keeps running until its
-// context ends. StopReceiving may be called more than once, and before Run.
-func (a *Adapter) StopReceiving() { a.stopRecv.Store(true) }
+// taking reports whether Run takes events: its Inbound.Receiving is open.
+func (a *Adapter) taking() bool {
+	p := a.receiving.Load()
+	return p == nil || (platform.Inbound{Receiving: *p}).Taking()
+}
 
 // nextMessageID returns a new message ID.
 func (a *Adapter) nextMessageID() string { return strconv.FormatUint(a.msgSeq.Add(1), 10) }

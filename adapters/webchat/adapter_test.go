@@ -651,12 +651,13 @@ func TestBusy(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- a.Run(ctx, func(ev platform.Event) {
+		done <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
 			seen <- ev.Text
 			if ev.Text == "1" {
 				<-release
 			}
-		})
+			return nil
+		}})
 	}()
 	<-a.Ready()
 	c := connect(t, a, hello{})
@@ -740,7 +741,7 @@ func TestRunStops(t *testing.T) {
 	defer bot.stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, bot.handle) }()
+	go func() { done <- a.Run(ctx, bot.inbound()) }()
 	<-a.Ready()
 	host, port, _ := net.SplitHostPort(a.Addr())
 	if host != "127.0.0.1" || port == "0" || a.URL() != "http://127.0.0.1:"+port+"/" {
@@ -776,7 +777,7 @@ func TestRunStops(t *testing.T) {
 	if _, _, err := dial(a, nil); err == nil {
 		t.Error("dial after Run succeeded")
 	}
-	if err := a.Run(context.Background(), bot.handle); !errors.Is(err, webchat.ErrAlreadyRunning) {
+	if err := a.Run(context.Background(), bot.inbound()); !errors.Is(err, webchat.ErrAlreadyRunning) {
 		t.Errorf("second Run = %v; want ErrAlreadyRunning", err)
 	}
 }
@@ -791,7 +792,7 @@ func TestPortInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = a.Run(context.Background(), func(platform.Event) {})
+	err = a.Run(context.Background(), platform.Inbound{Handle: func(platform.Event) error { return nil }})
 	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), ln.Addr().String()) ||
 		!strings.HasPrefix(err.Error(), "webchat: ") {
 		t.Fatalf("Run = %v; want a webchat error naming %s and wrapping EADDRINUSE", err, ln.Addr())
@@ -805,7 +806,7 @@ func TestPortInUse(t *testing.T) {
 	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, func(platform.Event) {}) }()
+	go func() { done <- a.Run(ctx, platform.Inbound{Handle: func(platform.Event) error { return nil }}) }()
 	<-a.Ready()
 	cancel()
 	if err := <-done; err != nil {
@@ -818,7 +819,7 @@ func TestNilHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Run(context.Background(), nil); err == nil {
+	if err := a.Run(context.Background(), platform.Inbound{}); err == nil {
 		t.Fatal("Run(nil handle) = nil")
 	}
 }

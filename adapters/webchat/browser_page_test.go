@@ -176,7 +176,7 @@ func TestBrowserConnection(t *testing.T) {
 		bot := newTestBot(a.Sender())
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- a.Run(ctx, bot.handle) }()
+		go func() { done <- a.Run(ctx, bot.inbound()) }()
 		t.Cleanup(func() {
 			cancel()
 			if err := <-done; err != nil {
@@ -217,10 +217,10 @@ func TestBrowserBadInput(t *testing.T) {
 	})
 
 	t.Run("stopping gives the text back", func(t *testing.T) {
-		ec := startEngine(t, webchat.Config{}, nil)
+		a, bot := start(t, webchat.Config{})
 		b := c.newTab(t)
-		b.open(ec.a.URL())
-		ec.a.StopReceiving()
+		b.open(a.URL())
+		bot.stopTaking()
 		b.do(chromedp.SendKeys(chromedp.ID("input"), "/ping\n"))
 		b.waitFor("the text back in the box", `document.getElementById('input').value === '/ping' &&
 			document.getElementById('banner').textContent.includes('shutting down') &&

@@ -327,7 +327,7 @@ func (p *webPeer) read(tb *tab, box *inbox) {
 		}
 		switch {
 		case f.Type == "error" && f.Code == "stopping":
-			// Expected: a message said after StopReceiving.
+			// Expected: a message said once Run takes no more events.
 		case f.Type == "error":
 			p.fail(f.Code + ": " + f.Text)
 		case f.Type == "message" && f.Message != nil && box != nil:

@@ -666,7 +666,7 @@ func (c *conn) callback(data, messageID, ref string) {
 // answering the frame with the given ref, that the bot is busy or
 // stopping. It reports whether ev was queued.
 func (a *Adapter) queueEventLocked(c *conn, ev platform.Event, ref string) bool {
-	if a.stopRecv.Load() {
+	if !a.taking() {
 		c.errorLocked(codeStopping, "the bot is shutting down and takes no more messages", ref)
 		return false
 	}

@@ -320,7 +320,7 @@ func pipeJoin(t *testing.T, ps pipeServer, chatID string) (*websocket.Conn, edit
 // events collects the events Run hands over, for a test in a bubble.
 type events chan platform.Event
 
-func (e events) handle(ev platform.Event) { e <- ev }
+func (e events) handle(ev platform.Event) error { e <- ev; return nil }
 
 // TestEditWithoutTab edits a message while its chat has no open tab: a
 // new message fails with ErrNoConnection, but the edit succeeds, and the
@@ -386,7 +386,7 @@ func TestEditHistoryBytes(t *testing.T) {
 
 	t.Run("larger", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			a, ps, stop := runInBubble(t, cfg, func(platform.Event) {})
+			a, ps, stop := runInBubble(t, cfg, func(platform.Event) error { return nil })
 			tab, hist := pipeJoin(t, ps, "")
 			chat := hist.Chat.ID
 			var ids []string
@@ -489,7 +489,7 @@ func idsOf(f editFrame) []string {
 // history, where the tab finds it when it comes back.
 func TestEditQueueBytes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a, ps, stop := runInBubble(t, webchat.Config{QueueSize: 1000, QueueBytes: 10000}, func(platform.Event) {})
+		a, ps, stop := runInBubble(t, webchat.Config{QueueSize: 1000, QueueBytes: 10000}, func(platform.Event) error { return nil })
 		slow, hist := pipeJoin(t, ps, "")
 		chat := hist.Chat.ID
 		send := func(msg platform.OutboundMessage) (platform.SendResult, error) {

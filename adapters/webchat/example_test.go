@@ -24,12 +24,13 @@ func Example() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- a.Run(ctx, func(ev platform.Event) {
+		done <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
 			if ev.Text == "/ping" {
 				// Send does not block: it queues the reply for the chat's tabs.
 				a.Sender().Send(ctx, platform.SendRequest{Target: ev.Chat, Message: platform.TextMessage("pong")})
 			}
-		})
+			return nil
+		}})
 	}()
 	<-a.Ready() // a.URL() is now the page's address
 

@@ -20,7 +20,7 @@ import (
 func TestShutdownFlushesQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 100
-		a, ps, stop := runInBubble(t, webchat.Config{QueueSize: n}, func(platform.Event) {})
+		a, ps, stop := runInBubble(t, webchat.Config{QueueSize: n}, func(platform.Event) error { return nil })
 		tab := ps.dial(t)
 		chat := sendHello(t, tab, "").Chat.ID
 		for i := 1; i <= n; i++ {

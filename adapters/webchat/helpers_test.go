@@ -39,7 +39,9 @@ const ioTimeout = 10 * time.Second
 //	/photo      → a photo and a document, both as bytes
 //	callback D  → "you pressed D"
 type testBot struct {
-	sender platform.Sender
+	sender    platform.Sender
+	receiving chan struct{} // Run's Inbound.Receiving
+	stopOnce  sync.Once
 
 	mu     sync.Mutex
 	queues map[string]chan platform.Event
@@ -50,12 +52,20 @@ type testBot struct {
 }
 
 func newTestBot(s platform.Sender) *testBot {
-	return &testBot{sender: s, queues: make(map[string]chan platform.Event), sent: make(chan struct{}, 1<<16)}
+	return &testBot{sender: s, receiving: make(chan struct{}), queues: make(map[string]chan platform.Event), sent: make(chan struct{}, 1<<16)}
 }
 
+// inbound is what the bot gives Run.
+func (b *testBot) inbound() platform.Inbound {
+	return platform.Inbound{Handle: b.handle, Receiving: b.receiving}
+}
+
+// stopTaking closes Run's Inbound.Receiving: it takes no more events.
+func (b *testBot) stopTaking() { b.stopOnce.Do(func() { close(b.receiving) }) }
+
 // handle is the Run handle func: it records the event and queues it for
-// the chat's worker, never blocking.
-func (b *testBot) handle(ev platform.Event) {
+// the chat's worker, never blocking, and takes it.
+func (b *testBot) handle(ev platform.Event) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.events = append(b.events, ev)
@@ -74,6 +84,7 @@ func (b *testBot) handle(ev platform.Event) {
 	default:
 		b.errs = append(b.errs, fmt.Errorf("test bot: queue of chat %s full", ev.Chat.ID))
 	}
+	return nil
 }
 
 // stop ends the workers once Run has returned (handle is not called any
@@ -187,7 +198,7 @@ func start(t *testing.T, cfg webchat.Config) (*webchat.Adapter, *testBot) {
 	bot := newTestBot(a.Sender())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, bot.handle) }()
+	go func() { done <- a.Run(ctx, bot.inbound()) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -39,7 +39,7 @@ func (s pipeServer) dial(t *testing.T) *websocket.Conn {
 
 // runInBubble starts a NoServer adapter for cfg and returns it with its
 // pipe server and a stop func that ends Run and waits for everything.
-func runInBubble(t *testing.T, cfg webchat.Config, handle func(platform.Event)) (*webchat.Adapter, pipeServer, func()) {
+func runInBubble(t *testing.T, cfg webchat.Config, handle func(platform.Event) error) (*webchat.Adapter, pipeServer, func()) {
 	t.Helper()
 	cfg.NoServer = true
 	a, err := webchat.New(cfg)
@@ -48,7 +48,7 @@ func runInBubble(t *testing.T, cfg webchat.Config, handle func(platform.Event)) 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, handle) }()
+	go func() { done <- a.Run(ctx, platform.Inbound{Handle: handle}) }()
 	<-a.Ready()
 	ps := pipeServer{pipehttp.NewServer(a.Handler())}
 	return a, ps, func() {
@@ -77,7 +77,7 @@ func sendHello(t *testing.T, ws *websocket.Conn, chatID string) frame {
 func TestKeepAlive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ping, pong = 10 * time.Second, 25 * time.Second
-		_, ps, stop := runInBubble(t, webchat.Config{PingInterval: ping, PongWait: pong, WriteTimeout: 5 * time.Second}, func(platform.Event) {})
+		_, ps, stop := runInBubble(t, webchat.Config{PingInterval: ping, PongWait: pong, WriteTimeout: 5 * time.Second}, func(platform.Event) error { return nil })
 
 		// A tab that answers pings, as browsers do, stays connected.
 		live := ps.dial(t)
@@ -165,7 +165,7 @@ func TestSlowTab(t *testing.T) {
 }
 
 func testSlowTab(t *testing.T, cfg webchat.Config, textLen, want int) {
-	a, ps, stop := runInBubble(t, cfg, func(platform.Event) {})
+	a, ps, stop := runInBubble(t, cfg, func(platform.Event) error { return nil })
 	slow := ps.dial(t)
 	slowChat := sendHello(t, slow, "").Chat.ID
 	fast := ps.dial(t)

@@ -165,7 +165,7 @@ func TestNeverReadingTabsHoldLittle(t *testing.T) {
 			writeTimeout = 5 * time.Second
 		)
 		a, ps, stop := runInBubble(t, webchat.Config{MaxConnections: tabs + 1, WriteTimeout: writeTimeout,
-			PingInterval: 30 * time.Minute, PongWait: time.Hour}, func(platform.Event) {})
+			PingInterval: 30 * time.Minute, PongWait: time.Hour}, func(platform.Event) error { return nil })
 		reader := ps.dial(t)
 		if err := reader.WriteJSON(map[string]string{"type": "hello", "room": "big"}); err != nil {
 			t.Fatal(err)
@@ -252,7 +252,7 @@ func (c *trickleConn) Read(p []byte) (int, error) {
 func TestSlowTabGetsLongHistory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, ps, stop := runInBubble(t, webchat.Config{WriteTimeout: 5 * time.Second,
-			PingInterval: 10 * time.Second, PongWait: 25 * time.Second}, func(platform.Event) {})
+			PingInterval: 10 * time.Second, PongWait: 25 * time.Second}, func(platform.Event) error { return nil })
 		reader := ps.dial(t)
 		if err := reader.WriteJSON(map[string]string{"type": "hello", "room": "big"}); err != nil {
 			t.Fatal(err)

@@ -31,7 +31,7 @@ func TestRefusalsLogRateLimited(t *testing.T) {
 		core, logs := observer.New(zap.DebugLevel)
 		release := make(chan struct{})
 		a, ps, stop := runInBubble(t, webchat.Config{Logger: zap.New(core), EventBuffer: 1, MaxConnections: 1},
-			func(platform.Event) { <-release })
+			func(platform.Event) error { <-release; return nil })
 		tab := ps.dial(t)
 		sendHello(t, tab, "")
 		readOne := func(want string) {

@@ -118,7 +118,7 @@ func TestNoServer(t *testing.T) {
 	defer bot.stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, bot.handle) }()
+	go func() { done <- a.Run(ctx, bot.inbound()) }()
 	<-a.Ready()
 	if a.Addr() != "" || a.URL() != "" {
 		t.Errorf("Addr, URL = %q, %q with NoServer; want empty", a.Addr(), a.URL())

@@ -20,7 +20,7 @@ import (
 // is exact.
 func TestStalledUploadsFreeTheirSlots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a, ps, stop := runInBubble(t, webchat.Config{}, func(platform.Event) {})
+		a, ps, stop := runInBubble(t, webchat.Config{}, func(platform.Event) error { return nil })
 		big, err := json.Marshal(fileFrame(platform.AttachDocument, "big.bin", "", make([]byte, 1<<20), ""))
 		if err != nil {
 			t.Fatal(err)

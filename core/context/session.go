@@ -29,7 +29,7 @@ type Stores interface {
 
 // SessionUpdateAttempts is how many times [SessionKey.Update] reads,
 // changes and writes a session before it gives up on conflicting writes.
-const SessionUpdateAttempts = 10
+const SessionUpdateAttempts = 50
 
 // SessionKey names a piece of state of type T kept for each chat (made by
 // [NewChatSession]) or for each user (made by [NewUserSession]) across
@@ -356,11 +356,11 @@ func (s Session[T]) update(ctx stdctx.Context, f func(*T) error, id string) (T, 
 }
 
 // pauseBeforeRetry waits a little before another attempt after a
-// conflict, longer each time (up to 32 ms, jittered), so that writers that
+// conflict, longer each time (up to 64 ms, jittered), so that writers that
 // collided do not collide again at once. It returns ctx's error if ctx ends
 // first.
 func pauseBeforeRetry(ctx stdctx.Context, attempt int) error {
-	d := time.Millisecond << min(attempt-1, 5)
+	d := time.Millisecond << min(attempt-1, 6)
 	if !backoff.Sleep(ctx, backoff.EqualJitter(d, rand.Float64())) {
 		return ctx.Err()
 	}

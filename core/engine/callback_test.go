@@ -18,9 +18,9 @@ import (
 // a platform without answers, chat actions, inline queries or downloads.
 type bareAdapter struct{ m *memory.Adapter }
 
-func (b bareAdapter) Name() string                                          { return b.m.Name() }
-func (b bareAdapter) Run(ctx context.Context, h func(platform.Event)) error { return b.m.Run(ctx, h) }
-func (b bareAdapter) Sender() platform.Sender                               { return b.m.Sender() }
+func (b bareAdapter) Name() string                                       { return b.m.Name() }
+func (b bareAdapter) Run(ctx context.Context, in platform.Inbound) error { return b.m.Run(ctx, in) }
+func (b bareAdapter) Sender() platform.Sender                            { return b.m.Sender() }
 
 func press(id, data string) platform.Event {
 	return platform.Event{ID: id, Platform: memory.DefaultName, Kind: platform.EventCallback, Chat: dm, From: ann,

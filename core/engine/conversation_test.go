@@ -141,7 +141,7 @@ func TestConversationWaitBound(t *testing.T) {
 type discard struct{ n atomic.Int64 }
 
 func (*discard) Name() string { return "discard" }
-func (*discard) Run(ctx context.Context, _ func(platform.Event)) error {
+func (*discard) Run(ctx context.Context, _ platform.Inbound) error {
 	<-ctx.Done()
 	return nil
 }

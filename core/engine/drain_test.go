@@ -14,38 +14,35 @@ import (
 )
 
 // connAdapter imitates a WebSocket adapter: its Sender works only while
-// Run runs, and it implements platform.Drainer.
+// Run runs, and Run keeps running after it stopped taking events.
 type connAdapter struct {
 	*memory.Adapter
-	mu        sync.Mutex
-	running   bool
-	receiving bool
-	stops     int
+	mu      sync.Mutex
+	running bool
+	stops   int // times Run saw Receiving close
 }
 
-func (a *connAdapter) Run(ctx context.Context, handle func(platform.Event)) error {
+func (a *connAdapter) Run(ctx context.Context, in platform.Inbound) error {
 	a.mu.Lock()
-	a.running, a.receiving = true, true
+	a.running = true
 	a.mu.Unlock()
-	err := a.Adapter.Run(ctx, func(ev platform.Event) {
-		a.mu.Lock()
-		ok := a.receiving
-		a.mu.Unlock()
-		if ok {
-			handle(ev)
+	go func() { // ends with Run's context
+		select {
+		case <-in.Receiving:
+			a.mu.Lock()
+			a.stops++
+			a.mu.Unlock()
+		case <-ctx.Done():
 		}
-	})
+	}()
+	// The memory adapter stops taking events when Receiving closes; the
+	// connection stays until ctx ends.
+	err := a.Adapter.Run(ctx, in)
+	<-ctx.Done()
 	a.mu.Lock()
 	a.running = false
 	a.mu.Unlock()
 	return err
-}
-
-func (a *connAdapter) StopReceiving() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.receiving = false
-	a.stops++
 }
 
 func (a *connAdapter) Sender() platform.Sender {
@@ -61,10 +58,9 @@ func (a *connAdapter) Sender() platform.Sender {
 	})
 }
 
-var _ platform.Drainer = (*connAdapter)(nil)
-
-// Run keeps a Drainer's connections open until the pending replies were
-// sent: a /count whose replies are still queued when Run's context ends is
+// Run keeps an adapter's connections open until the pending replies were
+// sent: it stops taking events when Run's context ends, and its Run's
+// context ends once a /count whose replies were still queued was
 // delivered in full.
 func TestRunDrainsBeforeClosingConnections(t *testing.T) {
 	conn := &connAdapter{Adapter: memory.New()}
@@ -101,7 +97,7 @@ func TestRunDrainsBeforeClosingConnections(t *testing.T) {
 	conn.mu.Lock()
 	defer conn.mu.Unlock()
 	if conn.stops != 1 || conn.running {
-		t.Fatalf("StopReceiving called %d times, running %v", conn.stops, conn.running)
+		t.Fatalf("Receiving closed %d times before the connection ended, running %v", conn.stops, conn.running)
 	}
 }
 
@@ -112,25 +108,21 @@ type confirmingAdapter struct {
 	answers chan error
 }
 
-func (a *confirmingAdapter) Run(context.Context, func(platform.Event)) error {
-	return errors.New("Run called instead of RunConfirmed")
-}
-
-func (a *confirmingAdapter) RunConfirmed(ctx context.Context, handle func(platform.Event) error) error {
+func (a *confirmingAdapter) Run(ctx context.Context, in platform.Inbound) error {
 	for {
 		select {
 		case ev := <-a.events:
-			a.answers <- handle(ev)
+			a.answers <- in.Handle(ev)
+		case <-in.Receiving:
+			return nil
 		case <-ctx.Done():
 			return nil
 		}
 	}
 }
 
-var _ platform.ConfirmingAdapter = (*confirmingAdapter)(nil)
-
-// A ConfirmingAdapter learns which events the engine refused.
-func TestRunConfirmedReportsRefusals(t *testing.T) {
+// An adapter learns which events the engine refused.
+func TestHandleReportsRefusals(t *testing.T) {
 	a := &confirmingAdapter{Adapter: memory.New(), events: make(chan platform.Event), answers: make(chan error)}
 	e, err := engine.New(engine.WithAdapter(a), engine.WithInboundQueueSize(1), engine.WithHandlerConcurrency(1))
 	if err != nil {

@@ -91,7 +91,7 @@ type Stats struct {
 	Duplicates uint64
 	// Journal counts what the journal holds for this process, not done
 	// yet; zero without a journal.
-	Journal JournalStats
+	Journal journal.Stats
 }
 
 // Engine routes inbound events from its adapters to the handlers whose
@@ -669,24 +669,21 @@ func isUserError(err error) bool {
 // letters, the sends not done, then the events not handled; it returns
 // the journal's error if it cannot read them), starts the schedule, and
 // joins the journal, which runs the adapters this process leads and feeds
-// their events to HandleEvent (an adapter that implements
-// platform.ConfirmingAdapter learns which ones HandleEvent refused, so it
-// can have the platform deliver them again). One process leads every
-// adapter; with a journal shared by several processes (package cluster's
-// Shared), see journal.Journal.
+// their events to HandleEvent (each adapter's Run learns which ones
+// HandleEvent refused, so it can have the platform deliver them again).
+// One process leads every adapter; with a journal shared by several
+// processes (package cluster's Shared), see journal.Journal.
 //
 // Then it stops the engine, giving pending handlers and replies
 // WithShutdownTimeout to finish (see Shutdown):
 //
-//  1. Adapters stop receiving: Run ends the Run of each adapter, except
-//     those that implement platform.Drainer, which are told to
-//     StopReceiving and keep their connections open for sends. What an
+//  1. Adapters stop taking events (platform.Inbound's Receiving closes);
+//     those whose sends need their connections keep them open. What an
 //     adapter does on its way out (confirming the events it handed on)
-//     is bounded by the shutdown timeout: the context
-//     platform.StopContext finds in its Run context ends with it.
+//     is bounded by the shutdown timeout (Inbound's Stop ends with it).
 //  2. Shutdown: queued events are handled, then every pending reply is
 //     sent.
-//  3. The remaining adapters' Run is ended, and the journal left.
+//  3. The adapters' Run is ended, and the journal left.
 //
 // Run returns nil after a clean stop; the failing adapter's error if one
 // failed; and, joined to it, the Shutdown error if pending work had to be
@@ -751,11 +748,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	return runErr
 }
 
-func (e *Engine) handleFromAdapter(ev platform.Event) {
-	if err := e.HandleEvent(ev); err != nil {
-		e.limitedLog.Warn("engine: event dropped", zap.String("platform", ev.Platform), zap.String("chat", ev.Chat.ID),
+// handleFrom is the engine's side of its adapters' Inbound.Handle:
+// HandleEvent, its refusals logged (at most once an interval).
+func (e *Engine) handleFrom(ev platform.Event) error {
+	err := e.HandleEvent(ev)
+	if err != nil {
+		e.limitedLog.Warn("engine: event refused", zap.String("platform", ev.Platform), zap.String("chat", ev.Chat.ID),
 			zap.String("event", ev.ID), zap.Error(err))
 	}
+	return err
 }
 
 // Shutdown stops the engine in order: HandleEvent refuses new events, and

@@ -716,7 +716,7 @@ func TestRunWithAdapter(t *testing.T) {
 type failingAdapter struct{ *memory.Adapter }
 
 func (failingAdapter) Name() string { return "failing" }
-func (failingAdapter) Run(context.Context, func(platform.Event)) error {
+func (failingAdapter) Run(context.Context, platform.Inbound) error {
 	return errors.New("token revoked")
 }
 

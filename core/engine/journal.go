@@ -46,18 +46,9 @@ func newJournalState(log *zap.Logger) *journalState {
 	return &journalState{log: log, replayed: make(map[string]*future.Future[platform.SendResult])}
 }
 
-// JournalStats counts what this process holds in its journal and has not
-// done yet: Events recorded and not handled, Sends recorded and not final.
-// Both are zero once every reply was sent and every event handled: the
-// moment a crash can repeat nothing. A journal that keeps nothing (the
-// default) counts nothing.
-type JournalStats struct {
-	Events, Sends int64
-}
-
 // stats returns the counts of records held and not done.
-func (js *journalState) stats() JournalStats {
-	return JournalStats{Events: js.events.Load(), Sends: js.sends.Load()}
+func (js *journalState) stats() journal.Stats {
+	return journal.Stats{Events: js.events.Load(), Sends: js.sends.Load()}
 }
 
 // failed records that a journal call failed with err, logging the start of

@@ -92,37 +92,29 @@ func (e *Engine) sendTaskOf(out journal.Outgoing) (*sendTask, error) {
 	return t, nil
 }
 
-// Lead implements journal.Member: it runs the adapter named name until ctx
-// ends — its RunConfirmed, for a platform.ConfirmingAdapter, else its Run
-// — and stops it as Run's doc says, a platform.Drainer once conn ended
-// too. What the adapter does on its way out is bounded by the engine's
-// shutdown timeout (platform.StopContext). An adapter that fails for
-// good stops the engine.
+// Lead implements journal.Member: it runs the adapter named name — its
+// Run, taking events until ctx ends and keeping its connection for the
+// sends still being made until conn ends — and, first, sets its commands
+// menu (platform.CommandSetter). What the adapter does on its way out is
+// bounded by the engine's shutdown timeout (Inbound.Stop). An adapter
+// that fails for good stops the engine.
 func (m *member) Lead(ctx, conn context.Context, name string) error {
 	e := m.engine()
 	a := e.adapter(name)
 	if a == nil {
 		return fmt.Errorf("engine: no adapter %q", name)
 	}
-	actx, cancel := context.WithCancel(platform.WithStopContext(context.WithoutCancel(ctx), e.stopCtx))
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	if d, ok := a.(platform.Drainer); ok {
-		defer context.AfterFunc(ctx, d.StopReceiving)()
-		defer context.AfterFunc(conn, cancel)()
-	} else {
-		defer context.AfterFunc(ctx, cancel)()
-	}
+	defer context.AfterFunc(conn, cancel)()
+	receiving := make(chan struct{})
+	defer context.AfterFunc(ctx, func() { close(receiving) })()
 	if cs, ok := a.(platform.CommandSetter); ok {
 		e.setCommands(actx, cs)
 	}
-	var err error
-	if ca, ok := a.(platform.ConfirmingAdapter); ok {
-		err = ca.RunConfirmed(actx, e.HandleEvent)
-	} else {
-		err = a.Run(actx, e.handleFromAdapter)
-	}
+	err := a.Run(actx, platform.Inbound{Handle: e.handleFrom, Receiving: receiving, Stop: e.stopCtx})
 	switch {
-	case actx.Err() == nil:
+	case ctx.Err() == nil:
 		// It stopped by itself: the engine stops.
 		if err == nil {
 			err = fmt.Errorf("engine: adapter %s stopped", name)
@@ -137,18 +129,21 @@ func (m *member) Lead(ctx, conn context.Context, name string) error {
 	case err != nil:
 		e.log.Warn("adapter stopped with an error", zap.String("adapter", name), zap.Error(err))
 	}
+	<-actx.Done() // an adapter that returned as it stopped taking events: the sends run out
 	return nil
 }
 
-// Listen implements journal.Member: a platform.Receiver configured to take
-// events in at a listener of its own receives in every process.
+// Listen implements journal.Member: the adapter's Run, listening only
+// (Inbound.Listen), takes in the events the platform delivers to its own
+// listener (a webhook) in every process; an adapter without one returns at
+// once.
 func (m *member) Listen(ctx context.Context, name string) error {
 	e := m.engine()
-	r, ok := e.adapter(name).(platform.Receiver)
-	if !ok || !r.Receives() {
+	a := e.adapter(name)
+	if a == nil {
 		return nil
 	}
-	err := r.Receive(platform.WithStopContext(ctx, e.stopCtx), e.HandleEvent)
+	err := a.Run(ctx, platform.Inbound{Handle: e.handleFrom, Listen: true, Stop: e.stopCtx})
 	if err != nil && ctx.Err() == nil {
 		e.log.Error("engine: receiving failed; this process takes no events from the adapter", zap.String("adapter", name), zap.Error(err))
 		return err

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldbot/herald/core/journal"
 )
 
 // dispatcherCollector exports a dispatcher's [DispatcherStats] to
@@ -74,15 +76,15 @@ func (c *dispatcherCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// journalCollector exports JournalStats:
+// journalCollector exports journal.Stats:
 //
 //	herald_journal_pending{kind="events"|"sends"}  gauge  Events, Sends
 type journalCollector struct {
-	stats func() JournalStats
+	stats func() journal.Stats
 	desc  *prometheus.Desc
 }
 
-func newJournalCollector(stats func() JournalStats) *journalCollector {
+func newJournalCollector(stats func() journal.Stats) *journalCollector {
 	return &journalCollector{stats: stats, desc: prometheus.NewDesc("herald_journal_pending",
 		"Events recorded in the journal and not handled yet, and sends recorded and not final.", []string{"kind"}, nil)}
 }

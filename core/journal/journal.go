@@ -160,6 +160,15 @@ type Member interface {
 	Interact(ctx context.Context, adapter string, in Interaction) ([]byte, error)
 }
 
+// Stats counts what one process holds in its journal and has not done
+// yet: Events recorded and not handled, Sends recorded and not final. Both
+// are zero once every reply was sent and every event handled: the moment
+// a crash can repeat nothing. A journal that keeps nothing (the default)
+// counts nothing. The engine reports them (engine.Stats' Journal).
+type Stats struct {
+	Events, Sends int64
+}
+
 // Incoming is an event a [Journal] hands to its [Member].
 type Incoming struct {
 	Event platform.Event
