@@ -42,6 +42,10 @@ var ErrWouldExceedDeadline = errors.New("platform: wait would exceed the send's 
 // sequential), so it needs no locking; it must not be used by goroutines
 // that outlive a run.
 type Progress struct {
+	// Submitted is when the send was handed to the scheduler that runs it
+	// (zero when unknown): Started less Submitted is how long it waited
+	// for its first run, in its chat's queue.
+	Submitted time.Time `json:"-"`
 	// Started is when the send's first run began.
 	Started time.Time `json:"started"`
 	// Deadline is the end of the send's life, its waits between runs
@@ -57,9 +61,19 @@ type Progress struct {
 	// Platform is what the platform sender keeps between runs, in its own
 	// JSON form: how many parts of a long text it delivered, say.
 	Platform json.RawMessage `json:"platform,omitempty"`
+	// Sending is the time spent so far in the platform sender's calls,
+	// as the layer right above it measures it (package middleware/sender's
+	// Timeout); the rest of the send's time went to waits.
+	Sending time.Duration `json:"-"`
+	// Ended is when the send's outcome became final, as the first layer
+	// that saw it there recorded it; zero until then.
+	Ended time.Time `json:"-"`
 
 	resumable bool
-	values    []layerValue
+	// What layers keep (SetValue): the first ones inline, so that a send
+	// through the default chain allocates nothing for them.
+	values [2]layerValue
+	more   []layerValue
 }
 
 // layerValue is what one layer keeps in a Progress (SetValue).
@@ -70,7 +84,12 @@ type layerValue struct {
 // Value returns what the layer whose key is key keeps of the send (see
 // SetValue), or nil.
 func (p *Progress) Value(key any) any {
-	for _, lv := range p.values {
+	for i := range p.values {
+		if p.values[i].key == key {
+			return p.values[i].v
+		}
+	}
+	for _, lv := range p.more {
 		if lv.key == key {
 			return lv.v
 		}
@@ -84,19 +103,36 @@ func (p *Progress) Value(key any) any {
 // unexported type of the layer's own, as with context values, so layers
 // never share one.
 func (p *Progress) SetValue(key, v any) {
-	for i, lv := range p.values {
-		if lv.key == key {
+	for i := range p.values {
+		if p.values[i].key == key {
 			if v == nil {
-				p.values = append(p.values[:i], p.values[i+1:]...)
+				p.values[i] = layerValue{}
 			} else {
 				p.values[i].v = v
 			}
 			return
 		}
 	}
-	if v != nil {
-		p.values = append(p.values, layerValue{key, v})
+	for i, lv := range p.more {
+		if lv.key == key {
+			if v == nil {
+				p.more = append(p.more[:i], p.more[i+1:]...)
+			} else {
+				p.more[i].v = v
+			}
+			return
+		}
 	}
+	if v == nil {
+		return
+	}
+	for i := range p.values {
+		if p.values[i].key == nil {
+			p.values[i] = layerValue{key, v}
+			return
+		}
+	}
+	p.more = append(p.more, layerValue{key, v})
 }
 
 // Releaser is implemented by what a layer keeps in a [Progress] that must
@@ -110,9 +146,9 @@ type Releaser interface {
 // keep in p that is a [Releaser], and forgets it. The scheduler that owns
 // p calls it.
 func (p *Progress) Release() {
-	values := p.values
-	p.values = nil
-	for _, lv := range values {
+	values, more := p.values, p.more
+	p.values, p.more = [2]layerValue{}, nil
+	for _, lv := range append(values[:], more...) {
 		if r, ok := lv.v.(Releaser); ok {
 			r.Release()
 		}

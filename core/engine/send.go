@@ -116,6 +116,7 @@ func (e *Engine) newSendTask(s platform.Sender, req platform.SendRequest) *sendT
 	}
 	t := &sendTask{s: s, req: req, js: e.js}
 	t.progress = *platform.NewProgress(time.Time{}, deadline) // Started: at the first run
+	t.progress.Submitted = now
 	return t
 }
 

@@ -440,7 +440,7 @@ func keepDeadLetters(store *DeadLetterStore) func(context.Context, Outcome) {
 			return
 		}
 		p := platform.ProgressOf(ctx)
-		if p != nil && stateOf(p).journaled && errors.Is(o.Err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) {
+		if p != nil && peekState(p).journaled && errors.Is(o.Err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) {
 			return // a journal keeps the send, to make it at the next start
 		}
 		store.Add(DeadLetter{Request: o.Request, Attempts: o.Attempts, Err: o.Err, At: time.Now()})

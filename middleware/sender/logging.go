@@ -17,7 +17,10 @@ const TextPrefixRunes = 32
 //
 //	platform     SendRequest.Platform
 //	chat         SendRequest.Target.ID
-//	duration     the time the send took, retries and waits included
+//	duration     the time the send took from its first run, retries and waits included
+//	queued       the time it waited in its chat's queue before (when known)
+//	sending      the part of duration spent in the platform's calls (with a Timeout below)
+//	waiting      the rest of duration: rate-limit waits and retries' backoffs
 //	attempts     how many attempts it took (see [Retry]; 1 without Retry)
 //	outcome      [OutcomeOf] the final error
 //	message_id   SendResult.MessageID, on success
@@ -45,11 +48,14 @@ func logOutcomes(logger *zap.Logger) func(context.Context, Outcome) {
 		if ce == nil {
 			return
 		}
-		fields := make([]zap.Field, 0, 8)
+		fields := make([]zap.Field, 0, 11)
 		fields = append(fields,
 			zap.String("platform", o.Request.Platform),
 			zap.String("chat", o.Request.Target.ID),
 			zap.Duration("duration", o.Duration),
+			zap.Duration("queued", o.Queued),
+			zap.Duration("sending", o.Sending),
+			zap.Duration("waiting", max(o.Duration-o.Sending, 0)),
 			zap.Int("attempts", o.Attempts),
 			zap.String("outcome", o.Kind()),
 		)

@@ -54,7 +54,7 @@ func TestLoggingSuccess(t *testing.T) {
 			}
 			return nil
 		}}
-		s := sender.Chain(sender.Logging(zap.New(core)), sender.Retry(noJitter(3, 5*time.Millisecond, time.Second)))(r)
+		s := sender.Chain(sender.Logging(zap.New(core)), sender.Retry(noJitter(3, 5*time.Millisecond, time.Second)), sender.Timeout(time.Second))(r)
 		if _, err := s.Send(context.Background(), secretRequest()); err != nil {
 			t.Fatal(err)
 		}
@@ -71,6 +71,9 @@ func TestLoggingSuccess(t *testing.T) {
 			"platform":   "telegram",
 			"chat":       "42",
 			"duration":   45 * time.Millisecond,
+			"queued":     time.Duration(0), // no scheduler says when it was submitted
+			"sending":    40 * time.Millisecond,
+			"waiting":    5 * time.Millisecond, // the backoff
 			"attempts":   int64(2),
 			"outcome":    "ok",
 			"message_id": "m2",

@@ -25,6 +25,15 @@ type Outcome struct {
 	// Duration is the send's whole time, from its first run's start to
 	// its end: retries, backoffs and rate-limit waits included.
 	Duration time.Duration
+	// Queued is how long the send waited for its first run, in its
+	// chat's queue (zero when its scheduler does not say:
+	// platform.Progress Submitted).
+	Queued time.Duration
+	// Sending is the part of Duration spent in the calls of the platform
+	// sender, as a [Timeout] below measures it (zero without one); the
+	// rest of Duration was spent waiting for rate-limit tokens and
+	// between retries.
+	Sending time.Duration
 }
 
 // Kind classifies the outcome with [OutcomeOf].
@@ -53,18 +62,22 @@ func Observe(fn func(ctx context.Context, o Outcome)) SenderDecorator {
 			if _, paused := platform.PauseOf(err); paused {
 				return res, err
 			}
-			st := stateOf(p)
-			if st.ended.IsZero() {
-				st.ended = time.Now() // once, for every observer of the send
+			if p.Ended.IsZero() {
+				p.Ended = time.Now() // once, for every observer of the send
 			}
-			fn(ctx, Outcome{
+			o := Outcome{
 				Request:      req,
 				Result:       res,
 				Err:          err,
 				Attempts:     attemptsMade(p, err),
-				DeadLettered: st.deadLettered,
-				Duration:     st.ended.Sub(p.Started),
-			})
+				DeadLettered: peekState(p).deadLettered,
+				Duration:     p.Ended.Sub(p.Started),
+				Sending:      p.Sending,
+			}
+			if !p.Submitted.IsZero() && p.Started.After(p.Submitted) {
+				o.Queued = p.Started.Sub(p.Submitted)
+			}
+			fn(ctx, o)
 			return res, err
 		})
 	}
@@ -150,7 +163,7 @@ func observeAll(fns ...func(context.Context, Outcome)) func(context.Context, Out
 		for _, fn := range live {
 			fn(ctx, o)
 			if p != nil {
-				o.DeadLettered = stateOf(p).deadLettered // as the next layer out would see it
+				o.DeadLettered = peekState(p).deadLettered // as the next layer out would see it
 			}
 		}
 	}

@@ -1,19 +1,18 @@
 package sender
 
 import (
-	"time"
-
 	"github.com/heraldbot/herald/platform"
 )
 
 // sendState is what the layers of this package keep of one send across
-// its runs, in its platform.Progress (Progress.Value).
+// its runs, in its platform.Progress (Progress.Value). It is made only
+// when a layer has something to keep across runs or layers: a send that
+// succeeds at its first attempt, unpaused, has none.
 type sendState struct {
-	inAttempt    bool      // Retry: an attempt is under way across runs (a layer below paused it)
-	lastErr      error     // Retry: the error of the last attempt that failed
-	deadLettered bool      // DeadLetters kept the failed send
-	ended        time.Time // when its outcome became final, as the first observer saw it
-	journaled    bool      // a journal keeps the send until its outcome is final (MarkJournaled)
+	inAttempt    bool  // Retry: an attempt is under way across runs (a layer below paused it)
+	lastErr      error // Retry: the error of the last attempt that failed, kept across a pause
+	deadLettered bool  // DeadLetters kept the failed send
+	journaled    bool  // a journal keeps the send until its outcome is final (MarkJournaled)
 }
 
 // stateKey keys a send's sendState in its Progress.
@@ -27,6 +26,14 @@ func stateOf(p *platform.Progress) *sendState {
 	st := new(sendState)
 	p.SetValue(stateKey{}, st)
 	return st
+}
+
+// peekState returns the sendState p holds, or a zero one (none is kept).
+func peekState(p *platform.Progress) sendState {
+	if st, ok := p.Value(stateKey{}).(*sendState); ok {
+		return *st
+	}
+	return sendState{}
 }
 
 // MarkJournaled records in p that a journal keeps the send until its

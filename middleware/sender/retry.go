@@ -155,28 +155,39 @@ type retrySender struct {
 
 func (s *retrySender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
 	ctx, p := platform.SendProgress(ctx)
-	st := stateOf(p)
+	// What a run before this one left: an attempt it paused, the error of
+	// the attempt before its backoff. Kept in p only across a pause.
+	st := peekState(p)
+	inAttempt, lastErr := st.inAttempt, st.lastErr
+	keep := func() {
+		kept := stateOf(p)
+		kept.inAttempt, kept.lastErr = inAttempt, lastErr
+	}
 	for {
 		// An attempt paused below is carried on even if ctx has ended:
 		// the decorators below then give back what they hold (reserved
 		// rate tokens) and report the end of ctx, as they would have
 		// had it ended while they waited in place.
-		if !st.inAttempt {
+		if !inAttempt {
 			if err := ctx.Err(); err != nil {
-				return giveUp(p.Attempts, st.lastErr, err)
+				return giveUp(p.Attempts, lastErr, err)
 			}
 			p.Attempts++
-			st.inAttempt = true
+			inAttempt = true
 		}
 		res, err := s.next.Send(ctx, req)
 		if _, paused := platform.PauseOf(err); paused {
+			keep()
 			return res, err // the attempt goes on in the next run
 		}
-		st.inAttempt = false
+		inAttempt = false
 		if err == nil {
+			if st.inAttempt || st.lastErr != nil {
+				keep()
+			}
 			return res, nil
 		}
-		st.lastErr = err
+		lastErr = err
 		if cerr := ctx.Err(); cerr != nil {
 			return giveUp(p.Attempts, err, cerr)
 		}
@@ -196,6 +207,7 @@ func (s *retrySender) Send(ctx context.Context, req platform.SendRequest) (platf
 		}
 		if werr := p.Wait(ctx, d); werr != nil {
 			if _, paused := platform.PauseOf(werr); paused {
+				keep()
 				return platform.SendResult{}, werr // the next attempt is the next run's
 			}
 			return giveUp(p.Attempts, err, werr)

@@ -18,8 +18,9 @@ import (
 // not leave an expired context to the next one, and Retry, seeing the send's
 // own context still live, tries again.
 //
-// A d of zero or less switches the timeout off: Timeout returns the sender
-// unchanged.
+// It also measures the time each call below it takes, which Observe
+// reports as Outcome.Sending. A d of zero or less switches the timeout
+// off: Timeout returns the sender unchanged.
 func Timeout(d time.Duration) SenderDecorator {
 	return func(next platform.Sender) platform.Sender {
 		if d <= 0 {
@@ -35,7 +36,12 @@ type timeoutSender struct {
 }
 
 func (s *timeoutSender) Send(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
-	if deadline, ok := ctx.Deadline(); ok && !deadline.After(time.Now().Add(s.d)) {
+	start := time.Now()
+	if p := platform.ProgressOf(ctx); p != nil {
+		// The attempt's time, for Outcome.Sending.
+		defer func() { p.Sending += time.Since(start) }()
+	}
+	if deadline, ok := ctx.Deadline(); ok && !deadline.After(start.Add(s.d)) {
 		// ctx already ends no later than d from now: a timer would change
 		// nothing but cost allocations.
 		return s.next.Send(ctx, req)
