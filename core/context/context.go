@@ -145,22 +145,41 @@ func (c *Context) ReplyText(text string) *future.Future[platform.SendResult] {
 	return c.x.Reply(platform.TextMessage(text))
 }
 
-// ReplySuccess replies with text marked as a success ("✅ " + text).
+// ReplyTexts are the words ReplySuccess and ReplyError add to a reply
+// (engine.WithReplyTexts sets them): Success before ReplySuccess's text,
+// Error before a [UserError]'s text, and Apology, ReplyError's whole reply
+// to an error without one. The engine's are [DefaultReplyTexts]; an empty
+// Apology means DefaultReplyTexts' without its prefix.
+type ReplyTexts struct {
+	Success, Error, Apology string
+}
+
+// DefaultReplyTexts are the words ReplySuccess and ReplyError add unless
+// the engine is given others.
+var DefaultReplyTexts = ReplyTexts{Success: "✅ ", Error: "⚠️ ", Apology: "⚠️ Sorry, something went wrong."}
+
+// ReplySuccess replies with text marked as a success: after the engine's
+// ReplyTexts Success ("✅ " by default).
 func (c *Context) ReplySuccess(text string) *future.Future[platform.SendResult] {
-	return c.x.Reply(platform.TextMessage("✅ " + text))
+	return c.x.Reply(platform.TextMessage(ReplyTexts(c.x.Texts()).Success + text))
 }
 
 // ReplyError tells the user that something went wrong, without showing
-// them err: the reply is err's [UserError] text if it has one, and a
-// generic apology otherwise. Called in a handler, it logs err at warn
+// them err: the reply is err's [UserError] text if it has one (after the
+// engine's ReplyTexts Error, "⚠️ " by default), and a generic apology
+// otherwise (ReplyTexts Apology). Called in a handler, it logs err at warn
 // level (info for a UserError); in the WithOnError function it logs
 // nothing, as the engine logged err before calling it: an error is logged
 // once.
 func (c *Context) ReplyError(err error) *future.Future[platform.SendResult] {
-	text := "⚠️ Sorry, something went wrong."
+	texts := ReplyTexts(c.x.Texts())
+	text := texts.Apology
+	if text == "" {
+		text = "Sorry, something went wrong."
+	}
 	var ue *UserError
 	if errors.As(err, &ue) && ue.Text != "" {
-		text = "⚠️ " + ue.Text
+		text = texts.Error + ue.Text
 	}
 	switch {
 	case c.x.InHook(): // the error hook's: logged by the engine

@@ -19,6 +19,10 @@ type Context = hctx.Context
 // [hctx.UserError]).
 type UserError = hctx.UserError
 
+// ReplyTexts are the words ReplySuccess and ReplyError add (see
+// [hctx.ReplyTexts] and WithReplyTexts).
+type ReplyTexts = hctx.ReplyTexts
+
 // NewUserError returns a *UserError with the given user-facing text and
 // cause (which may be nil).
 func NewUserError(text string, cause error) error { return hctx.NewUserError(text, cause) }

@@ -49,3 +49,30 @@ func TestEditMenuInPlace(t *testing.T) {
 		t.Fatalf("sent %q; want the edit after the reply queued before it", got)
 	}
 }
+
+// WithReplyTexts sets the words ReplySuccess and ReplyError add; without
+// it they are DefaultReplyTexts'.
+func TestReplyTexts(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		opts  []engine.Option
+		wants []string
+	}{
+		{"default", nil, []string{"✅ done", "⚠️ no such note", "⚠️ Sorry, something went wrong."}},
+		{"set", []engine.Option{engine.WithReplyTexts(engine.ReplyTexts{Success: "OK: ", Apology: "Oops."})}, []string{"OK: done", "no such note", "Oops."}},
+		{"empty apology", []engine.Option{engine.WithReplyTexts(engine.ReplyTexts{})}, []string{"done", "no such note", "Sorry, something went wrong."}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, mem := newEngine(t, tt.opts...)
+			e.OnCommand("go", func(c *engine.Context) error {
+				c.ReplySuccess("done")
+				c.ReplyError(engine.NewUserError("no such note", nil))
+				c.ReplyError(errors.New("disk on fire"))
+				return nil
+			})
+			runEngine(t, e)
+			mem.Say(dm, ann, "/go")
+			waitTexts(t, mem, dm.ID, tt.wants...)
+		})
+	}
+}

@@ -73,3 +73,5 @@ func (v *env) Accepts(accept func(platform.Event) bool, ev platform.Event) (ok b
 	}()
 	return accept(ev)
 }
+
+func (v *env) Texts() handling.Texts { return handling.Texts(v.opts.replyTexts) }

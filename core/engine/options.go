@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	hctx "github.com/heraldbot/herald/core/context"
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
@@ -53,6 +54,8 @@ type options struct {
 	botUsername        string
 	cancelCommand      string // WithCancelCommand's command, or ""
 	cancelReply        string
+	replyTexts         hctx.ReplyTexts
+	textsSet           bool
 }
 
 // withDefaults returns o with each setting left unset given its default.
@@ -78,11 +81,22 @@ func (o options) withDefaults() options {
 	if o.shutdownTimeout <= 0 {
 		o.shutdownTimeout = DefaultShutdownTimeout
 	}
+	if !o.textsSet {
+		o.replyTexts = hctx.DefaultReplyTexts
+	}
 	if o.deadLetters == nil {
 		o.deadLetters = sender.NewDeadLetterStore(0)
 		o.deadLetters.SetLogger(o.logger) // a store of the engine's own logs its drops to the engine's log
 	}
 	return o
+}
+
+// WithReplyTexts sets the words Context.ReplySuccess and ReplyError add
+// to a reply (hctx.DefaultReplyTexts' emoji unless set): each field is
+// used as given, an empty Apology meaning a plain "Sorry, something went
+// wrong.". Repeated use keeps the last.
+func WithReplyTexts(t hctx.ReplyTexts) Option {
+	return optionFunc(func(o *options) { o.replyTexts, o.textsSet = t, true })
 }
 
 // WithLogger sets the engine's logger; handlers get it, with the event's

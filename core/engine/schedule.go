@@ -114,29 +114,25 @@ func (st *stateful) start() { st.sched.Start() }
 func (st *stateful) stop() { st.sched.Stop() }
 
 // Every runs job every interval, under name, from the engine's Run until
-// its Shutdown: the first run one interval after the first start, then on
-// the interval's beat. A run that is still going when the next is due
-// delays it; the runs missed meanwhile are skipped.
+// its Shutdown, and returns the job, whose Stop stops it: the first run one
+// interval after the first start, then on the interval's beat; a run still
+// going when the next is due delays it, and the runs missed meanwhile are
+// skipped.
 //
-// When the next run is due is kept in the schedule store (see
-// [WithScheduleStore]), under name: keep name stable across versions of
+// When the next run is due is kept in the schedule store
+// ([WithScheduleStore]) under name: keep name stable across versions of
 // the bot. With a store that lasts (package cluster's), the beat goes on
-// across restarts, and a process that finds the next run missed — the bot
-// was down when it was due — runs it once at start, skipping the others
-// missed; with several processes sharing the store, each run is made by
-// one of them. With the default MemoryStore, the job lives with the
-// process. A run is claimed in the store before it starts: a run cut off
-// by a crash is made again, after its claim's lease (the handler timeout
-// plus a minute) ended.
+// across restarts (a run missed while the bot was down is made once at
+// start), and of several processes sharing the store one makes each run; a
+// run is claimed in the store before it starts, and a run a crash cut off
+// is made again once its claim's lease (the handler timeout plus a minute)
+// ended. With the default MemoryStore, the job lives with the process.
 //
-// Runs go through the handler pool: they count against
-// WithHandlerConcurrency and in Stats().Handlers, and WithHandlerTimeout
-// bounds each (the job's ctx). Every may be called before or while the
-// engine runs. A nil job, an empty name, a name another job has, or an
-// interval <= 0 is a bug in the program: Every panics with an error
-// wrapping ErrInvalidJob (Use returns it as the plugin's error).
-//
-// It returns the job, whose Stop stops it.
+// Runs go through the handler pool (WithHandlerConcurrency,
+// Stats().Handlers), bounded by WithHandlerTimeout (the job's ctx). A nil
+// job, an empty name, a name another job has, or an interval <= 0 is a bug
+// in the program: Every panics with an error wrapping ErrInvalidJob (Use
+// returns it as the plugin's error).
 func (e *Engine) Every(name string, interval time.Duration, job Job) *JobHandle {
 	return e.registered(e.state.sched.Every(name, interval, job))
 }
@@ -175,30 +171,22 @@ func (e *Engine) At(name string, t time.Time, job Job) *JobHandle {
 }
 
 // SendAt schedules msg to be sent to chat of the adapter platformName at
-// at, and returns the send's id (for CancelSend). It returns once the send
-// is in the schedule store: with a store that lasts (package cluster's),
-// it survives restarts, and of several processes sharing the store one
-// makes it. A send whose time passed while no process ran is made at
-// start.
-//
-// When due, the send goes through Engine.Send — in order with the chat's
-// other sends, through the whole sender chain, and, with a journal, into
-// the journal, under an id that makes a repeat of it (after a crash at the
-// wrong moment) no second send — and leaves the store once Send accepted
-// it. Nothing reports its outcome: a send that fails for good is a dead
-// letter.
+// at, and returns the send's id (for CancelSend), once the send is in the
+// schedule store: with a store that lasts (package cluster's), it survives
+// restarts, one of several processes sharing the store makes it, and a
+// send whose time passed while no process ran is made at start. When due,
+// it goes through Engine.Send (the chat's order, the sender chain, the
+// journal, under an id that makes a repeat after a crash no second send)
+// and leaves the store once Send accepted it; one that fails for good is a
+// dead letter. It is made only while the engine runs.
 //
 // SendAt returns ErrNoChat for a chat without an ID, ErrNoSender for an
 // adapter the engine does not have, an error wrapping
 // platform.ErrInvalidMessage for a message that cannot be sent, ctx's
-// error, and the store's error, wrapped. The send may be scheduled before
-// or while the engine runs; it is made only while it runs.
-//
-// SendID(id) names the send: a SendAt with the id of a send still waiting
-// schedules nothing more and returns id, so a handler run again after a
-// crash (see WithJournal) does not schedule its send twice; name it after
-// the event (c.Event().Platform, c.Event().ID). Without it the id is
-// random.
+// error, and the store's error, wrapped. SendID(id) names the send: a
+// SendAt with the id of a send still waiting schedules nothing more and
+// returns id, so a handler run again after a crash does not schedule its
+// send twice (name it after the event); without it the id is random.
 func (e *Engine) SendAt(ctx context.Context, at time.Time, platformName string, chat platform.Chat, msg platform.OutboundMessage, opts ...SendOption) (string, error) {
 	switch {
 	case chat.ID == "":

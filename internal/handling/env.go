@@ -69,4 +69,12 @@ type Env interface {
 	Accepts(accept func(platform.Event) bool, ev platform.Event) bool
 	// Waits returns the engine's waiting handlings.
 	Waits() *Waits
+	// Texts returns the words ReplySuccess and ReplyError add.
+	Texts() Texts
+}
+
+// Texts are the words a handler's ReplySuccess and ReplyError add (see
+// core/context's ReplyTexts).
+type Texts struct {
+	Success, Error, Apology string
 }

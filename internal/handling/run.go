@@ -229,3 +229,6 @@ func (c *Ctx) replaying() bool {
 
 // Sessions returns the store the engine keeps sessions in.
 func (c *Ctx) Sessions() state.Store { return c.run.env.Sessions() }
+
+// Texts returns the words ReplySuccess and ReplyError add.
+func (c *Ctx) Texts() Texts { return c.run.env.Texts() }
