@@ -40,6 +40,7 @@ import (
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/adapters/telegram"
+	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
 	"github.com/heraldbot/herald/adapters/webchat"
 	"github.com/heraldbot/herald/cluster"
 	"github.com/heraldbot/herald/cluster/embedded"
@@ -62,6 +63,7 @@ var (
 	_ = zap.NewNop
 	_ = memory.New
 	_ = telegram.New
+	_ = telegramtest.NewServer
 	_ = webchat.New
 	_ = cluster.Open
 	_ = embedded.Start
@@ -87,6 +89,7 @@ var (
 
 func digest() string                       { return "" }
 func announce(ctx context.Context) error { return nil }
+func register(e *engine.Engine)            {}
 
 func main() {}
 `

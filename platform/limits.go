@@ -1,5 +1,7 @@
 package platform
 
+import "fmt"
+
 // Limits is the send budget a platform publishes for a bot: token buckets,
 // each a steady rate in messages per second and a burst of messages that
 // may go at once after a quiet spell. A zero rate means no limit of that
@@ -16,6 +18,15 @@ type Limits struct {
 	// group chat (ChatGroup), which take a per-chat token too.
 	PerGroupPerSecond float64
 	PerGroupBurst     int
+}
+
+// Validate returns an error when a rate or a burst of l is negative, and
+// nil otherwise.
+func (l Limits) Validate() error {
+	if l.PerSecond < 0 || l.Burst < 0 || l.PerChatPerSecond < 0 || l.PerChatBurst < 0 || l.PerGroupPerSecond < 0 || l.PerGroupBurst < 0 {
+		return fmt.Errorf("platform: limits with a negative rate or burst (%+v)", l)
+	}
+	return nil
 }
 
 // LimitedAdapter is an [Adapter] whose platform publishes a send budget.

@@ -230,8 +230,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Limits == (platform.Limits{}) {
 		c.Limits = DefaultLimits()
 	}
-	if l := c.Limits; l.PerSecond < 0 || l.Burst < 0 || l.PerChatPerSecond < 0 || l.PerChatBurst < 0 || l.PerGroupPerSecond < 0 || l.PerGroupBurst < 0 {
-		return bad("Limits", "a negative rate or burst (%+v)", l)
+	if err := c.Limits.Validate(); err != nil {
+		return bad("Limits", "a negative rate or burst (%+v)", c.Limits)
 	}
 	switch c.Mode {
 	case Reverse:

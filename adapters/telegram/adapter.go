@@ -94,12 +94,15 @@ func New(cfg Config) (*Adapter, error) {
 // unless configured.
 func (a *Adapter) Name() string { return a.cfg.Name }
 
-// Limits returns the budget Telegram publishes for bots: about 30 messages
-// a second overall, one a second to a chat and 20 a minute to a group, in
-// bursts of 3. The engine rate-limits the adapter's sends by it unless
+// Limits returns the budget Telegram publishes for bots, unless
+// [Config.Limits] sets another: about 30 messages a second overall, one a
+// second to a chat and 20 a minute to a group, in bursts of 3. The engine rate-limits the adapter's sends by it unless
 // configured otherwise (engine.WithRateLimit); it equals
 // sender.TelegramLimits().
 func (a *Adapter) Limits() platform.Limits {
+	if l := a.cfg.Limits; l != nil {
+		return *l
+	}
 	return platform.Limits{
 		PerSecond: 30, Burst: 3,
 		PerChatPerSecond: 1, PerChatBurst: 3,

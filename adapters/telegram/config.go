@@ -177,6 +177,14 @@ type Config struct {
 	// engine's call at start leaves the bot's commands menu as it is (set
 	// with @BotFather, say).
 	NoCommandMenu bool
+
+	// Limits, if not nil, is the send budget [Adapter.Limits] publishes
+	// instead of Telegram's, which the engine applies to the adapter's
+	// sends unless configured otherwise (engine.WithRateLimit). A bot's
+	// tests against the fake Bot API of package telegramtest, which has
+	// no budget unless asked, set &platform.Limits{} (none) to run at full
+	// speed. Its rates and bursts must not be negative.
+	Limits *platform.Limits
 }
 
 // WebhookConfig configures Webhook mode, as part of a [Config], which New
@@ -335,6 +343,11 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.PollTimeout = DefaultPollTimeout
 	case cfg.PollTimeout < time.Second:
 		cfg.PollTimeout = time.Second
+	}
+	if cfg.Limits != nil {
+		if err := cfg.Limits.Validate(); err != nil {
+			return bad("Limits: %v", err)
+		}
 	}
 	cfg.PollTimeout = cfg.PollTimeout.Truncate(time.Second)
 	cfg.AllowedUpdates = slices.Clone(cfg.AllowedUpdates) // nil stays nil

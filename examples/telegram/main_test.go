@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/adapters/telegram"
+	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
 )
 
 // The bot's handlers, tested on the in-memory adapter as a bot author
@@ -49,6 +53,58 @@ func TestHandlers(t *testing.T) {
 	want := []string{"Tea or coffee?", "You chose coffee.", "What is your name?", "Welcome, Ann!"}
 	if got := mem.Texts(chat.ID); !slices.Equal(got, want) {
 		t.Fatalf("the chat got %q; want %q", got, want)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The same handlers on the Telegram adapter, against the fake Bot API of
+// telegramtest: a bot's test of its Telegram side. The fake applies no
+// budget, and the adapter is told to publish none (Config.Limits), so
+// twenty replies to one chat go at once rather than one a second.
+func TestOnTheFakeBotAPI(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	tg, err := telegram.New(telegram.Config{Token: "123456:test-token", APIEndpoint: srv.Endpoint(), Limits: &platform.Limits{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.WithAdapter(tg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	register(e)
+	e.OnCommand("twenty", func(c *engine.Context) error {
+		for i := range 20 {
+			c.ReplyText(strconv.Itoa(i + 1))
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+
+	ann := platform.User{ID: "7", Name: "Ann"}
+	srv.Say(7, ann, "/start")
+	sent, err := srv.WaitSent(ctx, 7, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[0].Text != "Tea or coffee?" || len(sent[0].Keyboard) != 1 {
+		t.Fatalf("/start sent %+v", sent[0])
+	}
+	srv.Say(7, ann, "/twenty")
+	sent, err = srv.WaitSent(ctx, 7, 21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range sent[1:] {
+		if m.Text != strconv.Itoa(i+1) {
+			t.Fatalf("reply %d is %q; want them in order", i+1, m.Text)
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -8,6 +8,8 @@ import (
 	"unicode/utf16"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/heraldbot/herald/platform"
 )
 
 // maxUpdates is the most updates one getUpdates call returns, as on Telegram.
@@ -57,6 +59,15 @@ func (s *Server) SendUserMessage(chatID int64, from tgbotapi.User, text string) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pushLocked(s.userMessageLocked(chatID, from, text))
+}
+
+// Say is [Server.SendUserMessage] with Herald's own user: from.ID is the
+// user's Telegram ID in decimal (one that does not parse is 0), Name their
+// first name and Username their username. A bot's tests need not import
+// the Telegram library.
+func (s *Server) Say(chatID int64, from platform.User, text string) int {
+	id, _ := strconv.ParseInt(from.ID, 10, 64)
+	return s.SendUserMessage(chatID, tgbotapi.User{ID: id, FirstName: from.Name, UserName: from.Username, IsBot: from.IsBot}, text)
 }
 
 // UserMessageUpdate is [Server.SendUserMessage] without the queueing: the
