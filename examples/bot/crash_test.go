@@ -29,8 +29,8 @@ import (
 // idempotency key).
 
 const (
-	crashChats   = 50
-	crashCount   = 20
+	crashChats   = 30
+	crashCount   = 15
 	crashSecret  = "e2e-webhook-secret"
 	crashToken   = "123456:e2e-secret-token"
 	crashTimeout = 4 * time.Minute
