@@ -135,17 +135,18 @@ type Event struct {
 	Inline InlineQuery `json:"inline,omitzero"`
 
 	// Reactions holds the reactions of an EventReaction or
-	// EventReactionCount.
-	Reactions ReactionUpdate `json:"reactions,omitzero"`
+	// EventReactionCount; nil for other events.
+	Reactions *ReactionUpdate `json:"reactions,omitempty"`
 	// Member holds the change of an EventMemberUpdated, of the bot's
 	// membership events (EventBotBlocked and the others) and the request
-	// of an EventJoinRequest.
-	Member MemberUpdate `json:"member,omitzero"`
+	// of an EventJoinRequest; nil for other events.
+	Member *MemberUpdate `json:"member,omitempty"`
 	// Payment holds the payment of an EventPreCheckout, EventPayment or
-	// EventRefund.
-	Payment Payment `json:"payment,omitzero"`
-	// Business holds the connection of an EventBusinessConnection.
-	Business BusinessConnection `json:"business,omitzero"`
+	// EventRefund; nil for other events.
+	Payment *Payment `json:"payment,omitempty"`
+	// Business holds the connection of an EventBusinessConnection; nil
+	// for other events.
+	Business *BusinessConnection `json:"business,omitempty"`
 	// MessageIDs are the messages of an EventMessagesDeleted.
 	MessageIDs []string `json:"message_ids,omitempty"`
 }

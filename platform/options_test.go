@@ -85,10 +85,10 @@ func TestEventJSONRawRoundTrip(t *testing.T) {
 		From:      platform.User{ID: "1", Name: "Ann", LanguageCode: "pt-br"},
 		MessageID: "5", Time: time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC),
 		Raw:        raw,
-		Reactions:  platform.ReactionUpdate{New: []platform.Reaction{{Emoji: "👍"}}, Counts: []platform.ReactionCount{{Reaction: platform.Reaction{Paid: true}, Count: 2}}},
-		Member:     platform.MemberUpdate{User: platform.User{ID: "2"}, Old: platform.MemberLeft, New: platform.MemberRegular, InviteLink: "l"},
-		Payment:    platform.Payment{Currency: "XTR", Amount: 5, Payload: "p", ChargeID: "c", SubscriptionExpires: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)},
-		Business:   platform.BusinessConnection{ID: "bc", Enabled: true, CanReply: true},
+		Reactions:  &platform.ReactionUpdate{New: []platform.Reaction{{Emoji: "👍"}}, Counts: []platform.ReactionCount{{Reaction: platform.Reaction{Paid: true}, Count: 2}}},
+		Member:     &platform.MemberUpdate{User: platform.User{ID: "2"}, Old: platform.MemberLeft, New: platform.MemberRegular, InviteLink: "l"},
+		Payment:    &platform.Payment{Currency: "XTR", Amount: 5, Payload: "p", ChargeID: "c", SubscriptionExpires: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)},
+		Business:   &platform.BusinessConnection{ID: "bc", Enabled: true, CanReply: true},
 		MessageIDs: []string{"1", "2"},
 	}
 	b, err := json.Marshal(ev)

@@ -118,7 +118,7 @@ var botAPIUpdates = []botAPIUpdate{
 		}},
 	{"pre_checkout_query", `{"id":"pcq1","from":` + userJSON + `,"currency":"XTR","total_amount":50,"invoice_payload":"order-2"}`,
 		func(t *testing.T, ev platform.Event) {
-			want(t, ev.Kind == platform.EventPreCheckout && ev.QueryID == "pcq1" && ev.Payment == platform.Payment{Currency: "XTR", Amount: 50, Payload: "order-2"},
+			want(t, ev.Kind == platform.EventPreCheckout && ev.QueryID == "pcq1" && ev.Payment != nil && *ev.Payment == platform.Payment{Currency: "XTR", Amount: 50, Payload: "order-2"},
 				"pre-checkout query %+v", ev)
 		}},
 	{"purchased_paid_media", `{"from":` + userJSON + `,"paid_media_payload":"album-3"}`,

@@ -127,13 +127,14 @@ func updateToEvents(name string, u *update, botUsername string, now time.Time) [
 		if r.User == nil && r.ActorChat != nil {
 			ev.From = chatAsUser(r.ActorChat)
 		}
-		ev.Reactions = platform.ReactionUpdate{Old: reactionsOf(r.OldReaction), New: reactionsOf(r.NewReaction)}
+		ev.Reactions = &platform.ReactionUpdate{Old: reactionsOf(r.OldReaction), New: reactionsOf(r.NewReaction)}
 		return one(ev)
 	case u.MessageReactionCount != nil:
 		r := u.MessageReactionCount
 		ev := base
 		ev.Kind = platform.EventReactionCount
 		ev.Chat, ev.MessageID, ev.Time = chatOf(r.Chat), messageID(r.MessageID), unixOr(r.Date, now)
+		ev.Reactions = &platform.ReactionUpdate{}
 		for _, c := range r.Reactions {
 			ev.Reactions.Counts = append(ev.Reactions.Counts, platform.ReactionCount{Reaction: reactionOf(c.Type), Count: c.TotalCount})
 		}
@@ -151,7 +152,7 @@ func updateToEvents(name string, u *update, botUsername string, now time.Time) [
 		ev := base
 		ev.Kind = platform.EventJoinRequest
 		ev.Chat, ev.From, ev.Time, ev.Text = chatOf(r.Chat), userOf(r.From), unixOr(r.Date, now), r.Bio
-		ev.Member = platform.MemberUpdate{User: ev.From, UserChatID: idText(r.UserChatID)}
+		ev.Member = &platform.MemberUpdate{User: ev.From, UserChatID: idText(r.UserChatID)}
 		if r.InviteLink != nil {
 			ev.Member.InviteLink = r.InviteLink.InviteLink
 		}
@@ -161,7 +162,7 @@ func updateToEvents(name string, u *update, botUsername string, now time.Time) [
 		ev := base
 		ev.Kind = platform.EventPreCheckout
 		ev.From, ev.QueryID = userOf(q.From), q.ID
-		ev.Payment = platform.Payment{Currency: q.Currency, Amount: max(q.TotalAmount, 0), Payload: q.InvoicePayload, ShippingOptionID: q.ShippingOptionID}
+		ev.Payment = &platform.Payment{Currency: q.Currency, Amount: max(q.TotalAmount, 0), Payload: q.InvoicePayload, ShippingOptionID: q.ShippingOptionID}
 		return one(ev)
 	case u.BusinessConnection != nil:
 		c := u.BusinessConnection
@@ -169,7 +170,7 @@ func updateToEvents(name string, u *update, botUsername string, now time.Time) [
 		ev.Kind = platform.EventBusinessConnection
 		ev.From, ev.Time = userOf(c.User), unixOr(c.Date, now)
 		ev.Chat = platform.Chat{ID: idText(c.UserChatID), Type: platform.ChatPrivate, Title: ev.From.Name, BusinessConnectionID: c.ID}
-		ev.Business = platform.BusinessConnection{ID: c.ID, User: ev.From, UserChatID: ev.Chat.ID, Enabled: c.IsEnabled,
+		ev.Business = &platform.BusinessConnection{ID: c.ID, User: ev.From, UserChatID: ev.Chat.ID, Enabled: c.IsEnabled,
 			CanReply: c.CanReply || c.Rights != nil && c.Rights.CanReply, Since: unixOr(c.Date, time.Time{})}
 		return one(ev)
 	case u.DeletedBusinessMessages != nil:
@@ -197,9 +198,11 @@ func updateToEvents(name string, u *update, botUsername string, now time.Time) [
 			ev.Text = m.Caption
 		}
 	case u.ShippingQuery != nil:
-		ev.From, ev.QueryID, ev.Payment.Payload = userOf(u.ShippingQuery.From), u.ShippingQuery.ID, u.ShippingQuery.InvoicePayload
+		ev.From, ev.QueryID = userOf(u.ShippingQuery.From), u.ShippingQuery.ID
+		ev.Payment = &platform.Payment{Payload: u.ShippingQuery.InvoicePayload}
 	case u.PurchasedPaidMedia != nil:
-		ev.From, ev.Payment.Payload = userOf(u.PurchasedPaidMedia.From), u.PurchasedPaidMedia.PaidMediaPayload
+		ev.From = userOf(u.PurchasedPaidMedia.From)
+		ev.Payment = &platform.Payment{Payload: u.PurchasedPaidMedia.PaidMediaPayload}
 	case u.PollAnswer != nil:
 		ev.From = userOf(u.PollAnswer.User)
 		if u.PollAnswer.User == nil && u.PollAnswer.VoterChat != nil {
@@ -212,7 +215,8 @@ func updateToEvents(name string, u *update, botUsername string, now time.Time) [
 	case u.ManagedBot != nil:
 		ev.From = userOf(u.ManagedBot.User)
 	case u.Subscription != nil:
-		ev.From, ev.Payment.Payload = userOf(u.Subscription.User), u.Subscription.InvoicePayload
+		ev.From = userOf(u.Subscription.User)
+		ev.Payment = &platform.Payment{Payload: u.Subscription.InvoicePayload}
 	}
 	return one(ev)
 }
@@ -221,7 +225,7 @@ func updateToEvents(name string, u *update, botUsername string, now time.Time) [
 func memberEvent(base platform.Event, m *chatMemberUpdated, now time.Time) platform.Event {
 	ev := base
 	ev.Chat, ev.From, ev.Time = chatOf(m.Chat), userOf(m.From), unixOr(m.Date, now)
-	ev.Member = platform.MemberUpdate{
+	ev.Member = &platform.MemberUpdate{
 		User: userOf(m.NewChatMember.User),
 		Old:  platform.MemberStatus(m.OldChatMember.Status), New: platform.MemberStatus(m.NewChatMember.Status),
 		OldIsMember: m.OldChatMember.IsMember, NewIsMember: m.NewChatMember.IsMember,
@@ -385,7 +389,7 @@ func messageEvents(base platform.Event, m *message, kind platform.EventKind, bot
 	switch p := m.SuccessfulPayment; {
 	case p != nil:
 		ev.Kind = platform.EventPayment
-		ev.Payment = platform.Payment{
+		ev.Payment = &platform.Payment{
 			Currency: p.Currency, Amount: max(p.TotalAmount, 0), Payload: p.InvoicePayload,
 			ChargeID: p.TelegramPaymentChargeID, ProviderChargeID: p.ProviderPaymentChargeID, ShippingOptionID: p.ShippingOptionID,
 			SubscriptionExpires: unixOr(p.SubscriptionExpirationDate, time.Time{}), Recurring: p.IsRecurring, FirstRecurring: p.IsFirstRecurring,
@@ -394,7 +398,7 @@ func messageEvents(base platform.Event, m *message, kind platform.EventKind, bot
 	case m.RefundedPayment != nil:
 		r := m.RefundedPayment
 		ev.Kind = platform.EventRefund
-		ev.Payment = platform.Payment{Currency: r.Currency, Amount: max(r.TotalAmount, 0), Payload: r.InvoicePayload,
+		ev.Payment = &platform.Payment{Currency: r.Currency, Amount: max(r.TotalAmount, 0), Payload: r.InvoicePayload,
 			ChargeID: r.TelegramPaymentChargeID, ProviderChargeID: r.ProviderPaymentChargeID}
 		return []platform.Event{ev}
 	}

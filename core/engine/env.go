@@ -27,8 +27,8 @@ func (v *env) Base() context.Context { return v.in.Base() }
 
 func (v *env) Adapter(name string) platform.Adapter { return v.engine().adapter(name) }
 
-func (v *env) QueueSend(key string, s journal.Send, onFail func(error)) (*future.Future[platform.SendResult], error) {
-	return v.engine().queueSend(key, s, onFail)
+func (v *env) QueueSend(key string, s journal.Send, done func(platform.SendResult, error)) (*future.Future[platform.SendResult], error) {
+	return v.engine().queueSend(key, s, done)
 }
 
 func (v *env) Interact(ctx context.Context, name string, in journal.Interaction) ([]byte, error) {

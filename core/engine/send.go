@@ -55,15 +55,15 @@ type sendTask struct {
 // account (this process's Make, or another's), and returns its Future.
 // Its error says why it was not queued (no adapter, the journal or the dispatcher refused); the
 // Future is then resolved with it.
-func (e *Engine) queueSend(key string, s journal.Send, onFail func(error)) (*future.Future[platform.SendResult], error) {
+func (e *Engine) queueSend(key string, s journal.Send, done func(platform.SendResult, error)) (*future.Future[platform.SendResult], error) {
 	if e.senders[s.Request.Platform] == nil {
 		return future.Resolved(platform.SendResult{}, ErrNoSender), ErrNoSender
 	}
 	f := future.New[platform.SendResult]()
 	s.Done = func(res platform.SendResult, err error) {
 		f.Resolve(res, err)
-		if err != nil && onFail != nil {
-			onFail(err)
+		if done != nil {
+			done(res, err)
 		}
 	}
 	js := e.js
@@ -76,8 +76,8 @@ func (e *Engine) queueSend(key string, s journal.Send, onFail func(error)) (*fut
 			err = js.failed("send", err)
 		}
 		f.Resolve(platform.SendResult{}, err)
-		if onFail != nil {
-			onFail(err)
+		if done != nil {
+			done(platform.SendResult{}, err)
 		}
 		return f, err
 	case a.Duplicate && a.Sum != 0 && s.Sum != 0 && a.Sum != s.Sum:

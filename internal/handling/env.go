@@ -45,8 +45,9 @@ type Env interface {
 	// is resolved with the send's outcome, or at once with the reason it
 	// was refused, which QueueSend returns too — one wrapping ErrDiverged
 	// when the journal made another send under s's id before (a run after
-	// a restart diverged). onFail, if not nil, hears a failure too.
-	QueueSend(key string, s journal.Send, onFail func(error)) (*future.Future[platform.SendResult], error)
+	// a restart diverged). done, if not nil, hears the outcome too, once
+	// the Future is resolved.
+	QueueSend(key string, s journal.Send, done func(platform.SendResult, error)) (*future.Future[platform.SendResult], error)
 	// Interact makes in on the adapter name, here or through its gateway,
 	// and returns what a download fetched.
 	Interact(ctx context.Context, name string, in journal.Interaction) ([]byte, error)

@@ -220,6 +220,20 @@ func (h *Handling) compactLocked() {
 	}
 }
 
+// sent keeps the outcome of the send at pos in place of its Future if h
+// waits: a waiting handling keeps no more than it must (compactLocked
+// does it for the sends done before it parked).
+func (h *Handling) sent(pos int, res platform.SendResult, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.wait == nil || pos >= len(h.log) {
+		return
+	}
+	if _, ok := h.log[pos].v.(*future.Future[platform.SendResult]); ok {
+		h.log[pos].v = sendOutcome{res, err}
+	}
+}
+
 // effectID returns the id of the effect at pos among those of the error
 // hook's call errs (0: the handlers'; -1: the handler middleware's of an
 // offered event), for the journal: the platform, the event's ID and the

@@ -87,12 +87,13 @@ func (c *Ctx) send(key string, chat platform.Chat, msg platform.OutboundMessage,
 		// says depends on the error.
 		js.Sum, js.What = s, brief(msg.Text)
 	}
-	var onFail func(error)
-	if question {
-		waits := r.env.Waits()
-		onFail = func(err error) { waits.questionFailed(h, pos, err) }
-	}
-	f, err := r.env.QueueSend(key, js, onFail)
+	waits := r.env.Waits()
+	f, err := r.env.QueueSend(key, js, func(res platform.SendResult, err error) {
+		if question && err != nil {
+			waits.questionFailed(h, pos, err)
+		}
+		h.sent(pos, res, err)
+	})
 	if errors.Is(err, ErrDiverged) {
 		// Another send was made under this id before a restart: the run
 		// diverged from the one that made it, and the handling ends.
