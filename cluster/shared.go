@@ -150,25 +150,40 @@ func OpenShared(ctx context.Context, nc *nats.Conn, cfg SharedConfig) (*Shared, 
 	log = log.With(zap.String("node", cfg.Node))
 	s := &Shared{Journal: j, cfg: cfg, nc: nc, log: log, warn: ratelog.New(log, time.Minute),
 		results: "herald." + j.cfg.Bot + ".result." + token(cfg.Node), pending: map[string]func(platform.SendResult, error){}}
-	s.members, err = ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
+	// Memory-backed: heartbeats go on while the file store refuses writes
+	// (its disk full). A server restarted without it has it created
+	// again by the first heartbeat that fails (see assets).
+	s.members, err = j.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: "members_" + j.cfg.Bot, TTL: cfg.MemberTTL, Storage: jetstream.MemoryStorage, Replicas: j.cfg.Replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: members bucket: %w", err)
 	}
-	s.claims, err = ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
+	s.claims, err = j.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: "partitions_" + j.cfg.Bot, Storage: jetstream.FileStorage, Replicas: j.cfg.Replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: partitions bucket: %w", err)
 	}
-	s.leases, err = ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
+	s.leases, err = j.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: "leases_" + j.cfg.Bot, TTL: cfg.LeaseTTL, Storage: jetstream.FileStorage, Replicas: j.cfg.Replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: leases bucket: %w", err)
 	}
 	return s, nil
+}
+
+// repair creates again the streams and buckets the members need, if err
+// says one may be missing (see assets), logging what it did.
+func (s *Shared) repair(ctx context.Context, err error) {
+	created, rerr := s.assets.repair(ctx, err)
+	switch {
+	case rerr != nil && ctx.Err() == nil:
+		s.warn.Warn("cluster: cannot create again the streams and buckets that are missing", zap.Error(rerr))
+	case created:
+		s.log.Warn("cluster: created again the streams and buckets that were missing (the server restarted without them, or they were deleted)", zap.NamedError("cause", err))
+	}
 }
 
 // SharedStats counts what a member did in its cluster.
@@ -244,6 +259,9 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 	if _, err := s.member(); err != nil {
 		return journal.Appended{}, err
 	}
+	if err := s.health.gate(); err != nil {
+		return journal.Appended{}, err
+	}
 	if snd.Repeat && snd.ID != "" {
 		if res, ok, err := s.mark(ctx, snd.ID); err != nil {
 			return journal.Appended{}, err
@@ -253,7 +271,7 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 	}
 	data, err := json.Marshal(sendData{ID: snd.ID, Request: snd.Request})
 	if err != nil {
-		return journal.Appended{}, fmt.Errorf("cluster: send: %w", err)
+		return journal.Appended{}, platform.Permanent(fmt.Errorf("cluster: send: %w: %w", journal.ErrUnrecordable, err))
 	}
 	key := s.cfg.Node + "/" + strconv.FormatUint(s.sendSeq.Add(1), 10)
 	msg := nats.NewMsg(s.subject("out", snd.Request.Platform, snd.Request.Target.ID))
@@ -270,12 +288,12 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 		s.pending[key] = snd.Done
 		s.pmu.Unlock()
 	}
-	ack, err := s.js.PublishMsg(ctx, msg, opts...)
+	ack, _, err := s.putRecord(ctx, "record send", msg, opts...)
 	if err != nil || ack.Duplicate {
 		s.takeResult(key)
 	}
 	if err != nil {
-		return journal.Appended{}, fmt.Errorf("cluster: record send: %w", err)
+		return journal.Appended{}, err
 	}
 	if ack.Duplicate {
 		return journal.Appended{Duplicate: true}, nil
@@ -413,6 +431,7 @@ func (r *membership) loop(ctx context.Context) error {
 			r.assign(ctx, live)
 		} else if ctx.Err() == nil {
 			s.warn.Warn("cluster: cannot read the members", zap.Error(err))
+			s.repair(ctx, err)
 		}
 		r.renewLeases(ctx, true)
 		select {
@@ -431,6 +450,7 @@ func (r *membership) heartbeat(ctx context.Context) {
 	for {
 		if _, err := r.s.members.Put(ctx, token(r.s.cfg.Node), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
 			r.s.warn.Warn("cluster: heartbeat failed", zap.Error(err))
+			r.s.repair(ctx, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -516,12 +536,20 @@ func (r *membership) assign(ctx context.Context, live []string) {
 	var gained, lost []int
 	for p := 0; p < s.Journal.cfg.Partitions; p++ {
 		mine := owner(live, p) == me
+		if part, ok := r.parts[p]; ok && mine && part.lost() {
+			// Its consumer is gone (IN created again, or the server lost
+			// it): taken again below, the claim still this member's.
+			s.warn.Warn("cluster: a partition's consumer is gone; taking the partition again", zap.Int("partition", p))
+			part.halt()
+			delete(r.parts, p)
+		}
 		_, have := r.parts[p]
 		switch {
 		case mine && !have:
 			part, err := r.take(ctx, p)
 			if err != nil {
 				s.warn.Warn("cluster: cannot take a partition", zap.Int("partition", p), zap.Error(err))
+				s.repair(ctx, err)
 				continue
 			}
 			if part == nil {
