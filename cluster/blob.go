@@ -62,9 +62,12 @@ func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, opt
 	}
 	ack, err := j.js.PublishMsg(ctx, msg, opts...)
 	if err != nil {
-		if blob != "" {
+		if blob != "" && refused(err) {
 			j.dropBlob(blob)
 		}
+		// Else the record may have been written all the same (its answer
+		// lost, or late): its object stays, for it, and goes with it; if
+		// it was not written, the next Recover removes the object.
 		return nil, "", j.health.writeErr(ctx, what, err)
 	}
 	j.health.ok()
@@ -73,6 +76,14 @@ func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, opt
 		blob = ""
 	}
 	return ack, blob, nil
+}
+
+// refused reports whether err is the server's answer refusing a publish,
+// or the client's refusal to send it: the message was surely not written.
+func refused(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) || errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // recordData returns a record's bytes: data, or the object its header

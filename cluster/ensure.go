@@ -83,11 +83,12 @@ func (a *assets) addObjectStore(oc jetstream.ObjectStoreConfig) {
 }
 
 // repair creates again the assets that are missing, if cause says one may
-// be (see missing) and no repair looked within repairEvery; it reports
-// whether it created any. Its error is the first failure to look or
-// create.
+// be (see missing) or is a timeout (a publish to a stream that is gone is
+// tried again until it times out), and no repair looked within
+// repairEvery; it reports whether it created any. Its error is the first
+// failure to look or create.
 func (a *assets) repair(ctx context.Context, cause error) (bool, error) {
-	if !missing(cause) {
+	if !missing(cause) && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, nats.ErrTimeout) {
 		return false, nil
 	}
 	a.mu.Lock()

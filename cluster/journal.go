@@ -260,11 +260,15 @@ func (j *Journal) keyValue(ctx context.Context, kc jetstream.KeyValueConfig) (je
 // after an outage, at once when it does (see journal.Waiter).
 func (j *Journal) WaitRecording(ctx context.Context) error { return j.health.wait(ctx) }
 
-// probe writes one small key, creating again the streams and buckets that
-// are missing when the write says one may be; with Config.MaxBytes, IN
-// and OUT must have room left too (a quarter of it, up to 64 KiB). It is the journal's test of
-// whether its store takes writes again.
-func (j *Journal) probe(ctx context.Context) error {
+// probe is the journal's test of whether its store takes writes again:
+// it creates again the streams and buckets that are missing when the
+// last failure (cause) or the probe says one may be, then writes one
+// small key; with Config.MaxBytes, IN and OUT must have room left too (a
+// quarter of it, up to 64 KiB).
+func (j *Journal) probe(ctx context.Context, cause error) error {
+	if _, err := j.assets.repair(ctx, cause); err != nil {
+		return err
+	}
 	_, err := j.sent.Put(ctx, probeKey, nil)
 	if missing(err) {
 		if _, rerr := j.assets.repair(ctx, err); rerr != nil {

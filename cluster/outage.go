@@ -52,8 +52,8 @@ const probeKey = "_probe"
 // once it does again. It is safe for concurrent use.
 type health struct {
 	log    *zap.Logger
-	probe  func(ctx context.Context) error
-	closed func() bool // the connection ended for good: probing stops
+	probe  func(ctx context.Context, cause error) error // cause: the last failure
+	closed func() bool                                  // the connection ended for good: probing stops
 
 	mu       sync.Mutex
 	down     bool
@@ -164,11 +164,11 @@ func (h *health) run() {
 			return
 		}
 		h.mu.Lock()
-		down := h.down
+		down, cause := h.down, h.cause
 		h.mu.Unlock()
 		if down {
 			ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-			err := h.probe(ctx)
+			err := h.probe(ctx, cause)
 			cancel()
 			if err != nil {
 				h.mu.Lock()

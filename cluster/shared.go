@@ -174,9 +174,19 @@ func OpenShared(ctx context.Context, nc *nats.Conn, cfg SharedConfig) (*Shared, 
 	return s, nil
 }
 
+// beatTimeout bounds the requests of one beat of the membership: a beat,
+// or a fifth of the shorter of the member's and the lease's TTL if that is
+// longer.
+func (s *Shared) beatTimeout() time.Duration {
+	return max(s.cfg.Heartbeat, min(s.cfg.MemberTTL, s.cfg.LeaseTTL)/5)
+}
+
 // repair creates again the streams and buckets the members need, if err
-// says one may be missing (see assets), logging what it did.
+// says one may be missing (see assets), logging what it did. It has a
+// beat's time of its own: err may be the end of the caller's.
 func (s *Shared) repair(ctx context.Context, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.beatTimeout())
+	defer cancel()
 	created, rerr := s.assets.repair(ctx, err)
 	switch {
 	case rerr != nil && ctx.Err() == nil:
@@ -427,13 +437,20 @@ func (r *membership) loop(ctx context.Context) error {
 	beat := time.NewTicker(s.cfg.Heartbeat) // heartbeat: members, partitions and leases looked at each beat
 	defer beat.Stop()
 	for {
-		if live, err := r.liveMembers(ctx); err == nil {
-			r.assign(ctx, live)
-		} else if ctx.Err() == nil {
+		// Each beat's reads and renewals are bounded by a beat's time: a
+		// request the server lost (it restarted meanwhile) does not hold
+		// the leases' renewals back until they run out.
+		bctx, cancel := context.WithTimeout(ctx, s.beatTimeout())
+		live, err := r.liveMembers(bctx)
+		if err != nil && ctx.Err() == nil {
 			s.warn.Warn("cluster: cannot read the members", zap.Error(err))
-			s.repair(ctx, err)
+			s.repair(bctx, err)
 		}
-		r.renewLeases(ctx, true)
+		r.renewLeases(bctx, true)
+		cancel()
+		if err == nil {
+			r.assign(ctx, live)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -448,10 +465,12 @@ func (r *membership) heartbeat(ctx context.Context) {
 	beat := time.NewTicker(r.s.cfg.Heartbeat) // heartbeat: the member's own
 	defer beat.Stop()
 	for {
-		if _, err := r.s.members.Put(ctx, token(r.s.cfg.Node), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
+		bctx, cancel := context.WithTimeout(ctx, r.s.beatTimeout())
+		if _, err := r.s.members.Put(bctx, token(r.s.cfg.Node), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
 			r.s.warn.Warn("cluster: heartbeat failed", zap.Error(err))
-			r.s.repair(ctx, err)
+			r.s.repair(bctx, err)
 		}
+		cancel()
 		select {
 		case <-ctx.Done():
 			return
