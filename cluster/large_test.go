@@ -83,7 +83,6 @@ func blobCount(t *testing.T, nc *nats.Conn) int {
 // leaves them in the journal, the next one on the same store sends each
 // once, whole, and their objects go with their records.
 func TestLargeFilesAcrossCrash(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	// Under the race detector a 20 MB record takes seconds to encode.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -147,7 +146,6 @@ func TestLargeFilesAcrossCrash(t *testing.T) {
 // its chat whole, and a 20 MB file a handler sends on a member that is
 // not the gateway reaches the gateway whole.
 func TestLargeFilesAcrossProcesses(t *testing.T) {
-	t.Parallel()
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	mem := memory.New()
 	var members []*member

@@ -185,6 +185,7 @@ func (p *partition) run() {
 			select {
 			case msgs <- msg:
 			case <-p.ctx.Done():
+				_ = msg.Nak() // taken, not handed over: the next owner gets it at once
 				return
 			}
 		}
@@ -200,7 +201,8 @@ func (p *partition) run() {
 			p.inProgress()
 		case <-p.ctx.Done():
 			p.it.Stop()
-			for range msgs { // let the reader end
+			for msg := range msgs { // let the reader end; what it took goes back at once
+				_ = msg.Nak()
 			}
 			return
 		}

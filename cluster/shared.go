@@ -174,11 +174,13 @@ func OpenShared(ctx context.Context, nc *nats.Conn, cfg SharedConfig) (*Shared, 
 	return s, nil
 }
 
-// beatTimeout bounds the requests of one beat of the membership: a beat,
-// or a fifth of the shorter of the member's and the lease's TTL if that is
-// longer.
+// beatTimeout bounds the requests of one step of a beat of the
+// membership (a heartbeat, the members' reading, the leases' renewals): a
+// third of the shorter of the member's and the lease's TTL, or a beat if
+// that is longer. A renewal cut off so is made again at the next beat,
+// within two thirds of the lease's TTL, before the lease's fence closes.
 func (s *Shared) beatTimeout() time.Duration {
-	return max(s.cfg.Heartbeat, min(s.cfg.MemberTTL, s.cfg.LeaseTTL)/5)
+	return max(s.cfg.Heartbeat, min(s.cfg.MemberTTL, s.cfg.LeaseTTL)/3)
 }
 
 // repair creates again the streams and buckets the members need, if err
@@ -437,15 +439,18 @@ func (r *membership) loop(ctx context.Context) error {
 	beat := time.NewTicker(s.cfg.Heartbeat) // heartbeat: members, partitions and leases looked at each beat
 	defer beat.Stop()
 	for {
-		// Each beat's reads and renewals are bounded by a beat's time: a
-		// request the server lost (it restarted meanwhile) does not hold
-		// the leases' renewals back until they run out.
+		// The members' reading and the leases' renewals are each bounded
+		// (beatTimeout): a request the server lost (it restarted
+		// meanwhile) does not hold the renewals back until the leases run
+		// out.
 		bctx, cancel := context.WithTimeout(ctx, s.beatTimeout())
 		live, err := r.liveMembers(bctx)
 		if err != nil && ctx.Err() == nil {
 			s.warn.Warn("cluster: cannot read the members", zap.Error(err))
 			s.repair(bctx, err)
 		}
+		cancel()
+		bctx, cancel = context.WithTimeout(ctx, s.beatTimeout())
 		r.renewLeases(bctx, true)
 		cancel()
 		if err == nil {
@@ -506,12 +511,27 @@ func (r *membership) liveMembers(ctx context.Context) ([]string, error) {
 		keys = append(keys, token(r.s.cfg.Node))
 	}
 	// A listing taken while a member's heartbeat replaces its last one
-	// may miss it: a member seen before and not listed is asked for.
+	// may miss it: a member seen before and not listed is asked for. A
+	// bucket created again (the server restarted without it) has not
+	// heard every member yet: those seen before are taken as alive for a
+	// member's TTL from its creation, so that nobody takes over from
+	// members that are alive.
+	young := -1
 	for _, m := range r.live {
 		if slices.Contains(keys, m) {
 			continue
 		}
 		if _, err := r.s.members.Get(ctx, m); err == nil {
+			keys = append(keys, m)
+			continue
+		}
+		if young < 0 {
+			young = 0
+			if st, err := r.s.js.Stream(ctx, "KV_members_"+r.s.Journal.cfg.Bot); err == nil && time.Since(st.CachedInfo().Created) < r.s.cfg.MemberTTL {
+				young = 1
+			}
+		}
+		if young == 1 {
 			keys = append(keys, m)
 		}
 	}

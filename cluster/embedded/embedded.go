@@ -11,16 +11,19 @@
 // disk fills anyway (another program writes to it), the store's writes
 // fail and nats-server leaves the streams failed until they are loaded
 // again; the Server sees it, turns JetStream off (every call then fails
-// at once), and on again, its streams loaded from the disk, once there is
-// room: one log line each way.
+// at once), and once there is room starts the server again, its streams
+// loaded from the disk, while the connections from Connect reconnect to
+// it by themselves: one log line each way.
 package embedded
 
 import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,7 +87,7 @@ type Config struct {
 // Server is a running embedded NATS server. Its methods are safe for
 // concurrent use.
 type Server struct {
-	ns       *server.Server
+	ns       atomic.Pointer[server.Server] // the server running now
 	unlock   func()
 	dir      string
 	cfg      Config
@@ -97,6 +100,11 @@ type Server struct {
 	quit    chan struct{}
 	watched chan struct{}
 	stop    sync.Once
+
+	// conns are the connections Connect made and not closed yet, which
+	// Shutdown closes: they would reconnect for ever.
+	mu    sync.Mutex
+	conns []*nats.Conn
 }
 
 // Start starts a NATS server with JetStream whose store is in cfg.Dir. The
@@ -134,41 +142,51 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{unlock: unlock, dir: dir, cfg: cfg, log: log,
 		failed: make(chan struct{}, 1), quit: make(chan struct{}), watched: make(chan struct{})}
-	s.maxStore.Store(storeLimit(dir, cfg.MaxStore))
-	opts := &server.Options{
-		ServerName:         "herald",
-		DontListen:         true,
-		JetStream:          true,
-		StoreDir:           dir,
-		SyncAlways:         cfg.SyncAlways,
-		JetStreamMaxStore:  s.maxStore.Load(),
-		JetStreamMaxMemory: cfg.MaxMemory,
-		NoSigs:             true,
-		NoLog:              cfg.Logger == nil,
-	}
-	ns, err := server.NewServer(opts)
+	ns, err := s.start()
 	if err != nil {
 		unlock()
-		return nil, fmt.Errorf("embedded: %w", err)
+		return nil, err
 	}
-	s.ns = ns
-	// Always a logger: the server's errors tell when its store could not
-	// write.
-	ns.SetLoggerV2(zapLogger{s: log.Sugar(), failed: s.noteFailure}, false, false, false)
-	ns.Start()
-	if !ns.ReadyForConnections(cfg.ReadyTimeout) {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-		unlock()
-		return nil, fmt.Errorf("embedded: the server was not ready within %v", cfg.ReadyTimeout)
-	}
+	s.ns.Store(ns)
 	go s.watch()
 	return s, nil
 }
 
+// start starts a server on the store, its MaxStore set under the disk's
+// room, and waits until it is ready.
+func (s *Server) start() (*server.Server, error) {
+	limit := storeLimit(s.dir, s.cfg.MaxStore)
+	ns, err := server.NewServer(&server.Options{
+		ServerName:         "herald",
+		DontListen:         true,
+		JetStream:          true,
+		StoreDir:           s.dir,
+		SyncAlways:         s.cfg.SyncAlways,
+		JetStreamMaxStore:  limit,
+		JetStreamMaxMemory: s.cfg.MaxMemory,
+		NoSigs:             true,
+		NoLog:              s.cfg.Logger == nil,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	// Always a logger: the server's errors tell when its store could not
+	// write.
+	ns.SetLoggerV2(zapLogger{s: s.log.Sugar(), failed: s.noteFailure}, false, false, false)
+	ns.Start()
+	if !ns.ReadyForConnections(s.cfg.ReadyTimeout) {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		return nil, fmt.Errorf("embedded: the server was not ready within %v", s.cfg.ReadyTimeout)
+	}
+	s.maxStore.Store(limit)
+	return ns, nil
+}
+
 // MaxStore returns the bytes the store may hold now: Config.MaxStore, or
 // less where the disk has less room (see Config.MaxStore). It is set at
-// Start, and again each time JetStream comes back after the disk was full.
+// Start, and again each time the server starts again after the disk was
+// full.
 func (s *Server) MaxStore() int64 { return s.maxStore.Load() }
 
 // storeLimit returns max, or three quarters of the bytes the store in dir
@@ -218,7 +236,9 @@ const (
 )
 
 // watch turns JetStream off when the store could not write (its disk is
-// full), and on again once there is room, until Shutdown.
+// full), and starts the server again once there is room, until Shutdown.
+// (nats-server's own EnableJetStream after ShutdownJetStream races with
+// the requests it is serving: a new server is the clean way back.)
 func (s *Server) watch() {
 	defer close(s.watched)
 	for {
@@ -230,25 +250,29 @@ func (s *Server) watch() {
 		s.log.Warn("embedded: the store could not write (its disk is full?); JetStream is off until there is room",
 			zap.String("dir", s.dir))
 		off := time.Now()
-		// Off, if the server did not turn it off itself: a stream whose
+		// Off at once, so that calls fail fast meanwhile: a stream whose
 		// store failed stays failed until it is loaded again.
-		if err := s.ns.ShutdownJetStream(); err != nil {
+		old := s.ns.Load()
+		if err := old.ShutdownJetStream(); err != nil {
 			s.log.Error("embedded: JetStream did not stop", zap.Error(err))
 		}
 		if !s.waitRoom() {
 			return
 		}
-		s.drain()
-		limit := storeLimit(s.dir, s.cfg.MaxStore)
-		err := s.ns.EnableJetStream(&server.JetStreamConfig{StoreDir: s.dir, MaxStore: limit, MaxMemory: s.cfg.MaxMemory,
-			SyncAlways: s.cfg.SyncAlways})
-		if err != nil {
-			s.log.Error("embedded: JetStream did not start again; the server needs a restart", zap.Error(err))
-			return
+		old.Shutdown()
+		old.WaitForShutdown()
+		drain(s.failed)
+		ns, err := s.start()
+		for err != nil {
+			s.log.Error("embedded: the server did not start again; trying again", zap.Error(err))
+			if !s.waitRoom() {
+				return
+			}
+			ns, err = s.start()
 		}
-		s.maxStore.Store(limit)
+		s.ns.Store(ns)
 		s.log.Info("embedded: room on the disk again; JetStream is back", zap.Duration("after", time.Since(off).Round(time.Millisecond)),
-			zap.Int64("max_store", limit))
+			zap.Int64("max_store", s.maxStore.Load()))
 	}
 }
 
@@ -270,10 +294,10 @@ func (s *Server) waitRoom() bool {
 	}
 }
 
-// drain forgets the failures signalled while JetStream was off.
-func (s *Server) drain() {
+// drain forgets a signal sent on c.
+func drain(c chan struct{}) {
 	select {
-	case <-s.failed:
+	case <-c:
 	default:
 	}
 }
@@ -282,13 +306,20 @@ func (s *Server) drain() {
 func (s *Server) Dir() string { return s.dir }
 
 // Connect returns a client connection to the server, in process (no
-// socket), with opts after its own.
+// socket), with opts after its own. The connection reconnects by itself,
+// for ever, to the server started again after a full disk (see the
+// package's doc).
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
-	opts = append([]nats.Option{nats.InProcessServer(s.ns), nats.Name("herald")}, opts...)
+	opts = append([]nats.Option{nats.InProcessServer(running{s}), nats.Name("herald"),
+		nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, opts...)
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: connect: %w", err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conns = slices.DeleteFunc(s.conns, (*nats.Conn).IsClosed)
+	s.conns = append(s.conns, nc)
 	return nc, nil
 }
 
@@ -298,9 +329,31 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 func (s *Server) Shutdown() {
 	s.stop.Do(func() { close(s.quit) })
 	<-s.watched
-	s.ns.Shutdown()
-	s.ns.WaitForShutdown()
+	s.mu.Lock()
+	conns := s.conns
+	s.conns = nil
+	s.mu.Unlock()
+	for _, nc := range conns {
+		nc.Close()
+	}
+	ns := s.ns.Load()
+	ns.Shutdown()
+	ns.WaitForShutdown()
 	s.unlock()
+}
+
+// running connects to the server running now: a connection lost when the
+// server starts again reconnects to the new one.
+type running struct{ s *Server }
+
+// InProcessConn implements nats.InProcessConnProvider.
+func (r running) InProcessConn() (net.Conn, error) {
+	select {
+	case <-r.s.quit:
+		return nil, errors.New("embedded: the server is shut down")
+	default:
+	}
+	return r.s.ns.Load().InProcessConn()
 }
 
 // zapLogger is the server's logger on zap. The server's Fatalf is logged
