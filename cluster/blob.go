@@ -141,7 +141,7 @@ func (j *Journal) sweepBlobs(ctx context.Context, refs func() (map[string]bool, 
 	}
 	var old []string
 	for _, info := range infos {
-		if !info.Deleted && time.Since(info.ModTime) > blobGrace {
+		if !info.Deleted && time.Since(info.ModTime) > j.blobGrace {
 			old = append(old, info.Name)
 		}
 	}

@@ -122,6 +122,7 @@ type Journal struct {
 	handledSubject string              // $KV.handled_B.
 	recent         map[string]struct{} // the last handled marks Open read
 	limited        *ratelog.Logger
+	blobGrace      time.Duration // see blobGrace
 }
 
 var (
@@ -162,7 +163,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	j := &Journal{cfg: cfg, js: js, nc: nc, limited: ratelog.New(log, time.Minute), assets: &assets{js: js}}
+	j := &Journal{cfg: cfg, js: js, nc: nc, limited: ratelog.New(log, time.Minute), assets: &assets{js: js}, blobGrace: blobGrace}
 	j.health = &health{log: log, probe: j.probe, closed: nc.IsClosed}
 	j.Local = journal.NewLocal(j)
 	stream := func(kind string, retention jetstream.RetentionPolicy) (jetstream.Stream, error) {

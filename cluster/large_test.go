@@ -110,7 +110,7 @@ func TestLargeFilesAcrossCrash(t *testing.T) {
 		mem.Emit(platform.Event{ID: chat, Platform: mem.Name(), Kind: platform.EventMessage, Chat: memory.Private(chat),
 			From: memory.User(chat, "u"), Text: "/big " + strconv.Itoa(n)})
 	}
-	waitFor(t, "both sends to start", func() bool { return mem.Calls("4") > 0 && mem.Calls("20") > 0 })
+	waitLong(ctx, t, "both sends to start", func() bool { return mem.Calls("4") > 0 && mem.Calls("20") > 0 })
 	if n := blobCount(t, srv.nc); n != 2 {
 		t.Fatalf("%d objects while the two files are sent; want 2", n)
 	}
@@ -131,7 +131,7 @@ func TestLargeFilesAcrossCrash(t *testing.T) {
 			t.Fatalf("chat %s: the file of %d bytes did not come back whole, once", chat, n)
 		}
 	}
-	waitFor(t, "the objects to go with their records", func() bool { return blobCount(t, srv2.nc) == 0 })
+	waitLong(ctx, t, "the objects to go with their records", func() bool { return blobCount(t, srv2.nc) == 0 })
 	if err := e2.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -176,9 +176,13 @@ func TestLargeFilesAcrossProcesses(t *testing.T) {
 	}
 	want := fmt.Sprintf("%d %x", len(upload), sha256.Sum256(upload))
 	big, by := 0, map[string]bool{}
+	// Under the race detector a 20 MB record takes seconds to encode and
+	// decode, and the chat's next reply waits for it.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	for c := range chats {
 		id := strconv.Itoa(10 + c)
-		waitFor(t, "chat "+id+"'s replies", func() bool {
+		waitLong(ctx, t, "chat "+id+"'s replies", func() bool {
 			got := mem.Texts(id)
 			return len(got) > 0 && strings.HasPrefix(got[len(got)-1], "by ")
 		})
@@ -197,7 +201,20 @@ func TestLargeFilesAcrossProcesses(t *testing.T) {
 	if big != 1 || len(by) != 2 {
 		t.Fatalf("%d files of 20 MB sent, chats handled %v; want one, and both members handling", big, by)
 	}
-	waitFor(t, "the objects to go with their records", func() bool { return blobCount(t, srv.nc) == 0 })
+	waitLong(ctx, t, "the objects to go with their records", func() bool { return blobCount(t, srv.nc) == 0 })
+}
+
+// waitLong is waitFor with ctx's time: under the race detector, records of
+// 20 MB take seconds to encode and decode.
+func waitLong(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // A dead letter holding a large file is kept in the object store, read

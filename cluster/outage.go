@@ -24,12 +24,11 @@ import (
 //     waits for a store that is not there, and no event slips in between
 //     two refusals, out of its chat's order.
 //   - While it lasts, a probe (a write of one small key) is tried on a
-//     heartbeat, probeEvery; the first that succeeds ends the outage: one
-//     log line, and WaitRecording returns. A write that succeeds
-//     meanwhile ends it too.
-//   - What a record's Done could not finish (a delivered send's mark, a
-//     record's removal) is kept and done once the store is back, so that
-//     nothing done is handed over again after a restart.
+//     heartbeat, probeEvery. Once one succeeds, what a record's Done
+//     could not finish (a delivered send's mark, a record's removal) is
+//     done — so that nothing done is handed over again after a restart,
+//     and a handling run again finds its sends' marks — and then the
+//     outage ends: one log line, and WaitRecording returns.
 const (
 	// probeEvery is the heartbeat of the probe while the store refuses.
 	probeEvery = 500 * time.Millisecond
@@ -102,11 +101,11 @@ func (h *health) failed(err error) {
 }
 
 // ok records that a write succeeded, ending the outage if one is under
-// way.
+// way and nothing is left to do for it (the probe's loop does that first).
 func (h *health) ok() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.down {
+	if !h.down || len(h.leftover) > 0 {
 		return
 	}
 	h.down = false
@@ -150,9 +149,11 @@ func (h *health) later(f func(ctx context.Context) error, cause error) {
 	h.failed(cause)
 }
 
-// run probes the store on a heartbeat while it refuses, then does what
-// was left for its return; it ends once nothing is left, or the
-// connection ended for good.
+// run probes the store on a heartbeat while it refuses, does what was
+// left for its return, and only then counts it back (a handling run again
+// once the journal is back finds the marks of its sends made before); it
+// ends once the store is back with nothing left, or the connection ended
+// for good.
 func (h *health) run() {
 	beat := time.NewTicker(probeEvery) // heartbeat: the store tried again while it refuses
 	defer beat.Stop()
@@ -176,17 +177,26 @@ func (h *health) run() {
 				h.mu.Unlock()
 				continue
 			}
-			h.ok()
 		}
-		if h.finish() {
+		if !h.finish() {
+			continue
+		}
+		h.ok()
+		h.mu.Lock()
+		over := !h.down && len(h.leftover) == 0
+		if over {
+			h.probing = false
+		}
+		h.mu.Unlock()
+		if over {
 			return
 		}
 	}
 }
 
 // finish does what was left for the store's return, and reports whether
-// the probing is over (nothing left, the store up); work that fails again
-// for the store's sake is kept, and begins the next outage.
+// all of it was done; work that fails again for the store's sake is kept,
+// and its failure keeps (or puts) the journal down.
 func (h *health) finish() bool {
 	h.mu.Lock()
 	work := h.leftover
@@ -203,17 +213,14 @@ func (h *health) finish() bool {
 			cause = err
 		}
 	}
+	if cause == nil {
+		return true
+	}
 	h.mu.Lock()
 	h.leftover = append(again, h.leftover...)
-	over := cause == nil && !h.down && len(h.leftover) == 0
-	if over {
-		h.probing = false
-	}
 	h.mu.Unlock()
-	if cause != nil {
-		h.failed(cause)
-	}
-	return over
+	h.failed(cause)
+	return false
 }
 
 // unrecordable reports whether err is a refusal of one record for what it

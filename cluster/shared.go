@@ -336,7 +336,8 @@ func (s *Shared) unheard() {
 
 // Recover returns the journal as the dead letters' backend, with the
 // letters it keeps: the members take up events and sends through their
-// consumers (see journal.Journal).
+// consumers (see journal.Journal). It removes the objects of large
+// records that no record names (a process died between writing the two).
 func (s *Shared) Recover(ctx context.Context) (sender.DeadLetterBackend, []sender.DeadLetter, error) {
 	if _, err := s.member(); err != nil {
 		return nil, nil, err
@@ -344,6 +345,9 @@ func (s *Shared) Recover(ctx context.Context) (sender.DeadLetterBackend, []sende
 	letters, err := s.deadLetters(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := s.sweepBlobs(ctx, func() (map[string]bool, error) { return s.blobRefs(ctx) }); err != nil {
+		s.warn.Warn("cluster: the objects no record names were not removed", zap.Error(err))
 	}
 	return s.Journal, letters, nil
 }
