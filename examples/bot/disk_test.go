@@ -35,8 +35,10 @@ const (
 	diskOutage = 8 * time.Second
 	// journalBackWithin bounds how long after the room is back the
 	// journal records again: a probe's heartbeat, and for the embedded
-	// store its server's start.
-	journalBackWithin = 5 * time.Second
+	// store a heartbeat on the disk's room, its server's start and the
+	// connection's return (about 3 s in all), with room for a loaded
+	// machine.
+	journalBackWithin = 8 * time.Second
 	// answeredWithin bounds how long after the room is back every chat
 	// has its next reply: the Telegram adapter asks for a refused update
 	// again after up to 16 s (its backoff), then the journal takes it.
