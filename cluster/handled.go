@@ -102,7 +102,7 @@ func (j *Journal) loadHandled(ctx context.Context, stream jetstream.Stream) erro
 // marks.
 func (j *Journal) openHandled(ctx context.Context) error {
 	name := "handled_" + j.cfg.Bot
-	kv, err := ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
+	kv, err := j.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:   name,
 		TTL:      j.cfg.DuplicateWindow,
 		Storage:  jetstream.FileStorage,

@@ -14,6 +14,7 @@
 //	bucket sent_B      <send id>            a send delivered while its event was still handled (TTL: the window)
 //	bucket effects_B   <effect id>          a handler's Once result (TTL: the window)
 //	bucket handled_B   <platform>:<event id> an event handled (no value; TTL: the window)
+//	objects blobs_B    r-<unique>            a record larger than a message (see putRecord)
 //
 // Platform names and chat IDs are escaped into subject tokens (a "." or a
 // space cannot be in one). Events and sends are JSON. JetStream drops a
@@ -21,6 +22,11 @@
 // (Config.DuplicateWindow) and still holds; a send delivered while its
 // event was still being handled is marked in sent_B. Together they make a
 // handler that runs again after a crash repeat no send.
+//
+// Every stream and bucket is created again when it is found missing (a
+// server restarted without it, a new cluster): see assets. A store that
+// refuses writes (unreachable, its disk or limit full) is an outage the
+// journal lives through by itself: see health.
 package cluster
 
 import (
@@ -83,6 +89,14 @@ type Config struct {
 	// wrapping engine.ErrJournal) until what it holds is done. 0 means
 	// no bound but the server's store.
 	MaxBytes int64
+
+	// MaxRecord bounds the record of one event or send, in bytes of its
+	// JSON (a file's bytes take a third more there): a larger one is
+	// refused with an error wrapping journal.ErrUnrecordable, an error of
+	// that event or send alone. A record larger than a NATS message is
+	// kept in the object store blobs_B. 0 means DefaultMaxRecord (128
+	// MiB); a negative value means no bound but the store's.
+	MaxRecord int64
 }
 
 // Journal is the journal of one process on NATS JetStream: a
@@ -99,17 +113,23 @@ type Journal struct {
 	progress jetstream.KeyValue
 	sent     jetstream.KeyValue
 	effects  jetstream.KeyValue
+	blobs    jetstream.ObjectStore
+	nc       *nats.Conn
+	assets   *assets
+	health   *health
 
 	handled        jetstream.KeyValue  // see handled.go
 	handledSubject string              // $KV.handled_B.
 	recent         map[string]struct{} // the last handled marks Open read
 	limited        *ratelog.Logger
+	blobGrace      time.Duration // see blobGrace
 }
 
 var (
 	_ journal.Journal   = (*Journal)(nil)
 	_ journal.Log       = (*Journal)(nil)
 	_ journal.EffectLog = (*Journal)(nil)
+	_ journal.Waiter    = (*Journal)(nil)
 )
 
 // Open creates (or updates) the journal's streams and bucket on nc's
@@ -128,6 +148,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if cfg.Partitions <= 0 {
 		cfg.Partitions = DefaultPartitions
 	}
+	if cfg.MaxRecord == 0 {
+		cfg.MaxRecord = DefaultMaxRecord
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -140,7 +163,8 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	j := &Journal{cfg: cfg, js: js, limited: ratelog.New(log, time.Minute)}
+	j := &Journal{cfg: cfg, js: js, nc: nc, limited: ratelog.New(log, time.Minute), assets: &assets{js: js}, blobGrace: blobGrace}
+	j.health = &health{log: log, probe: j.probe, closed: nc.IsClosed}
 	j.Local = journal.NewLocal(j)
 	stream := func(kind string, retention jetstream.RetentionPolicy) (jetstream.Stream, error) {
 		sc := jetstream.StreamConfig{
@@ -173,6 +197,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster: stream %s: %w", kind, err)
 		}
+		j.assets.addStream(sc)
 		return s, nil
 	}
 	if j.in, err = stream("in", jetstream.WorkQueuePolicy); err != nil {
@@ -184,7 +209,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if j.dlq, err = stream("dlq", jetstream.LimitsPolicy); err != nil {
 		return nil, err
 	}
-	j.progress, err = ensureKeyValue(ctx, js, jetstream.KeyValueConfig{
+	j.progress, err = j.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:   "progress_" + cfg.Bot,
 		Storage:  jetstream.FileStorage,
 		Replicas: cfg.Replicas,
@@ -192,7 +217,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: progress bucket: %w", err)
 	}
-	j.sent, err = ensureKeyValue(ctx, js, jetstream.KeyValueConfig{
+	j.sent, err = j.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:   "sent_" + cfg.Bot,
 		TTL:      cfg.DuplicateWindow,
 		Storage:  jetstream.FileStorage,
@@ -201,7 +226,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: sent bucket: %w", err)
 	}
-	j.effects, err = ensureKeyValue(ctx, js, jetstream.KeyValueConfig{
+	j.effects, err = j.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:   "effects_" + cfg.Bot,
 		TTL:      cfg.DuplicateWindow,
 		Storage:  jetstream.FileStorage,
@@ -210,14 +235,71 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: effects bucket: %w", err)
 	}
+	oc := jetstream.ObjectStoreConfig{Bucket: "blobs_" + cfg.Bot, Storage: jetstream.FileStorage, Replicas: cfg.Replicas}
+	if j.blobs, err = ensureObjectStore(ctx, js, oc); err != nil {
+		return nil, fmt.Errorf("cluster: blobs object store: %w", err)
+	}
+	j.assets.addObjectStore(oc)
 	if err := j.openHandled(ctx); err != nil {
 		return nil, err
 	}
 	return j, nil
 }
 
+// keyValue creates (or updates) the bucket kc describes, and keeps it
+// among the journal's assets.
+func (j *Journal) keyValue(ctx context.Context, kc jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := ensureKeyValue(ctx, j.js, kc)
+	if err != nil {
+		return nil, err
+	}
+	j.assets.addKeyValue(kc)
+	return kv, nil
+}
+
+// WaitRecording returns nil once the journal's store takes writes again
+// after an outage, at once when it does (see journal.Waiter).
+func (j *Journal) WaitRecording(ctx context.Context) error { return j.health.wait(ctx) }
+
+// probe is the journal's test of whether its store takes writes again:
+// it creates again the streams and buckets that are missing when the
+// last failure (cause) or the probe says one may be, then writes one
+// small key; with Config.MaxBytes, IN and OUT must have room left too (a
+// quarter of it, up to 64 KiB).
+func (j *Journal) probe(ctx context.Context, cause error) error {
+	if _, err := j.assets.repair(ctx, cause); err != nil {
+		return err
+	}
+	_, err := j.sent.Put(ctx, probeKey, nil)
+	if missing(err) {
+		if _, rerr := j.assets.repair(ctx, err); rerr != nil {
+			return rerr
+		}
+		_, err = j.sent.Put(ctx, probeKey, nil)
+	}
+	if err != nil {
+		return err
+	}
+	if j.cfg.MaxBytes <= 0 {
+		return nil
+	}
+	for _, s := range []jetstream.Stream{j.in, j.out} {
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if room := j.cfg.MaxBytes - int64(info.State.Bytes); room < min(j.cfg.MaxBytes/4, 64<<10) {
+			return fmt.Errorf("cluster: stream %s holds %d of its %d bytes", info.Config.Name, info.State.Bytes, j.cfg.MaxBytes)
+		}
+	}
+	return nil
+}
+
 // Effect returns the value recorded under id (see journal.Journal).
 func (j *Journal) Effect(ctx context.Context, id string) ([]byte, bool, error) {
+	if err := j.health.gate(); err != nil {
+		return nil, false, err
+	}
 	e, err := j.effects.Get(ctx, markKey(id))
 	switch {
 	case err == nil:
@@ -225,16 +307,20 @@ func (j *Journal) Effect(ctx context.Context, id string) ([]byte, bool, error) {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil, false, nil
 	default:
-		return nil, false, fmt.Errorf("cluster: look up an effect: %w", err)
+		return nil, false, j.health.writeErr(ctx, "look up an effect", err)
 	}
 }
 
 // RecordEffect records value under id for the duplicate window (see
 // journal.Journal).
 func (j *Journal) RecordEffect(ctx context.Context, id string, value []byte) error {
-	if _, err := j.effects.Put(ctx, markKey(id), value); err != nil {
-		return fmt.Errorf("cluster: record an effect: %w", err)
+	if err := j.health.gate(); err != nil {
+		return err
 	}
+	if _, err := j.effects.Put(ctx, markKey(id), value); err != nil {
+		return j.health.writeErr(ctx, "record an effect", err)
+	}
+	j.health.ok()
 	return nil
 }
 
@@ -270,7 +356,7 @@ type sendData struct {
 func (j *Journal) RecordEvent(ctx context.Context, ev platform.Event) (journal.Record, bool, error) {
 	data, err := json.Marshal(ev)
 	if err != nil {
-		return nil, false, fmt.Errorf("cluster: event: %w", err)
+		return nil, false, platform.Permanent(fmt.Errorf("cluster: event: %w: %w", journal.ErrUnrecordable, err))
 	}
 	key := handledKey(ev)
 	if j.handledBefore(key) {
@@ -280,14 +366,16 @@ func (j *Journal) RecordEvent(ctx context.Context, ev platform.Event) (journal.R
 	if ev.ID != "" {
 		opts = append(opts, jetstream.WithMsgID("ev:"+ev.Platform+":"+ev.ID))
 	}
-	ack, err := j.js.Publish(ctx, j.subject("in", ev.Platform, chatOf(ev)), data, opts...)
+	msg := nats.NewMsg(j.subject("in", ev.Platform, chatOf(ev)))
+	msg.Data = data
+	ack, blob, err := j.putRecord(ctx, "record event", msg, opts...)
 	if err != nil {
-		return nil, false, fmt.Errorf("cluster: record event: %w", err)
+		return nil, false, err
 	}
 	if ack.Duplicate {
 		return nil, true, nil
 	}
-	return &record{j: j, stream: j.in, seq: ack.Sequence, event: key}, false, nil
+	return &record{j: j, stream: j.in, seq: ack.Sequence, event: key, blob: blob}, false, nil
 }
 
 // chatOf returns the chat an event's subject names: its chat, or, for an
@@ -302,6 +390,9 @@ func chatOf(ev platform.Event) string {
 // RecordSend records a send in OUT (see journal.Log). A send with Repeat
 // set is first looked up in the marks of delivered sends.
 func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Record, journal.Appended, error) {
+	if err := j.health.gate(); err != nil {
+		return nil, journal.Appended{}, err
+	}
 	if s.Repeat && s.ID != "" {
 		if res, ok, err := j.mark(ctx, s.ID); err != nil {
 			return nil, journal.Appended{}, err
@@ -311,20 +402,22 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 	}
 	data, err := json.Marshal(sendData{ID: s.ID, Request: s.Request})
 	if err != nil {
-		return nil, journal.Appended{}, fmt.Errorf("cluster: send: %w", err)
+		return nil, journal.Appended{}, platform.Permanent(fmt.Errorf("cluster: send: %w: %w", journal.ErrUnrecordable, err))
 	}
 	var opts []jetstream.PublishOpt
 	if s.ID != "" {
 		opts = append(opts, jetstream.WithMsgID("send:"+s.ID))
 	}
-	ack, err := j.js.Publish(ctx, j.subject("out", s.Request.Platform, s.Request.Target.ID), data, opts...)
+	msg := nats.NewMsg(j.subject("out", s.Request.Platform, s.Request.Target.ID))
+	msg.Data = data
+	ack, blob, err := j.putRecord(ctx, "record send", msg, opts...)
 	if err != nil {
-		return nil, journal.Appended{}, fmt.Errorf("cluster: record send: %w", err)
+		return nil, journal.Appended{}, err
 	}
 	if ack.Duplicate {
 		return nil, journal.Appended{Duplicate: true}, nil
 	}
-	return &record{j: j, stream: j.out, seq: ack.Sequence, send: true, id: s.ID}, journal.Appended{}, nil
+	return &record{j: j, stream: j.out, seq: ack.Sequence, send: true, id: s.ID, blob: blob}, journal.Appended{}, nil
 }
 
 // mark returns the result a send with id was marked delivered with, if it
@@ -339,7 +432,7 @@ func (j *Journal) mark(ctx context.Context, id string) (platform.SendResult, boo
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return platform.SendResult{}, false, nil
 	default:
-		return platform.SendResult{}, false, fmt.Errorf("cluster: look up a repeated send: %w", err)
+		return platform.SendResult{}, false, j.health.writeErr(ctx, "look up a repeated send", err)
 	}
 }
 
@@ -350,9 +443,19 @@ func (j *Journal) putMark(ctx context.Context, id string, res *platform.SendResu
 		return fmt.Errorf("cluster: mark: %w", err)
 	}
 	if _, err := j.sent.Put(ctx, markKey(id), data); err != nil {
-		return fmt.Errorf("cluster: mark delivered: %w", err)
+		return outage("mark delivered", err)
 	}
 	return nil
+}
+
+// finish does a part of a record's Done: at once, or, the store refusing
+// it, once the store is back (see health). It returns do's error.
+func (j *Journal) finish(ctx context.Context, do func(ctx context.Context) error) error {
+	err := do(ctx)
+	if errors.Is(err, journal.ErrOutage) {
+		j.health.later(do, err)
+	}
+	return err
 }
 
 // markKey turns a send's id into a key of the sent bucket: KV keys allow
@@ -379,25 +482,39 @@ type record struct {
 	send   bool
 	id     string // a send's id
 	event  string // an event's handled key
+	blob   string // the object holding its bytes, or ""
 	saved  bool   // a progress entry exists for it
 }
 
-// Done removes the message, and a send's progress, after marking it
-// delivered if asked to.
+// Done removes the message, its object and a send's progress, after
+// marking it delivered if asked to. What the store refuses (an outage) is
+// done once it is back, and Done's error then wraps journal.ErrOutage: a
+// mark refused does not keep the record (a send's record kept would be
+// made again after a restart, for sure), and the record refused is removed
+// later.
 func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error {
+	j := r.j
+	var errs []error
 	if delivered != nil && r.id != "" {
-		if err := r.j.putMark(ctx, r.id, delivered); err != nil {
-			return err
-		}
+		id, res := r.id, *delivered
+		errs = append(errs, j.finish(ctx, func(ctx context.Context) error { return j.putMark(ctx, id, &res) }))
 	}
-	r.j.markHandled(r.event)
-	if err := r.stream.DeleteMsg(ctx, r.seq); err != nil && !gone(err) {
-		return fmt.Errorf("cluster: done: %w", err)
-	}
-	if r.saved {
-		if err := r.j.progress.Purge(ctx, progressKey(r.seq)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return fmt.Errorf("cluster: done: progress: %w", err)
+	j.markHandled(r.event)
+	stream, seq, blob, saved := r.stream, r.seq, r.blob, r.saved
+	errs = append(errs, j.finish(ctx, func(ctx context.Context) error {
+		if err := stream.DeleteMsg(ctx, seq); err != nil && !gone(err) {
+			return outage("done", err)
 		}
+		j.dropBlob(blob)
+		if saved {
+			if err := j.progress.Purge(ctx, progressKey(seq)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+				return outage("done: progress", err)
+			}
+		}
+		return nil
+	}))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w (kept; finished once the store takes writes again)", err)
 	}
 	return nil
 }
@@ -412,7 +529,7 @@ func (r *record) Save(ctx context.Context, p *platform.Progress) error {
 		return fmt.Errorf("cluster: progress: %w", err)
 	}
 	if _, err := r.j.progress.Put(ctx, progressKey(r.seq), data); err != nil {
-		return fmt.Errorf("cluster: progress: %w", err)
+		return r.j.health.writeErr(ctx, "progress", err)
 	}
 	r.saved = true
 	return nil
@@ -421,22 +538,41 @@ func (r *record) Save(ctx context.Context, p *platform.Progress) error {
 func progressKey(seq uint64) string { return strconv.FormatUint(seq, 10) }
 
 // gone reports whether err says a message is not there (already removed).
+// A deletion the server refused for another reason (its disk full) is
+// not.
 func gone(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.Is(err, jetstream.ErrMsgNotFound) || errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound ||
-		errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful)
+	return errors.Is(err, jetstream.ErrMsgNotFound) || apiCode(err) == jetstream.JSErrCodeMessageNotFound ||
+		errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) && (strings.Contains(err.Error(), "no message found") || strings.Contains(err.Error(), "not found"))
 }
 
 // Pending returns what IN and OUT hold, in order, and the dead letters
-// (see journal.Log).
+// (see journal.Log). A record whose object is gone is dropped, with a
+// warning; the objects no record names are removed.
 func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
 	var rec journal.Pending
+	named := map[string]bool{}
+	read := func(m *jetstream.RawStreamMsg, what string, v any) (string, bool, error) {
+		data, blob, err := j.recordData(ctx, m.Header, m.Data)
+		named[blob] = blob != ""
+		if errors.Is(err, errBlobGone) {
+			j.limited.Warn("cluster: a record whose object is gone cannot be read; dropping it", zap.String("record", what), zap.Error(err))
+			return blob, false, nil
+		}
+		if err != nil {
+			return blob, false, fmt.Errorf("%s %d: %w", what, m.Sequence, err)
+		}
+		if err := json.Unmarshal(data, v); err != nil {
+			return blob, false, fmt.Errorf("%s %d: %w", what, m.Sequence, err)
+		}
+		return blob, true, nil
+	}
 	err := j.each(ctx, j.out, func(m *jetstream.RawStreamMsg) error {
 		var d sendData
-		if err := json.Unmarshal(m.Data, &d); err != nil {
-			return fmt.Errorf("send %d: %w", m.Sequence, err)
+		blob, ok, err := read(m, "send", &d)
+		if !ok {
+			return err
 		}
-		r := &record{j: j, stream: j.out, seq: m.Sequence, send: true, id: d.ID}
+		r := &record{j: j, stream: j.out, seq: m.Sequence, send: true, id: d.ID, blob: blob}
 		rs := journal.Outgoing{ID: d.ID, Request: d.Request, Record: r}
 		if e, err := j.progress.Get(ctx, progressKey(m.Sequence)); err == nil {
 			r.saved = true
@@ -452,27 +588,45 @@ func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
 	}
 	err = j.each(ctx, j.in, func(m *jetstream.RawStreamMsg) error {
 		var ev platform.Event
-		if err := json.Unmarshal(m.Data, &ev); err != nil {
-			return fmt.Errorf("event %d: %w", m.Sequence, err)
+		blob, ok, err := read(m, "event", &ev)
+		if !ok {
+			return err
 		}
-		rec.Events = append(rec.Events, journal.Incoming{Event: ev, Record: &record{j: j, stream: j.in, seq: m.Sequence, event: handledKey(ev)}})
+		rec.Events = append(rec.Events, journal.Incoming{Event: ev, Record: &record{j: j, stream: j.in, seq: m.Sequence, event: handledKey(ev), blob: blob}})
 		return nil
 	})
 	if err != nil {
 		return journal.Pending{}, fmt.Errorf("cluster: recover events: %w", err)
 	}
-	if rec.DeadLetters, err = j.deadLetters(ctx); err != nil {
+	if rec.DeadLetters, err = j.readDeadLetters(ctx, named); err != nil {
 		return journal.Pending{}, err
+	}
+	if err := j.sweepBlobs(ctx, func() (map[string]bool, error) { return named, nil }); err != nil {
+		j.limited.Warn("cluster: the objects no record names were not removed", zap.Error(err))
 	}
 	return rec, nil
 }
 
 // deadLetters returns the dead letters DLQ holds, in order.
 func (j *Journal) deadLetters(ctx context.Context) ([]sender.DeadLetter, error) {
+	return j.readDeadLetters(ctx, map[string]bool{})
+}
+
+// readDeadLetters is deadLetters, noting in named the objects they name.
+func (j *Journal) readDeadLetters(ctx context.Context, named map[string]bool) ([]sender.DeadLetter, error) {
 	var letters []sender.DeadLetter
 	err := j.each(ctx, j.dlq, func(m *jetstream.RawStreamMsg) error {
+		data, blob, err := j.recordData(ctx, m.Header, m.Data)
+		named[blob] = blob != ""
+		if errors.Is(err, errBlobGone) {
+			j.limited.Warn("cluster: a dead letter whose object is gone cannot be read; dropping it", zap.Error(err))
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("dead letter %d: %w", m.Sequence, err)
+		}
 		var dl sender.DeadLetter
-		if err := json.Unmarshal(m.Data, &dl); err != nil {
+		if err := json.Unmarshal(data, &dl); err != nil {
 			return fmt.Errorf("dead letter %d: %w", m.Sequence, err)
 		}
 		dl.ID = progressKey(m.Sequence)
@@ -518,18 +672,21 @@ const opTimeout = 10 * time.Second
 func (j *Journal) Keep(dl sender.DeadLetter) (string, error) {
 	data, err := json.Marshal(dl)
 	if err != nil {
-		return "", fmt.Errorf("cluster: dead letter: %w", err)
+		return "", platform.Permanent(fmt.Errorf("cluster: dead letter: %w: %w", journal.ErrUnrecordable, err))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	ack, err := j.js.Publish(ctx, j.subject("dlq", dl.Request.Platform, dl.Request.Target.ID), data)
+	msg := nats.NewMsg(j.subject("dlq", dl.Request.Platform, dl.Request.Target.ID))
+	msg.Data = data
+	ack, _, err := j.putRecord(ctx, "keep dead letter", msg)
 	if err != nil {
-		return "", fmt.Errorf("cluster: keep dead letter: %w", err)
+		return "", err
 	}
 	return progressKey(ack.Sequence), nil
 }
 
-// Forget removes dead letters by the IDs Keep gave them.
+// Forget removes dead letters by the IDs Keep gave them, and their
+// objects.
 func (j *Journal) Forget(ids ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -539,9 +696,20 @@ func (j *Journal) Forget(ids ...string) error {
 		if err != nil {
 			continue // not one of ours
 		}
+		m, err := j.dlq.GetMsg(ctx, seq)
+		switch {
+		case err == nil:
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			continue
+		default:
+			errs = append(errs, err)
+			continue
+		}
 		if err := j.dlq.DeleteMsg(ctx, seq); err != nil && !gone(err) {
 			errs = append(errs, err)
+			continue
 		}
+		j.dropBlob(m.Header.Get(hdrBlob))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cluster: forget dead letters: %w", err)

@@ -223,10 +223,17 @@ func TestJournalFull(t *testing.T) {
 	if err == nil || len(recs) == 0 {
 		t.Fatalf("a 4 KiB stream took %d sends, last error %v", len(recs), err)
 	}
+	if !errors.Is(err, journal.ErrOutage) || errors.Is(err, journal.ErrUnrecordable) {
+		t.Fatalf("a full stream's refusal: %v; want an outage", err)
+	}
 	for _, r := range recs {
 		if err := r.Done(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The journal refuses until its probe saw room again.
+	if err := j.WaitRecording(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if _, _, err := j.RecordSend(ctx, journal.Send{Request: sendTo("c", "after")}); err != nil {
 		t.Fatalf("after the sends were done: %v", err)

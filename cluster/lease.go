@@ -57,6 +57,16 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 	s := r.s
 	for _, name := range r.m.Adapters() {
 		key := token(name)
+		if l := r.leads[name]; l != nil && l.lost() {
+			// Its consumer of OUT is gone (OUT created again, or the
+			// server lost it): the lease is given up, and taken again.
+			s.warn.Warn("cluster: the gateway's consumer is gone; leading again", zap.String("adapter", name))
+			rctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			l.release(rctx)
+			cancel()
+			delete(r.leads, name)
+			s.leading.Delete(name)
+		}
 		if l := r.leads[name]; l != nil {
 			if time.Since(time.Unix(0, l.renewed.Load())) < s.cfg.LeaseTTL/3 {
 				continue
@@ -88,12 +98,14 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 		if err != nil {
 			if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
 				s.warn.Warn("cluster: cannot take a lease", zap.String("adapter", name), zap.Error(err))
+				s.repair(ctx, err)
 			}
 			continue
 		}
 		l, err := r.lead(ctx, name, rev, at)
 		if err != nil {
 			s.warn.Warn("cluster: cannot lead", zap.String("adapter", name), zap.Error(err))
+			s.repair(ctx, err)
 			_ = s.leases.Delete(ctx, key, jetstream.LastRevision(rev))
 			continue
 		}
@@ -222,13 +234,15 @@ func (l *lead) sleep(d time.Duration) bool {
 	return backoff.Sleep(l.recv, d) && l.recv.Err() == nil
 }
 
-// pull hands the account's sends to the member's dispatcher, in order.
+// pull hands the account's sends to the member's dispatcher, in order,
+// until it stops taking or its consumer is gone (see lost).
 func (l *lead) pull() {
 	defer close(l.pulled)
 	for {
 		msg, err := l.it.Next()
 		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
+				errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrBadRequest) {
 				return
 			}
 			continue
@@ -237,15 +251,39 @@ func (l *lead) pull() {
 	}
 }
 
+// lost reports whether the gateway stopped pulling sends by itself: its
+// consumer of OUT is gone.
+func (l *lead) lost() bool {
+	select {
+	case <-l.pulled:
+		return !l.leaving.Load()
+	default:
+		return false
+	}
+}
+
 func (l *lead) send(msg jetstream.Msg) {
 	s := l.s
-	var d sendData
-	if err := json.Unmarshal(msg.Data(), &d); err != nil {
-		s.warn.Warn("cluster: a send in OUT does not decode; dropping it", zap.Error(err))
-		_ = msg.Term()
+	reply, key := msg.Headers().Get(hdrReply), msg.Headers().Get(hdrKey)
+	data, blob, err := l.read(msg)
+	if err != nil {
+		if errors.Is(err, errBlobGone) {
+			s.warn.Warn("cluster: a send in OUT whose object is gone cannot be read; dropping it", zap.Error(err))
+			_ = msg.Term()
+			l.answerLost(reply, key, err)
+			return
+		}
+		_ = msg.Nak() // the gateway stops: the next one reads it
 		return
 	}
-	reply, key := msg.Headers().Get(hdrReply), msg.Headers().Get(hdrKey)
+	var d sendData
+	if err := json.Unmarshal(data, &d); err != nil {
+		s.warn.Warn("cluster: a send in OUT does not decode; dropping it", zap.Error(err))
+		_ = msg.Term()
+		s.dropBlob(blob)
+		l.answerLost(reply, key, err)
+		return
+	}
 	answer := func(res platform.SendResult, err error) {
 		if errors.Is(err, ErrLeaseLost) || reply == "" {
 			return // the next gateway makes it, and answers
@@ -256,7 +294,7 @@ func (l *lead) send(msg jetstream.Msg) {
 		}
 	}
 	meta, _ := msg.Metadata()
-	rec := &outRecord{l: l, msg: msg, id: d.ID}
+	rec := &outRecord{l: l, msg: msg, id: d.ID, blob: blob}
 	out := journal.Outgoing{ID: d.ID, Request: d.Request, Record: rec, Fence: l.valid, Held: true, Done: answer}
 	if meta != nil {
 		rec.seq = meta.Sequence.Stream
@@ -291,6 +329,40 @@ func (l *lead) send(msg jetstream.Msg) {
 		l.leaving.Store(true)
 		l.s.warn.Warn("cluster: a send could not be queued; the next gateway makes it", zap.Error(err))
 		_ = msg.Nak()
+	}
+}
+
+// read returns the bytes of msg's send: its data, or the object it names.
+// While the store cannot give the object, it tries again on a heartbeat,
+// so that the account's order holds; it gives up when the gateway stops.
+func (l *lead) read(msg jetstream.Msg) ([]byte, string, error) {
+	beat := time.NewTicker(probeEvery) // heartbeat: the object asked for again while the store cannot give it
+	defer beat.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(l.recv, opTimeout)
+		data, blob, err := l.s.recordData(ctx, msg.Headers(), msg.Data())
+		cancel()
+		if err == nil || errors.Is(err, errBlobGone) {
+			return data, blob, err
+		}
+		l.s.warn.Warn("cluster: a send's object cannot be read; trying again", zap.Error(err))
+		select {
+		case <-l.recv.Done():
+			return nil, blob, l.recv.Err()
+		case <-beat.C:
+		}
+	}
+}
+
+// answerLost tells the member that appended a send which can never be
+// read that it failed for good.
+func (l *lead) answerLost(reply, key string, cause error) {
+	if reply == "" {
+		return
+	}
+	err := platform.Permanent(fmt.Errorf("cluster: the send's record cannot be read: %w", cause))
+	if b, merr := json.Marshal(outcome{Key: key, wireError: encodeError(err)}); merr == nil {
+		_ = l.s.nc.Publish(reply, b)
 	}
 }
 
@@ -330,23 +402,37 @@ type outRecord struct {
 	id    string
 	seq   uint64
 	saved bool
+	blob  string // the object holding its bytes, or ""
 }
 
 // Done marks the send delivered (a handler run again after a crash may
 // repeat it: the gateway cannot tell whether its event is done, so every
 // send with an id is marked) and acknowledges it.
+//
+// What the store refuses (an outage) is done once it is back, and Done's
+// error then wraps journal.ErrOutage: a mark refused does not hold the
+// acknowledgement back (the send would be offered again, and made again,
+// for sure).
 func (r *outRecord) Done(ctx context.Context, delivered *platform.SendResult) error {
 	s := r.l.s
+	var errs []error
 	if delivered != nil && r.id != "" {
-		if err := s.putMark(ctx, r.id, delivered); err != nil {
-			return err
+		id, res := r.id, *delivered
+		errs = append(errs, s.finish(ctx, func(ctx context.Context) error { return s.putMark(ctx, id, &res) }))
+	}
+	msg, seq, saved, blob := r.msg, r.seq, r.saved, r.blob
+	errs = append(errs, s.finish(ctx, func(ctx context.Context) error {
+		if err := msg.DoubleAck(ctx); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+			return outage("done", err)
 		}
-	}
-	if err := r.msg.DoubleAck(ctx); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-		return fmt.Errorf("cluster: done: %w", err)
-	}
-	if r.saved {
-		_ = s.progress.Purge(ctx, progressKey(r.seq))
+		if saved {
+			_ = s.progress.Purge(ctx, progressKey(seq))
+		}
+		s.dropBlob(blob)
+		return nil
+	}))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w (kept; finished once the store takes writes again)", err)
 	}
 	return nil
 }

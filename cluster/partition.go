@@ -30,6 +30,7 @@ type partition struct {
 	ctx   context.Context
 	stop  func()
 	done  chan struct{}
+	ended chan struct{} // closed when the pulling ended, stopped or by itself
 	// redeliveredBelow: events up to this stream sequence were there
 	// when the consumer was reset, and may have been handled before.
 	redeliveredBelow uint64
@@ -51,6 +52,7 @@ type partRecord struct {
 	p     *partition
 	msg   jetstream.Msg
 	event string // its handled key
+	blob  string // the object holding its bytes, or ""
 }
 
 // take claims partition p and starts pulling it, or returns nil while
@@ -144,8 +146,21 @@ func (r *membership) startPartition(ctx context.Context, p int, rev uint64, from
 	}
 	part.it = it
 	part.ctx, part.stop = context.WithCancel(context.Background())
+	part.ended = make(chan struct{})
 	go part.run()
 	return part, nil
+}
+
+// lost reports whether the partition stopped pulling by itself: its
+// consumer is gone (IN was created again, the server lost it), and it is
+// to be taken again.
+func (p *partition) lost() bool {
+	select {
+	case <-p.ended:
+		return p.ctx.Err() == nil
+	default:
+		return false
+	}
 }
 
 // run hands each event pulled to the member, in order, until stopped, and
@@ -155,19 +170,22 @@ func (p *partition) run() {
 	tick := time.NewTicker(p.s.cfg.AckWait / 3) // heartbeat: "in progress" before AckWait runs out
 	defer tick.Stop()
 	msgs := make(chan jetstream.Msg)
-	go func() { // ends when the iterator is stopped
+	go func() { // ends when the iterator is stopped, or ends by itself
 		defer close(msgs)
+		defer close(p.ended)
 		for {
 			msg, err := p.it.Next()
 			if err != nil {
-				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-					return
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
+					errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrBadRequest) {
+					return // stopped, or its consumer is gone: lost tells
 				}
 				continue // a pull that expired, or the pin moved: pull again
 			}
 			select {
 			case msgs <- msg:
 			case <-p.ctx.Done():
+				_ = msg.Nak() // taken, not handed over: the next owner gets it at once
 				return
 			}
 		}
@@ -183,7 +201,8 @@ func (p *partition) run() {
 			p.inProgress()
 		case <-p.ctx.Done():
 			p.it.Stop()
-			for range msgs { // let the reader end
+			for msg := range msgs { // let the reader end; what it took goes back at once
+				_ = msg.Nak()
 			}
 			return
 		}
@@ -191,10 +210,21 @@ func (p *partition) run() {
 }
 
 func (p *partition) deliver(msg jetstream.Msg) {
+	data, blob, err := p.read(msg)
+	if err != nil {
+		if errors.Is(err, errBlobGone) {
+			p.s.warn.Warn("cluster: an event in IN whose object is gone cannot be read; dropping it", zap.String("subject", msg.Subject()), zap.Error(err))
+			_ = msg.Term()
+			return
+		}
+		_ = msg.Nak() // the partition stops: its next owner reads it
+		return
+	}
 	var ev platform.Event
-	if err := json.Unmarshal(msg.Data(), &ev); err != nil {
+	if err := json.Unmarshal(data, &ev); err != nil {
 		p.s.warn.Warn("cluster: an event in IN does not decode; dropping it", zap.String("subject", msg.Subject()), zap.Error(err))
 		_ = msg.Term()
+		p.s.dropBlob(blob)
 		return
 	}
 	meta, err := msg.Metadata()
@@ -211,7 +241,7 @@ func (p *partition) deliver(msg jetstream.Msg) {
 	if redelivered {
 		p.s.redeliveries.Add(1)
 	}
-	rec := &partRecord{p: p, msg: msg, event: handledKey(ev)}
+	rec := &partRecord{p: p, msg: msg, event: handledKey(ev), blob: blob}
 	p.mu.Lock()
 	p.pending[rec] = struct{}{}
 	p.mu.Unlock()
@@ -223,6 +253,35 @@ func (p *partition) deliver(msg jetstream.Msg) {
 			p.s.warn.Warn("cluster: an event could not be queued; the server offers it again", zap.Error(err))
 		}
 		_ = msg.Nak()
+	}
+}
+
+// read returns the bytes of msg's event: its data, or the object it
+// names. While the store cannot give the object, it tries again on a
+// heartbeat, keeping the events in hand in progress, so that the
+// partition's order holds; it gives up when the partition stops.
+func (p *partition) read(msg jetstream.Msg) ([]byte, string, error) {
+	beat := time.NewTicker(probeEvery) // heartbeat: the object asked for again while the store cannot give it
+	defer beat.Stop()
+	last := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(p.ctx, opTimeout)
+		data, blob, err := p.s.recordData(ctx, msg.Headers(), msg.Data())
+		cancel()
+		if err == nil || errors.Is(err, errBlobGone) {
+			return data, blob, err
+		}
+		p.s.warn.Warn("cluster: an event's object cannot be read; trying again", zap.Error(err))
+		if time.Since(last) > p.s.cfg.AckWait/3 {
+			p.inProgress()
+			_ = msg.InProgress()
+			last = time.Now()
+		}
+		select {
+		case <-p.ctx.Done():
+			return nil, blob, p.ctx.Err()
+		case <-beat.C:
+		}
 	}
 }
 
@@ -248,11 +307,20 @@ func (p *partition) forget(rec *partRecord) {
 	}
 }
 
-// Done acknowledges the event: the server removes it.
-func (r *partRecord) Done(context.Context, *platform.SendResult) error {
+// Done acknowledges the event: the server removes it. An event with an
+// object is acknowledged for sure (an ack lost would hand it over again,
+// and its object would be needed), and its object removed after.
+func (r *partRecord) Done(ctx context.Context, _ *platform.SendResult) error {
 	r.p.forget(r)
 	r.p.s.markHandled(r.event)
-	return r.msg.Ack()
+	if r.blob == "" {
+		return r.msg.Ack()
+	}
+	if err := r.msg.DoubleAck(ctx); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+		return outage("done", err) // handed over again: its object stays
+	}
+	r.p.s.dropBlob(r.blob)
+	return nil
 }
 
 // Save does nothing: events have no progress.

@@ -150,25 +150,52 @@ func OpenShared(ctx context.Context, nc *nats.Conn, cfg SharedConfig) (*Shared, 
 	log = log.With(zap.String("node", cfg.Node))
 	s := &Shared{Journal: j, cfg: cfg, nc: nc, log: log, warn: ratelog.New(log, time.Minute),
 		results: "herald." + j.cfg.Bot + ".result." + token(cfg.Node), pending: map[string]func(platform.SendResult, error){}}
-	s.members, err = ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
+	// Memory-backed: heartbeats go on while the file store refuses writes
+	// (its disk full). A server restarted without it has it created
+	// again by the first heartbeat that fails (see assets).
+	s.members, err = j.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: "members_" + j.cfg.Bot, TTL: cfg.MemberTTL, Storage: jetstream.MemoryStorage, Replicas: j.cfg.Replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: members bucket: %w", err)
 	}
-	s.claims, err = ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
+	s.claims, err = j.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: "partitions_" + j.cfg.Bot, Storage: jetstream.FileStorage, Replicas: j.cfg.Replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: partitions bucket: %w", err)
 	}
-	s.leases, err = ensureKeyValue(ctx, j.js, jetstream.KeyValueConfig{
+	s.leases, err = j.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: "leases_" + j.cfg.Bot, TTL: cfg.LeaseTTL, Storage: jetstream.FileStorage, Replicas: j.cfg.Replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: leases bucket: %w", err)
 	}
 	return s, nil
+}
+
+// beatTimeout bounds the requests of one step of a beat of the
+// membership (a heartbeat, the members' reading, the leases' renewals): a
+// third of the shorter of the member's and the lease's TTL, or a beat if
+// that is longer. A renewal cut off so is made again at the next beat,
+// within two thirds of the lease's TTL, before the lease's fence closes.
+func (s *Shared) beatTimeout() time.Duration {
+	return max(s.cfg.Heartbeat, min(s.cfg.MemberTTL, s.cfg.LeaseTTL)/3)
+}
+
+// repair creates again the streams and buckets the members need, if err
+// says one may be missing (see assets), logging what it did. It has a
+// beat's time of its own: err may be the end of the caller's.
+func (s *Shared) repair(ctx context.Context, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.beatTimeout())
+	defer cancel()
+	created, rerr := s.assets.repair(ctx, err)
+	switch {
+	case rerr != nil && ctx.Err() == nil:
+		s.warn.Warn("cluster: cannot create again the streams and buckets that are missing", zap.Error(rerr))
+	case created:
+		s.log.Warn("cluster: created again the streams and buckets that were missing (the server restarted without them, or they were deleted)", zap.NamedError("cause", err))
+	}
 }
 
 // SharedStats counts what a member did in its cluster.
@@ -244,6 +271,9 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 	if _, err := s.member(); err != nil {
 		return journal.Appended{}, err
 	}
+	if err := s.health.gate(); err != nil {
+		return journal.Appended{}, err
+	}
 	if snd.Repeat && snd.ID != "" {
 		if res, ok, err := s.mark(ctx, snd.ID); err != nil {
 			return journal.Appended{}, err
@@ -253,7 +283,7 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 	}
 	data, err := json.Marshal(sendData{ID: snd.ID, Request: snd.Request})
 	if err != nil {
-		return journal.Appended{}, fmt.Errorf("cluster: send: %w", err)
+		return journal.Appended{}, platform.Permanent(fmt.Errorf("cluster: send: %w: %w", journal.ErrUnrecordable, err))
 	}
 	key := s.cfg.Node + "/" + strconv.FormatUint(s.sendSeq.Add(1), 10)
 	msg := nats.NewMsg(s.subject("out", snd.Request.Platform, snd.Request.Target.ID))
@@ -270,12 +300,12 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 		s.pending[key] = snd.Done
 		s.pmu.Unlock()
 	}
-	ack, err := s.js.PublishMsg(ctx, msg, opts...)
+	ack, _, err := s.putRecord(ctx, "record send", msg, opts...)
 	if err != nil || ack.Duplicate {
 		s.takeResult(key)
 	}
 	if err != nil {
-		return journal.Appended{}, fmt.Errorf("cluster: record send: %w", err)
+		return journal.Appended{}, err
 	}
 	if ack.Duplicate {
 		return journal.Appended{Duplicate: true}, nil
@@ -306,7 +336,8 @@ func (s *Shared) unheard() {
 
 // Recover returns the journal as the dead letters' backend, with the
 // letters it keeps: the members take up events and sends through their
-// consumers (see journal.Journal).
+// consumers (see journal.Journal). It removes the objects of large
+// records that no record names (a process died between writing the two).
 func (s *Shared) Recover(ctx context.Context) (sender.DeadLetterBackend, []sender.DeadLetter, error) {
 	if _, err := s.member(); err != nil {
 		return nil, nil, err
@@ -314,6 +345,9 @@ func (s *Shared) Recover(ctx context.Context) (sender.DeadLetterBackend, []sende
 	letters, err := s.deadLetters(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := s.sweepBlobs(ctx, func() (map[string]bool, error) { return s.blobRefs(ctx) }); err != nil {
+		s.warn.Warn("cluster: the objects no record names were not removed", zap.Error(err))
 	}
 	return s.Journal, letters, nil
 }
@@ -409,12 +443,23 @@ func (r *membership) loop(ctx context.Context) error {
 	beat := time.NewTicker(s.cfg.Heartbeat) // heartbeat: members, partitions and leases looked at each beat
 	defer beat.Stop()
 	for {
-		if live, err := r.liveMembers(ctx); err == nil {
-			r.assign(ctx, live)
-		} else if ctx.Err() == nil {
+		// The members' reading and the leases' renewals are each bounded
+		// (beatTimeout): a request the server lost (it restarted
+		// meanwhile) does not hold the renewals back until the leases run
+		// out.
+		bctx, cancel := context.WithTimeout(ctx, s.beatTimeout())
+		live, err := r.liveMembers(bctx)
+		if err != nil && ctx.Err() == nil {
 			s.warn.Warn("cluster: cannot read the members", zap.Error(err))
+			s.repair(bctx, err)
 		}
-		r.renewLeases(ctx, true)
+		cancel()
+		bctx, cancel = context.WithTimeout(ctx, s.beatTimeout())
+		r.renewLeases(bctx, true)
+		cancel()
+		if err == nil {
+			r.assign(ctx, live)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -429,9 +474,12 @@ func (r *membership) heartbeat(ctx context.Context) {
 	beat := time.NewTicker(r.s.cfg.Heartbeat) // heartbeat: the member's own
 	defer beat.Stop()
 	for {
-		if _, err := r.s.members.Put(ctx, token(r.s.cfg.Node), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
+		bctx, cancel := context.WithTimeout(ctx, r.s.beatTimeout())
+		if _, err := r.s.members.Put(bctx, token(r.s.cfg.Node), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
 			r.s.warn.Warn("cluster: heartbeat failed", zap.Error(err))
+			r.s.repair(bctx, err)
 		}
+		cancel()
 		select {
 		case <-ctx.Done():
 			return
@@ -467,12 +515,27 @@ func (r *membership) liveMembers(ctx context.Context) ([]string, error) {
 		keys = append(keys, token(r.s.cfg.Node))
 	}
 	// A listing taken while a member's heartbeat replaces its last one
-	// may miss it: a member seen before and not listed is asked for.
+	// may miss it: a member seen before and not listed is asked for. A
+	// bucket created again (the server restarted without it) has not
+	// heard every member yet: those seen before are taken as alive for a
+	// member's TTL from its creation, so that nobody takes over from
+	// members that are alive.
+	young := -1
 	for _, m := range r.live {
 		if slices.Contains(keys, m) {
 			continue
 		}
 		if _, err := r.s.members.Get(ctx, m); err == nil {
+			keys = append(keys, m)
+			continue
+		}
+		if young < 0 {
+			young = 0
+			if st, err := r.s.js.Stream(ctx, "KV_members_"+r.s.Journal.cfg.Bot); err == nil && time.Since(st.CachedInfo().Created) < r.s.cfg.MemberTTL {
+				young = 1
+			}
+		}
+		if young == 1 {
 			keys = append(keys, m)
 		}
 	}
@@ -516,12 +579,20 @@ func (r *membership) assign(ctx context.Context, live []string) {
 	var gained, lost []int
 	for p := 0; p < s.Journal.cfg.Partitions; p++ {
 		mine := owner(live, p) == me
+		if part, ok := r.parts[p]; ok && mine && part.lost() {
+			// Its consumer is gone (IN created again, or the server lost
+			// it): taken again below, the claim still this member's.
+			s.warn.Warn("cluster: a partition's consumer is gone; taking the partition again", zap.Int("partition", p))
+			part.halt()
+			delete(r.parts, p)
+		}
 		_, have := r.parts[p]
 		switch {
 		case mine && !have:
 			part, err := r.take(ctx, p)
 			if err != nil {
 				s.warn.Warn("cluster: cannot take a partition", zap.Int("partition", p), zap.Error(err))
+				s.repair(ctx, err)
 				continue
 			}
 			if part == nil {

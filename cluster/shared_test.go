@@ -48,7 +48,13 @@ func startMember(t *testing.T, s *embedded.Server, mem *memory.Adapter, name str
 // the member's journal.
 func startMemberWith(t *testing.T, s *embedded.Server, name string, adapter func(*cluster.Shared) platform.Adapter) *member {
 	t.Helper()
-	nc, err := s.Connect()
+	return startMemberOn(t, func() (*nats.Conn, error) { return s.Connect() }, name, adapter)
+}
+
+// startMemberOn starts a member on the connection connect makes.
+func startMemberOn(t *testing.T, connect func() (*nats.Conn, error), name string, adapter func(*cluster.Shared) platform.Adapter) *member {
+	t.Helper()
+	nc, err := connect()
 	if err != nil {
 		t.Fatal(err)
 	}

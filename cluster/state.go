@@ -34,12 +34,17 @@ const markerTTL = time.Minute
 // before it. A TTL is rounded up to a whole second (the server's unit).
 // Create it with [NewSessionStore] or [NewScheduleStore]; it is safe for
 // concurrent use.
+//
+// A bucket found missing (the server restarted without it, a new
+// cluster) is created again, empty, by the call that finds it so, which
+// is then made again once.
 type StateStore struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
 	stream string // the bucket's stream, KV_<bucket>
 	subj   string // its subject prefix, $KV.<bucket>.
+	assets *assets
 }
 
 var _ state.Store = (*StateStore)(nil)
@@ -73,18 +78,34 @@ func openState(ctx context.Context, nc *nats.Conn, cfg Config, kind string) (*St
 	}
 	cfg.Replicas = replicas(ctx, nc, cfg.Replicas)
 	bucket := kind + "_" + cfg.Bot
-	kv, err := ensureKeyValue(ctx, js, jetstream.KeyValueConfig{
+	kc := jetstream.KeyValueConfig{
 		Bucket:         bucket,
 		History:        1,
 		Storage:        jetstream.FileStorage,
 		Replicas:       cfg.Replicas,
 		MaxBytes:       max(cfg.MaxBytes, -1),
 		LimitMarkerTTL: markerTTL,
-	})
+	}
+	kv, err := ensureKeyValue(ctx, js, kc)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %s bucket: %w", kind, err)
 	}
-	return &StateStore{nc: nc, js: js, kv: kv, stream: "KV_" + bucket, subj: "$KV." + bucket + "."}, nil
+	a := &assets{js: js}
+	a.addKeyValue(kc)
+	return &StateStore{nc: nc, js: js, kv: kv, stream: "KV_" + bucket, subj: "$KV." + bucket + ".", assets: a}, nil
+}
+
+// again makes op, and once more after creating the bucket again when op's
+// error says it may be missing (see assets).
+func (s *StateStore) again(ctx context.Context, op func() error) error {
+	err := op()
+	if err == nil || !missing(err) {
+		return err
+	}
+	if _, rerr := s.assets.repair(ctx, err); rerr != nil {
+		return err
+	}
+	return op()
 }
 
 // stateKey escapes an engine key into a bucket key.
@@ -162,6 +183,13 @@ func conflict(err error) bool {
 // Get returns key's value and revision, read from the bucket stream's
 // leader (see state.Store).
 func (s *StateStore) Get(ctx context.Context, key string) ([]byte, uint64, error) {
+	var v []byte
+	var rev uint64
+	err := s.again(ctx, func() (err error) { v, rev, err = s.get(ctx, key); return err })
+	return v, rev, err
+}
+
+func (s *StateStore) get(ctx context.Context, key string) ([]byte, uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
@@ -222,6 +250,12 @@ func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFun
 
 // Create sets key if it has no value (see state.Store).
 func (s *StateStore) Create(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
+	var rev uint64
+	err := s.again(ctx, func() (err error) { rev, err = s.create(ctx, key, value, ttl); return err })
+	return rev, err
+}
+
+func (s *StateStore) create(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -241,6 +275,12 @@ func (s *StateStore) Create(ctx context.Context, key string, value []byte, ttl t
 
 // Update sets key if its revision is still rev (see state.Store).
 func (s *StateStore) Update(ctx context.Context, key string, value []byte, rev uint64, ttl time.Duration) (uint64, error) {
+	var next uint64
+	err := s.again(ctx, func() (err error) { next, err = s.update(ctx, key, value, rev, ttl); return err })
+	return next, err
+}
+
+func (s *StateStore) update(ctx context.Context, key string, value []byte, rev uint64, ttl time.Duration) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -265,6 +305,10 @@ func (s *StateStore) Update(ctx context.Context, key string, value []byte, rev u
 // Delete removes key's value (see state.Store): a purge, whose
 // marker goes after markerTTL.
 func (s *StateStore) Delete(ctx context.Context, key string, rev uint64) error {
+	return s.again(ctx, func() error { return s.delete(ctx, key, rev) })
+}
+
+func (s *StateStore) delete(ctx context.Context, key string, rev uint64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -285,6 +329,12 @@ func (s *StateStore) Delete(ctx context.Context, key string, rev uint64) error {
 // Keys returns the keys with a value that begin with prefix (see
 // state.Store). It reads the whole bucket's keys.
 func (s *StateStore) Keys(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	err := s.again(ctx, func() (err error) { keys, err = s.keys(ctx, prefix); return err })
+	return keys, err
+}
+
+func (s *StateStore) keys(ctx context.Context, prefix string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -20,8 +20,11 @@
 // mid-poll (plus the confirming call described below, when updates are
 // left to confirm). A failed call is retried after an exponential backoff
 // (0.5 s doubling to 30 s, jittered), or after exactly the retry_after of
-// a 429; 401 ([ErrUnauthorized]) and 409 ([ErrConflict]: another process
-// polls with the same token) end the run. Only one process may poll a bot
+// a 429; 401 ([ErrUnauthorized]) ends the run, and so does 409
+// ([ErrConflict]: another process polls with the same token) when it
+// comes three times within a minute — a single one is what a process
+// paused while it polled (a gateway whose lease passed on) causes when it
+// resumes and polls once more before it stops. Only one process may poll a bot
 // at a time.
 //
 // The getUpdates offset confirms updates to Telegram, and it moves only

@@ -22,8 +22,10 @@ var (
 	// Unauthorized, or 404 Not Found, Telegram's answer to a token that is
 	// not even well-formed.
 	ErrUnauthorized = errors.New("telegram: unauthorized: the bot token is wrong or was revoked")
-	// ErrConflict ends Run when getUpdates answers 409 Conflict: another
-	// process polls with the same token, or a webhook is set.
+	// ErrConflict ends Run when getUpdates answers 409 Conflict three
+	// times within a minute: another process polls with the same token,
+	// or a webhook is set. (A single 409 is retried: a process that was
+	// paused polls once more when it resumes, before it stops.)
 	ErrConflict = errors.New("telegram: conflict: another instance is polling with this token, or a webhook is set")
 	// ErrAlreadyRunning is returned by Run while another Run of the same
 	// adapter is active.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -27,6 +28,19 @@ var errNoProgress = errors.New("telegram: getUpdates: no update in the answer co
 // when Run stops, if its Inbound has no Stop: when the adapter runs
 // without an engine.
 const confirmTimeout = 500 * time.Millisecond
+
+// conflictTolerance is how many 409 Conflict answers to getUpdates within
+// conflictWindow end the poll loop with ErrConflict. One is no proof of a
+// second poller for good: a process that was paused while it held the bot
+// (a stopped container, a gateway whose lease passed to another process)
+// sends one more getUpdates when it resumes, before it learns that it must
+// stop, and that ends the long poll of the process that polls now. Two
+// processes that both go on polling end each other's polls in turn, and
+// reach the count within seconds.
+const (
+	conflictTolerance = 3
+	conflictWindow    = time.Minute
+)
 
 // emptyPollFloor is the least time from the start of a long poll that
 // brought no update to the start of the next: a server that ignores
@@ -70,9 +84,10 @@ func (a *Adapter) runPolling(ctx context.Context, rs *runState) error {
 // one round trip, those just handed on; the final call of runPolling
 // confirms them when ctx ends.
 func (a *Adapter) poll(ctx context.Context, rs *runState) error {
-	attempt := 0      // getUpdates failures in a row
-	refusals := 0     // refusals of lastRefused in a row
-	lastRefused := -1 // the update handle refused last
+	attempt := 0              // getUpdates failures in a row
+	refusals := 0             // refusals of lastRefused in a row
+	lastRefused := -1         // the update handle refused last
+	var conflicts []time.Time // the 409 answers of the last conflictWindow
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -126,6 +141,20 @@ func (a *Adapter) poll(ctx context.Context, rs *runState) error {
 			return nil
 		}
 		wait, fatal := runFailure(err, attempt, rand.Float64())
+		if errors.Is(fatal, ErrConflict) {
+			now := time.Now()
+			conflicts = append(slices.DeleteFunc(conflicts, func(at time.Time) bool { return now.Sub(at) >= conflictWindow }), now)
+			if len(conflicts) < conflictTolerance {
+				fatal, wait = nil, failureDelay(attempt, rand.Float64())
+				a.limited.Warn("telegram: getUpdates answered 409 Conflict: another process polled with this token (one paused a moment ago, or a second instance); retrying, and stopping if it goes on",
+					zap.Error(a.red.Error(err)), zap.Int("conflicts", len(conflicts)), zap.Duration("retry_in", wait))
+				attempt++
+				if !backoff.Sleep(ctx, wait) {
+					return nil
+				}
+				continue
+			}
+		}
 		if fatal != nil {
 			return fatal
 		}

@@ -3,14 +3,30 @@
 // Herald's journal (package cluster), with no server to install or run.
 // It is a package of its own because the server adds about 15 MB to a
 // binary; a bot that connects to a NATS cluster does not import it.
+//
+// A full disk is an outage the server lives through without a restart.
+// Its store is bounded under the disk's room (Config.MaxStore), so that
+// it refuses new messages cleanly — the journal then refuses events and
+// sends until what it holds is done — before the disk is full. If the
+// disk fills anyway (another program writes to it), the store's writes
+// fail and nats-server leaves the streams failed until they are loaded
+// again; the Server sees it, turns JetStream off (every call then fails
+// at once), and once there is room starts the server again, its streams
+// loaded from the disk, while the connections from Connect reconnect to
+// it by themselves: one log line each way.
 package embedded
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -46,7 +62,12 @@ type Config struct {
 	SyncAlways bool
 
 	// MaxStore bounds the bytes JetStream keeps on disk; a full store
-	// refuses new messages. 0 means DefaultMaxStore (1 GiB).
+	// refuses new messages. 0 means DefaultMaxStore (1 GiB). Start
+	// bounds it further, where it can tell the disk's free space, to
+	// three quarters of what the store holds and the disk has free
+	// together (see Server.MaxStore), so that the store refuses before
+	// the disk is full: the rest is room for the store's own files
+	// (indexes, consumers' state, blocks rewritten when compacted).
 	MaxStore int64
 
 	// MaxMemory bounds the memory JetStream uses for memory-backed
@@ -66,9 +87,24 @@ type Config struct {
 // Server is a running embedded NATS server. Its methods are safe for
 // concurrent use.
 type Server struct {
-	ns     *server.Server
-	unlock func()
-	dir    string
+	ns       atomic.Pointer[server.Server] // the server running now
+	unlock   func()
+	dir      string
+	cfg      Config
+	log      *zap.Logger
+	maxStore atomic.Int64
+
+	// failed is signalled when the server says its store could not
+	// write (see watch); quit and watched end the watch.
+	failed  chan struct{}
+	quit    chan struct{}
+	watched chan struct{}
+	stop    sync.Once
+
+	// conns are the connections Connect made and not closed yet, which
+	// Shutdown closes: they would reconnect for ever.
+	mu    sync.Mutex
+	conns []*nats.Conn
 }
 
 // Start starts a NATS server with JetStream whose store is in cfg.Dir. The
@@ -100,46 +136,190 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = DefaultReadyTimeout
 	}
-	opts := &server.Options{
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Server{unlock: unlock, dir: dir, cfg: cfg, log: log,
+		failed: make(chan struct{}, 1), quit: make(chan struct{}), watched: make(chan struct{})}
+	ns, err := s.start()
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	s.ns.Store(ns)
+	go s.watch()
+	return s, nil
+}
+
+// start starts a server on the store, its MaxStore set under the disk's
+// room, and waits until it is ready.
+func (s *Server) start() (*server.Server, error) {
+	limit := storeLimit(s.dir, s.cfg.MaxStore)
+	ns, err := server.NewServer(&server.Options{
 		ServerName:         "herald",
 		DontListen:         true,
 		JetStream:          true,
-		StoreDir:           dir,
-		SyncAlways:         cfg.SyncAlways,
-		JetStreamMaxStore:  cfg.MaxStore,
-		JetStreamMaxMemory: cfg.MaxMemory,
+		StoreDir:           s.dir,
+		SyncAlways:         s.cfg.SyncAlways,
+		JetStreamMaxStore:  limit,
+		JetStreamMaxMemory: s.cfg.MaxMemory,
 		NoSigs:             true,
-		NoLog:              cfg.Logger == nil,
-	}
-	ns, err := server.NewServer(opts)
+		NoLog:              s.cfg.Logger == nil,
+	})
 	if err != nil {
-		unlock()
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
-	if cfg.Logger != nil {
-		ns.SetLoggerV2(zapLogger{cfg.Logger.Sugar()}, false, false, false)
-	}
+	// Always a logger: the server's errors tell when its store could not
+	// write.
+	ns.SetLoggerV2(zapLogger{s: s.log.Sugar(), failed: s.noteFailure}, false, false, false)
 	ns.Start()
-	if !ns.ReadyForConnections(cfg.ReadyTimeout) {
+	if !ns.ReadyForConnections(s.cfg.ReadyTimeout) {
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		unlock()
-		return nil, fmt.Errorf("embedded: the server was not ready within %v", cfg.ReadyTimeout)
+		return nil, fmt.Errorf("embedded: the server was not ready within %v", s.cfg.ReadyTimeout)
 	}
-	return &Server{ns: ns, unlock: unlock, dir: dir}, nil
+	s.maxStore.Store(limit)
+	return ns, nil
+}
+
+// MaxStore returns the bytes the store may hold now: Config.MaxStore, or
+// less where the disk has less room (see Config.MaxStore). It is set at
+// Start, and again each time the server starts again after the disk was
+// full.
+func (s *Server) MaxStore() int64 { return s.maxStore.Load() }
+
+// storeLimit returns max, or three quarters of the bytes the store in dir
+// holds and its disk has free together if that is less (and the disk's
+// free space can be told).
+func storeLimit(dir string, max int64) int64 {
+	free, ok := diskFree(dir)
+	if !ok {
+		return max
+	}
+	return min(max, (dirSize(dir)+free)/4*3)
+}
+
+// dirSize returns the bytes of the files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil // what cannot be read counts for nothing
+		}
+		if info, err := d.Info(); err == nil {
+			n += info.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+// noteFailure signals the watch that the store could not write.
+func (s *Server) noteFailure() {
+	select {
+	case s.failed <- struct{}{}:
+	default:
+	}
+}
+
+// Timings of the watch.
+const (
+	// roomEvery is the heartbeat on which the disk's room is looked at
+	// while JetStream is off for a full disk.
+	roomEvery = time.Second
+	// roomNeeded is the free space JetStream waits for before it comes
+	// back, when the disk's free space can be told; without, it comes
+	// back after noRoomWait.
+	roomNeeded = 4 << 20
+	noRoomWait = 10 * time.Second
+)
+
+// watch turns JetStream off when the store could not write (its disk is
+// full), and starts the server again once there is room, until Shutdown.
+// (nats-server's own EnableJetStream after ShutdownJetStream races with
+// the requests it is serving: a new server is the clean way back.)
+func (s *Server) watch() {
+	defer close(s.watched)
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-s.failed:
+		}
+		s.log.Warn("embedded: the store could not write (its disk is full?); JetStream is off until there is room",
+			zap.String("dir", s.dir))
+		off := time.Now()
+		// Off at once, so that calls fail fast meanwhile: a stream whose
+		// store failed stays failed until it is loaded again.
+		old := s.ns.Load()
+		if err := old.ShutdownJetStream(); err != nil {
+			s.log.Error("embedded: JetStream did not stop", zap.Error(err))
+		}
+		if !s.waitRoom() {
+			return
+		}
+		old.Shutdown()
+		old.WaitForShutdown()
+		drain(s.failed)
+		ns, err := s.start()
+		for err != nil {
+			s.log.Error("embedded: the server did not start again; trying again", zap.Error(err))
+			if !s.waitRoom() {
+				return
+			}
+			ns, err = s.start()
+		}
+		s.ns.Store(ns)
+		s.log.Info("embedded: room on the disk again; JetStream is back", zap.Duration("after", time.Since(off).Round(time.Millisecond)),
+			zap.Int64("max_store", s.maxStore.Load()))
+	}
+}
+
+// waitRoom waits, on a heartbeat, until the disk has room for the store
+// again; it returns false if Shutdown came first.
+func (s *Server) waitRoom() bool {
+	beat := time.NewTicker(roomEvery) // heartbeat: the disk's room looked at while JetStream is off
+	defer beat.Stop()
+	start := time.Now()
+	for {
+		select {
+		case <-s.quit:
+			return false
+		case <-beat.C:
+		}
+		if free, ok := diskFree(s.dir); ok && free >= roomNeeded || !ok && time.Since(start) >= noRoomWait {
+			return true
+		}
+	}
+}
+
+// drain forgets a signal sent on c.
+func drain(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+	}
 }
 
 // Dir returns the store's directory, as an absolute path.
 func (s *Server) Dir() string { return s.dir }
 
 // Connect returns a client connection to the server, in process (no
-// socket), with opts after its own.
+// socket), with opts after its own. The connection reconnects by itself,
+// for ever, to the server started again after a full disk (see the
+// package's doc).
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
-	opts = append([]nats.Option{nats.InProcessServer(s.ns), nats.Name("herald")}, opts...)
+	opts = append([]nats.Option{nats.InProcessServer(running{s}), nats.Name("herald"),
+		nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, opts...)
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: connect: %w", err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conns = slices.DeleteFunc(s.conns, (*nats.Conn).IsClosed)
+	s.conns = append(s.conns, nc)
 	return nc, nil
 }
 
@@ -147,14 +327,42 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 // until it has stopped and its store is written; the directory is then
 // free. It may be called more than once.
 func (s *Server) Shutdown() {
-	s.ns.Shutdown()
-	s.ns.WaitForShutdown()
+	s.stop.Do(func() { close(s.quit) })
+	<-s.watched
+	s.mu.Lock()
+	conns := s.conns
+	s.conns = nil
+	s.mu.Unlock()
+	for _, nc := range conns {
+		nc.Close()
+	}
+	ns := s.ns.Load()
+	ns.Shutdown()
+	ns.WaitForShutdown()
 	s.unlock()
 }
 
+// running connects to the server running now: a connection lost when the
+// server starts again reconnects to the new one.
+type running struct{ s *Server }
+
+// InProcessConn implements nats.InProcessConnProvider.
+func (r running) InProcessConn() (net.Conn, error) {
+	select {
+	case <-r.s.quit:
+		return nil, errors.New("embedded: the server is shut down")
+	default:
+	}
+	return r.s.ns.Load().InProcessConn()
+}
+
 // zapLogger is the server's logger on zap. The server's Fatalf is logged
-// at error level: a library must not end the process.
-type zapLogger struct{ s *zap.SugaredLogger }
+// at error level: a library must not end the process. failed, if not nil,
+// is called for an error that says the store could not write.
+type zapLogger struct {
+	s      *zap.SugaredLogger
+	failed func()
+}
 
 func (l zapLogger) Noticef(format string, v ...any) { l.s.Infof("nats: "+format, v...) }
 func (l zapLogger) Warnf(format string, v ...any) {
@@ -175,6 +383,21 @@ func expectedAfterCrash(format string) bool {
 		strings.Contains(format, "state is outdated; attempting to recover")
 }
 func (l zapLogger) Fatalf(format string, v ...any) { l.s.Errorf("nats: "+format, v...) }
-func (l zapLogger) Errorf(format string, v ...any) { l.s.Errorf("nats: "+format, v...) }
+func (l zapLogger) Errorf(format string, v ...any) {
+	if l.failed != nil && writeFailure(fmt.Sprintf(format, v...)) {
+		l.failed()
+	}
+	l.s.Errorf("nats: "+format, v...)
+}
+
+// writeFailure reports whether the server's error line says its store
+// could not write: a stream or its file store failed (nats-server keeps
+// it failed until it is loaded again), or JetStream is off for want of
+// room.
+func writeFailure(line string) bool {
+	l := strings.ToLower(line)
+	return strings.Contains(l, "critical write error") || strings.Contains(l, "no space left") ||
+		strings.Contains(l, "will be disabled")
+}
 func (l zapLogger) Debugf(format string, v ...any) { l.s.Debugf("nats: "+format, v...) }
 func (l zapLogger) Tracef(format string, v ...any) {}

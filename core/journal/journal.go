@@ -46,17 +46,66 @@ var (
 	// ErrUnheard resolves the outcome of a send made by another process
 	// (a gateway) that this process will no longer hear: it left.
 	ErrUnheard = errors.New("journal: the send's outcome is made elsewhere and no longer heard here")
+
+	// ErrOutage is wrapped by the error of a journal that cannot record
+	// anything now: its store is unreachable, full, or not serving (a NATS
+	// server restarting, its disk out of space). Nothing was recorded, and
+	// the same call, unchanged, succeeds once the journal is back (see
+	// [Waiter]). It is an outage of the journal, never a fault of the
+	// event or the send: the engine refuses events meanwhile (the platform
+	// keeps them), and a handling whose sends were refused so is not done
+	// — it is run again once the journal records again, its sends made
+	// before recognised by their IDs.
+	ErrOutage = errors.New("journal: the journal cannot record now")
+
+	// ErrUnrecordable is wrapped by the error of a journal that refuses one
+	// record for what it is — larger than the journal keeps, or not
+	// encodable — while it records others. Recording it again fails again:
+	// the error is also platform.Permanent, an error of that event or send
+	// alone, never an outage of the journal.
+	ErrUnrecordable = errors.New("journal: the record cannot be recorded")
 )
+
+// Waiter is implemented by a [Journal] (and a [Log]) that can tell when it
+// records again after an outage (an error wrapping [ErrOutage]).
+type Waiter interface {
+	// WaitRecording returns nil once the journal records again: at once
+	// when it knows of no outage, else once the journal saw its store take
+	// a write again (it tries one itself, on a heartbeat, while the outage
+	// lasts). It returns ctx's error, unwrapped, if ctx ends first. A call
+	// after WaitRecording returned may still fail with ErrOutage: the
+	// store failed again.
+	WaitRecording(ctx context.Context) error
+}
+
+// WaitRecording waits until j records again after an outage (see
+// [Waiter]); for a journal that is no Waiter it returns ctx's error, nil
+// while ctx has not ended: it cannot tell, and the caller paces its tries.
+func WaitRecording(ctx context.Context, j Journal) error {
+	if w, ok := j.(Waiter); ok {
+		return w.WaitRecording(ctx)
+	}
+	return ctx.Err()
+}
 
 // Journal is what an engine runs on: where it appends the events it takes
 // and the sends its handlers make, and what hands them back to the member
 // that handles or makes them. Its methods are safe for concurrent use.
 //
-// Errors a journal returns for its own failures (its store unreachable or
-// full) wrap their cause; the engine wraps them in engine.ErrJournal. An
-// error of the Member's (a chat's full queue, an engine that stops) is
-// returned as the member gave it, wrapped, and is no failure of the
-// journal's.
+// Errors a journal returns for its own failures wrap their cause and one
+// of two sentinels, so that the engine can tell them apart (it wraps both
+// in engine.ErrJournal):
+//
+//   - [ErrOutage]: the journal cannot record anything now (its store
+//     unreachable or full). Nothing was recorded; the same call succeeds
+//     once the journal is back, which a [Waiter] tells.
+//   - [ErrUnrecordable]: this one record cannot be recorded (larger than
+//     the journal keeps); others are. The error is permanent, the
+//     event's or the send's alone, and no outage.
+//
+// A journal's error that wraps neither is taken as an outage. An error of
+// the Member's (a chat's full queue, an engine that stops) is returned as
+// the member gave it, wrapped, and is no failure of the journal's.
 type Journal interface {
 	// Attach binds the journal to its engine, m, before any other call;
 	// the engine calls it once, from engine.New. A second call returns
@@ -260,7 +309,11 @@ type Record interface {
 	// delivered, with its result, for as long as the journal recognizes
 	// duplicates: the engine asks for it when the send's event is still
 	// being handled (a crash then runs its handler again, which repeats
-	// the send). Events get nil.
+	// the send). Events get nil. An error wrapping ErrOutage says the
+	// journal could not remove the record now: a journal that is a
+	// [Waiter] keeps what is left to do and does it once it is back, with
+	// nothing more asked of the caller; the record may be handed over
+	// again if the process ends before then.
 	Done(ctx context.Context, delivered *platform.SendResult) error
 	// Save records how far a send got (the parts of a long text delivered,
 	// a wait it is in), so that a send taken up again after a restart goes

@@ -14,7 +14,9 @@ import (
 
 // Log is where the journal of one process ([NewLocal]) keeps its records:
 // package cluster's Journal on NATS JetStream, say. Its methods are called
-// concurrently.
+// concurrently. Its errors wrap [ErrOutage] or [ErrUnrecordable] as a
+// [Journal]'s do, and a Log that can tell when an outage ended is a
+// [Waiter].
 type Log interface {
 	// RecordEvent records ev. duplicate reports that an event with ev's
 	// platform and ID was recorded before: nothing is recorded then.
@@ -73,7 +75,10 @@ type Local struct {
 // next delivery.
 const maxRefused = 4096
 
-var _ Journal = (*Local)(nil)
+var (
+	_ Journal = (*Local)(nil)
+	_ Waiter  = (*Local)(nil)
+)
 
 // NewLocal returns the journal of one process over log; a nil log keeps
 // nothing.
@@ -262,6 +267,17 @@ func (l *Local) Join(ctx context.Context) error {
 	closeConns()
 	leads.Wait()
 	return nil
+}
+
+// WaitRecording waits until the log records again after an outage, if
+// the log is a [Waiter]; a Local without a log never has one, and returns
+// nil at once. Over a log that is no Waiter it returns ctx's error, nil
+// while ctx has not ended (see the function WaitRecording).
+func (l *Local) WaitRecording(ctx context.Context) error {
+	if w, ok := l.log.(Waiter); ok {
+		return w.WaitRecording(ctx)
+	}
+	return ctx.Err()
 }
 
 // Effect returns what the log recorded under id, if it keeps effects (see

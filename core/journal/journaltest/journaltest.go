@@ -41,6 +41,28 @@ type Features struct {
 	// consumers of their own), not at once from AppendEvent and
 	// AppendSend; refusals of the member are then not the caller's.
 	Deferred bool
+
+	// Outage, if not nil, makes the store of the journal open returned
+	// last refuse every write (its disk full, say) and returns the
+	// function that gives the store back. The suite then checks that
+	// appends fail with errors wrapping journal.ErrOutage and hand nothing
+	// over; that a journal.Waiter waits while the store refuses and
+	// returns once it is back; and that the journal records again by
+	// itself, the event and the send refused counting as never recorded.
+	Outage func(t *testing.T) (restore func())
+
+	// Unrecordable, if not nil, returns a send the journal refuses for
+	// what it is (larger than it keeps): the suite checks that the
+	// refusal wraps journal.ErrUnrecordable, is permanent and is no
+	// outage, and that the journal records the next send at once.
+	Unrecordable func() platform.SendRequest
+
+	// Large, if not 0, is the size in bytes of a file the suite sends
+	// through the journal, and of one an event carries (more than one
+	// message of the journal's store holds, say): each must come back
+	// whole, and, for a durable journal with Reopen, also from Recover
+	// after a restart.
+	Large int
 }
 
 // patience bounds every wait of the suite.
@@ -61,6 +83,15 @@ func Run(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
 	}
 	if f.Durable && f.Reopen != nil {
 		t.Run("RecoverAfterRestart", func(t *testing.T) { testRecover(t, open, f) })
+	}
+	if f.Outage != nil {
+		t.Run("Outage", func(t *testing.T) { testOutage(t, open, f) })
+	}
+	if f.Unrecordable != nil {
+		t.Run("Unrecordable", func(t *testing.T) { testUnrecordable(t, open, f) })
+	}
+	if f.Large > 0 {
+		t.Run("LargeRecords", func(t *testing.T) { testLarge(t, open, f) })
 	}
 }
 
@@ -516,3 +547,198 @@ type holdingMember struct{ *Member }
 
 func (h *holdingMember) Deliver(journal.Incoming) error { return nil }
 func (h *holdingMember) Make(journal.Outgoing) error    { return nil }
+
+// waitGiven is how long the suite lets a journal.Waiter wait while the
+// store still refuses: it must not return nil within it.
+const waitGiven = 300 * time.Millisecond
+
+// While the store refuses, appends fail with ErrOutage and nothing is
+// handed over; once it is back, the journal records again by itself, and
+// what it refused was never recorded (no duplicate).
+func testOutage(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
+	r := start(t, open(t), true)
+	ctx := ctxOf(t)
+	restore := f.Outage(t)
+	restored := false
+	defer func() {
+		if !restored {
+			restore()
+		}
+	}()
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, journal.ErrOutage) || errors.Is(err, journal.ErrUnrecordable) {
+			t.Fatalf("%s while the store refuses: %v; want an error wrapping journal.ErrOutage (and not ErrUnrecordable)", what, err)
+		}
+	}
+	_, err := r.j.AppendEvent(ctx, event("o1", "a", "during"))
+	check("AppendEvent", err)
+	_, err = r.j.AppendSend(ctx, journal.Send{ID: "t:o1/1", Request: sendTo("a", "during"),
+		Done: func(platform.SendResult, error) { t.Error("the Done of a send refused in an outage was called") }})
+	check("AppendSend", err)
+	w, waiter := r.j.(journal.Waiter)
+	if waiter {
+		short, cancel := context.WithTimeout(ctx, waitGiven)
+		err := w.WaitRecording(short)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("WaitRecording while the store refuses: %v; want it to wait (the context's deadline)", err)
+		}
+	}
+	restore()
+	restored = true
+	if waiter {
+		if err := w.WaitRecording(ctx); err != nil {
+			t.Fatalf("WaitRecording after the store came back: %v", err)
+		}
+	}
+	// A journal that is no Waiter is tried again until it records.
+	for {
+		_, err = r.j.AppendEvent(ctx, event("o1", "a", "after"))
+		if err == nil || waiter || !errors.Is(err, journal.ErrOutage) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the journal never recorded again: %v", err)
+		case <-time.After(50 * time.Millisecond): // a pause between tries, bounded by patience
+		}
+	}
+	if err != nil {
+		t.Fatalf("AppendEvent once the store is back: %v", err)
+	}
+	done := make(chan error, 1)
+	a, err := r.j.AppendSend(ctx, journal.Send{ID: "t:o1/1", Request: sendTo("a", "after"), Done: func(_ platform.SendResult, err error) { done <- err }})
+	if err != nil || a.Duplicate {
+		t.Fatalf("the send refused in the outage, appended again: %+v, %v; want it recorded now", a, err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the send after the outage: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the send after the outage was never made")
+	}
+	r.m.waitFor(t, "the event appended after the outage", func() bool { return len(r.m.events) == 1 })
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	if got := r.m.events[0].Event.Text; got != "after" {
+		t.Fatalf("handed over %q; want only the event appended after the outage", got)
+	}
+	if n := len(r.m.sends); n != 1 || r.m.sends[0].Request.Message.Text != "after" {
+		t.Fatalf("%d sends made; want only the one appended after the outage", n)
+	}
+}
+
+// A record the journal refuses for what it is fails alone, permanently,
+// and is no outage.
+func testUnrecordable(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
+	r := start(t, open(t), true)
+	ctx := ctxOf(t)
+	_, err := r.j.AppendSend(ctx, journal.Send{ID: "t:u1/1", Request: f.Unrecordable(),
+		Done: func(platform.SendResult, error) { t.Error("the Done of a refused send was called") }})
+	if !errors.Is(err, journal.ErrUnrecordable) || errors.Is(err, journal.ErrOutage) || !platform.IsPermanent(err) {
+		t.Fatalf("an unrecordable send: %v; want a permanent error wrapping journal.ErrUnrecordable, not ErrOutage", err)
+	}
+	if w, ok := r.j.(journal.Waiter); ok {
+		short, cancel := context.WithTimeout(ctx, waitGiven)
+		err := w.WaitRecording(short)
+		cancel()
+		if err != nil {
+			t.Fatalf("WaitRecording after a refused record: %v; want nil at once (no outage)", err)
+		}
+	}
+	done := make(chan error, 1)
+	if _, err := r.j.AppendSend(ctx, journal.Send{ID: "t:u1/2", Request: sendTo("a", "next"), Done: func(_ platform.SendResult, err error) { done <- err }}); err != nil {
+		t.Fatalf("the send after a refused one: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the send after a refused one was never made")
+	}
+}
+
+// largeData returns n bytes of a pattern that a shifted or truncated copy
+// does not match.
+func largeData(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7+i/251) ^ seed
+	}
+	return b
+}
+
+func largeSend(chat string, data []byte) platform.SendRequest {
+	return platform.SendRequest{Platform: Adapter, Target: platform.Chat{ID: chat}, Message: platform.OutboundMessage{
+		Attachments: []platform.Attachment{{Kind: platform.AttachDocument, FileName: "large.bin", Data: data}}}}
+}
+
+func largeEvent(id, chat string, data []byte) platform.Event {
+	ev := event(id, chat, "")
+	ev.Attachments = []platform.Attachment{{Kind: platform.AttachDocument, FileName: "large.bin", Data: data}}
+	return ev
+}
+
+// sameData reports whether the first attachment of as holds want.
+func sameData(as []platform.Attachment, want []byte) bool {
+	return len(as) == 1 && slices.Equal(as[0].Data, want)
+}
+
+// A send and an event larger than a message of the store come back whole,
+// and from Recover after a restart.
+func testLarge(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
+	r := start(t, open(t), true)
+	ctx := ctxOf(t)
+	file, upload := largeData(f.Large, 1), largeData(f.Large, 2)
+	done := make(chan error, 1)
+	if _, err := r.j.AppendSend(ctx, journal.Send{ID: "t:l1/1", Request: largeSend("a", file), Done: func(_ platform.SendResult, err error) { done <- err }}); err != nil {
+		t.Fatalf("AppendSend of %d bytes: %v", f.Large, err)
+	}
+	if _, err := r.j.AppendEvent(ctx, largeEvent("l1", "a", upload)); err != nil {
+		t.Fatalf("AppendEvent of %d bytes: %v", f.Large, err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the large send was never made")
+	}
+	r.m.waitFor(t, "the large event", func() bool { return len(r.m.events) == 1 })
+	r.m.mu.Lock()
+	okSend, okEvent := sameData(r.m.sends[0].Request.Message.Attachments, file), sameData(r.m.events[0].Event.Attachments, upload)
+	r.m.mu.Unlock()
+	if !okSend || !okEvent {
+		t.Fatalf("handed over whole: the send %v, the event %v; want both", okSend, okEvent)
+	}
+	if !f.Durable || f.Reopen == nil {
+		return
+	}
+	// Recorded and not done, then the process restarts.
+	j := open(t)
+	if err := j.Attach(&holdingMember{Member: NewMember()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.AppendSend(ctx, journal.Send{ID: "t:l2/1", Request: largeSend("b", file)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.AppendEvent(ctx, largeEvent("l2", "b", upload)); err != nil {
+		t.Fatal(err)
+	}
+	again := start(t, f.Reopen(t), false)
+	again.m.waitFor(t, "what the crash left", func() bool { return len(again.m.events) >= 1 && len(again.m.sends) >= 1 })
+	again.m.mu.Lock()
+	defer again.m.mu.Unlock()
+	if !sameData(again.m.sends[0].Request.Message.Attachments, file) || !sameData(again.m.events[0].Event.Attachments, upload) {
+		t.Fatal("the large send and event taken up after the restart are not whole")
+	}
+}

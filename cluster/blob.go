@@ -1,0 +1,179 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/platform"
+)
+
+// A record larger than a NATS message carries (the server's max_payload,
+// 1 MB by default; a file of about 780 KB once base64-encoded in JSON) is
+// kept in the object store bucket blobs_B, in chunks, under a name of its
+// own; its message in IN, OUT or DLQ is then empty but for the header
+// Herald-Blob, which names the object. Whoever reads the record reads the
+// object (Recover, a partition's consumer, a gateway, the dead letters),
+// and whoever removes the record removes the object after it. An object
+// whose record was never written (a crash in between) is removed by the
+// next Recover that finds it older than blobGrace.
+
+// hdrBlob names, on a record's message, the object holding its bytes.
+const hdrBlob = "Herald-Blob"
+
+// DefaultMaxRecord is the largest event or send a journal keeps, in bytes
+// of its record (JSON, where a file's bytes take a third more), when
+// Config.MaxRecord is 0: 128 MiB, room for Telegram's 50 MB files.
+const DefaultMaxRecord = 128 << 20
+
+// blobGrace is how old an object no record names must be before Recover
+// removes it: younger, its record may be being written.
+const blobGrace = 10 * time.Minute
+
+// putRecord records msg (its Data a JSON record) in its stream: as is when
+// it fits in a message, else its Data in the object store and the name in
+// its header. It returns the acknowledgement and the object's name, "" for
+// none. A record over Config.MaxRecord is refused with an error wrapping
+// journal.ErrUnrecordable.
+func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, string, error) {
+	if err := j.health.gate(); err != nil {
+		return nil, "", err
+	}
+	if limit := j.cfg.MaxRecord; limit > 0 && int64(len(msg.Data)) > limit {
+		return nil, "", platform.Permanent(fmt.Errorf("cluster: %s: a record of %d bytes, over the journal's bound of %d bytes (Config.MaxRecord): %w",
+			what, len(msg.Data), limit, journal.ErrUnrecordable))
+	}
+	var blob string
+	if int64(len(msg.Data)) > j.nc.MaxPayload()-partOverhead {
+		blob = "r-" + nuid.Next()
+		if _, err := j.blobs.PutBytes(ctx, blob, msg.Data); err != nil {
+			j.dropBlob(blob) // whatever chunks were written
+			return nil, "", j.health.writeErr(ctx, what, err)
+		}
+		msg.Header.Set(hdrBlob, blob)
+		msg.Data = nil
+	}
+	ack, err := j.js.PublishMsg(ctx, msg, opts...)
+	if err != nil {
+		if blob != "" && refused(err) {
+			j.dropBlob(blob)
+		}
+		// Else the record may have been written all the same (its answer
+		// lost, or late): its object stays, for it, and goes with it; if
+		// it was not written, the next Recover removes the object.
+		return nil, "", j.health.writeErr(ctx, what, err)
+	}
+	j.health.ok()
+	if ack.Duplicate && blob != "" {
+		j.dropBlob(blob)
+		blob = ""
+	}
+	return ack, blob, nil
+}
+
+// refused reports whether err is the server's answer refusing a publish,
+// or the client's refusal to send it: the message was surely not written.
+func refused(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) || errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// recordData returns a record's bytes: data, or the object its header
+// names. A record whose object is gone gives an error wrapping
+// errBlobGone.
+func (j *Journal) recordData(ctx context.Context, h nats.Header, data []byte) ([]byte, string, error) {
+	blob := h.Get(hdrBlob)
+	if blob == "" {
+		return data, "", nil
+	}
+	b, err := j.blobs.GetBytes(ctx, blob)
+	switch {
+	case errors.Is(err, jetstream.ErrObjectNotFound):
+		return nil, blob, fmt.Errorf("cluster: the object %s of a record: %w", blob, errBlobGone)
+	case err != nil:
+		return nil, blob, fmt.Errorf("cluster: the object %s of a record: %w", blob, err)
+	}
+	return b, blob, nil
+}
+
+// errBlobGone is wrapped by the error of a record whose object is gone:
+// it can never be read.
+var errBlobGone = errors.New("cluster: the record's object is gone")
+
+// dropBlob removes the object blob, or, the store refusing, keeps its
+// removal for when it is back.
+func (j *Journal) dropBlob(blob string) {
+	if blob == "" {
+		return
+	}
+	remove := func(ctx context.Context) error {
+		err := j.blobs.Delete(ctx, blob)
+		if err == nil || errors.Is(err, jetstream.ErrObjectNotFound) {
+			return nil
+		}
+		return outage("remove a record's object", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := remove(ctx); err != nil {
+		j.health.later(remove, err)
+	}
+}
+
+// sweepBlobs removes the objects older than blobGrace that no record
+// names; refs returns the names records hold, and is called only when
+// there is such an object.
+func (j *Journal) sweepBlobs(ctx context.Context, refs func() (map[string]bool, error)) error {
+	infos, err := j.blobs.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: list the records' objects: %w", err)
+	}
+	var old []string
+	for _, info := range infos {
+		if !info.Deleted && time.Since(info.ModTime) > j.blobGrace {
+			old = append(old, info.Name)
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	named, err := refs()
+	if err != nil {
+		return err
+	}
+	for _, name := range old {
+		if !named[name] {
+			j.limited.Info("cluster: removing an object no record names (a crash came between the two)", zap.String("object", name))
+			j.dropBlob(name)
+		}
+	}
+	return nil
+}
+
+// blobRefs returns the objects the records of IN, OUT and DLQ name.
+func (j *Journal) blobRefs(ctx context.Context) (map[string]bool, error) {
+	named := map[string]bool{}
+	for _, s := range []jetstream.Stream{j.in, j.out, j.dlq} {
+		err := j.each(ctx, s, func(m *jetstream.RawStreamMsg) error {
+			if b := m.Header.Get(hdrBlob); b != "" {
+				named[b] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: the records' objects: %w", err)
+		}
+	}
+	return named, nil
+}
