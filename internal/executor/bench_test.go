@@ -45,6 +45,7 @@ type baselinePool struct {
 func newBaselinePool(workers, queue int, timeout time.Duration, stdctx bool) *baselinePool {
 	p := &baselinePool{seed: maphash.MakeSeed(), timeout: timeout, chans: make([]chan func(context.Context) error, workers)}
 	base, cancel := context.WithCancel(context.Background())
+	tc := newCtxBase(base)
 	var running sync.WaitGroup
 	for i := range p.chans {
 		ch := make(chan func(context.Context) error, queue)
@@ -58,7 +59,7 @@ func newBaselinePool(workers, queue int, timeout time.Duration, stdctx bool) *ba
 					_ = task(ctx)
 					cancel()
 				} else {
-					ctx := newTaskContext(base, time.Now().Add(p.timeout))
+					ctx := tc.newTaskContext(tc.now() + int64(p.timeout))
 					_ = task(ctx)
 					ctx.release()
 				}

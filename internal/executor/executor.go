@@ -198,7 +198,7 @@ type Executor struct {
 	base   context.Context
 	cancel context.CancelFunc
 	seed   maphash.Seed
-	epoch  time.Time // origin of the monotonic enqueue stamps
+	tc     ctxBase // the tasks' contexts' parent (base) and clock
 
 	shards []shard
 	mask   uint64
@@ -282,7 +282,7 @@ func New(ctx context.Context, cfg Config) *Executor {
 		base:   base,
 		cancel: cancel,
 		seed:   maphash.MakeSeed(),
-		epoch:  time.Now(),
+		tc:     newCtxBase(base),
 		shards: make([]shard, n),
 		mask:   uint64(n - 1),
 	}
@@ -494,9 +494,9 @@ func (d *Executor) shardIndex(chatID string) uint64 {
 	return maphash.String(d.seed, chatID) & d.mask
 }
 
-// now returns a monotonic timestamp for queue latency, in nanoseconds since
-// the dispatcher was created.
-func (d *Executor) now() int64 { return int64(time.Since(d.epoch)) }
+// now returns a monotonic timestamp, in nanoseconds since the dispatcher
+// was created: the clock of enqueue stamps, runs' starts and deadlines.
+func (d *Executor) now() int64 { return d.tc.now() }
 
 // protect runs a hook, recovering a panic from it and reporting it to
 // Recover: a faulty hook must not kill a worker or a Submit caller.

@@ -49,9 +49,9 @@ type task struct {
 
 // pauseState is what a task that paused keeps between its runs.
 type pauseState struct {
-	start    time.Time // the first run's start
-	queueLen int       // the chat's queue length at the first start
-	ended    bool      // a run paused after the task's life had ended
+	start    int64 // the first run's start (executor.now())
+	queueLen int   // the chat's queue length at the first start
+	ended    bool  // a run paused after the task's life had ended
 }
 
 // runOutcome is how one run of a task ended.
@@ -518,16 +518,12 @@ func (d *Executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
 	if t.rs == nil && h.OnStart != nil {
 		d.protect(func() { h.OnStart(key) })
 	}
-	now := time.Now()
+	now := d.now()
 	start := now
 	if t.rs != nil {
 		start, queueLen = t.rs.start, t.rs.queueLen
 	}
-	deadline := now.Add(d.cfg.runTimeout)
-	if life := d.lifeEnd(t); !life.IsZero() && life.Before(deadline) {
-		deadline = life
-	}
-	ctx := newTaskContext(d.base, deadline)
+	ctx := d.tc.newTaskContext(min(now+int64(d.cfg.runTimeout), d.lifeEnd(t)))
 	returned := false
 	defer func() {
 		if !returned {
@@ -540,8 +536,8 @@ func (d *Executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
 		info := Info{
 			ChatID:       key,
 			QueueLen:     queueLen,
-			QueueLatency: time.Duration(int64(start.Sub(d.epoch)) - t.enq),
-			RunLatency:   time.Since(start),
+			QueueLatency: time.Duration(start - t.enq),
+			RunLatency:   time.Duration(d.now() - start),
 			Err:          out.err,
 		}
 		d.protect(func() { h.OnDone(info) })
@@ -576,22 +572,19 @@ func (d *Executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
 	return out
 }
 
-// lifeEnd returns when t's MaxLifetime ends, or the zero time without one.
-func (d *Executor) lifeEnd(t *task) time.Time {
+// lifeEnd returns when t's MaxLifetime ends (an executor.now() time), or
+// math.MaxInt64 without one.
+func (d *Executor) lifeEnd(t *task) int64 {
 	if d.cfg.maxLifetime <= 0 {
-		return time.Time{}
+		return math.MaxInt64
 	}
-	return d.epoch.Add(time.Duration(t.enq) + d.cfg.maxLifetime)
+	return t.enq + int64(d.cfg.maxLifetime)
 }
 
 // lifeOver reports whether a paused task can run no more but to report
 // its end: the dispatcher's context ended, or its MaxLifetime.
 func (d *Executor) lifeOver(t *task) bool {
-	if d.base.Err() != nil {
-		return true
-	}
-	life := d.lifeEnd(t)
-	return !life.IsZero() && !time.Now().Before(life)
+	return d.base.Err() != nil || d.now() >= d.lifeEnd(t)
 }
 
 func (d *Executor) call(ctx context.Context, run func(context.Context) error) (err error, panicked bool) {

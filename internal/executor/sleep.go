@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"math"
 	"time"
 )
 
@@ -78,8 +79,8 @@ func (s *shard) sleepLocked(c *chat, t task, delay time.Duration) {
 	s.waiting++
 	c.held = t
 	now := time.Now()
-	if life := d.lifeEnd(&t); !life.IsZero() {
-		delay = min(delay, life.Sub(now))
+	if life := d.lifeEnd(&t); life != math.MaxInt64 {
+		delay = min(delay, time.Duration(life-d.now()))
 	}
 	if delay <= 0 || d.base.Err() != nil {
 		c.state = chatReady
