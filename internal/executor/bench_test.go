@@ -103,56 +103,59 @@ func chatKeys(n int) []string {
 // CPU time, which other load on a shared machine disturbs less), B/task
 // and allocs/task are reported.
 func BenchmarkDispatcherThroughput(b *testing.B) {
+	b.Run("herald", func(b *testing.B) {
+		runThroughput(b, New(context.Background(), Config{}))
+	})
+	b.Run("baseline", func(b *testing.B) {
+		runThroughput(b, newBaselinePool(DefaultMaxInflight, DefaultQueueSize, DefaultRunTimeout, false))
+	})
+	b.Run("baseline-stdctx", func(b *testing.B) {
+		runThroughput(b, newBaselinePool(DefaultMaxInflight, DefaultQueueSize, DefaultRunTimeout, true))
+	})
+}
+
+// runThroughput runs the workload of BenchmarkDispatcherThroughput on s,
+// then shuts s down.
+func runThroughput(b *testing.B, s submitter) {
 	const chats, perChat, producers = 10000, 20, 2
 	keys := chatKeys(chats)
 	noop := func(context.Context) error { return nil }
-	run := func(b *testing.B, s submitter) {
-		var ms0, ms1 runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms0)
-		start, cpu0 := time.Now(), cpuTime()
-		iters := 0
-		for b.Loop() {
-			iters++
-			var wg sync.WaitGroup
-			for p := range producers {
-				wg.Go(func() {
-					mine := keys[p*chats/producers : (p+1)*chats/producers]
-					for range perChat {
-						for _, k := range mine {
-							if err := s.Submit(k, noop); err != nil {
-								b.Error(err)
-								return
-							}
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	start, cpu0 := time.Now(), cpuTime()
+	iters := 0
+	for b.Loop() {
+		iters++
+		var wg sync.WaitGroup
+		for p := range producers {
+			wg.Go(func() {
+				mine := keys[p*chats/producers : (p+1)*chats/producers]
+				for range perChat {
+					for _, k := range mine {
+						if err := s.Submit(k, noop); err != nil {
+							b.Error(err)
+							return
 						}
 					}
-				})
-			}
-			wg.Wait()
-			if err := s.Drain(context.Background()); err != nil {
-				b.Fatal(err)
-			}
+				}
+			})
 		}
-		elapsed, cpu := time.Since(start), cpuTime()-cpu0
-		runtime.ReadMemStats(&ms1)
-		tasks := float64(iters * chats * perChat)
-		b.ReportMetric(float64(elapsed.Nanoseconds())/tasks, "ns/task")
-		b.ReportMetric(float64(cpu.Nanoseconds())/tasks, "cpu-ns/task")
-		b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/tasks, "B/task")
-		b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/tasks, "allocs/task")
-		if err := s.Shutdown(context.Background()); err != nil {
+		wg.Wait()
+		if err := s.Drain(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.Run("herald", func(b *testing.B) {
-		run(b, New(context.Background(), Config{}))
-	})
-	b.Run("baseline", func(b *testing.B) {
-		run(b, newBaselinePool(DefaultMaxInflight, DefaultQueueSize, DefaultRunTimeout, false))
-	})
-	b.Run("baseline-stdctx", func(b *testing.B) {
-		run(b, newBaselinePool(DefaultMaxInflight, DefaultQueueSize, DefaultRunTimeout, true))
-	})
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
+	runtime.ReadMemStats(&ms1)
+	tasks := float64(iters * chats * perChat)
+	b.ReportMetric(float64(elapsed.Nanoseconds())/tasks, "ns/task")
+	b.ReportMetric(float64(cpu.Nanoseconds())/tasks, "cpu-ns/task")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/tasks, "B/task")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/tasks, "allocs/task")
+	if err := s.Shutdown(context.Background()); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // BenchmarkDispatcherWaitingChats: MaxInflight 8, 20,000 chats with one

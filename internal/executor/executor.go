@@ -168,7 +168,8 @@ type Stats struct {
 //   - Bounded: at most MaxInflight tasks run at once; at most QueueSize tasks
 //     wait per chat, but for those Push added; a chat with nothing waiting
 //     or running holds no memory; the executor runs at most MaxInflight
-//     worker goroutines however many chats are waiting, and none while idle.
+//     worker goroutines however many chats are waiting, and none while idle
+//     (a worker that runs out of work first spins a moment for more).
 //   - Fair: a chat runs one task, then goes to the back of the line of
 //     chats waiting for a worker, so a chat with a long backlog does not
 //     starve the others. With MaxInflight below 128 there is one line for
@@ -216,11 +217,16 @@ type Executor struct {
 
 	wg sync.WaitGroup // worker goroutines
 
+	// Chains of free chat structs and task nodes that idle shards gave
+	// up (see shard.trimFreeLocked).
+	spareChats, spareTasks sync.Pool
+
 	// stopWake unregisters the wake-up of sleeping chats that runs when
 	// base ends (see wakeAll).
 	stopWake func() bool
 
 	testHookHungry func() // tests only: runs before Submit's addHungry
+	testHookSpin   func() // tests only: runs as a worker starts to spin
 }
 
 // noRunTimeout is a run timeout that never ends a run: the tasks bound
@@ -293,6 +299,7 @@ func New(ctx context.Context, cfg Config) *Executor {
 		s := &d.shards[i]
 		s.d = d
 		s.chats = make(map[string]*chat)
+		s.freeChats.pool, s.freeTasks.pool = &d.spareChats, &d.spareTasks
 		// Split MaxInflight into per-shard quotas that sum to it; each is
 		// at least minShardQuota when there are several shards.
 		s.quota = c.maxInflight / n
@@ -376,11 +383,11 @@ func (d *Executor) submit(chatID string, run func(context.Context) error, unboun
 		return d.reject(chatID, ErrNilTask)
 	}
 	s := &d.shards[d.shardIndex(chatID)]
-	t := task{run: run}
+	var enq int64
 	if d.cfg.hooks.OnDone != nil || d.cfg.maxLifetime > 0 {
-		t.enq = d.now()
+		enq = d.now()
 	}
-	queueLen, need, err := s.submit(chatID, t, unbounded)
+	queueLen, need, err := s.submit(chatID, run, enq, unbounded)
 	if err != nil {
 		return d.reject(chatID, err)
 	}

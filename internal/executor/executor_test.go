@@ -256,8 +256,8 @@ func TestIdleChatsRetired(t *testing.T) {
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.mu.Lock()
-		if len(s.chats) != 0 || s.readyHead != nil || s.freeLen > maxFreeChats || s.workers != 0 {
-			t.Errorf("shard %d: %d chats, ready %v, %d free, %d workers", i, len(s.chats), s.readyHead, s.freeLen, s.workers)
+		if len(s.chats) != 0 || s.readyHead != nil || s.freeChats.n > maxFreeChats || s.workers != 0 {
+			t.Errorf("shard %d: %d chats, ready %v, %d free, %d workers", i, len(s.chats), s.readyHead, s.freeChats.n, s.workers)
 		}
 		s.mu.Unlock()
 	}
@@ -321,6 +321,61 @@ func TestFairness(t *testing.T) {
 	want := []string{"hot0", "cold1", "cold2", "hot1", "hot2", "hot3", "hot4", "hot5"}
 	if fmt.Sprint(order) != fmt.Sprint(want) {
 		t.Fatalf("order = %v; want %v", order, want)
+	}
+}
+
+// Invariant 4 on the worker's fast path: a worker whose chat has more
+// work keeps it while no other chat is ready, but gives it up after the
+// task during which another chat became ready.
+func TestFairnessKeptChat(t *testing.T) {
+	d := newTestDispatcher(t, Config{MaxInflight: 1, QueueSize: 100})
+	var mu sync.Mutex
+	var order []string
+	record := func(s string) {
+		mu.Lock()
+		order = append(order, s)
+		mu.Unlock()
+	}
+	release := make(chan struct{})
+	mustSubmit(t, d, "hot", func(context.Context) error {
+		<-release
+		record("hot1")
+		return nil
+	})
+	mustSubmit(t, d, "hot", func(context.Context) error {
+		record("hot2") // kept: no other chat is ready
+		mustSubmit(t, d, "cold", func(context.Context) error { record("cold"); return nil })
+		return nil
+	})
+	for i := 3; i <= 5; i++ {
+		mustSubmit(t, d, "hot", func(context.Context) error { record(fmt.Sprint("hot", i)); return nil })
+	}
+	close(release)
+	drain(t, d)
+	want := []string{"hot1", "hot2", "cold", "hot3", "hot4", "hot5"}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("order = %v; want %v", order, want)
+	}
+}
+
+// A chat that becomes ready while a worker of its shard spins for work is
+// left to that worker: no other worker starts.
+func TestSpinningWorkerTakesReadyChat(t *testing.T) {
+	d := newTestDispatcher(t, Config{MaxInflight: 2})
+	ran := make(chan struct{})
+	var slots int64
+	var once sync.Once
+	d.testHookSpin = func() {
+		once.Do(func() {
+			mustSubmit(t, d, "b", func(context.Context) error { close(ran); return nil })
+			slots = d.slots.Load()
+		})
+	}
+	mustSubmit(t, d, "a", func(context.Context) error { return nil })
+	<-ran
+	drain(t, d)
+	if slots != 1 {
+		t.Fatalf("%d worker slots held after a Submit during a spin; want 1, the spinner's", slots)
 	}
 }
 
@@ -917,8 +972,8 @@ func TestPanickingHook(t *testing.T) {
 	}
 }
 
-// Large queues shrink back: a chat's big buffer is not kept after it
-// retires, and the map is rebuilt when it shrinks.
+// Large queues shrink back: an idle shard keeps no more free chats and
+// task nodes than its limits, and the map is rebuilt when it shrinks.
 func TestMemoryReturned(t *testing.T) {
 	d := newTestDispatcher(t, Config{MaxInflight: 1, QueueSize: 1000})
 	release := make(chan struct{})
@@ -934,10 +989,18 @@ func TestMemoryReturned(t *testing.T) {
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.mu.Lock()
-		for c := s.free; c != nil; c = c.next {
-			if len(c.buf) > maxKeptBuffer {
-				t.Errorf("free chat keeps a %d-slot buffer", len(c.buf))
-			}
+		chats, tasks := 0, 0
+		for c := s.freeChats.head; c != nil; c = c.next {
+			chats++
+		}
+		for t := s.freeTasks.head; t != nil; t = t.next {
+			tasks++
+		}
+		if chats != s.freeChats.n || tasks != s.freeTasks.n {
+			t.Errorf("shard %d: free lists of %d chats and %d tasks counted as %d and %d", i, chats, tasks, s.freeChats.n, s.freeTasks.n)
+		}
+		if chats > maxFreeChats || tasks > maxFreeTasks || s.freeChats.spill != nil || s.freeTasks.spill != nil {
+			t.Errorf("shard %d: idle with %d free chats, %d free tasks, spills %d and %d", i, chats, tasks, s.freeChats.spillN, s.freeTasks.spillN)
 		}
 		if s.peak >= minShrinkPeak {
 			t.Errorf("shard %d: map not rebuilt, peak %d", i, s.peak)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,14 @@ import (
 // shard, and a worker leaving an empty shard hands its slot to one. So all
 // of MaxInflight is usable by any shard, and no shard waits longer than one
 // task for its share while others hold more.
+//
+// The common path allocates nothing but the task's context: task nodes and
+// chat structs come from free lists of their shard (see freeList). A worker
+// that finishes a task of a chat with more work keeps the chat while no
+// other chat of its shard is ready, rather than queue it and take it back;
+// a worker that finds no ready chat spins a moment (see spinLocked), so
+// that a pool of short tasks that empties and fills does not start a
+// goroutine for each chat that becomes ready.
 
 // Chat states.
 const (
@@ -34,17 +43,24 @@ const (
 	chatSleeping                  // its held task waits for a timer, with no worker
 )
 
-// Limits on memory kept for reuse.
+// Limits on memory kept for reuse: each free list holds at most this many
+// more structs than are in use in the shard, and no more than this many
+// once the shard is idle.
 const (
 	maxFreeChats  = 128 // chat structs kept per shard for reuse
-	maxKeptBuffer = 16  // larger task buffers are dropped on retirement
+	maxFreeTasks  = 256 // task nodes kept per shard for reuse
 	minShrinkPeak = 1024
 )
 
+// task is a task in its chat's queue, or held by its chat while it
+// sleeps, or by the worker running it. Tasks are nodes of their chat's
+// queue, taken from and returned to a free list of their shard, so that
+// a queue never allocates or copies to grow.
 type task struct {
-	run func(context.Context) error
-	enq int64       // executor.now() at Submit; 0 unless OnDone or MaxLifetime is set
-	rs  *pauseState // nil until the task's first pause
+	run  func(context.Context) error
+	enq  int64       // executor.now() at Submit; 0 unless OnDone or MaxLifetime is set
+	rs   *pauseState // nil until the task's first pause
+	next *task       // queue or free list link
 }
 
 // pauseState is what a task that paused keeps between its runs.
@@ -71,77 +87,52 @@ const (
 	needHungry                   // no slot free: join the hungry FIFO
 )
 
-// chat is one chat's queue: a ring of waiting tasks that grows on demand up
-// to QueueSize. It lives in its shard's map only while it has a task waiting
-// or running.
+// chat is one chat's queue: a list of waiting tasks, at most QueueSize
+// long but for those Push added. It lives in its shard's map only while
+// it has a task waiting or running.
 type chat struct {
-	key    string
-	buf    []task // ring buffer; len(buf) is its capacity
-	head   int
-	n      int
-	state  uint8
-	next   *chat   // ready FIFO or free list link
-	inline [1]task // first buffer, so a chat with one task allocates once
+	key   string
+	head  *task // first waiting task
+	tail  *task // last waiting task
+	n     int   // waiting tasks
+	state uint8
+	next  *chat // ready FIFO or free list link
 
-	// A task paused between two runs is held here, ahead of buf, while
-	// the chat sleeps in its shard's wake-up heap.
-	held     task
+	// A task paused between two runs is held here, ahead of the queue,
+	// while the chat sleeps in its shard's wake-up heap.
+	held     *task
 	sleepSeq uint32 // counts sleeps, so a stale wake-up is ignored
 }
 
 // hasWork reports whether the chat has a task to run: a held one or a
 // waiting one.
-func (c *chat) hasWork() bool { return c.n > 0 || c.held.run != nil }
+func (c *chat) hasWork() bool { return c.n > 0 || c.held != nil }
 
 // take removes and returns the task to run next: the held one first.
-func (c *chat) take() task {
-	if c.held.run != nil {
-		t := c.held
-		c.held = task{}
+func (c *chat) take() *task {
+	if t := c.held; t != nil {
+		c.held = nil
 		return t
 	}
-	return c.pop()
-}
-
-func (c *chat) push(t task, limit int) bool {
-	if c.n >= limit {
-		return false // Push may have taken the chat past a Submit's limit
+	t := c.head
+	c.head = t.next
+	if c.head == nil {
+		c.tail = nil
 	}
-	if c.n == len(c.buf) {
-		c.grow(limit)
-	}
-	i := c.head + c.n
-	if i >= len(c.buf) {
-		i -= len(c.buf)
-	}
-	c.buf[i] = t
-	c.n++
-	return true
-}
-
-func (c *chat) grow(limit int) {
-	size := 2 * len(c.buf)
-	if size < 4 {
-		size = 4
-	}
-	if size > limit {
-		size = limit
-	}
-	buf := make([]task, size)
-	n := copy(buf, c.buf[c.head:])
-	copy(buf[n:], c.buf[:c.head])
-	c.buf, c.head = buf, 0
-}
-
-func (c *chat) pop() task {
-	t := c.buf[c.head]
-	c.buf[c.head] = task{}
-	c.head++
-	if c.head == len(c.buf) {
-		c.head = 0
-	}
+	t.next = nil
 	c.n--
 	return t
+}
+
+// push appends t to the queue.
+func (c *chat) push(t *task) {
+	if c.tail == nil {
+		c.head = t
+	} else {
+		c.tail.next = t
+	}
+	c.tail = t
+	c.n++
 }
 
 type shard struct {
@@ -151,16 +142,20 @@ type shard struct {
 	// inHungry is set while the shard is in d.hungry; written under d.hmu,
 	// read without it as a hint.
 	inHungry atomic.Bool
+	// spinning is set while a worker of the shard spins waiting for a
+	// ready chat (see spinLocked); set under mu, cleared under mu when
+	// readyLocked claims the spinner or the spin ends.
+	spinning atomic.Bool
 
 	mu        sync.Mutex
 	chats     map[string]*chat
 	peak      int   // largest len(chats) since the map was last rebuilt
 	readyHead *chat // FIFO of chats with a waiting task and no running one
 	readyTail *chat
-	free      *chat // retired chat structs for reuse
-	freeLen   int
-	workers   int           // worker goroutines working for this shard
-	idleCh    chan struct{} // closed when the shard becomes idle; nil if nobody waits
+	freeChats freeList[chat, *chat] // retired chat structs
+	freeTasks freeList[task, *task] // finished task nodes
+	workers   int                   // worker goroutines working for this shard
+	idleCh    chan struct{}         // closed when the shard becomes idle; nil if nobody waits
 
 	// Sleeping chats, by wake-up time, and the one timer that wakes them;
 	// timerAt is when it is set to fire, zero when it is not set.
@@ -175,7 +170,7 @@ type shard struct {
 
 // submit queues a task. It reports the chat's queue length and what the
 // caller must do for a worker (see workerNeed).
-func (s *shard) submit(key string, t task, unbounded bool) (queueLen int, need workerNeed, err error) {
+func (s *shard) submit(key string, run func(context.Context) error, enq int64, unbounded bool) (queueLen int, need workerNeed, err error) {
 	d := s.d
 	s.mu.Lock()
 	if d.closed.Load() {
@@ -185,15 +180,14 @@ func (s *shard) submit(key string, t task, unbounded bool) (queueLen int, need w
 	c := s.chats[key]
 	if c == nil {
 		c = s.newChatLocked(key)
-	}
-	limit := d.cfg.queueSize
-	if unbounded {
-		limit = math.MaxInt
-	}
-	if !c.push(t, limit) {
+	} else if c.n >= d.cfg.queueSize && !unbounded {
+		// (Push may have taken the chat past a Submit's limit.)
 		s.mu.Unlock()
 		return 0, needNone, ErrQueueFull
 	}
+	t := s.newTaskLocked()
+	t.run, t.enq = run, enq
+	c.push(t)
 	s.submitted++
 	s.queued++
 	queueLen = c.n
@@ -213,7 +207,9 @@ func (s *shard) readyLocked(c *chat) workerNeed {
 	c.state = chatReady
 	s.pushReadyLocked(c)
 	need := needNone
-	if d.tryAcquireSlot() {
+	if s.spinning.Load() {
+		s.spinning.Store(false) // the spinning worker takes it
+	} else if d.tryAcquireSlot() {
 		s.workers++
 		need = needSpawn
 	} else if s.workers < s.quota && !s.inHungry.Load() {
@@ -244,17 +240,7 @@ func (d *Executor) startWorker(s *shard, need workerNeed) {
 }
 
 func (s *shard) newChatLocked(key string) *chat {
-	c := s.free
-	if c != nil {
-		s.free = c.next
-		s.freeLen--
-		c.next = nil
-	} else {
-		c = new(chat)
-	}
-	if c.buf == nil {
-		c.buf = c.inline[:]
-	}
+	c := s.freeChats.get()
 	c.key = key
 	s.chats[key] = c
 	if n := len(s.chats); n > s.peak {
@@ -268,17 +254,8 @@ func (s *shard) newChatLocked(key string) *chat {
 // (and its task is run by the worker that holds it) or creates a new one.
 func (s *shard) retireLocked(c *chat) {
 	delete(s.chats, c.key)
-	c.key = ""
-	c.state = 0
-	c.head = 0
-	if len(c.buf) > maxKeptBuffer {
-		c.buf = c.inline[:]
-	}
-	if s.freeLen < maxFreeChats {
-		c.next = s.free
-		s.free = c
-		s.freeLen++
-	}
+	*c = chat{sleepSeq: c.sleepSeq} // sleepSeq survives, so a stale wake-up stays stale
+	s.freeChats.put(c, maxFreeChats+len(s.chats))
 	// Go maps keep their buckets after deletes; rebuild one that shrank to
 	// an eighth of its peak, so memory follows the active chats.
 	if s.peak >= minShrinkPeak && len(s.chats) <= s.peak/8 {
@@ -289,6 +266,23 @@ func (s *shard) retireLocked(c *chat) {
 		s.chats = m
 		s.peak = len(m)
 	}
+}
+
+// newTaskLocked returns a task node from the free list, or a new one.
+func (s *shard) newTaskLocked() *task { return s.freeTasks.get() }
+
+// freeTaskLocked clears a finished task node and keeps it for reuse.
+func (s *shard) freeTaskLocked(t *task) {
+	*t = task{}
+	s.freeTasks.put(t, maxFreeTasks+s.queued)
+}
+
+// trimFreeLocked trims the free lists of a shard that became idle (see
+// freeList.trim), so that an idle executor keeps little memory whatever
+// its peak.
+func (s *shard) trimFreeLocked() {
+	s.freeChats.trim(maxFreeChats)
+	s.freeTasks.trim(maxFreeTasks)
 }
 
 func (s *shard) pushReadyLocked(c *chat) {
@@ -323,7 +317,11 @@ func (s *shard) leaveLocked() {
 	s.workers--
 	// INVARIANT: worker, queued and running counts never go negative.
 	invariant(s.workers >= 0 && s.queued >= 0 && s.running >= 0 && s.waiting >= 0, "negative shard count")
-	if s.idleLocked() && s.idleCh != nil {
+	if !s.idleLocked() {
+		return
+	}
+	s.trimFreeLocked()
+	if s.idleCh != nil {
 		close(s.idleCh)
 		s.idleCh = nil
 	}
@@ -436,7 +434,7 @@ func (d *Executor) workShard(s *shard) (next *shard) {
 			// sender): this goroutine is ending. Finish the task as
 			// failed and hand the slot to a fresh worker.
 			s.mu.Lock()
-			s.finishLocked(cur, errGoexit, false)
+			s.finishLocked(cur, errGoexit, false, false)
 			s.mu.Unlock()
 			d.wg.Add(1)
 			go d.work(s)
@@ -445,34 +443,46 @@ func (d *Executor) workShard(s *shard) (next *shard) {
 	s.mu.Lock()
 	for {
 		c := s.popReadyLocked()
+		if c == nil && s.spinLocked() {
+			c = s.popReadyLocked()
+		}
 		if c == nil {
 			break
 		}
-		t := c.take()
-		c.state = chatRunning
-		if t.rs != nil {
-			s.waiting--
-		} else {
-			s.queued--
-		}
-		s.running++
-		queueLen := c.n
-		s.mu.Unlock()
+		for c != nil {
+			t := c.take()
+			c.state = chatRunning
+			if t.rs != nil {
+				s.waiting--
+			} else {
+				s.queued--
+			}
+			s.running++
+			queueLen := c.n
+			s.mu.Unlock()
 
-		cur = c
-		out := d.runTask(c.key, &t, queueLen)
-		cur = nil
+			cur = c
+			out := d.runTask(c.key, t, queueLen)
+			cur = nil
 
-		s.mu.Lock()
-		if out.paused {
-			s.sleepLocked(c, t, out.delay)
-		} else {
-			s.finishLocked(c, out.err, out.panicked)
-		}
-		if s.workers > s.quota && d.hungryN.Load() > 0 {
-			break
+			s.mu.Lock()
+			if out.paused {
+				s.sleepLocked(c, t, out.delay)
+				c = nil
+			} else {
+				s.freeTaskLocked(t)
+				c = s.finishLocked(c, out.err, out.panicked, true)
+			}
+			if s.workers > s.quota && d.hungryN.Load() > 0 {
+				if c != nil {
+					c.state = chatReady
+					s.pushReadyLocked(c)
+				}
+				goto leave
+			}
 		}
 	}
+leave:
 	s.leaveLocked()
 	s.mu.Unlock()
 	if d.hungryN.Load() > 0 {
@@ -487,9 +497,44 @@ func (d *Executor) workShard(s *shard) (next *shard) {
 	return nil
 }
 
+// spinRounds is how many times a spinning worker yields (runtime.Gosched)
+// waiting for a chat to become ready before it gives up.
+const spinRounds = 16
+
+// spinLocked is called by a worker that found no ready chat. Unless
+// another worker of the shard is spinning already, or a hungry shard
+// wants workers, the worker spins: it releases the lock and yields a few
+// times, waiting for a chat to become ready, and readyLocked, seeing it
+// spin, starts no worker for that chat. Starting a goroutine for each chat
+// that becomes ready, as a pool of short tasks empties and fills, would
+// cost more than the tasks. spinLocked returns with the lock held, and
+// reports whether the worker should look for a ready chat again.
+func (s *shard) spinLocked() bool {
+	if s.spinning.Load() || s.d.hungryN.Load() > 0 || s.d.closed.Load() {
+		return false
+	}
+	s.spinning.Store(true)
+	s.mu.Unlock()
+	if h := s.d.testHookSpin; h != nil {
+		h()
+	}
+	for i := 0; i < spinRounds && s.spinning.Load(); i++ {
+		runtime.Gosched()
+	}
+	s.mu.Lock()
+	// Claimed by readyLocked (spinning false) or not, the spin ends; a
+	// chat readyLocked counted on this worker for may have been taken by
+	// another worker meanwhile, which is as good.
+	s.spinning.Store(false)
+	return s.readyHead != nil
+}
+
 // finishLocked records a finished task and puts its chat back at the end of
-// the ready FIFO if it has more work, or retires it.
-func (s *shard) finishLocked(c *chat, err error, panicked bool) {
+// the ready FIFO if it has more work, or retires it. A worker that may
+// keep the chat (keep) gets it back instead if it has more work and no
+// other chat of the shard is ready: giving it up would only have the
+// worker take it again.
+func (s *shard) finishLocked(c *chat, err error, panicked, keep bool) *chat {
 	s.running--
 	s.completed++
 	if err != nil {
@@ -498,12 +543,19 @@ func (s *shard) finishLocked(c *chat, err error, panicked bool) {
 	if panicked {
 		s.panicked++
 	}
-	if c.hasWork() {
+	switch {
+	case !c.hasWork():
+		s.retireLocked(c)
+	case keep && s.readyHead == nil:
+		// INVARIANT: a worker keeps its chat for another task only while
+		// no other chat of its shard is ready (fairness).
+		invariant(s.readyHead == nil && c.state == chatRunning, "kept a chat while another was ready")
+		return c
+	default:
 		c.state = chatReady
 		s.pushReadyLocked(c)
-	} else {
-		s.retireLocked(c)
 	}
+	return nil
 }
 
 // runTask runs one task with hooks, a fresh run context, and panic
