@@ -298,7 +298,6 @@ func New(ctx context.Context, cfg Config) *Executor {
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.d = d
-		s.chats = make(map[string]*chat)
 		s.freeChats.pool, s.freeTasks.pool = &d.spareChats, &d.spareTasks
 		// Split MaxInflight into per-shard quotas that sum to it; each is
 		// at least minShardQuota when there are several shards.
@@ -382,12 +381,13 @@ func (d *Executor) submit(chatID string, run func(context.Context) error, unboun
 	if run == nil {
 		return d.reject(chatID, ErrNilTask)
 	}
-	s := &d.shards[d.shardIndex(chatID)]
+	hash := d.hash(chatID)
+	s := &d.shards[hash&d.mask]
 	var enq int64
 	if d.cfg.hooks.OnDone != nil || d.cfg.maxLifetime > 0 {
 		enq = d.now()
 	}
-	queueLen, need, err := s.submit(chatID, run, enq, unbounded)
+	queueLen, need, err := s.submit(chatID, hash, run, enq, unbounded)
 	if err != nil {
 		return d.reject(chatID, err)
 	}
@@ -490,16 +490,15 @@ func (d *Executor) Stats() Stats {
 		st.Queued += s.queued
 		st.Running += s.running
 		st.Waiting += s.waiting
-		st.Chats += len(s.chats)
+		st.Chats += s.chats.n
 		s.mu.Unlock()
 	}
 	return st
 }
 
-// shardIndex returns the index of the shard that holds chatID.
-func (d *Executor) shardIndex(chatID string) uint64 {
-	return maphash.String(d.seed, chatID) & d.mask
-}
+// hash returns the hash of chatID: its low bits choose the chat's shard,
+// and its high bits its place in the shard's table.
+func (d *Executor) hash(chatID string) uint64 { return maphash.String(d.seed, chatID) }
 
 // now returns a monotonic timestamp, in nanoseconds since the dispatcher
 // was created: the clock of enqueue stamps, runs' starts and deadlines.

@@ -256,8 +256,8 @@ func TestIdleChatsRetired(t *testing.T) {
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.mu.Lock()
-		if len(s.chats) != 0 || s.readyHead != nil || s.freeChats.n > maxFreeChats || s.workers != 0 {
-			t.Errorf("shard %d: %d chats, ready %v, %d free, %d workers", i, len(s.chats), s.readyHead, s.freeChats.n, s.workers)
+		if s.chats.n != 0 || s.readyHead != nil || s.freeChats.n > maxFreeChats || s.workers != 0 {
+			t.Errorf("shard %d: %d chats, ready %v, %d free, %d workers", i, s.chats.n, s.readyHead, s.freeChats.n, s.workers)
 		}
 		s.mu.Unlock()
 	}
@@ -973,7 +973,7 @@ func TestPanickingHook(t *testing.T) {
 }
 
 // Large queues shrink back: an idle shard keeps no more free chats and
-// task nodes than its limits, and the map is rebuilt when it shrinks.
+// task nodes than its limits, and its table shrinks with its chats.
 func TestMemoryReturned(t *testing.T) {
 	d := newTestDispatcher(t, Config{MaxInflight: 1, QueueSize: 1000})
 	release := make(chan struct{})
@@ -993,7 +993,7 @@ func TestMemoryReturned(t *testing.T) {
 		for c := s.freeChats.head; c != nil; c = c.next {
 			chats++
 		}
-		for t := s.freeTasks.head; t != nil; t = t.next {
+		for nd := s.freeTasks.head; nd != nil; nd = nd.next {
 			tasks++
 		}
 		if chats != s.freeChats.n || tasks != s.freeTasks.n {
@@ -1002,11 +1002,11 @@ func TestMemoryReturned(t *testing.T) {
 		if chats > maxFreeChats || tasks > maxFreeTasks || s.freeChats.spill != nil || s.freeTasks.spill != nil {
 			t.Errorf("shard %d: idle with %d free chats, %d free tasks, spills %d and %d", i, chats, tasks, s.freeChats.spillN, s.freeTasks.spillN)
 		}
-		if s.peak >= minShrinkPeak {
-			t.Errorf("shard %d: map not rebuilt, peak %d", i, s.peak)
+		if len(s.chats.slots) > minTableLen {
+			t.Errorf("shard %d: table of %d slots kept for no chat", i, len(s.chats.slots))
 		}
 		s.mu.Unlock()
 	}
 }
 
-func (d *Executor) shardOf(key string) int { return int(d.shardIndex(key)) }
+func (d *Executor) shardOf(key string) int { return int(d.hash(key) & d.mask) }

@@ -89,7 +89,7 @@ func (l *freeList[T, P]) trim(keep int) {
 	}
 }
 
-func (c *chat) nextLink() *chat     { return c.next }
-func (c *chat) setNextLink(n *chat) { c.next = n }
-func (t *task) nextLink() *task     { return t.next }
-func (t *task) setNextLink(n *task) { t.next = n }
+func (c *chat) nextLink() *chat             { return c.next }
+func (c *chat) setNextLink(n *chat)         { c.next = n }
+func (t *taskNode) nextLink() *taskNode     { return t.next }
+func (t *taskNode) setNextLink(n *taskNode) { t.next = n }

@@ -47,20 +47,23 @@ const (
 // more structs than are in use in the shard, and no more than this many
 // once the shard is idle.
 const (
-	maxFreeChats  = 128 // chat structs kept per shard for reuse
-	maxFreeTasks  = 256 // task nodes kept per shard for reuse
-	minShrinkPeak = 1024
+	maxFreeChats = 128 // chat structs kept per shard for reuse
+	maxFreeTasks = 256 // task nodes kept per shard for reuse
 )
 
-// task is a task in its chat's queue, or held by its chat while it
-// sleeps, or by the worker running it. Tasks are nodes of their chat's
-// queue, taken from and returned to a free list of their shard, so that
-// a queue never allocates or copies to grow.
+// task is a task to run: in its chat's queue, held by its chat while it
+// sleeps between two runs, or in the hands of the worker running it.
 type task struct {
-	run  func(context.Context) error
-	enq  int64       // executor.now() at Submit; 0 unless OnDone or MaxLifetime is set
-	rs   *pauseState // nil until the task's first pause
-	next *task       // queue or free list link
+	run func(context.Context) error
+	enq int64 // executor.now() at Submit; 0 unless OnDone or MaxLifetime is set
+}
+
+// taskNode holds a waiting task past the first ringCap of its chat. Nodes
+// come from a free list of their shard, so that a queue never allocates
+// or copies to grow.
+type taskNode struct {
+	task
+	next *taskNode // queue or free list link
 }
 
 // pauseState is what a task that paused keeps between its runs.
@@ -76,6 +79,7 @@ type runOutcome struct {
 	panicked bool
 	paused   bool          // the task is not finished: run it again after delay
 	delay    time.Duration // the pause's delay
+	rs       *pauseState   // the task's pause state, for its next run
 }
 
 // workerNeed says what a shard that has a chat ready needs for it.
@@ -87,52 +91,90 @@ const (
 	needHungry                   // no slot free: join the hungry FIFO
 )
 
-// chat is one chat's queue: a list of waiting tasks, at most QueueSize
-// long but for those Push added. It lives in its shard's map only while
-// it has a task waiting or running.
-type chat struct {
-	key   string
-	head  *task // first waiting task
-	tail  *task // last waiting task
-	n     int   // waiting tasks
-	state uint8
-	next  *chat // ready FIFO or free list link
+// ringCap is how many waiting tasks a chat holds in its own struct: the
+// first of its queue, which Submit writes and a worker takes with no
+// other memory touched. The rest wait in taskNodes.
+const ringCap = 3
 
-	// A task paused between two runs is held here, ahead of the queue,
-	// while the chat sleeps in its shard's wake-up heap.
-	held     *task
+// chat is one chat's queue of waiting tasks, at most QueueSize long but
+// for those Push added: the first ringCap in a ring inside the struct,
+// the rest in a list of taskNodes behind them. It lives in its shard's map
+// only while it has a task waiting or running.
+type chat struct {
+	key      string
+	hash     uint64 // the key's hash, under which the shard's table holds the chat
+	state    uint8
+	ringHead uint8  // index of the first waiting task in ring
+	ringN    uint8  // waiting tasks in ring
 	sleepSeq uint32 // counts sleeps, so a stale wake-up is ignored
+	n        int    // waiting tasks: ringN and those in nodes
+	next     *chat  // ready FIFO or free list link
+	ring     [ringCap]task
+	nodes    *taskNode // waiting tasks after those in ring, oldest first
+	lastNode *taskNode
+
+	// The task in flight (running, or paused between two runs) keeps its
+	// pause state here; a paused task is held in held, ahead of the
+	// queue, while the chat sleeps in its shard's wake-up heap.
+	rs   *pauseState
+	held task
 }
 
 // hasWork reports whether the chat has a task to run: a held one or a
 // waiting one.
-func (c *chat) hasWork() bool { return c.n > 0 || c.held != nil }
+func (c *chat) hasWork() bool { return c.n > 0 || c.held.run != nil }
 
-// take removes and returns the task to run next: the held one first.
-func (c *chat) take() *task {
-	if t := c.held; t != nil {
-		c.held = nil
-		return t
+// takeLocked removes and returns the chat's task to run next: the held
+// one first (held reports it), else the first waiting one, whose place in
+// the ring the first of the nodes takes.
+func (s *shard) takeLocked(c *chat) (t task, held bool) {
+	if c.held.run != nil {
+		t, c.held = c.held, task{}
+		return t, true
 	}
-	t := c.head
-	c.head = t.next
-	if c.head == nil {
-		c.tail = nil
-	}
-	t.next = nil
+	i := c.ringHead
+	t, c.ring[i] = c.ring[i], task{}
+	c.ringHead = ringNext(i, 1)
+	c.ringN--
 	c.n--
-	return t
+	if nd := c.nodes; nd != nil {
+		c.nodes = nd.next
+		if c.nodes == nil {
+			c.lastNode = nil
+		}
+		c.ring[ringNext(c.ringHead, c.ringN)] = nd.task
+		c.ringN++
+		*nd = taskNode{}
+		s.freeTasks.put(nd, maxFreeTasks+s.queued)
+	}
+	return t, false
 }
 
-// push appends t to the queue.
-func (c *chat) push(t *task) {
-	if c.tail == nil {
-		c.head = t
-	} else {
-		c.tail.next = t
-	}
-	c.tail = t
+// pushLocked appends t to the chat's queue.
+func (s *shard) pushLocked(c *chat, t task) {
 	c.n++
+	if c.nodes == nil && c.ringN < ringCap {
+		c.ring[ringNext(c.ringHead, c.ringN)] = t
+		c.ringN++
+		return
+	}
+	nd := s.freeTasks.get()
+	nd.task = t
+	if c.lastNode == nil {
+		c.nodes = nd
+	} else {
+		c.lastNode.next = nd
+	}
+	c.lastNode = nd
+}
+
+// ringNext returns the ring index n places after i.
+func ringNext(i, n uint8) uint8 {
+	i += n
+	if i >= ringCap {
+		i -= ringCap
+	}
+	return i
 }
 
 type shard struct {
@@ -148,14 +190,13 @@ type shard struct {
 	spinning atomic.Bool
 
 	mu        sync.Mutex
-	chats     map[string]*chat
-	peak      int   // largest len(chats) since the map was last rebuilt
+	chats     chatTable
 	readyHead *chat // FIFO of chats with a waiting task and no running one
 	readyTail *chat
-	freeChats freeList[chat, *chat] // retired chat structs
-	freeTasks freeList[task, *task] // finished task nodes
-	workers   int                   // worker goroutines working for this shard
-	idleCh    chan struct{}         // closed when the shard becomes idle; nil if nobody waits
+	freeChats freeList[chat, *chat]         // retired chat structs
+	freeTasks freeList[taskNode, *taskNode] // free task nodes
+	workers   int                           // worker goroutines working for this shard
+	idleCh    chan struct{}                 // closed when the shard becomes idle; nil if nobody waits
 
 	// Sleeping chats, by wake-up time, and the one timer that wakes them;
 	// timerAt is when it is set to fire, zero when it is not set.
@@ -170,24 +211,22 @@ type shard struct {
 
 // submit queues a task. It reports the chat's queue length and what the
 // caller must do for a worker (see workerNeed).
-func (s *shard) submit(key string, run func(context.Context) error, enq int64, unbounded bool) (queueLen int, need workerNeed, err error) {
+func (s *shard) submit(key string, hash uint64, run func(context.Context) error, enq int64, unbounded bool) (queueLen int, need workerNeed, err error) {
 	d := s.d
 	s.mu.Lock()
 	if d.closed.Load() {
 		s.mu.Unlock()
 		return 0, needNone, ErrClosed
 	}
-	c := s.chats[key]
+	c := s.chats.get(hash, key)
 	if c == nil {
-		c = s.newChatLocked(key)
+		c = s.newChatLocked(key, hash)
 	} else if c.n >= d.cfg.queueSize && !unbounded {
 		// (Push may have taken the chat past a Submit's limit.)
 		s.mu.Unlock()
 		return 0, needNone, ErrQueueFull
 	}
-	t := s.newTaskLocked()
-	t.run, t.enq = run, enq
-	c.push(t)
+	s.pushLocked(c, task{run: run, enq: enq})
 	s.submitted++
 	s.queued++
 	queueLen = c.n
@@ -239,42 +278,20 @@ func (d *Executor) startWorker(s *shard, need workerNeed) {
 	}
 }
 
-func (s *shard) newChatLocked(key string) *chat {
+func (s *shard) newChatLocked(key string, hash uint64) *chat {
 	c := s.freeChats.get()
-	c.key = key
-	s.chats[key] = c
-	if n := len(s.chats); n > s.peak {
-		s.peak = n
-	}
+	c.key, c.hash = key, hash
+	s.chats.add(hash, c)
 	return c
 }
 
-// retireLocked removes an empty, idle chat from the map. It runs under the
+// retireLocked removes an empty, idle chat from the table. It runs under the
 // lock Submit takes, so a Submit either finds the chat before retirement
 // (and its task is run by the worker that holds it) or creates a new one.
 func (s *shard) retireLocked(c *chat) {
-	delete(s.chats, c.key)
+	s.chats.remove(c.hash, c)
 	*c = chat{sleepSeq: c.sleepSeq} // sleepSeq survives, so a stale wake-up stays stale
-	s.freeChats.put(c, maxFreeChats+len(s.chats))
-	// Go maps keep their buckets after deletes; rebuild one that shrank to
-	// an eighth of its peak, so memory follows the active chats.
-	if s.peak >= minShrinkPeak && len(s.chats) <= s.peak/8 {
-		m := make(map[string]*chat, len(s.chats))
-		for k, v := range s.chats {
-			m[k] = v
-		}
-		s.chats = m
-		s.peak = len(m)
-	}
-}
-
-// newTaskLocked returns a task node from the free list, or a new one.
-func (s *shard) newTaskLocked() *task { return s.freeTasks.get() }
-
-// freeTaskLocked clears a finished task node and keeps it for reuse.
-func (s *shard) freeTaskLocked(t *task) {
-	*t = task{}
-	s.freeTasks.put(t, maxFreeTasks+s.queued)
+	s.freeChats.put(c, maxFreeChats+s.chats.n)
 }
 
 // trimFreeLocked trims the free lists of a shard that became idle (see
@@ -450,27 +467,27 @@ func (d *Executor) workShard(s *shard) (next *shard) {
 			break
 		}
 		for c != nil {
-			t := c.take()
+			t, held := s.takeLocked(c)
 			c.state = chatRunning
-			if t.rs != nil {
+			if held {
 				s.waiting--
 			} else {
 				s.queued--
 			}
 			s.running++
-			queueLen := c.n
+			queueLen, rs := c.n, c.rs
 			s.mu.Unlock()
 
 			cur = c
-			out := d.runTask(c.key, t, queueLen)
+			out := d.runTask(c.key, t, rs, queueLen)
 			cur = nil
 
 			s.mu.Lock()
 			if out.paused {
+				c.rs = out.rs
 				s.sleepLocked(c, t, out.delay)
 				c = nil
 			} else {
-				s.freeTaskLocked(t)
 				c = s.finishLocked(c, out.err, out.panicked, true)
 			}
 			if s.workers > s.quota && d.hungryN.Load() > 0 {
@@ -535,6 +552,7 @@ func (s *shard) spinLocked() bool {
 // other chat of the shard is ready: giving it up would only have the
 // worker take it again.
 func (s *shard) finishLocked(c *chat, err error, panicked, keep bool) *chat {
+	c.rs = nil
 	s.running--
 	s.completed++
 	if err != nil {
@@ -562,20 +580,21 @@ func (s *shard) finishLocked(c *chat, err error, panicked, keep bool) *chat {
 // recovery. If the task calls runtime.Goexit, the deferred part still
 // releases its context and reports it to OnDone before the goroutine ends.
 //
-// A run that paused reports it with the delay: the task is not finished,
-// so OnDone is not called; t then keeps its first run's start and queue
-// length for the next run, which does not call OnStart again.
-func (d *Executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
+// rs is the task's pause state, nil before its first pause. A run that
+// paused reports it with the delay and the pause state: the task is not
+// finished, so OnDone is not called; the state keeps its first run's start
+// and queue length for the next run, which does not call OnStart again.
+func (d *Executor) runTask(key string, t task, rs *pauseState, queueLen int) (out runOutcome) {
 	h := &d.cfg.hooks
-	if t.rs == nil && h.OnStart != nil {
+	if rs == nil && h.OnStart != nil {
 		d.protect(func() { h.OnStart(key) })
 	}
 	now := d.now()
 	start := now
-	if t.rs != nil {
-		start, queueLen = t.rs.start, t.rs.queueLen
+	if rs != nil {
+		start, queueLen = rs.start, rs.queueLen
 	}
-	ctx := d.tc.newTaskContext(min(now+int64(d.cfg.runTimeout), d.lifeEnd(t)))
+	ctx := d.tc.newTaskContext(min(now+int64(d.cfg.runTimeout), d.lifeEnd(t.enq)))
 	returned := false
 	defer func() {
 		if !returned {
@@ -603,10 +622,11 @@ func (d *Executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
 	if !out.paused {
 		return out
 	}
-	if t.rs == nil {
-		t.rs = &pauseState{start: start, queueLen: queueLen}
+	if rs == nil {
+		rs = &pauseState{start: start, queueLen: queueLen}
 	}
-	if cerr := ctx.Err(); cerr != nil && d.lifeOver(t) {
+	out.rs = rs
+	if cerr := ctx.Err(); cerr != nil && d.lifeOver(t.enq) {
 		// The task's life ended (its MaxLifetime, ForceClose), perhaps
 		// after it paused: waiting cannot help. (A context ended by the
 		// run's own RunTimeout is no reason: the next run has a deadline
@@ -614,29 +634,30 @@ func (d *Executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
 		// layer sees the end and reports it (the engine's send resolves
 		// its Future then); a task that still pauses is finished, so that
 		// it cannot spin.
-		if t.rs.ended {
+		if rs.ended {
 			out.paused = false
 			out.err = fmt.Errorf("engine: task paused after its context ended: %w", cerr)
 		} else {
-			t.rs.ended, out.delay = true, 0
+			rs.ended, out.delay = true, 0
 		}
 	}
 	return out
 }
 
-// lifeEnd returns when t's MaxLifetime ends (an executor.now() time), or
-// math.MaxInt64 without one.
-func (d *Executor) lifeEnd(t *task) int64 {
+// lifeEnd returns when the MaxLifetime of a task submitted at enq ends (an
+// executor.now() time), or math.MaxInt64 without one.
+func (d *Executor) lifeEnd(enq int64) int64 {
 	if d.cfg.maxLifetime <= 0 {
 		return math.MaxInt64
 	}
-	return t.enq + int64(d.cfg.maxLifetime)
+	return enq + int64(d.cfg.maxLifetime)
 }
 
-// lifeOver reports whether a paused task can run no more but to report
-// its end: the dispatcher's context ended, or its MaxLifetime.
-func (d *Executor) lifeOver(t *task) bool {
-	return d.base.Err() != nil || d.now() >= d.lifeEnd(t)
+// lifeOver reports whether a paused task submitted at enq can run no more
+// but to report its end: the dispatcher's context ended, or its
+// MaxLifetime.
+func (d *Executor) lifeOver(enq int64) bool {
+	return d.base.Err() != nil || d.now() >= d.lifeEnd(enq)
 }
 
 func (d *Executor) call(ctx context.Context, run func(context.Context) error) (err error, panicked bool) {

@@ -73,13 +73,13 @@ func (h *sleepHeap) pop() sleeper {
 // dispatcher's context wakes it. The delay is cut to the end of the
 // task's MaxLifetime, after which the next run only sees its context
 // expired.
-func (s *shard) sleepLocked(c *chat, t *task, delay time.Duration) {
+func (s *shard) sleepLocked(c *chat, t task, delay time.Duration) {
 	d := s.d
 	s.running--
 	s.waiting++
 	c.held = t
 	now := time.Now()
-	if life := d.lifeEnd(t); life != math.MaxInt64 {
+	if life := d.lifeEnd(t.enq); life != math.MaxInt64 {
 		delay = min(delay, time.Duration(life-d.now()))
 	}
 	if delay <= 0 || d.base.Err() != nil {
