@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,9 +171,9 @@ type Stats struct {
 //     (a worker that runs out of work first spins a moment for more).
 //   - Fair: a chat runs one task, then goes to the back of the line of
 //     chats waiting for a worker, so a chat with a long backlog does not
-//     starve the others. With MaxInflight below 128 there is one line for
+//     starve the others. With MaxInflight below 16 there is one line for
 //     all chats. Larger executors split the chats by hash into shards of
-//     at least 64 workers each, with a line per shard; a shard below its
+//     at least 8 workers each, with a line per shard; a shard below its
 //     share of MaxInflight takes a worker from a shard above its share
 //     after that worker's current task, so every shard gets its share
 //     when it has the work.
@@ -282,7 +281,7 @@ func New(ctx context.Context, cfg Config) *Executor {
 	}
 	c := cfg.normalize()
 	base, cancel := context.WithCancel(ctx)
-	n := shardCount(c.maxInflight, runtime.GOMAXPROCS(0))
+	n := shardCount(c.maxInflight)
 	d := &Executor{
 		cfg:    c,
 		base:   base,
@@ -299,6 +298,7 @@ func New(ctx context.Context, cfg Config) *Executor {
 		s := &d.shards[i]
 		s.d = d
 		s.freeChats.pool, s.freeTasks.pool = &d.spareChats, &d.spareTasks
+		s.keepChats, s.keepTasks = max(minKeep, keptChats/n), max(minKeep, keptTasks/n)
 		// Split MaxInflight into per-shard quotas that sum to it; each is
 		// at least minShardQuota when there are several shards.
 		s.quota = c.maxInflight / n
@@ -317,17 +317,24 @@ func (d *Executor) Base() context.Context { return d.base }
 // 0 for none.
 func (d *Executor) MaxLifetime() time.Duration { return d.cfg.maxLifetime }
 
-// minShardQuota is the smallest worker quota a shard gets: below it, one
-// shard holds every chat, so round-robin is exact across all chats.
-const minShardQuota = 64
+// minShardQuota is the smallest worker quota a shard gets: below twice
+// it, one shard holds every chat, so round-robin is exact across all
+// chats.
+const minShardQuota = 8
 
-// shardCount picks how many shards hold the chats: a power of two, about
-// four per processor to keep lock contention low, at most 64, and few
-// enough that each shard's quota of MaxInflight is at least minShardQuota.
-// With MaxInflight below 128 that is one shard: small pools have few
+// maxShards bounds the number of shards.
+const maxShards = 1024
+
+// shardCount picks how many shards hold the chats: a power of two, as many
+// as leave each shard a quota of MaxInflight of at least minShardQuota,
+// and at most maxShards. Many shards keep lock contention low: a shard's
+// lock is taken by the Submits for its chats and by its workers, about
+// minShardQuota of them when every slot is busy, and a worker preempted
+// while it holds the lock stops only its shard's Submits and workers.
+// With MaxInflight below 16 there is one shard: small pools have few
 // workers to contend for a lock, and keep exact global round-robin.
-func shardCount(maxInflight, procs int) int {
-	want := min(4*procs, 64, maxInflight/minShardQuota)
+func shardCount(maxInflight int) int {
+	want := min(maxShards, maxInflight/minShardQuota)
 	n := 1
 	for n*2 <= want {
 		n *= 2

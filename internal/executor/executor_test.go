@@ -68,13 +68,13 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestShardCount(t *testing.T) {
-	tests := []struct{ max, procs, want int }{
-		{1, 8, 1}, {2, 8, 1}, {100, 8, 1}, {127, 2, 1}, {128, 2, 2}, {512, 2, 8}, {512, 1, 4},
-		{512, 64, 8}, {4096, 64, 64}, {1 << 20, 64, 64},
+	tests := []struct{ max, want int }{
+		{1, 1}, {2, 1}, {15, 1}, {16, 2}, {64, 8}, {100, 8}, {512, 64}, {513, 64},
+		{8192, 1024}, {1 << 20, 1024},
 	}
 	for _, tt := range tests {
-		if got := shardCount(tt.max, tt.procs); got != tt.want {
-			t.Errorf("shardCount(%d, %d) = %d; want %d", tt.max, tt.procs, got, tt.want)
+		if got := shardCount(tt.max); got != tt.want {
+			t.Errorf("shardCount(%d) = %d; want %d", tt.max, got, tt.want)
 		}
 	}
 }
@@ -256,7 +256,7 @@ func TestIdleChatsRetired(t *testing.T) {
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.mu.Lock()
-		if s.chats.n != 0 || s.readyHead != nil || s.freeChats.n > maxFreeChats || s.workers != 0 {
+		if s.chats.n != 0 || s.readyHead != nil || s.freeChats.n > s.keepChats || s.workers != 0 {
 			t.Errorf("shard %d: %d chats, ready %v, %d free, %d workers", i, s.chats.n, s.readyHead, s.freeChats.n, s.workers)
 		}
 		s.mu.Unlock()
@@ -999,10 +999,10 @@ func TestMemoryReturned(t *testing.T) {
 		if chats != s.freeChats.n || tasks != s.freeTasks.n {
 			t.Errorf("shard %d: free lists of %d chats and %d tasks counted as %d and %d", i, chats, tasks, s.freeChats.n, s.freeTasks.n)
 		}
-		if chats > maxFreeChats || tasks > maxFreeTasks || s.freeChats.spill != nil || s.freeTasks.spill != nil {
+		if chats > s.keepChats || tasks > s.keepTasks || s.freeChats.spill != nil || s.freeTasks.spill != nil {
 			t.Errorf("shard %d: idle with %d free chats, %d free tasks, spills %d and %d", i, chats, tasks, s.freeChats.spillN, s.freeTasks.spillN)
 		}
-		if len(s.chats.slots) > minTableLen {
+		if len(s.chats.slots) > shrinkTableLen {
 			t.Errorf("shard %d: table of %d slots kept for no chat", i, len(s.chats.slots))
 		}
 		s.mu.Unlock()

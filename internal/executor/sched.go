@@ -43,12 +43,13 @@ const (
 	chatSleeping                  // its held task waits for a timer, with no worker
 )
 
-// Limits on memory kept for reuse: each free list holds at most this many
-// more structs than are in use in the shard, and no more than this many
-// once the shard is idle.
+// Limits on memory kept for reuse, shared out among the shards: a shard's
+// free list holds at most its share more structs than the shard has in
+// use, and no more than its share once the shard is idle (see freeList).
 const (
-	maxFreeChats = 128 // chat structs kept per shard for reuse
-	maxFreeTasks = 256 // task nodes kept per shard for reuse
+	keptChats = 1024 // chat structs kept for reuse
+	keptTasks = 2048 // task nodes kept for reuse
+	minKeep   = 16   // the smallest share of a shard
 )
 
 // task is a task to run: in its chat's queue, held by its chat while it
@@ -145,7 +146,7 @@ func (s *shard) takeLocked(c *chat) (t task, held bool) {
 		c.ring[ringNext(c.ringHead, c.ringN)] = nd.task
 		c.ringN++
 		*nd = taskNode{}
-		s.freeTasks.put(nd, maxFreeTasks+s.queued)
+		s.freeTasks.put(nd, s.keepTasks+s.queued)
 	}
 	return t, false
 }
@@ -195,6 +196,8 @@ type shard struct {
 	readyTail *chat
 	freeChats freeList[chat, *chat]         // retired chat structs
 	freeTasks freeList[taskNode, *taskNode] // free task nodes
+	keepChats int                           // the shard's shares of keptChats
+	keepTasks int                           // and keptTasks
 	workers   int                           // worker goroutines working for this shard
 	idleCh    chan struct{}                 // closed when the shard becomes idle; nil if nobody waits
 
@@ -207,6 +210,10 @@ type shard struct {
 	// Counters, guarded by mu.
 	submitted, completed, failed, panicked uint64
 	queued, running, waiting               int
+
+	// Keeps the fields of neighbouring shards in the executor's array
+	// off each other's cache lines.
+	_ [64]byte
 }
 
 // submit queues a task. It reports the chat's queue length and what the
@@ -291,15 +298,15 @@ func (s *shard) newChatLocked(key string, hash uint64) *chat {
 func (s *shard) retireLocked(c *chat) {
 	s.chats.remove(c.hash, c)
 	*c = chat{sleepSeq: c.sleepSeq} // sleepSeq survives, so a stale wake-up stays stale
-	s.freeChats.put(c, maxFreeChats+s.chats.n)
+	s.freeChats.put(c, s.keepChats+s.chats.n)
 }
 
 // trimFreeLocked trims the free lists of a shard that became idle (see
 // freeList.trim), so that an idle executor keeps little memory whatever
 // its peak.
 func (s *shard) trimFreeLocked() {
-	s.freeChats.trim(maxFreeChats)
-	s.freeTasks.trim(maxFreeTasks)
+	s.freeChats.trim(s.keepChats)
+	s.freeTasks.trim(s.keepTasks)
 }
 
 func (s *shard) pushReadyLocked(c *chat) {

@@ -22,9 +22,13 @@ type chatSlot struct {
 	c    *chat // nil for a free slot
 }
 
-// Sizes of a chatTable: it grows past half full and shrinks below an
-// eighth full, but not below minTableLen.
-const minTableLen = 16
+// Sizes of a chatTable: it grows past half full, and a table of more than
+// shrinkTableLen slots shrinks below a sixteenth full (so a shard whose
+// chats come and go in bursts does not rebuild its table each time).
+const (
+	minTableLen    = 16
+	shrinkTableLen = 256
+)
 
 func (t *chatTable) home(hash uint64) int { return int(hash >> t.shift) }
 
@@ -82,8 +86,8 @@ func (t *chatTable) remove(hash uint64, c *chat) {
 	}
 	t.slots[i] = chatSlot{}
 	t.n--
-	if len(t.slots) > minTableLen && 8*t.n < len(t.slots) {
-		t.resize(len(t.slots) / 2)
+	if len(t.slots) > shrinkTableLen && 16*t.n < len(t.slots) {
+		t.resize(len(t.slots) / 4)
 	}
 }
 
