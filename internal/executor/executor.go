@@ -167,8 +167,10 @@ type Stats struct {
 //   - Bounded: at most MaxInflight tasks run at once; at most QueueSize tasks
 //     wait per chat, but for those Push added; a chat with nothing waiting
 //     or running holds no memory; the executor runs at most MaxInflight
-//     worker goroutines however many chats are waiting, and none while idle
-//     (a worker that runs out of work first spins a moment for more).
+//     worker goroutines however many chats are waiting, and none once idle
+//     for a second (a worker out of work waits that long for more, so that
+//     work that comes and goes does not start a goroutine each time) or
+//     closed.
 //   - Fair: a chat runs one task, then goes to the back of the line of
 //     chats waiting for a worker, so a chat with a long backlog does not
 //     starve the others. With MaxInflight below 16 there is one line for
@@ -206,13 +208,19 @@ type Executor struct {
 	closed   atomic.Bool
 	rejected atomic.Uint64
 
-	// Worker slots: slots counts worker goroutines holding a slot, at most
-	// cfg.MaxInflight. A shard that needs a worker and finds no free slot
-	// waits in hungry until a worker frees or hands over its slot.
+	// Worker slots: slots counts worker goroutines, working, spinning or
+	// idle, at most cfg.MaxInflight (see workers.go). A shard that needs a
+	// worker and finds none idle and no free slot waits in hungry until a
+	// worker frees or hands over its slot.
 	slots   atomic.Int64
-	hungryN atomic.Int64
+	spinner atomic.Pointer[worker] // the spinning worker, if any
+	hungryN atomic.Int64           // len(hungry), read without hmu as a hint
+	idleN   atomic.Int64           // len(idle), read without hmu as a hint
 	hmu     sync.Mutex
-	hungry  []*shard // FIFO of shards waiting for a slot, guarded by hmu
+	hungry  []*shard    // FIFO of shards waiting for a slot, guarded by hmu
+	idle    []*worker   // idle workers, the longest idle first, guarded by hmu
+	reaper  *time.Timer // ends workers idle for idleLinger, guarded by hmu
+	reaping bool        // reaper is set, guarded by hmu
 
 	wg sync.WaitGroup // worker goroutines
 
@@ -394,11 +402,11 @@ func (d *Executor) submit(chatID string, run func(context.Context) error, unboun
 	if d.cfg.hooks.OnDone != nil || d.cfg.maxLifetime > 0 {
 		enq = d.now()
 	}
-	queueLen, need, err := s.submit(chatID, hash, run, enq, unbounded)
+	queueLen, g, err := s.submit(chatID, hash, run, enq, unbounded)
 	if err != nil {
 		return d.reject(chatID, err)
 	}
-	d.startWorker(s, need)
+	d.startWorker(s, g)
 	if h := d.cfg.hooks.OnQueued; h != nil {
 		d.protect(func() { h(chatID, queueLen) })
 	}
@@ -427,6 +435,7 @@ func (d *Executor) Close() {
 		//lint:ignore SA2001 the empty critical section is a barrier.
 		d.shards[i].mu.Unlock()
 	}
+	d.endIdle()
 }
 
 // Drain waits until the dispatcher is idle — nothing queued, running or

@@ -379,6 +379,62 @@ func TestSpinningWorkerTakesReadyChat(t *testing.T) {
 	}
 }
 
+// A worker out of work waits idle for idleLinger: a chat of another shard
+// that becomes ready meanwhile gets it, with no new goroutine; then it
+// ends, and the executor runs no goroutine.
+func TestIdleWorkerReusedThenEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := New(context.Background(), Config{MaxInflight: 2 * minShardQuota})
+		defer d.Shutdown(context.Background())
+		a, b := keysInShards(d, 1, 1)
+		mustSubmit(t, d, a[0], func(context.Context) error { return nil })
+		synctest.Wait()
+		if n, idle := d.slots.Load(), d.idleN.Load(); n != 1 || idle != 1 {
+			t.Fatalf("after a task: %d workers, %d idle; want 1 idle", n, idle)
+		}
+		time.Sleep(idleLinger / 2)
+		mustSubmit(t, d, b[0], func(context.Context) error { return nil })
+		synctest.Wait()
+		if n, idle := d.slots.Load(), d.idleN.Load(); n != 1 || idle != 1 {
+			t.Fatalf("after a task of another shard: %d workers, %d idle; want the same one", n, idle)
+		}
+		time.Sleep(idleLinger - time.Nanosecond)
+		synctest.Wait()
+		if n := d.slots.Load(); n != 1 {
+			t.Fatalf("%d workers before the idle worker's linger ended; want 1", n)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if n, idle := d.slots.Load(), d.idleN.Load(); n != 0 || idle != 0 {
+			t.Fatalf("%d workers (%d idle) after idleLinger; want none", n, idle)
+		}
+	})
+}
+
+// Close ends the idle workers at once.
+func TestCloseEndsIdleWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := New(context.Background(), Config{MaxInflight: 4})
+		release := make(chan struct{})
+		for i := range 4 {
+			mustSubmit(t, d, fmt.Sprint(i), func(context.Context) error { <-release; return nil })
+		}
+		synctest.Wait()
+		close(release)
+		synctest.Wait()
+		if n, idle := d.slots.Load(), d.idleN.Load(); n != 4 || idle != 4 {
+			t.Fatalf("%d workers, %d idle; want 4 idle", n, idle)
+		}
+		start := time.Now()
+		if err := d.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := d.slots.Load(); n != 0 || time.Since(start) != 0 {
+			t.Fatalf("%d workers after Shutdown, which took %v; want none, at once", n, time.Since(start))
+		}
+	})
+}
+
 // keysInShards returns n keys of shard 0 and m keys of shard 1.
 func keysInShards(d *Executor, n, m int) (s0, s1 []string) {
 	for i := 0; len(s0) < n || len(s1) < m; i++ {

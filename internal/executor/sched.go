@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -31,8 +30,9 @@ import (
 // The common path allocates nothing but the task's context: task nodes and
 // chat structs come from free lists of their shard (see freeList). A worker
 // that finishes a task of a chat with more work keeps the chat while no
-// other chat of its shard is ready, rather than queue it and take it back;
-// a worker that finds no ready chat spins a moment (see spinLocked), so
+// other chat of its shard is ready, rather than queue it and take it back.
+// A worker that runs out of work does not end at once: it spins a moment,
+// then waits idle, for another shard to hand it work (see workers.go), so
 // that a pool of short tasks that empties and fills does not start a
 // goroutine for each chat that becomes ready.
 
@@ -82,15 +82,6 @@ type runOutcome struct {
 	delay    time.Duration // the pause's delay
 	rs       *pauseState   // the task's pause state, for its next run
 }
-
-// workerNeed says what a shard that has a chat ready needs for it.
-type workerNeed uint8
-
-const (
-	needNone   workerNeed = iota // a worker of the shard will get to it
-	needSpawn                    // a slot was taken: start a worker
-	needHungry                   // no slot free: join the hungry FIFO
-)
 
 // ringCap is how many waiting tasks a chat holds in its own struct: the
 // first of its queue, which Submit writes and a worker takes with no
@@ -185,10 +176,6 @@ type shard struct {
 	// inHungry is set while the shard is in d.hungry; written under d.hmu,
 	// read without it as a hint.
 	inHungry atomic.Bool
-	// spinning is set while a worker of the shard spins waiting for a
-	// ready chat (see spinLocked); set under mu, cleared under mu when
-	// readyLocked claims the spinner or the spin ends.
-	spinning atomic.Bool
 
 	mu        sync.Mutex
 	chats     chatTable
@@ -217,13 +204,13 @@ type shard struct {
 }
 
 // submit queues a task. It reports the chat's queue length and what the
-// caller must do for a worker (see workerNeed).
-func (s *shard) submit(key string, hash uint64, run func(context.Context) error, enq int64, unbounded bool) (queueLen int, need workerNeed, err error) {
+// caller must do for a worker (see grant).
+func (s *shard) submit(key string, hash uint64, run func(context.Context) error, enq int64, unbounded bool) (queueLen int, g grant, err error) {
 	d := s.d
 	s.mu.Lock()
 	if d.closed.Load() {
 		s.mu.Unlock()
-		return 0, needNone, ErrClosed
+		return 0, grant{}, ErrClosed
 	}
 	c := s.chats.get(hash, key)
 	if c == nil {
@@ -231,58 +218,27 @@ func (s *shard) submit(key string, hash uint64, run func(context.Context) error,
 	} else if c.n >= d.cfg.queueSize && !unbounded {
 		// (Push may have taken the chat past a Submit's limit.)
 		s.mu.Unlock()
-		return 0, needNone, ErrQueueFull
+		return 0, grant{}, ErrQueueFull
 	}
 	s.pushLocked(c, task{run: run, enq: enq})
 	s.submitted++
 	s.queued++
 	queueLen = c.n
 	if c.state == 0 {
-		need = s.readyLocked(c)
+		g = s.readyLocked(c)
 	}
 	s.mu.Unlock()
-	return queueLen, need, nil
+	return queueLen, g, nil
 }
 
-// readyLocked puts an idle or sleeping chat in the ready FIFO and says
-// whether the caller must start a worker for the shard (a slot was taken
-// for it) or have the shard join the hungry FIFO; either way it counts the
-// worker the caller may start in d.wg.
-func (s *shard) readyLocked(c *chat) workerNeed {
-	d := s.d
+// readyLocked puts an idle or sleeping chat in the ready FIFO and
+// arranges a worker for it unless a worker of the shard will get to it
+// (see grant). The caller carries the grant out with no lock held
+// (startWorker).
+func (s *shard) readyLocked(c *chat) grant {
 	c.state = chatReady
 	s.pushReadyLocked(c)
-	need := needNone
-	if s.spinning.Load() {
-		s.spinning.Store(false) // the spinning worker takes it
-	} else if d.tryAcquireSlot() {
-		s.workers++
-		need = needSpawn
-	} else if s.workers < s.quota && !s.inHungry.Load() {
-		need = needHungry
-	}
-	if need != needNone {
-		// Counted under the lock, while the shard is busy: a Drain that
-		// sees it idle later also sees this count, so no worker can start
-		// after Shutdown returned. For needHungry, the count covers the
-		// caller's addHungry, which may start a worker.
-		d.wg.Add(1)
-	}
-	return need
-}
-
-// startWorker does what readyLocked said, with no lock held.
-func (d *Executor) startWorker(s *shard, need workerNeed) {
-	switch need {
-	case needSpawn:
-		go d.work(s) // counted in d.wg by readyLocked
-	case needHungry:
-		if d.testHookHungry != nil {
-			d.testHookHungry()
-		}
-		d.addHungry(s)
-		d.wg.Done() // the count readyLocked took for this call
-	}
+	return s.d.grantLocked(s)
 }
 
 func (s *shard) newChatLocked(key string, hash uint64) *chat {
@@ -370,87 +326,10 @@ func (s *shard) idleLocked() bool {
 	return s.workers == 0 && s.queued == 0 && s.running == 0 && s.waiting == 0
 }
 
-func (d *Executor) tryAcquireSlot() bool {
-	for {
-		n := d.slots.Load()
-		if n >= int64(d.cfg.maxInflight) {
-			return false
-		}
-		if d.slots.CompareAndSwap(n, n+1) {
-			// INVARIANT: at most MaxInflight worker slots are held.
-			invariant(n+1 <= int64(d.cfg.maxInflight), "slots above MaxInflight")
-			return true
-		}
-	}
-}
-
-// addHungry puts s in the hungry FIFO, then serves the FIFO in case a slot
-// was freed meanwhile. Together with releaseSlot's check of hungryN after
-// freeing a slot, this leaves no hungry shard waiting beside a free slot.
-func (d *Executor) addHungry(s *shard) {
-	d.hmu.Lock()
-	if !s.inHungry.Load() {
-		s.inHungry.Store(true)
-		d.hungry = append(d.hungry, s)
-		d.hungryN.Add(1)
-	}
-	d.hmu.Unlock()
-	d.serveHungry()
-}
-
-func (d *Executor) popHungry() *shard {
-	d.hmu.Lock()
-	defer d.hmu.Unlock()
-	if len(d.hungry) == 0 {
-		return nil
-	}
-	s := d.hungry[0]
-	d.hungry[0] = nil
-	d.hungry = d.hungry[1:]
-	if len(d.hungry) == 0 {
-		d.hungry = d.hungry[:0:0] // let the backing array go
-	}
-	s.inHungry.Store(false)
-	d.hungryN.Add(-1)
-	return s
-}
-
-// serveHungry starts a worker for hungry shards while slots are free.
-func (d *Executor) serveHungry() {
-	for d.hungryN.Load() > 0 && d.tryAcquireSlot() {
-		s := d.popHungry()
-		if s == nil {
-			d.releaseSlot()
-			return
-		}
-		s.mu.Lock()
-		s.workers++
-		s.mu.Unlock()
-		d.wg.Add(1)
-		go d.work(s)
-	}
-}
-
-func (d *Executor) releaseSlot() {
-	d.slots.Add(-1)
-	if d.hungryN.Load() > 0 {
-		d.serveHungry()
-	}
-}
-
-// work is a worker goroutine. It holds a slot, and counts as a worker of s.
-func (d *Executor) work(s *shard) {
-	defer d.wg.Done()
-	for s != nil {
-		s = d.workShard(s)
-	}
-}
-
 // workShard runs tasks of s, one chat at a time, until s has no ready chat
 // or s has more workers than its quota while another shard is hungry. It
-// then leaves s and returns the shard to work for next, or nil after
-// releasing the worker's slot.
-func (d *Executor) workShard(s *shard) (next *shard) {
+// then leaves s.
+func (d *Executor) workShard(s *shard) {
 	var cur *chat
 	defer func() {
 		if cur != nil {
@@ -465,14 +344,7 @@ func (d *Executor) workShard(s *shard) (next *shard) {
 		}
 	}()
 	s.mu.Lock()
-	for {
-		c := s.popReadyLocked()
-		if c == nil && s.spinLocked() {
-			c = s.popReadyLocked()
-		}
-		if c == nil {
-			break
-		}
+	for c := s.popReadyLocked(); c != nil; c = s.popReadyLocked() {
 		for c != nil {
 			t, held := s.takeLocked(c)
 			c.state = chatRunning
@@ -502,55 +374,14 @@ func (d *Executor) workShard(s *shard) (next *shard) {
 					c.state = chatReady
 					s.pushReadyLocked(c)
 				}
-				goto leave
+				s.leaveLocked()
+				s.mu.Unlock()
+				return
 			}
 		}
 	}
-leave:
 	s.leaveLocked()
 	s.mu.Unlock()
-	if d.hungryN.Load() > 0 {
-		if t := d.popHungry(); t != nil {
-			t.mu.Lock()
-			t.workers++
-			t.mu.Unlock()
-			return t
-		}
-	}
-	d.releaseSlot()
-	return nil
-}
-
-// spinRounds is how many times a spinning worker yields (runtime.Gosched)
-// waiting for a chat to become ready before it gives up.
-const spinRounds = 16
-
-// spinLocked is called by a worker that found no ready chat. Unless
-// another worker of the shard is spinning already, or a hungry shard
-// wants workers, the worker spins: it releases the lock and yields a few
-// times, waiting for a chat to become ready, and readyLocked, seeing it
-// spin, starts no worker for that chat. Starting a goroutine for each chat
-// that becomes ready, as a pool of short tasks empties and fills, would
-// cost more than the tasks. spinLocked returns with the lock held, and
-// reports whether the worker should look for a ready chat again.
-func (s *shard) spinLocked() bool {
-	if s.spinning.Load() || s.d.hungryN.Load() > 0 || s.d.closed.Load() {
-		return false
-	}
-	s.spinning.Store(true)
-	s.mu.Unlock()
-	if h := s.d.testHookSpin; h != nil {
-		h()
-	}
-	for i := 0; i < spinRounds && s.spinning.Load(); i++ {
-		runtime.Gosched()
-	}
-	s.mu.Lock()
-	// Claimed by readyLocked (spinning false) or not, the spin ends; a
-	// chat readyLocked counted on this worker for may have been taken by
-	// another worker meanwhile, which is as good.
-	s.spinning.Store(false)
-	return s.readyHead != nil
 }
 
 // finishLocked records a finished task and puts its chat back at the end of

@@ -140,32 +140,27 @@ func (d *Executor) wakeAll() {
 
 // wakeLocked puts the chat of sl in the ready FIFO if it still sleeps the
 // sleep sl records, and says what it needs for a worker (see readyLocked).
-func (s *shard) wakeLocked(sl sleeper) workerNeed {
+func (s *shard) wakeLocked(sl sleeper) grant {
 	c := sl.c
 	if c.state != chatSleeping || c.sleepSeq != sl.seq {
-		return needNone
+		return grant{}
 	}
 	return s.readyLocked(c)
 }
 
-// wakeups counts the workers that waking chats asked for.
-type wakeups struct{ spawn, hungry int }
+// wakeups collects the grants of chats that woke, to carry out with no
+// lock held.
+type wakeups []grant
 
-func (w *wakeups) add(need workerNeed) {
-	switch need {
-	case needSpawn:
-		w.spawn++
-	case needHungry:
-		w.hungry++
+func (w *wakeups) add(g grant) {
+	if g.need != needNone {
+		*w = append(*w, g)
 	}
 }
 
-// start starts the workers, with no lock held.
+// start carries out the grants, with no lock held.
 func (w wakeups) start(s *shard) {
-	for range w.spawn {
-		s.d.startWorker(s, needSpawn)
-	}
-	for range w.hungry {
-		s.d.startWorker(s, needHungry)
+	for _, g := range w {
+		s.d.startWorker(s, g)
 	}
 }
