@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,9 +174,9 @@ type Stats struct {
 //     closed.
 //   - Fair: a chat runs one task, then goes to the back of the line of
 //     chats waiting for a worker, so a chat with a long backlog does not
-//     starve the others. With MaxInflight below 16 there is one line for
+//     starve the others. With MaxInflight below 128 there is one line for
 //     all chats. Larger executors split the chats by hash into shards of
-//     at least 8 workers each, with a line per shard; a shard below its
+//     at least 64 workers each, with a line per shard; a shard below its
 //     share of MaxInflight takes a worker from a shard above its share
 //     after that worker's current task, so every shard gets its share
 //     when it has the work.
@@ -248,6 +249,7 @@ type config struct {
 	maxLifetime time.Duration // 0: none
 	recover     func(any)
 	hooks       Hooks
+	stamp       bool // Submit stamps tasks: for MaxLifetime or OnDone's QueueLatency
 }
 
 // normalize returns c with the defaults for its zero values.
@@ -275,6 +277,7 @@ func (c Config) normalize() config {
 	case x.maxLifetime < 0:
 		x.maxLifetime = 0
 	}
+	x.stamp = x.maxLifetime > 0 || x.hooks.OnDone != nil
 	return x
 }
 
@@ -289,7 +292,7 @@ func New(ctx context.Context, cfg Config) *Executor {
 	}
 	c := cfg.normalize()
 	base, cancel := context.WithCancel(ctx)
-	n := shardCount(c.maxInflight)
+	n := shardCount(c.maxInflight, runtime.GOMAXPROCS(0))
 	d := &Executor{
 		cfg:    c,
 		base:   base,
@@ -325,24 +328,20 @@ func (d *Executor) Base() context.Context { return d.base }
 // 0 for none.
 func (d *Executor) MaxLifetime() time.Duration { return d.cfg.maxLifetime }
 
-// minShardQuota is the smallest worker quota a shard gets: below twice
-// it, one shard holds every chat, so round-robin is exact across all
-// chats.
-const minShardQuota = 8
+// minShardQuota is the smallest worker quota a shard gets: below it, one
+// shard holds every chat, so round-robin is exact across all chats.
+const minShardQuota = 64
 
-// maxShards bounds the number of shards.
-const maxShards = 1024
-
-// shardCount picks how many shards hold the chats: a power of two, as many
-// as leave each shard a quota of MaxInflight of at least minShardQuota,
-// and at most maxShards. Many shards keep lock contention low: a shard's
-// lock is taken by the Submits for its chats and by its workers, about
-// minShardQuota of them when every slot is busy, and a worker preempted
-// while it holds the lock stops only its shard's Submits and workers.
-// With MaxInflight below 16 there is one shard: small pools have few
+// shardCount picks how many shards hold the chats: a power of two, about
+// four per processor to keep lock contention low, at most 64, and few
+// enough that each shard's quota of MaxInflight is at least minShardQuota.
+// With MaxInflight below 128 that is one shard: small pools have few
 // workers to contend for a lock, and keep exact global round-robin.
-func shardCount(maxInflight int) int {
-	want := min(maxShards, maxInflight/minShardQuota)
+// (Smaller quotas, with more shards, have each shard's line empty and
+// fill more often, and workers move between shards for their quotas
+// after almost every task.)
+func shardCount(maxInflight, procs int) int {
+	want := min(4*procs, 64, maxInflight/minShardQuota)
 	n := 1
 	for n*2 <= want {
 		n *= 2
@@ -399,7 +398,7 @@ func (d *Executor) submit(chatID string, run func(context.Context) error, unboun
 	hash := d.hash(chatID)
 	s := &d.shards[hash&d.mask]
 	var enq int64
-	if d.cfg.hooks.OnDone != nil || d.cfg.maxLifetime > 0 {
+	if d.cfg.stamp {
 		enq = d.now()
 	}
 	queueLen, g, err := s.submit(chatID, hash, run, enq, unbounded)

@@ -68,13 +68,13 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestShardCount(t *testing.T) {
-	tests := []struct{ max, want int }{
-		{1, 1}, {2, 1}, {15, 1}, {16, 2}, {64, 8}, {100, 8}, {512, 64}, {513, 64},
-		{8192, 1024}, {1 << 20, 1024},
+	tests := []struct{ max, procs, want int }{
+		{1, 8, 1}, {2, 8, 1}, {100, 8, 1}, {127, 2, 1}, {128, 2, 2}, {512, 2, 8}, {512, 1, 4},
+		{512, 64, 8}, {4096, 64, 64}, {1 << 20, 64, 64},
 	}
 	for _, tt := range tests {
-		if got := shardCount(tt.max); got != tt.want {
-			t.Errorf("shardCount(%d) = %d; want %d", tt.max, got, tt.want)
+		if got := shardCount(tt.max, tt.procs); got != tt.want {
+			t.Errorf("shardCount(%d, %d) = %d; want %d", tt.max, tt.procs, got, tt.want)
 		}
 	}
 }

@@ -67,8 +67,11 @@ type taskNode struct {
 	next *taskNode // queue or free list link
 }
 
-// pauseState is what a task that paused keeps between its runs.
+// pauseState is what a task that paused keeps between its runs: the task
+// itself, held by its chat while it sleeps, and its first run's start and
+// queue length.
 type pauseState struct {
+	task     task
 	start    int64 // the first run's start (executor.now())
 	queueLen int   // the chat's queue length at the first start
 	ended    bool  // a run paused after the task's life had ended
@@ -80,7 +83,7 @@ type runOutcome struct {
 	panicked bool
 	paused   bool          // the task is not finished: run it again after delay
 	delay    time.Duration // the pause's delay
-	rs       *pauseState   // the task's pause state, for its next run
+	rs       *pauseState   // the paused task and its pause state
 }
 
 // ringCap is how many waiting tasks a chat holds in its own struct: the
@@ -105,24 +108,22 @@ type chat struct {
 	nodes    *taskNode // waiting tasks after those in ring, oldest first
 	lastNode *taskNode
 
-	// The task in flight (running, or paused between two runs) keeps its
-	// pause state here; a paused task is held in held, ahead of the
-	// queue, while the chat sleeps in its shard's wake-up heap.
-	rs   *pauseState
-	held task
+	// A task paused between two runs is held here, ahead of the queue,
+	// while the chat sleeps in its shard's wake-up heap.
+	held *pauseState
 }
 
 // hasWork reports whether the chat has a task to run: a held one or a
 // waiting one.
-func (c *chat) hasWork() bool { return c.n > 0 || c.held.run != nil }
+func (c *chat) hasWork() bool { return c.n > 0 || c.held != nil }
 
 // takeLocked removes and returns the chat's task to run next: the held
-// one first (held reports it), else the first waiting one, whose place in
-// the ring the first of the nodes takes.
-func (s *shard) takeLocked(c *chat) (t task, held bool) {
-	if c.held.run != nil {
-		t, c.held = c.held, task{}
-		return t, true
+// one first, with its pause state, else the first waiting one, whose
+// place in the ring the first of the nodes takes.
+func (s *shard) takeLocked(c *chat) (t task, rs *pauseState) {
+	if rs = c.held; rs != nil {
+		c.held = nil
+		return rs.task, rs
 	}
 	i := c.ringHead
 	t, c.ring[i] = c.ring[i], task{}
@@ -139,7 +140,7 @@ func (s *shard) takeLocked(c *chat) (t task, held bool) {
 		*nd = taskNode{}
 		s.freeTasks.put(nd, s.keepTasks+s.queued)
 	}
-	return t, false
+	return t, nil
 }
 
 // pushLocked appends t to the chat's queue.
@@ -346,15 +347,15 @@ func (d *Executor) workShard(s *shard) {
 	s.mu.Lock()
 	for c := s.popReadyLocked(); c != nil; c = s.popReadyLocked() {
 		for c != nil {
-			t, held := s.takeLocked(c)
+			t, rs := s.takeLocked(c)
 			c.state = chatRunning
-			if held {
+			if rs != nil {
 				s.waiting--
 			} else {
 				s.queued--
 			}
 			s.running++
-			queueLen, rs := c.n, c.rs
+			queueLen := c.n
 			s.mu.Unlock()
 
 			cur = c
@@ -363,8 +364,7 @@ func (d *Executor) workShard(s *shard) {
 
 			s.mu.Lock()
 			if out.paused {
-				c.rs = out.rs
-				s.sleepLocked(c, t, out.delay)
+				s.sleepLocked(c, out.rs, out.delay)
 				c = nil
 			} else {
 				c = s.finishLocked(c, out.err, out.panicked, true)
@@ -390,7 +390,6 @@ func (d *Executor) workShard(s *shard) {
 // other chat of the shard is ready: giving it up would only have the
 // worker take it again.
 func (s *shard) finishLocked(c *chat, err error, panicked, keep bool) *chat {
-	c.rs = nil
 	s.running--
 	s.completed++
 	if err != nil {
@@ -461,7 +460,7 @@ func (d *Executor) runTask(key string, t task, rs *pauseState, queueLen int) (ou
 		return out
 	}
 	if rs == nil {
-		rs = &pauseState{start: start, queueLen: queueLen}
+		rs = &pauseState{task: t, start: start, queueLen: queueLen}
 	}
 	out.rs = rs
 	if cerr := ctx.Err(); cerr != nil && d.lifeOver(t.enq) {

@@ -67,19 +67,19 @@ func (h *sleepHeap) pop() sleeper {
 	return top
 }
 
-// sleepLocked holds the paused task t, which asked to run again after
-// delay, ahead of the chat's queue and frees the chat's worker: the chat
+// sleepLocked holds the paused task (rs.task, with its pause state),
+// which asked to run again after delay, ahead of the chat's queue and frees the chat's worker: the chat
 // stays out of the ready FIFO until the shard's timer or the end of the
 // dispatcher's context wakes it. The delay is cut to the end of the
 // task's MaxLifetime, after which the next run only sees its context
 // expired.
-func (s *shard) sleepLocked(c *chat, t task, delay time.Duration) {
+func (s *shard) sleepLocked(c *chat, rs *pauseState, delay time.Duration) {
 	d := s.d
 	s.running--
 	s.waiting++
-	c.held = t
+	c.held = rs
 	now := time.Now()
-	if life := d.lifeEnd(t.enq); life != math.MaxInt64 {
+	if life := d.lifeEnd(rs.task.enq); life != math.MaxInt64 {
 		delay = min(delay, time.Duration(life-d.now()))
 	}
 	if delay <= 0 || d.base.Err() != nil {

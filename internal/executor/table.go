@@ -23,8 +23,9 @@ type chatSlot struct {
 }
 
 // Sizes of a chatTable: it grows past half full, and a table of more than
-// shrinkTableLen slots shrinks below a sixteenth full (so a shard whose
-// chats come and go in bursts does not rebuild its table each time).
+// shrinkTableLen slots shrinks to a quarter below a sixty-fourth full (so
+// a shard whose chats come and go in bursts does not rebuild its table
+// each time).
 const (
 	minTableLen    = 16
 	shrinkTableLen = 256
@@ -86,7 +87,7 @@ func (t *chatTable) remove(hash uint64, c *chat) {
 	}
 	t.slots[i] = chatSlot{}
 	t.n--
-	if len(t.slots) > shrinkTableLen && 16*t.n < len(t.slots) {
+	if len(t.slots) > shrinkTableLen && 64*t.n < len(t.slots) {
 		t.resize(len(t.slots) / 4)
 	}
 }

@@ -29,7 +29,7 @@ func TestChatTable(t *testing.T) {
 				t.Fatalf("get(%s) = %p; want %p", k, got, c)
 			}
 		}
-		if len(tab.slots) > shrinkTableLen && 16*tab.n < len(tab.slots) {
+		if len(tab.slots) > shrinkTableLen && 64*tab.n < len(tab.slots) {
 			t.Fatalf("%d slots for %d chats", len(tab.slots), tab.n)
 		}
 	}
@@ -39,7 +39,7 @@ func TestChatTable(t *testing.T) {
 		if c := want[k]; c != nil && (!grow || rng.IntN(3) == 0) {
 			tab.remove(hashOf(k), c)
 			delete(want, k)
-		} else if c == nil && (grow || rng.IntN(3) == 0) {
+		} else if c == nil && (grow || rng.IntN(20) == 0) {
 			c = &chat{key: k}
 			tab.add(hashOf(k), c)
 			want[k] = c
