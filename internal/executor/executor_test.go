@@ -435,6 +435,44 @@ func TestCloseEndsIdleWorkers(t *testing.T) {
 	})
 }
 
+// Chats that become ready while a worker is on its way to their shard get
+// workers one after the other: the first to arrive takes one and sends
+// for another, so all run at once when their tasks block.
+func TestWorkersChain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := New(context.Background(), Config{MaxInflight: 8})
+		defer d.Shutdown(context.Background())
+		release := make(chan struct{})
+		for i := range 8 {
+			mustSubmit(t, d, fmt.Sprint(i), func(context.Context) error { <-release; return nil })
+		}
+		synctest.Wait()
+		if st := d.Stats(); st.Running != 8 || d.slots.Load() != 8 {
+			t.Fatalf("%d running on %d workers; want 8 on 8", st.Running, d.slots.Load())
+		}
+		close(release)
+	})
+}
+
+// A chat that becomes ready while a worker is on its way to its shard
+// starts no other worker: the one on its way takes it, and sends for
+// another only if it finds more ready (TestWorkersChain).
+func TestNoWorkerWhileOneIsComing(t *testing.T) {
+	d := newTestDispatcher(t, Config{MaxInflight: 4})
+	s := &d.shards[0]
+	s.mu.Lock()
+	s.coming = 1
+	coming := d.grantLocked(s)
+	s.coming = 0
+	none := d.grantLocked(s)
+	s.mu.Unlock()
+	if coming.need != needNone || none.need != needSpawn {
+		t.Fatalf("grants %d with a worker on its way and %d without; want %d and %d",
+			coming.need, none.need, needNone, needSpawn)
+	}
+	d.startWorker(s, none) // it arrives, finds nothing ready, and idles
+}
+
 // keysInShards returns n keys of shard 0 and m keys of shard 1.
 func keysInShards(d *Executor, n, m int) (s0, s1 []string) {
 	for i := 0; len(s0) < n || len(s1) < m; i++ {

@@ -187,6 +187,7 @@ type shard struct {
 	keepChats int                           // the shard's shares of keptChats
 	keepTasks int                           // and keptTasks
 	workers   int                           // worker goroutines working for this shard
+	coming    int                           // of which on their way, not yet working
 	idleCh    chan struct{}                 // closed when the shard becomes idle; nil if nobody waits
 
 	// Sleeping chats, by wake-up time, and the one timer that wakes them;
@@ -339,12 +340,16 @@ func (d *Executor) workShard(s *shard) {
 			// failed and hand the slot to a fresh worker.
 			s.mu.Lock()
 			s.finishLocked(cur, errGoexit, false, false)
+			s.coming++ // the fresh worker, which takes this one's place
 			s.mu.Unlock()
 			d.wg.Add(1)
 			go d.work(s)
 		}
 	}()
 	s.mu.Lock()
+	s.coming--
+	// INVARIANT: a worker arriving at a shard was counted on its way.
+	invariant(s.coming >= 0, "a worker arrived that no one sent")
 	for c := s.popReadyLocked(); c != nil; c = s.popReadyLocked() {
 		for c != nil {
 			t, rs := s.takeLocked(c)
@@ -356,7 +361,16 @@ func (d *Executor) workShard(s *shard) {
 			}
 			s.running++
 			queueLen := c.n
+			var g grant
+			if s.readyHead != nil {
+				// More chats are ready than this worker takes: another
+				// worker for them, unless one is on its way.
+				g = d.grantLocked(s)
+			}
 			s.mu.Unlock()
+			if g.need != needNone {
+				d.startWorker(s, g)
+			}
 
 			cur = c
 			out := d.runTask(c.key, t, rs, queueLen)

@@ -59,24 +59,38 @@ type grant struct {
 	w    *worker // for needWake
 }
 
-// grantLocked arranges a worker for s, which has a chat ready, and counts
-// it in s.workers; s.mu is held. For needSpawn and needHungry it counts
-// the goroutine the caller may start in d.wg: counted under the lock,
-// while the shard is busy, so a Drain that sees the shard idle later also
-// sees this count, and no worker can start after Shutdown returned.
+// grantLocked arranges a worker for s, which has a chat ready, unless a
+// worker is on its way to s already (s.coming): that one takes the chat,
+// and, if it finds more ready when it takes its first, calls grantLocked
+// again for the next. So every ready chat gets a worker, one after the
+// other as fast as they start, but a shard whose workers are all busy
+// with short tasks does not wake a worker for each chat that becomes
+// ready, to find its chat taken by one of them. s.mu is held.
+//
+// The worker is counted in s.workers and s.coming. For needSpawn and
+// needHungry, grantLocked counts the goroutine the caller may start in
+// d.wg: counted under the lock, while the shard is busy, so a Drain that
+// sees the shard idle later also sees this count, and no worker can start
+// after Shutdown returned.
 func (d *Executor) grantLocked(s *shard) grant {
+	if s.coming > 0 {
+		return grant{}
+	}
 	if w := d.spinner.Load(); w != nil && d.spinner.CompareAndSwap(w, nil) {
 		s.workers++
+		s.coming++
 		return grant{need: needWake, w: w}
 	}
 	if d.idleN.Load() > 0 {
 		if w := d.popIdle(); w != nil {
 			s.workers++
+			s.coming++
 			return grant{need: needWake, w: w}
 		}
 	}
 	if d.tryAcquireSlot() {
 		s.workers++
+		s.coming++
 		d.wg.Add(1)
 		return grant{need: needSpawn}
 	}
@@ -148,6 +162,7 @@ func (d *Executor) idleWait(w *worker) *shard {
 		d.hmu.Unlock()
 		s.mu.Lock()
 		s.workers++
+		s.coming++
 		s.mu.Unlock()
 		return s
 	}
@@ -303,6 +318,7 @@ func (d *Executor) serveHungry() {
 		d.hmu.Unlock()
 		s.mu.Lock()
 		s.workers++
+		s.coming++
 		s.mu.Unlock()
 		if w != nil {
 			w.wake <- s
