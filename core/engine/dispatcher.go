@@ -143,7 +143,7 @@ type DispatcherStats struct {
 //     chats waiting for a worker, so a chat with a long backlog does not
 //     starve the others. With MaxInflight below 128 there is one line for
 //     all chats. Larger dispatchers split the chats by hash into shards of
-//     at least 64 workers each, with a line per shard; a shard below its
+//     at least 16 workers each, with a line per shard; a shard below its
 //     share of MaxInflight takes a worker from a shard above its share
 //     after that worker's current task, so every shard gets its share
 //     when it has the work.

@@ -176,7 +176,7 @@ type Stats struct {
 //     chats waiting for a worker, so a chat with a long backlog does not
 //     starve the others. With MaxInflight below 128 there is one line for
 //     all chats. Larger executors split the chats by hash into shards of
-//     at least 64 workers each, with a line per shard; a shard below its
+//     at least 16 workers each, with a line per shard; a shard below its
 //     share of MaxInflight takes a worker from a shard above its share
 //     after that worker's current task, so every shard gets its share
 //     when it has the work.
@@ -328,20 +328,29 @@ func (d *Executor) Base() context.Context { return d.base }
 // 0 for none.
 func (d *Executor) MaxLifetime() time.Duration { return d.cfg.maxLifetime }
 
-// minShardQuota is the smallest worker quota a shard gets: below it, one
-// shard holds every chat, so round-robin is exact across all chats.
-const minShardQuota = 64
+// minShardQuota is the smallest worker quota a shard gets.
+const minShardQuota = 16
 
-// shardCount picks how many shards hold the chats: a power of two, about
-// four per processor to keep lock contention low, at most 64, and few
-// enough that each shard's quota of MaxInflight is at least minShardQuota.
-// With MaxInflight below 128 that is one shard: small pools have few
-// workers to contend for a lock, and keep exact global round-robin.
-// (Smaller quotas, with more shards, have each shard's line empty and
-// fill more often, and workers move between shards for their quotas
-// after almost every task.)
+// minShardedInflight is the smallest MaxInflight split into shards: below
+// it, one shard holds every chat, so round-robin is exact across all
+// chats.
+const minShardedInflight = 128
+
+// shardCount picks how many shards hold the chats: with MaxInflight below
+// minShardedInflight one, else a power of two, at least 32 and about four
+// per processor, at most 64, and few enough that each shard's quota of
+// MaxInflight is at least minShardQuota. Many shards keep lock contention
+// low: a shard's lock is taken by the Submits for its chats and by its
+// workers, and a worker preempted while it holds the lock stops only its
+// shard. Small pools have few workers to contend for a lock, and keep
+// exact global round-robin. (With quotas much smaller, each shard's line
+// empties and fills so often that workers move between shards for their
+// quotas all the time.)
 func shardCount(maxInflight, procs int) int {
-	want := min(4*procs, 64, maxInflight/minShardQuota)
+	if maxInflight < minShardedInflight {
+		return 1
+	}
+	want := min(max(32, 4*procs), 64, maxInflight/minShardQuota)
 	n := 1
 	for n*2 <= want {
 		n *= 2
