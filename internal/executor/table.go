@@ -28,7 +28,7 @@ type chatSlot struct {
 // each time).
 const (
 	minTableLen    = 16
-	shrinkTableLen = 256
+	shrinkTableLen = 1024
 )
 
 func (t *chatTable) home(hash uint64) int { return int(hash >> t.shift) }
