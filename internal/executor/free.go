@@ -37,6 +37,11 @@ type chain[T any] struct {
 // spillLen is the length of the chains a freeList gives its pool.
 const spillLen = 256
 
+// slabLen is how many structs a freeList allocates at once when it has
+// none to give: one allocation, not one per struct, for a queue that grows
+// deep. (A struct in use keeps its slab's memory.)
+const slabLen = 32
+
 // get returns a free struct, or a new one; its link is nil.
 func (l *freeList[T, P]) get() P {
 	if l.head == nil {
@@ -46,7 +51,11 @@ func (l *freeList[T, P]) get() P {
 		default:
 			c, _ := l.pool.Get().(*chain[T])
 			if c == nil {
-				return new(T)
+				slab := make([]T, slabLen)
+				for i := 1; i < slabLen; i++ {
+					l.put(&slab[i], slabLen)
+				}
+				return &slab[0]
 			}
 			l.head, l.n = P(c.head), c.n
 		}
