@@ -138,12 +138,12 @@ type DispatcherStats struct {
 //   - Bounded: at most MaxInflight tasks run at once; at most QueueSize tasks
 //     wait per chat; a chat with nothing waiting or running holds no memory;
 //     the dispatcher runs at most MaxInflight worker goroutines however many
-//     chats are waiting, and none while idle.
+//     chats are waiting, and none once idle for a second or closed.
 //   - Fair: a chat runs one task, then goes to the back of the line of
 //     chats waiting for a worker, so a chat with a long backlog does not
 //     starve the others. With MaxInflight below 128 there is one line for
 //     all chats. Larger dispatchers split the chats by hash into shards of
-//     at least 64 workers each, with a line per shard; a shard below its
+//     at least 16 workers each, with a line per shard; a shard below its
 //     share of MaxInflight takes a worker from a shard above its share
 //     after that worker's current task, so every shard gets its share
 //     when it has the work.

@@ -168,12 +168,15 @@ type Stats struct {
 //   - Bounded: at most MaxInflight tasks run at once; at most QueueSize tasks
 //     wait per chat, but for those Push added; a chat with nothing waiting
 //     or running holds no memory; the executor runs at most MaxInflight
-//     worker goroutines however many chats are waiting, and none while idle.
+//     worker goroutines however many chats are waiting, and none once idle
+//     for a second (a worker out of work waits that long for more, so that
+//     work that comes and goes does not start a goroutine each time) or
+//     closed.
 //   - Fair: a chat runs one task, then goes to the back of the line of
 //     chats waiting for a worker, so a chat with a long backlog does not
 //     starve the others. With MaxInflight below 128 there is one line for
 //     all chats. Larger executors split the chats by hash into shards of
-//     at least 64 workers each, with a line per shard; a shard below its
+//     at least 16 workers each, with a line per shard; a shard below its
 //     share of MaxInflight takes a worker from a shard above its share
 //     after that worker's current task, so every shard gets its share
 //     when it has the work.
@@ -198,7 +201,7 @@ type Executor struct {
 	base   context.Context
 	cancel context.CancelFunc
 	seed   maphash.Seed
-	epoch  time.Time // origin of the monotonic enqueue stamps
+	tc     ctxBase // the tasks' contexts' parent (base) and clock
 
 	shards []shard
 	mask   uint64
@@ -206,21 +209,32 @@ type Executor struct {
 	closed   atomic.Bool
 	rejected atomic.Uint64
 
-	// Worker slots: slots counts worker goroutines holding a slot, at most
-	// cfg.MaxInflight. A shard that needs a worker and finds no free slot
-	// waits in hungry until a worker frees or hands over its slot.
+	// Worker slots: slots counts worker goroutines, working, spinning or
+	// idle, at most cfg.MaxInflight (see workers.go). A shard that needs a
+	// worker and finds none idle and no free slot waits in hungry until a
+	// worker frees or hands over its slot.
 	slots   atomic.Int64
-	hungryN atomic.Int64
+	spinner atomic.Pointer[worker] // the spinning worker, if any
+	hungryN atomic.Int64           // len(hungry), read without hmu as a hint
+	idleN   atomic.Int64           // len(idle), read without hmu as a hint
 	hmu     sync.Mutex
-	hungry  []*shard // FIFO of shards waiting for a slot, guarded by hmu
+	hungry  []*shard    // FIFO of shards waiting for a slot, guarded by hmu
+	idle    []*worker   // idle workers, the longest idle first, guarded by hmu
+	reaper  *time.Timer // ends workers idle for idleLinger, guarded by hmu
+	reaping bool        // reaper is set, guarded by hmu
 
 	wg sync.WaitGroup // worker goroutines
+
+	// Chains of free chat structs and task nodes that idle shards gave
+	// up (see shard.trimFreeLocked).
+	spareChats, spareTasks sync.Pool
 
 	// stopWake unregisters the wake-up of sleeping chats that runs when
 	// base ends (see wakeAll).
 	stopWake func() bool
 
 	testHookHungry func() // tests only: runs before Submit's addHungry
+	testHookSpin   func() // tests only: runs as a worker starts to spin
 }
 
 // noRunTimeout is a run timeout that never ends a run: the tasks bound
@@ -235,6 +249,7 @@ type config struct {
 	maxLifetime time.Duration // 0: none
 	recover     func(any)
 	hooks       Hooks
+	stamp       bool // Submit stamps tasks: for MaxLifetime or OnDone's QueueLatency
 }
 
 // normalize returns c with the defaults for its zero values.
@@ -262,6 +277,7 @@ func (c Config) normalize() config {
 	case x.maxLifetime < 0:
 		x.maxLifetime = 0
 	}
+	x.stamp = x.maxLifetime > 0 || x.hooks.OnDone != nil
 	return x
 }
 
@@ -282,7 +298,7 @@ func New(ctx context.Context, cfg Config) *Executor {
 		base:   base,
 		cancel: cancel,
 		seed:   maphash.MakeSeed(),
-		epoch:  time.Now(),
+		tc:     newCtxBase(base),
 		shards: make([]shard, n),
 		mask:   uint64(n - 1),
 	}
@@ -292,7 +308,8 @@ func New(ctx context.Context, cfg Config) *Executor {
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.d = d
-		s.chats = make(map[string]*chat)
+		s.freeChats.pool, s.freeTasks.pool = &d.spareChats, &d.spareTasks
+		s.keepChats, s.keepTasks = max(minKeep, keptChats/n), max(minKeep, keptTasks/n)
 		// Split MaxInflight into per-shard quotas that sum to it; each is
 		// at least minShardQuota when there are several shards.
 		s.quota = c.maxInflight / n
@@ -311,17 +328,29 @@ func (d *Executor) Base() context.Context { return d.base }
 // 0 for none.
 func (d *Executor) MaxLifetime() time.Duration { return d.cfg.maxLifetime }
 
-// minShardQuota is the smallest worker quota a shard gets: below it, one
-// shard holds every chat, so round-robin is exact across all chats.
-const minShardQuota = 64
+// minShardQuota is the smallest worker quota a shard gets.
+const minShardQuota = 16
 
-// shardCount picks how many shards hold the chats: a power of two, about
-// four per processor to keep lock contention low, at most 64, and few
-// enough that each shard's quota of MaxInflight is at least minShardQuota.
-// With MaxInflight below 128 that is one shard: small pools have few
-// workers to contend for a lock, and keep exact global round-robin.
+// minShardedInflight is the smallest MaxInflight split into shards: below
+// it, one shard holds every chat, so round-robin is exact across all
+// chats.
+const minShardedInflight = 128
+
+// shardCount picks how many shards hold the chats: with MaxInflight below
+// minShardedInflight one, else a power of two, at least 32 and about four
+// per processor, at most 64, and few enough that each shard's quota of
+// MaxInflight is at least minShardQuota. Many shards keep lock contention
+// low: a shard's lock is taken by the Submits for its chats and by its
+// workers, and a worker preempted while it holds the lock stops only its
+// shard. Small pools have few workers to contend for a lock, and keep
+// exact global round-robin. (With quotas much smaller, each shard's line
+// empties and fills so often that workers move between shards for their
+// quotas all the time.)
 func shardCount(maxInflight, procs int) int {
-	want := min(4*procs, 64, maxInflight/minShardQuota)
+	if maxInflight < minShardedInflight {
+		return 1
+	}
+	want := min(max(32, 4*procs), 64, maxInflight/minShardQuota)
 	n := 1
 	for n*2 <= want {
 		n *= 2
@@ -375,16 +404,17 @@ func (d *Executor) submit(chatID string, run func(context.Context) error, unboun
 	if run == nil {
 		return d.reject(chatID, ErrNilTask)
 	}
-	s := &d.shards[d.shardIndex(chatID)]
-	t := task{run: run}
-	if d.cfg.hooks.OnDone != nil || d.cfg.maxLifetime > 0 {
-		t.enq = d.now()
+	hash := d.hash(chatID)
+	s := &d.shards[hash&d.mask]
+	var enq int64
+	if d.cfg.stamp {
+		enq = d.now()
 	}
-	queueLen, need, err := s.submit(chatID, t, unbounded)
+	queueLen, g, err := s.submit(chatID, hash, run, enq, unbounded)
 	if err != nil {
 		return d.reject(chatID, err)
 	}
-	d.startWorker(s, need)
+	d.startWorker(s, g)
 	if h := d.cfg.hooks.OnQueued; h != nil {
 		d.protect(func() { h(chatID, queueLen) })
 	}
@@ -413,6 +443,7 @@ func (d *Executor) Close() {
 		//lint:ignore SA2001 the empty critical section is a barrier.
 		d.shards[i].mu.Unlock()
 	}
+	d.endIdle()
 }
 
 // Drain waits until the dispatcher is idle — nothing queued, running or
@@ -483,20 +514,19 @@ func (d *Executor) Stats() Stats {
 		st.Queued += s.queued
 		st.Running += s.running
 		st.Waiting += s.waiting
-		st.Chats += len(s.chats)
+		st.Chats += s.chats.n
 		s.mu.Unlock()
 	}
 	return st
 }
 
-// shardIndex returns the index of the shard that holds chatID.
-func (d *Executor) shardIndex(chatID string) uint64 {
-	return maphash.String(d.seed, chatID) & d.mask
-}
+// hash returns the hash of chatID: its low bits choose the chat's shard,
+// and its high bits its place in the shard's table.
+func (d *Executor) hash(chatID string) uint64 { return maphash.String(d.seed, chatID) }
 
-// now returns a monotonic timestamp for queue latency, in nanoseconds since
-// the dispatcher was created.
-func (d *Executor) now() int64 { return int64(time.Since(d.epoch)) }
+// now returns a monotonic timestamp, in nanoseconds since the dispatcher
+// was created: the clock of enqueue stamps, runs' starts and deadlines.
+func (d *Executor) now() int64 { return d.tc.now() }
 
 // protect runs a hook, recovering a panic from it and reporting it to
 // Recover: a faulty hook must not kill a worker or a Submit caller.

@@ -69,8 +69,8 @@ func TestDefaults(t *testing.T) {
 
 func TestShardCount(t *testing.T) {
 	tests := []struct{ max, procs, want int }{
-		{1, 8, 1}, {2, 8, 1}, {100, 8, 1}, {127, 2, 1}, {128, 2, 2}, {512, 2, 8}, {512, 1, 4},
-		{512, 64, 8}, {4096, 64, 64}, {1 << 20, 64, 64},
+		{1, 8, 1}, {2, 8, 1}, {100, 8, 1}, {127, 2, 1}, {128, 2, 8}, {512, 2, 32}, {512, 1, 32},
+		{512, 64, 32}, {1024, 2, 32}, {1024, 16, 64}, {4096, 64, 64}, {1 << 20, 64, 64},
 	}
 	for _, tt := range tests {
 		if got := shardCount(tt.max, tt.procs); got != tt.want {
@@ -256,8 +256,8 @@ func TestIdleChatsRetired(t *testing.T) {
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.mu.Lock()
-		if len(s.chats) != 0 || s.readyHead != nil || s.freeLen > maxFreeChats || s.workers != 0 {
-			t.Errorf("shard %d: %d chats, ready %v, %d free, %d workers", i, len(s.chats), s.readyHead, s.freeLen, s.workers)
+		if s.chats.n != 0 || s.readyHead != nil || s.freeChats.n > s.keepChats || s.workers != 0 {
+			t.Errorf("shard %d: %d chats, ready %v, %d free, %d workers", i, s.chats.n, s.readyHead, s.freeChats.n, s.workers)
 		}
 		s.mu.Unlock()
 	}
@@ -324,6 +324,155 @@ func TestFairness(t *testing.T) {
 	}
 }
 
+// Invariant 4 on the worker's fast path: a worker whose chat has more
+// work keeps it while no other chat is ready, but gives it up after the
+// task during which another chat became ready.
+func TestFairnessKeptChat(t *testing.T) {
+	d := newTestDispatcher(t, Config{MaxInflight: 1, QueueSize: 100})
+	var mu sync.Mutex
+	var order []string
+	record := func(s string) {
+		mu.Lock()
+		order = append(order, s)
+		mu.Unlock()
+	}
+	release := make(chan struct{})
+	mustSubmit(t, d, "hot", func(context.Context) error {
+		<-release
+		record("hot1")
+		return nil
+	})
+	mustSubmit(t, d, "hot", func(context.Context) error {
+		record("hot2") // kept: no other chat is ready
+		mustSubmit(t, d, "cold", func(context.Context) error { record("cold"); return nil })
+		return nil
+	})
+	for i := 3; i <= 5; i++ {
+		mustSubmit(t, d, "hot", func(context.Context) error { record(fmt.Sprint("hot", i)); return nil })
+	}
+	close(release)
+	drain(t, d)
+	want := []string{"hot1", "hot2", "cold", "hot3", "hot4", "hot5"}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("order = %v; want %v", order, want)
+	}
+}
+
+// A chat that becomes ready while a worker of its shard spins for work is
+// left to that worker: no other worker starts.
+func TestSpinningWorkerTakesReadyChat(t *testing.T) {
+	d := newTestDispatcher(t, Config{MaxInflight: 2})
+	ran := make(chan struct{})
+	var slots int64
+	var once sync.Once
+	d.testHookSpin = func() {
+		once.Do(func() {
+			mustSubmit(t, d, "b", func(context.Context) error { close(ran); return nil })
+			slots = d.slots.Load()
+		})
+	}
+	mustSubmit(t, d, "a", func(context.Context) error { return nil })
+	<-ran
+	drain(t, d)
+	if slots != 1 {
+		t.Fatalf("%d worker slots held after a Submit during a spin; want 1, the spinner's", slots)
+	}
+}
+
+// A worker out of work waits idle for idleLinger: a chat of another shard
+// that becomes ready meanwhile gets it, with no new goroutine; then it
+// ends, and the executor runs no goroutine.
+func TestIdleWorkerReusedThenEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := New(context.Background(), Config{MaxInflight: minShardedInflight})
+		defer d.Shutdown(context.Background())
+		a, b := keysInShards(d, 1, 1)
+		mustSubmit(t, d, a[0], func(context.Context) error { return nil })
+		synctest.Wait()
+		if n, idle := d.slots.Load(), d.idleN.Load(); n != 1 || idle != 1 {
+			t.Fatalf("after a task: %d workers, %d idle; want 1 idle", n, idle)
+		}
+		time.Sleep(idleLinger / 2)
+		mustSubmit(t, d, b[0], func(context.Context) error { return nil })
+		synctest.Wait()
+		if n, idle := d.slots.Load(), d.idleN.Load(); n != 1 || idle != 1 {
+			t.Fatalf("after a task of another shard: %d workers, %d idle; want the same one", n, idle)
+		}
+		time.Sleep(idleLinger - time.Nanosecond)
+		synctest.Wait()
+		if n := d.slots.Load(); n != 1 {
+			t.Fatalf("%d workers before the idle worker's linger ended; want 1", n)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if n, idle := d.slots.Load(), d.idleN.Load(); n != 0 || idle != 0 {
+			t.Fatalf("%d workers (%d idle) after idleLinger; want none", n, idle)
+		}
+	})
+}
+
+// Close ends the idle workers at once.
+func TestCloseEndsIdleWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := New(context.Background(), Config{MaxInflight: 4})
+		release := make(chan struct{})
+		for i := range 4 {
+			mustSubmit(t, d, fmt.Sprint(i), func(context.Context) error { <-release; return nil })
+		}
+		synctest.Wait()
+		close(release)
+		synctest.Wait()
+		if n, idle := d.slots.Load(), d.idleN.Load(); n != 4 || idle != 4 {
+			t.Fatalf("%d workers, %d idle; want 4 idle", n, idle)
+		}
+		start := time.Now()
+		if err := d.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := d.slots.Load(); n != 0 || time.Since(start) != 0 {
+			t.Fatalf("%d workers after Shutdown, which took %v; want none, at once", n, time.Since(start))
+		}
+	})
+}
+
+// Chats that become ready while a worker is on its way to their shard get
+// workers one after the other: the first to arrive takes one and sends
+// for another, so all run at once when their tasks block.
+func TestWorkersChain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := New(context.Background(), Config{MaxInflight: 8})
+		defer d.Shutdown(context.Background())
+		release := make(chan struct{})
+		for i := range 8 {
+			mustSubmit(t, d, fmt.Sprint(i), func(context.Context) error { <-release; return nil })
+		}
+		synctest.Wait()
+		if st := d.Stats(); st.Running != 8 || d.slots.Load() != 8 {
+			t.Fatalf("%d running on %d workers; want 8 on 8", st.Running, d.slots.Load())
+		}
+		close(release)
+	})
+}
+
+// A chat that becomes ready while a worker is on its way to its shard
+// starts no other worker: the one on its way takes it, and sends for
+// another only if it finds more ready (TestWorkersChain).
+func TestNoWorkerWhileOneIsComing(t *testing.T) {
+	d := newTestDispatcher(t, Config{MaxInflight: 4})
+	s := &d.shards[0]
+	s.mu.Lock()
+	s.coming = 1
+	coming := d.grantLocked(s)
+	s.coming = 0
+	none := d.grantLocked(s)
+	s.mu.Unlock()
+	if coming.need != needNone || none.need != needSpawn {
+		t.Fatalf("grants %d with a worker on its way and %d without; want %d and %d",
+			coming.need, none.need, needNone, needSpawn)
+	}
+	d.startWorker(s, none) // it arrives, finds nothing ready, and idles
+}
+
 // keysInShards returns n keys of shard 0 and m keys of shard 1.
 func keysInShards(d *Executor, n, m int) (s0, s1 []string) {
 	for i := 0; len(s0) < n || len(s1) < m; i++ {
@@ -345,10 +494,10 @@ func keysInShards(d *Executor, n, m int) (s0, s1 []string) {
 // Invariant 4 across shards: a shard below its quota gets a slot held by a
 // shard above its quota after that shard's current task.
 func TestFairnessAcrossShards(t *testing.T) {
-	const max = 2 * minShardQuota
+	const max = minShardedInflight
 	d := newTestDispatcher(t, Config{MaxInflight: max})
-	if len(d.shards) != 2 {
-		t.Fatalf("want 2 shards, have %d", len(d.shards))
+	if len(d.shards) < 2 {
+		t.Fatalf("want shards, have %d", len(d.shards))
 	}
 	// max hot chats of shard 0 take every slot. A cold chat of shard 1
 	// arrives: after one hot task finishes, its worker must move to shard
@@ -395,7 +544,7 @@ func TestFairnessAcrossShards(t *testing.T) {
 func TestNoWorkerAfterShutdown(t *testing.T) { synctest.Test(t, testNoWorkerAfterShutdown) }
 
 func testNoWorkerAfterShutdown(t *testing.T) {
-	const max = 2 * minShardQuota
+	const max = minShardedInflight
 	d := New(context.Background(), Config{MaxInflight: max})
 	a, b := keysInShards(d, 2, max-1)
 	relA, relB := make(chan struct{}), make(chan struct{})
@@ -917,8 +1066,8 @@ func TestPanickingHook(t *testing.T) {
 	}
 }
 
-// Large queues shrink back: a chat's big buffer is not kept after it
-// retires, and the map is rebuilt when it shrinks.
+// Large queues shrink back: an idle shard keeps no more free chats and
+// task nodes than its limits, and its table shrinks with its chats.
 func TestMemoryReturned(t *testing.T) {
 	d := newTestDispatcher(t, Config{MaxInflight: 1, QueueSize: 1000})
 	release := make(chan struct{})
@@ -934,16 +1083,24 @@ func TestMemoryReturned(t *testing.T) {
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.mu.Lock()
-		for c := s.free; c != nil; c = c.next {
-			if len(c.buf) > maxKeptBuffer {
-				t.Errorf("free chat keeps a %d-slot buffer", len(c.buf))
-			}
+		chats, tasks := 0, 0
+		for c := s.freeChats.head; c != nil; c = c.next {
+			chats++
 		}
-		if s.peak >= minShrinkPeak {
-			t.Errorf("shard %d: map not rebuilt, peak %d", i, s.peak)
+		for nd := s.freeTasks.head; nd != nil; nd = nd.next {
+			tasks++
+		}
+		if chats != s.freeChats.n || tasks != s.freeTasks.n {
+			t.Errorf("shard %d: free lists of %d chats and %d tasks counted as %d and %d", i, chats, tasks, s.freeChats.n, s.freeTasks.n)
+		}
+		if chats > s.keepChats || tasks > s.keepTasks || s.freeChats.spill != nil || s.freeTasks.spill != nil {
+			t.Errorf("shard %d: idle with %d free chats, %d free tasks, spills %d and %d", i, chats, tasks, s.freeChats.spillN, s.freeTasks.spillN)
+		}
+		if len(s.chats.slots) > shrinkTableLen {
+			t.Errorf("shard %d: table of %d slots kept for no chat", i, len(s.chats.slots))
 		}
 		s.mu.Unlock()
 	}
 }
 
-func (d *Executor) shardOf(key string) int { return int(d.shardIndex(key)) }
+func (d *Executor) shardOf(key string) int { return int(d.hash(key) & d.mask) }

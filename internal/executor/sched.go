@@ -26,6 +26,15 @@ import (
 // shard, and a worker leaving an empty shard hands its slot to one. So all
 // of MaxInflight is usable by any shard, and no shard waits longer than one
 // task for its share while others hold more.
+//
+// The common path allocates nothing but the task's context: task nodes and
+// chat structs come from free lists of their shard (see freeList). A worker
+// that finishes a task of a chat with more work keeps the chat while no
+// other chat of its shard is ready, rather than queue it and take it back.
+// A worker that runs out of work does not end at once: it spins a moment,
+// then waits idle, for another shard to hand it work (see workers.go), so
+// that a pool of short tasks that empties and fills does not start a
+// goroutine for each chat that becomes ready.
 
 // Chat states.
 const (
@@ -34,24 +43,38 @@ const (
 	chatSleeping                  // its held task waits for a timer, with no worker
 )
 
-// Limits on memory kept for reuse.
+// Limits on memory kept for reuse, shared out among the shards: a shard's
+// free list holds at most its share more structs than the shard has in
+// use, and no more than its share once the shard is idle (see freeList).
 const (
-	maxFreeChats  = 128 // chat structs kept per shard for reuse
-	maxKeptBuffer = 16  // larger task buffers are dropped on retirement
-	minShrinkPeak = 1024
+	keptChats = 1024 // chat structs kept for reuse
+	keptTasks = 2048 // task nodes kept for reuse
+	minKeep   = 16   // the smallest share of a shard
 )
 
+// task is a task to run: in its chat's queue, held by its chat while it
+// sleeps between two runs, or in the hands of the worker running it.
 type task struct {
 	run func(context.Context) error
-	enq int64       // executor.now() at Submit; 0 unless OnDone or MaxLifetime is set
-	rs  *pauseState // nil until the task's first pause
+	enq int64 // executor.now() at Submit; 0 unless OnDone or MaxLifetime is set
 }
 
-// pauseState is what a task that paused keeps between its runs.
+// taskNode holds a waiting task past the first ringCap of its chat. Nodes
+// come from a free list of their shard, so that a queue never allocates
+// or copies to grow.
+type taskNode struct {
+	task
+	next *taskNode // queue or free list link
+}
+
+// pauseState is what a task that paused keeps between its runs: the task
+// itself, held by its chat while it sleeps, and its first run's start and
+// queue length.
 type pauseState struct {
-	start    time.Time // the first run's start
-	queueLen int       // the chat's queue length at the first start
-	ended    bool      // a run paused after the task's life had ended
+	task     task
+	start    int64 // the first run's start (executor.now())
+	queueLen int   // the chat's queue length at the first start
+	ended    bool  // a run paused after the task's life had ended
 }
 
 // runOutcome is how one run of a task ended.
@@ -60,88 +83,91 @@ type runOutcome struct {
 	panicked bool
 	paused   bool          // the task is not finished: run it again after delay
 	delay    time.Duration // the pause's delay
+	rs       *pauseState   // the paused task and its pause state
 }
 
-// workerNeed says what a shard that has a chat ready needs for it.
-type workerNeed uint8
+// ringCap is how many waiting tasks a chat holds in its own struct: the
+// first of its queue, which Submit writes and a worker takes with no
+// other memory touched. The rest wait in taskNodes.
+const ringCap = 3
 
-const (
-	needNone   workerNeed = iota // a worker of the shard will get to it
-	needSpawn                    // a slot was taken: start a worker
-	needHungry                   // no slot free: join the hungry FIFO
-)
-
-// chat is one chat's queue: a ring of waiting tasks that grows on demand up
-// to QueueSize. It lives in its shard's map only while it has a task waiting
-// or running.
+// chat is one chat's queue of waiting tasks, at most QueueSize long but
+// for those Push added: the first ringCap in a ring inside the struct,
+// the rest in a list of taskNodes behind them. It lives in its shard's map
+// only while it has a task waiting or running.
 type chat struct {
-	key    string
-	buf    []task // ring buffer; len(buf) is its capacity
-	head   int
-	n      int
-	state  uint8
-	next   *chat   // ready FIFO or free list link
-	inline [1]task // first buffer, so a chat with one task allocates once
-
-	// A task paused between two runs is held here, ahead of buf, while
-	// the chat sleeps in its shard's wake-up heap.
-	held     task
+	key      string
+	hash     uint64 // the key's hash, under which the shard's table holds the chat
+	state    uint8
+	ringHead uint8  // index of the first waiting task in ring
+	ringN    uint8  // waiting tasks in ring
 	sleepSeq uint32 // counts sleeps, so a stale wake-up is ignored
+	n        int    // waiting tasks: ringN and those in nodes
+	next     *chat  // ready FIFO or free list link
+	ring     [ringCap]task
+	nodes    *taskNode // waiting tasks after those in ring, oldest first
+	lastNode *taskNode
+
+	// A task paused between two runs is held here, ahead of the queue,
+	// while the chat sleeps in its shard's wake-up heap.
+	held *pauseState
 }
 
 // hasWork reports whether the chat has a task to run: a held one or a
 // waiting one.
-func (c *chat) hasWork() bool { return c.n > 0 || c.held.run != nil }
+func (c *chat) hasWork() bool { return c.n > 0 || c.held != nil }
 
-// take removes and returns the task to run next: the held one first.
-func (c *chat) take() task {
-	if c.held.run != nil {
-		t := c.held
-		c.held = task{}
-		return t
+// takeLocked removes and returns the chat's task to run next: the held
+// one first, with its pause state, else the first waiting one, whose
+// place in the ring the first of the nodes takes.
+func (s *shard) takeLocked(c *chat) (t task, rs *pauseState) {
+	if rs = c.held; rs != nil {
+		c.held = nil
+		return rs.task, rs
 	}
-	return c.pop()
-}
-
-func (c *chat) push(t task, limit int) bool {
-	if c.n >= limit {
-		return false // Push may have taken the chat past a Submit's limit
-	}
-	if c.n == len(c.buf) {
-		c.grow(limit)
-	}
-	i := c.head + c.n
-	if i >= len(c.buf) {
-		i -= len(c.buf)
-	}
-	c.buf[i] = t
-	c.n++
-	return true
-}
-
-func (c *chat) grow(limit int) {
-	size := 2 * len(c.buf)
-	if size < 4 {
-		size = 4
-	}
-	if size > limit {
-		size = limit
-	}
-	buf := make([]task, size)
-	n := copy(buf, c.buf[c.head:])
-	copy(buf[n:], c.buf[:c.head])
-	c.buf, c.head = buf, 0
-}
-
-func (c *chat) pop() task {
-	t := c.buf[c.head]
-	c.buf[c.head] = task{}
-	c.head++
-	if c.head == len(c.buf) {
-		c.head = 0
-	}
+	i := c.ringHead
+	t, c.ring[i] = c.ring[i], task{}
+	c.ringHead = ringNext(i, 1)
+	c.ringN--
 	c.n--
-	return t
+	if nd := c.nodes; nd != nil {
+		c.nodes = nd.next
+		if c.nodes == nil {
+			c.lastNode = nil
+		}
+		c.ring[ringNext(c.ringHead, c.ringN)] = nd.task
+		c.ringN++
+		*nd = taskNode{}
+		s.freeTasks.put(nd, s.keepTasks+s.queued)
+	}
+	return t, nil
+}
+
+// pushLocked appends t to the chat's queue.
+func (s *shard) pushLocked(c *chat, t task) {
+	c.n++
+	if c.nodes == nil && c.ringN < ringCap {
+		c.ring[ringNext(c.ringHead, c.ringN)] = t
+		c.ringN++
+		return
+	}
+	nd := s.freeTasks.get()
+	nd.task = t
+	if c.lastNode == nil {
+		c.nodes = nd
+	} else {
+		c.lastNode.next = nd
+	}
+	c.lastNode = nd
+}
+
+// ringNext returns the ring index n places after i.
+func ringNext(i, n uint8) uint8 {
+	i += n
+	if i >= ringCap {
+		i -= ringCap
+	}
+	return i
 }
 
 type shard struct {
@@ -153,14 +179,16 @@ type shard struct {
 	inHungry atomic.Bool
 
 	mu        sync.Mutex
-	chats     map[string]*chat
-	peak      int   // largest len(chats) since the map was last rebuilt
+	chats     chatTable
 	readyHead *chat // FIFO of chats with a waiting task and no running one
 	readyTail *chat
-	free      *chat // retired chat structs for reuse
-	freeLen   int
-	workers   int           // worker goroutines working for this shard
-	idleCh    chan struct{} // closed when the shard becomes idle; nil if nobody waits
+	freeChats freeList[chat, *chat]         // retired chat structs
+	freeTasks freeList[taskNode, *taskNode] // free task nodes
+	keepChats int                           // the shard's shares of keptChats
+	keepTasks int                           // and keptTasks
+	workers   int                           // worker goroutines working for this shard
+	coming    int                           // of which on their way, not yet working
+	idleCh    chan struct{}                 // closed when the shard becomes idle; nil if nobody waits
 
 	// Sleeping chats, by wake-up time, and the one timer that wakes them;
 	// timerAt is when it is set to fire, zero when it is not set.
@@ -171,124 +199,72 @@ type shard struct {
 	// Counters, guarded by mu.
 	submitted, completed, failed, panicked uint64
 	queued, running, waiting               int
+
+	// Keeps the fields of neighbouring shards in the executor's array
+	// off each other's cache lines.
+	_ [64]byte
 }
 
 // submit queues a task. It reports the chat's queue length and what the
-// caller must do for a worker (see workerNeed).
-func (s *shard) submit(key string, t task, unbounded bool) (queueLen int, need workerNeed, err error) {
+// caller must do for a worker (see grant).
+func (s *shard) submit(key string, hash uint64, run func(context.Context) error, enq int64, unbounded bool) (queueLen int, g grant, err error) {
 	d := s.d
 	s.mu.Lock()
 	if d.closed.Load() {
 		s.mu.Unlock()
-		return 0, needNone, ErrClosed
+		return 0, grant{}, ErrClosed
 	}
-	c := s.chats[key]
+	c := s.chats.get(hash, key)
 	if c == nil {
-		c = s.newChatLocked(key)
-	}
-	limit := d.cfg.queueSize
-	if unbounded {
-		limit = math.MaxInt
-	}
-	if !c.push(t, limit) {
+		c = s.newChatLocked(key, hash)
+	} else if c.n >= d.cfg.queueSize && !unbounded {
+		// (Push may have taken the chat past a Submit's limit.)
 		s.mu.Unlock()
-		return 0, needNone, ErrQueueFull
+		return 0, grant{}, ErrQueueFull
 	}
+	s.pushLocked(c, task{run: run, enq: enq})
 	s.submitted++
 	s.queued++
 	queueLen = c.n
 	if c.state == 0 {
-		need = s.readyLocked(c)
+		g = s.readyLocked(c)
 	}
 	s.mu.Unlock()
-	return queueLen, need, nil
+	return queueLen, g, nil
 }
 
-// readyLocked puts an idle or sleeping chat in the ready FIFO and says
-// whether the caller must start a worker for the shard (a slot was taken
-// for it) or have the shard join the hungry FIFO; either way it counts the
-// worker the caller may start in d.wg.
-func (s *shard) readyLocked(c *chat) workerNeed {
-	d := s.d
+// readyLocked puts an idle or sleeping chat in the ready FIFO and
+// arranges a worker for it unless a worker of the shard will get to it
+// (see grant). The caller carries the grant out with no lock held
+// (startWorker).
+func (s *shard) readyLocked(c *chat) grant {
 	c.state = chatReady
 	s.pushReadyLocked(c)
-	need := needNone
-	if d.tryAcquireSlot() {
-		s.workers++
-		need = needSpawn
-	} else if s.workers < s.quota && !s.inHungry.Load() {
-		need = needHungry
-	}
-	if need != needNone {
-		// Counted under the lock, while the shard is busy: a Drain that
-		// sees it idle later also sees this count, so no worker can start
-		// after Shutdown returned. For needHungry, the count covers the
-		// caller's addHungry, which may start a worker.
-		d.wg.Add(1)
-	}
-	return need
+	return s.d.grantLocked(s)
 }
 
-// startWorker does what readyLocked said, with no lock held.
-func (d *Executor) startWorker(s *shard, need workerNeed) {
-	switch need {
-	case needSpawn:
-		go d.work(s) // counted in d.wg by readyLocked
-	case needHungry:
-		if d.testHookHungry != nil {
-			d.testHookHungry()
-		}
-		d.addHungry(s)
-		d.wg.Done() // the count readyLocked took for this call
-	}
-}
-
-func (s *shard) newChatLocked(key string) *chat {
-	c := s.free
-	if c != nil {
-		s.free = c.next
-		s.freeLen--
-		c.next = nil
-	} else {
-		c = new(chat)
-	}
-	if c.buf == nil {
-		c.buf = c.inline[:]
-	}
-	c.key = key
-	s.chats[key] = c
-	if n := len(s.chats); n > s.peak {
-		s.peak = n
-	}
+func (s *shard) newChatLocked(key string, hash uint64) *chat {
+	c := s.freeChats.get()
+	c.key, c.hash = key, hash
+	s.chats.add(hash, c)
 	return c
 }
 
-// retireLocked removes an empty, idle chat from the map. It runs under the
+// retireLocked removes an empty, idle chat from the table. It runs under the
 // lock Submit takes, so a Submit either finds the chat before retirement
 // (and its task is run by the worker that holds it) or creates a new one.
 func (s *shard) retireLocked(c *chat) {
-	delete(s.chats, c.key)
-	c.key = ""
-	c.state = 0
-	c.head = 0
-	if len(c.buf) > maxKeptBuffer {
-		c.buf = c.inline[:]
-	}
-	if s.freeLen < maxFreeChats {
-		c.next = s.free
-		s.free = c
-		s.freeLen++
-	}
-	// Go maps keep their buckets after deletes; rebuild one that shrank to
-	// an eighth of its peak, so memory follows the active chats.
-	if s.peak >= minShrinkPeak && len(s.chats) <= s.peak/8 {
-		m := make(map[string]*chat, len(s.chats))
-		for k, v := range s.chats {
-			m[k] = v
-		}
-		s.chats = m
-		s.peak = len(m)
-	}
+	s.chats.remove(c.hash, c)
+	*c = chat{sleepSeq: c.sleepSeq} // sleepSeq survives, so a stale wake-up stays stale
+	s.freeChats.put(c, s.keepChats+s.chats.n)
+}
+
+// trimFreeLocked trims the free lists of a shard that became idle (see
+// freeList.trim), so that an idle executor keeps little memory whatever
+// its peak.
+func (s *shard) trimFreeLocked() {
+	s.freeChats.trim(s.keepChats)
+	s.freeTasks.trim(s.keepTasks)
 }
 
 func (s *shard) pushReadyLocked(c *chat) {
@@ -323,7 +299,11 @@ func (s *shard) leaveLocked() {
 	s.workers--
 	// INVARIANT: worker, queued and running counts never go negative.
 	invariant(s.workers >= 0 && s.queued >= 0 && s.running >= 0 && s.waiting >= 0, "negative shard count")
-	if s.idleLocked() && s.idleCh != nil {
+	if !s.idleLocked() {
+		return
+	}
+	s.trimFreeLocked()
+	if s.idleCh != nil {
 		close(s.idleCh)
 		s.idleCh = nil
 	}
@@ -348,87 +328,10 @@ func (s *shard) idleLocked() bool {
 	return s.workers == 0 && s.queued == 0 && s.running == 0 && s.waiting == 0
 }
 
-func (d *Executor) tryAcquireSlot() bool {
-	for {
-		n := d.slots.Load()
-		if n >= int64(d.cfg.maxInflight) {
-			return false
-		}
-		if d.slots.CompareAndSwap(n, n+1) {
-			// INVARIANT: at most MaxInflight worker slots are held.
-			invariant(n+1 <= int64(d.cfg.maxInflight), "slots above MaxInflight")
-			return true
-		}
-	}
-}
-
-// addHungry puts s in the hungry FIFO, then serves the FIFO in case a slot
-// was freed meanwhile. Together with releaseSlot's check of hungryN after
-// freeing a slot, this leaves no hungry shard waiting beside a free slot.
-func (d *Executor) addHungry(s *shard) {
-	d.hmu.Lock()
-	if !s.inHungry.Load() {
-		s.inHungry.Store(true)
-		d.hungry = append(d.hungry, s)
-		d.hungryN.Add(1)
-	}
-	d.hmu.Unlock()
-	d.serveHungry()
-}
-
-func (d *Executor) popHungry() *shard {
-	d.hmu.Lock()
-	defer d.hmu.Unlock()
-	if len(d.hungry) == 0 {
-		return nil
-	}
-	s := d.hungry[0]
-	d.hungry[0] = nil
-	d.hungry = d.hungry[1:]
-	if len(d.hungry) == 0 {
-		d.hungry = d.hungry[:0:0] // let the backing array go
-	}
-	s.inHungry.Store(false)
-	d.hungryN.Add(-1)
-	return s
-}
-
-// serveHungry starts a worker for hungry shards while slots are free.
-func (d *Executor) serveHungry() {
-	for d.hungryN.Load() > 0 && d.tryAcquireSlot() {
-		s := d.popHungry()
-		if s == nil {
-			d.releaseSlot()
-			return
-		}
-		s.mu.Lock()
-		s.workers++
-		s.mu.Unlock()
-		d.wg.Add(1)
-		go d.work(s)
-	}
-}
-
-func (d *Executor) releaseSlot() {
-	d.slots.Add(-1)
-	if d.hungryN.Load() > 0 {
-		d.serveHungry()
-	}
-}
-
-// work is a worker goroutine. It holds a slot, and counts as a worker of s.
-func (d *Executor) work(s *shard) {
-	defer d.wg.Done()
-	for s != nil {
-		s = d.workShard(s)
-	}
-}
-
 // workShard runs tasks of s, one chat at a time, until s has no ready chat
 // or s has more workers than its quota while another shard is hungry. It
-// then leaves s and returns the shard to work for next, or nil after
-// releasing the worker's slot.
-func (d *Executor) workShard(s *shard) (next *shard) {
+// then leaves s.
+func (d *Executor) workShard(s *shard) {
 	var cur *chat
 	defer func() {
 		if cur != nil {
@@ -436,60 +339,71 @@ func (d *Executor) workShard(s *shard) (next *shard) {
 			// sender): this goroutine is ending. Finish the task as
 			// failed and hand the slot to a fresh worker.
 			s.mu.Lock()
-			s.finishLocked(cur, errGoexit, false)
+			s.finishLocked(cur, errGoexit, false, false)
+			s.coming++ // the fresh worker, which takes this one's place
 			s.mu.Unlock()
 			d.wg.Add(1)
 			go d.work(s)
 		}
 	}()
 	s.mu.Lock()
-	for {
-		c := s.popReadyLocked()
-		if c == nil {
-			break
-		}
-		t := c.take()
-		c.state = chatRunning
-		if t.rs != nil {
-			s.waiting--
-		} else {
-			s.queued--
-		}
-		s.running++
-		queueLen := c.n
-		s.mu.Unlock()
+	s.coming--
+	// INVARIANT: a worker arriving at a shard was counted on its way.
+	invariant(s.coming >= 0, "a worker arrived that no one sent")
+	for c := s.popReadyLocked(); c != nil; c = s.popReadyLocked() {
+		for c != nil {
+			t, rs := s.takeLocked(c)
+			c.state = chatRunning
+			if rs != nil {
+				s.waiting--
+			} else {
+				s.queued--
+			}
+			s.running++
+			queueLen := c.n
+			var g grant
+			if s.readyHead != nil {
+				// More chats are ready than this worker takes: another
+				// worker for them, unless one is on its way.
+				g = d.grantLocked(s)
+			}
+			s.mu.Unlock()
+			if g.need != needNone {
+				d.startWorker(s, g)
+			}
 
-		cur = c
-		out := d.runTask(c.key, &t, queueLen)
-		cur = nil
+			cur = c
+			out := d.runTask(c.key, t, rs, queueLen)
+			cur = nil
 
-		s.mu.Lock()
-		if out.paused {
-			s.sleepLocked(c, t, out.delay)
-		} else {
-			s.finishLocked(c, out.err, out.panicked)
-		}
-		if s.workers > s.quota && d.hungryN.Load() > 0 {
-			break
+			s.mu.Lock()
+			if out.paused {
+				s.sleepLocked(c, out.rs, out.delay)
+				c = nil
+			} else {
+				c = s.finishLocked(c, out.err, out.panicked, true)
+			}
+			if s.workers > s.quota && d.hungryN.Load() > 0 {
+				if c != nil {
+					c.state = chatReady
+					s.pushReadyLocked(c)
+				}
+				s.leaveLocked()
+				s.mu.Unlock()
+				return
+			}
 		}
 	}
 	s.leaveLocked()
 	s.mu.Unlock()
-	if d.hungryN.Load() > 0 {
-		if t := d.popHungry(); t != nil {
-			t.mu.Lock()
-			t.workers++
-			t.mu.Unlock()
-			return t
-		}
-	}
-	d.releaseSlot()
-	return nil
 }
 
 // finishLocked records a finished task and puts its chat back at the end of
-// the ready FIFO if it has more work, or retires it.
-func (s *shard) finishLocked(c *chat, err error, panicked bool) {
+// the ready FIFO if it has more work, or retires it. A worker that may
+// keep the chat (keep) gets it back instead if it has more work and no
+// other chat of the shard is ready: giving it up would only have the
+// worker take it again.
+func (s *shard) finishLocked(c *chat, err error, panicked, keep bool) *chat {
 	s.running--
 	s.completed++
 	if err != nil {
@@ -498,36 +412,40 @@ func (s *shard) finishLocked(c *chat, err error, panicked bool) {
 	if panicked {
 		s.panicked++
 	}
-	if c.hasWork() {
+	switch {
+	case !c.hasWork():
+		s.retireLocked(c)
+	case keep && s.readyHead == nil:
+		// INVARIANT: a worker keeps its chat for another task only while
+		// no other chat of its shard is ready (fairness).
+		invariant(s.readyHead == nil && c.state == chatRunning, "kept a chat while another was ready")
+		return c
+	default:
 		c.state = chatReady
 		s.pushReadyLocked(c)
-	} else {
-		s.retireLocked(c)
 	}
+	return nil
 }
 
 // runTask runs one task with hooks, a fresh run context, and panic
 // recovery. If the task calls runtime.Goexit, the deferred part still
 // releases its context and reports it to OnDone before the goroutine ends.
 //
-// A run that paused reports it with the delay: the task is not finished,
-// so OnDone is not called; t then keeps its first run's start and queue
-// length for the next run, which does not call OnStart again.
-func (d *Executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
+// rs is the task's pause state, nil before its first pause. A run that
+// paused reports it with the delay and the pause state: the task is not
+// finished, so OnDone is not called; the state keeps its first run's start
+// and queue length for the next run, which does not call OnStart again.
+func (d *Executor) runTask(key string, t task, rs *pauseState, queueLen int) (out runOutcome) {
 	h := &d.cfg.hooks
-	if t.rs == nil && h.OnStart != nil {
+	if rs == nil && h.OnStart != nil {
 		d.protect(func() { h.OnStart(key) })
 	}
-	now := time.Now()
+	now := d.now()
 	start := now
-	if t.rs != nil {
-		start, queueLen = t.rs.start, t.rs.queueLen
+	if rs != nil {
+		start, queueLen = rs.start, rs.queueLen
 	}
-	deadline := now.Add(d.cfg.runTimeout)
-	if life := d.lifeEnd(t); !life.IsZero() && life.Before(deadline) {
-		deadline = life
-	}
-	ctx := newTaskContext(d.base, deadline)
+	ctx := d.tc.newTaskContext(min(now+int64(d.cfg.runTimeout), d.lifeEnd(t.enq)))
 	returned := false
 	defer func() {
 		if !returned {
@@ -540,8 +458,8 @@ func (d *Executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
 		info := Info{
 			ChatID:       key,
 			QueueLen:     queueLen,
-			QueueLatency: time.Duration(int64(start.Sub(d.epoch)) - t.enq),
-			RunLatency:   time.Since(start),
+			QueueLatency: time.Duration(start - t.enq),
+			RunLatency:   time.Duration(d.now() - start),
 			Err:          out.err,
 		}
 		d.protect(func() { h.OnDone(info) })
@@ -555,10 +473,11 @@ func (d *Executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
 	if !out.paused {
 		return out
 	}
-	if t.rs == nil {
-		t.rs = &pauseState{start: start, queueLen: queueLen}
+	if rs == nil {
+		rs = &pauseState{task: t, start: start, queueLen: queueLen}
 	}
-	if cerr := ctx.Err(); cerr != nil && d.lifeOver(t) {
+	out.rs = rs
+	if cerr := ctx.Err(); cerr != nil && d.lifeOver(t.enq) {
 		// The task's life ended (its MaxLifetime, ForceClose), perhaps
 		// after it paused: waiting cannot help. (A context ended by the
 		// run's own RunTimeout is no reason: the next run has a deadline
@@ -566,32 +485,30 @@ func (d *Executor) runTask(key string, t *task, queueLen int) (out runOutcome) {
 		// layer sees the end and reports it (the engine's send resolves
 		// its Future then); a task that still pauses is finished, so that
 		// it cannot spin.
-		if t.rs.ended {
+		if rs.ended {
 			out.paused = false
 			out.err = fmt.Errorf("engine: task paused after its context ended: %w", cerr)
 		} else {
-			t.rs.ended, out.delay = true, 0
+			rs.ended, out.delay = true, 0
 		}
 	}
 	return out
 }
 
-// lifeEnd returns when t's MaxLifetime ends, or the zero time without one.
-func (d *Executor) lifeEnd(t *task) time.Time {
+// lifeEnd returns when the MaxLifetime of a task submitted at enq ends (an
+// executor.now() time), or math.MaxInt64 without one.
+func (d *Executor) lifeEnd(enq int64) int64 {
 	if d.cfg.maxLifetime <= 0 {
-		return time.Time{}
+		return math.MaxInt64
 	}
-	return d.epoch.Add(time.Duration(t.enq) + d.cfg.maxLifetime)
+	return enq + int64(d.cfg.maxLifetime)
 }
 
-// lifeOver reports whether a paused task can run no more but to report
-// its end: the dispatcher's context ended, or its MaxLifetime.
-func (d *Executor) lifeOver(t *task) bool {
-	if d.base.Err() != nil {
-		return true
-	}
-	life := d.lifeEnd(t)
-	return !life.IsZero() && !time.Now().Before(life)
+// lifeOver reports whether a paused task submitted at enq can run no more
+// but to report its end: the dispatcher's context ended, or its
+// MaxLifetime.
+func (d *Executor) lifeOver(enq int64) bool {
+	return d.base.Err() != nil || d.now() >= d.lifeEnd(enq)
 }
 
 func (d *Executor) call(ctx context.Context, run func(context.Context) error) (err error, panicked bool) {

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"math"
 	"time"
 )
 
@@ -66,20 +67,20 @@ func (h *sleepHeap) pop() sleeper {
 	return top
 }
 
-// sleepLocked holds the paused task t, which asked to run again after
-// delay, ahead of the chat's queue and frees the chat's worker: the chat
+// sleepLocked holds the paused task (rs.task, with its pause state),
+// which asked to run again after delay, ahead of the chat's queue and frees the chat's worker: the chat
 // stays out of the ready FIFO until the shard's timer or the end of the
 // dispatcher's context wakes it. The delay is cut to the end of the
 // task's MaxLifetime, after which the next run only sees its context
 // expired.
-func (s *shard) sleepLocked(c *chat, t task, delay time.Duration) {
+func (s *shard) sleepLocked(c *chat, rs *pauseState, delay time.Duration) {
 	d := s.d
 	s.running--
 	s.waiting++
-	c.held = t
+	c.held = rs
 	now := time.Now()
-	if life := d.lifeEnd(&t); !life.IsZero() {
-		delay = min(delay, life.Sub(now))
+	if life := d.lifeEnd(rs.task.enq); life != math.MaxInt64 {
+		delay = min(delay, time.Duration(life-d.now()))
 	}
 	if delay <= 0 || d.base.Err() != nil {
 		c.state = chatReady
@@ -139,32 +140,27 @@ func (d *Executor) wakeAll() {
 
 // wakeLocked puts the chat of sl in the ready FIFO if it still sleeps the
 // sleep sl records, and says what it needs for a worker (see readyLocked).
-func (s *shard) wakeLocked(sl sleeper) workerNeed {
+func (s *shard) wakeLocked(sl sleeper) grant {
 	c := sl.c
 	if c.state != chatSleeping || c.sleepSeq != sl.seq {
-		return needNone
+		return grant{}
 	}
 	return s.readyLocked(c)
 }
 
-// wakeups counts the workers that waking chats asked for.
-type wakeups struct{ spawn, hungry int }
+// wakeups collects the grants of chats that woke, to carry out with no
+// lock held.
+type wakeups []grant
 
-func (w *wakeups) add(need workerNeed) {
-	switch need {
-	case needSpawn:
-		w.spawn++
-	case needHungry:
-		w.hungry++
+func (w *wakeups) add(g grant) {
+	if g.need != needNone {
+		*w = append(*w, g)
 	}
 }
 
-// start starts the workers, with no lock held.
+// start carries out the grants, with no lock held.
 func (w wakeups) start(s *shard) {
-	for range w.spawn {
-		s.d.startWorker(s, needSpawn)
-	}
-	for range w.hungry {
-		s.d.startWorker(s, needHungry)
+	for _, g := range w {
+		s.d.startWorker(s, g)
 	}
 }

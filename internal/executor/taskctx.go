@@ -2,10 +2,44 @@ package executor
 
 import (
 	"context"
-	"sync"
+	"math"
 	"sync/atomic"
 	"time"
 )
+
+// ctxBase is what the task contexts of one executor share: their parent
+// and the clock their deadlines are read on. Deadlines are monotonic
+// offsets from epoch, so that a task's context costs one small allocation
+// and comparing with its deadline one monotonic clock reading
+// (time.Since, about half the cost of time.Now).
+type ctxBase struct {
+	parent context.Context
+	epoch  time.Time // has a monotonic reading
+	limit  int64     // the parent's deadline as an offset from epoch, or math.MaxInt64
+}
+
+func newCtxBase(parent context.Context) ctxBase {
+	b := ctxBase{parent: parent, epoch: time.Now(), limit: math.MaxInt64}
+	if pd, ok := parent.Deadline(); ok {
+		b.limit = b.offset(pd)
+	}
+	return b
+}
+
+// now returns the monotonic time since epoch, in nanoseconds.
+func (b *ctxBase) now() int64 { return int64(time.Since(b.epoch)) }
+
+// offset returns t as an offset from epoch.
+func (b *ctxBase) offset(t time.Time) int64 { return int64(t.Sub(b.epoch)) }
+
+// at returns the time at offset off from epoch.
+func (b *ctxBase) at(off int64) time.Time { return b.epoch.Add(time.Duration(off)) }
+
+// newTaskContext returns a task context with the deadline at offset
+// deadline from b's epoch, or at the parent's deadline if that is earlier.
+func (b *ctxBase) newTaskContext(deadline int64) *taskContext {
+	return &taskContext{b: b, deadline: min(deadline, b.limit)}
+}
 
 // taskContext is the context a dispatcher task runs with: a child of the
 // dispatcher's base context with the run's deadline.
@@ -19,6 +53,11 @@ import (
 // delegates to it, so children, context.AfterFunc and context.Cause see an
 // ordinary stdlib context.
 //
+// Its state moves once, by compare-and-swap, from nil (unarmed, not ended)
+// to an armed stdlib context, or to the error it ended with unarmed: the
+// parent's, or Canceled after release. So it takes no lock, and it is
+// three words.
+//
 // INVARIANT: once Err has returned a non-nil error it keeps returning that
 // error, and Done returns a closed channel. Tested in taskctx_test.go.
 //
@@ -27,19 +66,30 @@ import (
 // with a cause, context.Cause reports the parent's cause (Err still says
 // Canceled). Only goroutines a task left running can observe it.
 type taskContext struct {
-	parent   context.Context
-	deadline time.Time
-
-	// inner is the armed stdlib context; nil until the first Done.
-	inner atomic.Pointer[armedContext]
-
-	mu  sync.Mutex
-	err error // set before arming when the context is found ended or released
+	b        *ctxBase
+	deadline int64                    // offset from b.epoch
+	state    atomic.Pointer[ctxState] // nil until armed or ended
 }
 
-type armedContext struct {
-	ctx    context.Context
-	cancel context.CancelFunc
+// ctxState is a task context's state once armed or ended.
+type ctxState struct {
+	ctx    context.Context    // the armed stdlib context; nil if it ended unarmed
+	cancel context.CancelFunc // ctx's cancel function
+	err    error              // the error it ended with unarmed
+}
+
+// The states of contexts that ended unarmed with the two errors a
+// context may end with; each is read-only.
+var (
+	endedCanceled = &ctxState{err: context.Canceled}
+	endedDeadline = &ctxState{err: context.DeadlineExceeded}
+)
+
+func (s *ctxState) error() error {
+	if s.ctx != nil {
+		return s.ctx.Err()
+	}
+	return s.err
 }
 
 // closedDone is a closed channel returned by Done after the task context
@@ -50,92 +100,89 @@ var closedDone = func() chan struct{} {
 	return c
 }()
 
-func newTaskContext(parent context.Context, d time.Time) *taskContext {
-	if pd, ok := parent.Deadline(); ok && pd.Before(d) {
-		d = pd
-	}
-	return &taskContext{parent: parent, deadline: d}
-}
-
-func (c *taskContext) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *taskContext) Deadline() (time.Time, bool) { return c.b.at(c.deadline), true }
 
 func (c *taskContext) Value(key any) any {
-	if a := c.inner.Load(); a != nil {
-		return a.ctx.Value(key)
+	if s := c.state.Load(); s != nil && s.ctx != nil {
+		return s.ctx.Value(key)
 	}
-	return c.parent.Value(key)
+	return c.b.parent.Value(key)
 }
 
 func (c *taskContext) Done() <-chan struct{} {
-	if a := c.inner.Load(); a != nil {
-		return a.ctx.Done()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if a := c.inner.Load(); a != nil {
-		return a.ctx.Done()
-	}
-	if c.errLocked() != nil {
-		if a := c.inner.Load(); a != nil { // armed expired by errLocked
-			return a.ctx.Done()
+	s := c.state.Load()
+	if s == nil {
+		if c.check() == nil {
+			s = c.arm()
+		} else {
+			s = c.state.Load()
 		}
-		return closedDone
 	}
-	ctx, cancel := context.WithDeadline(c.parent, c.deadline)
-	c.inner.Store(&armedContext{ctx: ctx, cancel: cancel})
-	return ctx.Done()
+	if s.ctx != nil {
+		return s.ctx.Done()
+	}
+	return closedDone
 }
 
 func (c *taskContext) Err() error {
-	if a := c.inner.Load(); a != nil {
-		return a.ctx.Err()
+	if s := c.state.Load(); s != nil {
+		return s.error()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if a := c.inner.Load(); a != nil {
-		return a.ctx.Err()
-	}
-	return c.errLocked()
+	return c.check()
 }
 
-// errLocked computes the unarmed context's error and remembers it once set.
-// A context found past its deadline is armed with an already expired
-// stdlib context, so that context.Cause agrees with Err even if the parent
-// is cancelled later (the rare path may allocate).
-func (c *taskContext) errLocked() error {
-	if c.err != nil {
-		return c.err
+// check computes the error of a context found unarmed and not ended, and
+// records it if it is not nil. A context found past its deadline is armed
+// with an already expired stdlib context, so that context.Cause agrees
+// with Err even if the parent is cancelled later (the rare path
+// allocates).
+func (c *taskContext) check() error {
+	if err := c.b.parent.Err(); err != nil {
+		s := endedCanceled
+		switch err {
+		case context.Canceled:
+		case context.DeadlineExceeded:
+			s = endedDeadline
+		default:
+			s = &ctxState{err: err}
+		}
+		return c.settle(s).error()
 	}
-	if err := c.parent.Err(); err != nil {
-		c.err = err
-	} else if !time.Now().Before(c.deadline) {
-		ctx, cancel := context.WithDeadline(c.parent, c.deadline)
-		c.inner.Store(&armedContext{ctx: ctx, cancel: cancel})
-		c.err = ctx.Err()
+	if c.b.now() < c.deadline {
+		return nil
 	}
-	return c.err
+	return c.arm().error()
+}
+
+// arm records an armed stdlib context as the state, unless another state
+// was recorded first, and returns the recorded state.
+func (c *taskContext) arm() *ctxState {
+	a := new(ctxState)
+	a.ctx, a.cancel = context.WithDeadline(c.b.parent, c.b.at(c.deadline))
+	return c.settle(a)
+}
+
+// settle records s as the state unless another was recorded first, and
+// returns the recorded state; an armed s that lost is cancelled.
+func (c *taskContext) settle(s *ctxState) *ctxState {
+	if c.state.CompareAndSwap(nil, s) {
+		return s
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	return c.state.Load()
 }
 
 // release cancels the context once its task has returned, like the cancel
 // function of context.WithDeadline: goroutines the task left behind see
-// context.Canceled, and an armed timer is stopped.
+// context.Canceled, and an armed timer is stopped. Like the cancel
+// function of context.WithDeadline, releasing a context whose deadline
+// passed unobserved reports Canceled.
 func (c *taskContext) release() {
-	if a := c.inner.Load(); a != nil {
-		a.cancel()
-		return
+	if s := c.settle(endedCanceled); s.cancel != nil {
+		s.cancel()
 	}
-	c.mu.Lock()
-	if a := c.inner.Load(); a != nil {
-		c.mu.Unlock()
-		a.cancel()
-		return
-	}
-	if c.err == nil {
-		// Like the cancel function of context.WithDeadline, releasing a
-		// context whose deadline passed unobserved reports Canceled.
-		c.err = context.Canceled
-	}
-	c.mu.Unlock()
 }
 
 func (c *taskContext) String() string { return "executor.taskContext" }

@@ -11,6 +11,12 @@ import (
 // The lazy task context must honour the whole context.Context contract,
 // armed (after Done) or not.
 
+// newTaskContext returns a task context under parent with deadline d.
+func newTaskContext(parent context.Context, d time.Time) *taskContext {
+	b := newCtxBase(parent)
+	return b.newTaskContext(b.offset(d))
+}
+
 func TestTaskContextDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		now := time.Now()
