@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heraldbot/herald/core/state"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/core/state"
 )
 
 // Buckets of state, for a bot named B (Config.Bot):
@@ -163,12 +165,19 @@ func ttlOf(ttl time.Duration) time.Duration {
 	return (ttl + time.Second - 1).Truncate(time.Second)
 }
 
-// fail wraps a NATS error, passing ctx's error on unwrapped.
+// fail wraps a NATS error, passing ctx's error on unwrapped: one that is
+// neither a conflict nor a refusal of the value for what it is wraps
+// journal.ErrOutage too — the store cannot be reached, or is full, and a
+// handling whose access failed so runs again once the journal records
+// again.
 func fail(ctx context.Context, op, key string, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
-	return fmt.Errorf("cluster: %s %q: %w", op, key, err)
+	if conflict(err) || unrecordable(err) {
+		return fmt.Errorf("cluster: %s %q: %w", op, key, err)
+	}
+	return fmt.Errorf("cluster: %s %q: %w: %w", op, key, journal.ErrOutage, err)
 }
 
 // conflict reports whether err is JetStream's refusal of an expected last

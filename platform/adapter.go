@@ -44,8 +44,10 @@ type Inbound struct {
 	// getUpdates offset, a webhook's HTTP status) must not confirm that
 	// event — nor, to keep each chat's order, any later one — before the
 	// engine took it, and decides when to offer it again, after a back-off;
-	// others drop it (the engine logged it). Handle is not called after Run
-	// returned.
+	// others drop it (the engine logged it). An error that is
+	// [IsPermanent] says the engine can never take this event (its journal
+	// refuses it for what it is): every adapter drops it and goes on.
+	// Handle is not called after Run returned.
 	Handle func(Event) error
 	// Receiving is closed when the adapter must stop taking events; nil
 	// means only ctx says.

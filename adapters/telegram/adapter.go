@@ -187,7 +187,7 @@ func (a *Adapter) Run(ctx context.Context, in platform.Inbound) error {
 		if !a.Receives() {
 			return nil
 		}
-		return a.receive(ctx, in.Handle)
+		return a.receive(ctx, in)
 	}
 	if !a.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("telegram: Run: %w", ErrAlreadyRunning)
@@ -231,7 +231,7 @@ func (a *Adapter) runOnce(ctx context.Context, in platform.Inbound) error {
 		// A listening Run serves the webhook in this process: register it only.
 		return a.runWebhook(ctx, false)
 	}
-	rs := a.newRunState(in.Handle, me.UserName)
+	rs := a.newRunState(in, me.UserName)
 	rs.stop = in.Stop
 	a.run.Store(rs)
 	defer func() {
@@ -244,9 +244,10 @@ func (a *Adapter) runOnce(ctx context.Context, in platform.Inbound) error {
 	return a.runPolling(ctx, rs)
 }
 
-// newRunState returns the delivery of a run, leading or listening, to handle.
-func (a *Adapter) newRunState(handle func(platform.Event) error, username string) *runState {
-	return &runState{name: a.cfg.Name, handle: handle, username: username, presses: a.presses, log: a.log, limited: a.limited, taken: a.taken, stats: &a.stats}
+// newRunState returns the delivery of a run, leading or listening, to
+// in's Handle while in takes events.
+func (a *Adapter) newRunState(in platform.Inbound, username string) *runState {
+	return &runState{name: a.cfg.Name, handle: in.Handle, taking: in.Taking, username: username, presses: a.presses, log: a.log, limited: a.limited, taken: a.taken, stats: &a.stats}
 }
 
 // retrying calls fn until it succeeds, retrying transient failures as

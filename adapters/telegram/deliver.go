@@ -23,6 +23,7 @@ const seenWindow = 1024
 type runState struct {
 	name     string // the adapter's, every event's Platform
 	handle   func(platform.Event) error
+	taking   func() bool // Inbound.Taking: false once Receiving closed
 	username string
 	presses  *pressTracker
 	log      *zap.Logger
@@ -46,7 +47,10 @@ type runState struct {
 func (rs *runState) deliver(u *update) error {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if rs.closed {
+	if rs.closed || !rs.taking() {
+		// Run ends, or the engine takes no more (its Receiving closed
+		// a moment before Run's context ends): the update is left for
+		// the next Run, here or in another process.
 		return errRunEnded
 	}
 	done, whole := rs.taken.progress(u.UpdateID)
@@ -70,6 +74,14 @@ func (rs *runState) deliver(u *update) error {
 	}
 	for i := done; i < len(evs); i++ {
 		if err := rs.handle(evs[i]); err != nil {
+			if platform.IsPermanent(err) {
+				// The engine can never take it (the journal refuses it
+				// for what it is), and logged it: asking again is futile.
+				rs.stats.refused.Add(1)
+				rs.log.Debug("telegram: an event the engine can never take is dropped",
+					zap.Int("update_id", u.UpdateID), zap.String("kind", string(evs[i].Kind)), zap.Error(err))
+				continue
+			}
 			if i > done {
 				rs.taken.record(u.UpdateID, i)
 			}

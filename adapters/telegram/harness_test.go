@@ -279,7 +279,7 @@ func decoded(u *tgbotapi.Update) *update {
 // testRunState returns a runState delivering to handle, with its own
 // ledger, as a Run of the bot "herald_bot" would make it.
 func testRunState(handle func(platform.Event) error) *runState {
-	return &runState{name: DefaultName, handle: handle, username: "herald_bot", presses: newPressTracker(), log: testLogger(),
+	return &runState{name: DefaultName, handle: handle, taking: func() bool { return true }, username: "herald_bot", presses: newPressTracker(), log: testLogger(),
 		limited: ratelog.New(testLogger(), 0), taken: newLedger(), stats: &counters{}}
 }
 

@@ -18,14 +18,14 @@ func (a *Adapter) Receives() bool {
 }
 
 // receive serves the webhook on Webhook.Listen until ctx ends, handing
-// each update's events to handle as Run does (a refused update is answered
+// each update's events to in.Handle as Run does (a refused update is answered
 // 503, a repeated one dropped), and never calls Telegram: Run listening
 // only. Commands addressed to the bot ("/start@herald_bot") are
 // recognized with Config.Username, or the username an earlier Run of this
 // Adapter learned. It returns nil once ctx ended, an error wrapping
 // [ErrAlreadyRunning] when called during another listening Run, and an
 // error when the adapter cannot listen.
-func (a *Adapter) receive(ctx context.Context, handle func(platform.Event) error) error {
+func (a *Adapter) receive(ctx context.Context, in platform.Inbound) error {
 	if !a.receiving.CompareAndSwap(false, true) {
 		return fmt.Errorf("telegram: Run listening: %w", ErrAlreadyRunning)
 	}
@@ -41,7 +41,7 @@ func (a *Adapter) receive(ctx context.Context, handle func(platform.Event) error
 	if username == "" {
 		a.log.Warn("telegram: receiving without the bot's username (Config.Username): commands addressed as /cmd@bot reach the handlers as written")
 	}
-	rs := a.newRunState(handle, username)
+	rs := a.newRunState(in, username)
 	a.run.Store(rs)
 	defer func() {
 		a.run.Store(nil)

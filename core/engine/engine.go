@@ -144,6 +144,9 @@ type Engine struct {
 
 	// waits are the handlings that wait (Context.Next).
 	waits *handling.Waits
+	// outage holds the handlings an outage of the journal stopped, to run
+	// them again once it records (outage.go).
+	outage *afterOutage
 
 	// limitedLog writes what can happen once per event or send (a
 	// refusal) at most once per interval and message.
@@ -191,6 +194,7 @@ func New(opts ...Option) (*Engine, error) {
 			return e.in.Push(key, func(context.Context) error { task(); return nil })
 		},
 		func(h *handling.Handling, resume error) { e.runHandling(h, handling.Start{Resume: resume}, false) })
+	e.outage = newAfterOutage(e)
 	e.state = newStateful(e)
 	e.stopCtx, e.endStop = context.WithCancel(context.Background())
 	e.failed = make(chan error, 1)
@@ -340,9 +344,11 @@ func (e *Engine) Dispatcher() *OutboundDispatcher { return e.out }
 // WithInboundQueueSize events waiting (the event is dropped, and counted).
 //
 // With a journal (WithJournal), HandleEvent records ev first, and returns
-// an error wrapping ErrJournal when the journal refuses; an event recorded
-// before (the platform delivered it again) is not handled again, and
-// HandleEvent returns nil.
+// an error wrapping ErrJournal when the journal refuses: with
+// journal.ErrOutage while it cannot record (offer the event again later),
+// permanent with journal.ErrUnrecordable when it never will. An event
+// recorded before (the platform delivered it again) is not handled again,
+// and HandleEvent returns nil.
 func (e *Engine) HandleEvent(ev platform.Event) error {
 	if e.closed.Load() {
 		return ErrEngineClosed
@@ -354,7 +360,12 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 			return r // the engine's own: counted and logged by enqueue
 		}
 		e.dropped.Add(1)
-		return fmt.Errorf("engine: event %s from %s not taken: %w", ev.ID, ev.Platform, js.failed("event", err))
+		err = fmt.Errorf("engine: event %s from %s not taken: %w", ev.ID, ev.Platform, js.failed("event", err))
+		if errors.Is(err, journal.ErrUnrecordable) {
+			// Never to be taken: the adapter drops it.
+			e.limitedLog.Error("engine: the journal refuses an event for what it is; it is dropped", zap.Error(err))
+		}
+		return err
 	}
 	js.ok()
 	if dup {
@@ -406,7 +417,9 @@ func (e *Engine) enqueue(in journal.Incoming) error {
 // runHandling runs h once, as s says — its first run, or a replay — and
 // then parks it if it waits, or ends it: its events are done, and the
 // presses it had and did not answer are answered empty. A run a forced
-// shutdown cut off leaves h for the journal to hand over again. With
+// shutdown cut off leaves h for the journal to hand over again; one an
+// outage of the journal stopped is held until the journal records again
+// (outage.go). With
 // inner, the handlers run without the engine's handler middleware, which
 // saw the event already (see offer). It returns the run.
 func (e *Engine) runHandling(h *handling.Handling, s handling.Start, inner bool) *handling.Run {
@@ -418,9 +431,19 @@ func (e *Engine) runHandling(h *handling.Handling, s handling.Start, inner bool)
 	r := h.NewRun((*env)(e), rctx, s)
 	handled := e.process(r, inner)
 	r.End()
+	outage := r.Outage() != nil && r.Diverged() == nil && !r.Waiting()
+	if s.Again && !outage {
+		e.outage.through()
+	}
 	switch {
 	case !handled:
 		// Cut off: a journal keeps its events for the next start.
+	case outage:
+		// The journal's outage stopped it: it runs again once the
+		// journal records again, its events not done meanwhile.
+		h.AfterOutage(r)
+		e.outage.hold(h, inner)
+		return r
 	case r.Waiting() && r.Diverged() == nil:
 		h.AnswerPresses((*env)(e), e.limitedLog) // none sits unanswered while it waits
 		e.waits.Park(h.Waiting())
@@ -612,6 +635,12 @@ func (e *Engine) run(x handling.Ctx, h Handler) {
 					c.Logger().Info("handler cut off by a forced shutdown", zap.Error(err))
 				}
 				return
+			case diverged == nil && r.Outage() != nil:
+				// The journal's outage stopped it, not a failure of its
+				// own: it runs again once the journal records (the engine
+				// logged the outage).
+				c.Logger().Debug("handler stopped by an outage of the journal; it runs again once the journal records", zap.Error(err))
+				return
 			case diverged != nil:
 				err = diverged
 				e.reportDivergence(r.Handling(), err)
@@ -791,6 +820,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	defer func() { <-e.shutSem }()
 	e.state.stop() // no more scheduled runs begin; the handler pool ends those begun
 	e.in.Close()
+	e.outage.close() // what it holds stays in the journal
 	err = e.in.Drain(ctx)
 	e.waits.Close() // no handling runs to park a wait; their expiry timer stops
 	if err == nil {

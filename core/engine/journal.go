@@ -16,8 +16,14 @@ import (
 )
 
 // ErrJournal is wrapped by the errors of an event the engine refused, and
-// of a send it did not make, because the journal could not record it (it
-// is unreachable, or its store is full).
+// of a send it did not make, because the journal could not record it.
+// Such an error wraps journal.ErrOutage too when the journal cannot record
+// anything now (it is unreachable, or its store is full): the engine
+// refuses events meanwhile, and the platform offers them again; a
+// handling whose record was refused so runs again once the journal
+// records. It wraps journal.ErrUnrecordable instead when the journal
+// refuses that one record for what it is (larger than it keeps): the
+// error is permanent, the event is dropped, and the send fails.
 var ErrJournal = errors.New("engine: journal refused")
 
 // journalOpTimeout bounds one call to a record.
@@ -51,11 +57,20 @@ func (js *journalState) stats() journal.Stats {
 	return journal.Stats{Events: js.events.Load(), Sends: js.sends.Load()}
 }
 
-// failed records that a journal call failed with err, logging the start of
-// an outage, and returns err wrapped in ErrJournal.
+// failed records that a journal call failed with err and returns err
+// wrapped in ErrJournal. A refusal of one record (journal.ErrUnrecordable)
+// is returned permanent, and is no outage; any other failure is an
+// outage (wrapping journal.ErrOutage, if err does not), whose start is
+// logged once.
 func (js *journalState) failed(what string, err error) error {
+	if errors.Is(err, journal.ErrUnrecordable) {
+		return platform.Permanent(fmt.Errorf("%w: %s: %w", ErrJournal, what, err))
+	}
 	if js.down.CompareAndSwap(false, true) {
-		js.log.Error("engine: the journal refuses; events are refused and sends fail until it is back", zap.String("op", what), zap.Error(err))
+		js.log.Error("engine: the journal refuses; events are refused, and handlings wait for it to be back", zap.String("op", what), zap.Error(err))
+	}
+	if !errors.Is(err, journal.ErrOutage) {
+		return fmt.Errorf("%w: %s: %w: %w", ErrJournal, what, journal.ErrOutage, err)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrJournal, what, err)
 }

@@ -86,6 +86,10 @@ func (c *Ctx) answer(ev platform.Event, in journal.Interaction, what string) err
 	if err != nil && !platform.IsPermanent(err) {
 		h.release(key)
 	}
+	if IsOutage(err) {
+		r.outage(pos, err) // answered in the run again after it
+		return err
+	}
 	r.record(pos, effect{kind: fxAnswer, sum: s, what: what, v: err})
 	return err
 }

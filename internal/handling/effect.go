@@ -30,6 +30,9 @@ func (c *Ctx) Once(name string, fn func(ctx context.Context) ([]byte, error)) ([
 	if id != "" && r.recovered {
 		data, ok, err := env.Effect(context.WithoutCancel(r.ctx), "once:"+id)
 		switch {
+		case IsOutage(err):
+			r.outage(pos, err)
+			return nil, fmt.Errorf("engine: Once %q: %w", name, err)
 		case err != nil:
 			return nil, fmt.Errorf("engine: Once %q: %w", name, err)
 		case ok:
@@ -60,9 +63,14 @@ func (c *Ctx) Once(name string, fn func(ctx context.Context) ([]byte, error)) ([
 		return nil, fmt.Errorf("engine: Once %q: its result: %w", name, err)
 	}
 	if id != "" {
-		// An error leaves the result standing: a run after a crash runs
-		// fn again. The engine logs the journal's outage.
-		_ = env.RecordEffect(context.WithoutCancel(r.ctx), "once:"+id, data)
+		// A record refused for what it is leaves the result standing: a
+		// run after a crash runs fn again. One an outage refused is made
+		// before the run again after it. The engine logs both.
+		if err := env.RecordEffect(context.WithoutCancel(r.ctx), "once:"+id, data); IsOutage(err) {
+			r.record(pos, effect{kind: fxOnce, sum: s, what: what, v: stateValue{val: data}})
+			r.keepUnrecorded(pos, "once:"+id, data, err)
+			return decodeOnce(data, name)
+		}
 	}
 	r.record(pos, effect{kind: fxOnce, sum: s, what: what, v: stateValue{val: data}})
 	return decodeOnce(data, name)
@@ -120,16 +128,31 @@ func (c *Ctx) State(op, key string, do func(id string) ([]byte, error)) ([]byte,
 		// Run again after a crash or by another process: what the access
 		// gave the run before, if the journal recorded it.
 		data, ok, err := r.env.Effect(context.WithoutCancel(r.ctx), "state:"+id)
+		if IsOutage(err) {
+			r.outage(pos, err)
+			return nil, err
+		}
 		if err == nil && ok {
 			r.record(pos, effect{kind: fxState, sum: s, what: what, v: stateValue{val: data}})
 			return data, nil
 		}
 	}
 	v, err := do(id)
+	if IsOutage(err) {
+		// The store cannot be reached now: the run again after the
+		// outage makes the access.
+		r.outage(pos, err)
+		return nil, err
+	}
 	if err == nil && id != "" {
 		// An error leaves the value standing: a run after a crash reads
 		// the store again (an update it made is known by its id there).
-		_ = r.env.RecordEffect(context.WithoutCancel(r.ctx), "state:"+id, v)
+		// One an outage refused is made before the run again after it.
+		if err := r.env.RecordEffect(context.WithoutCancel(r.ctx), "state:"+id, v); IsOutage(err) {
+			r.record(pos, effect{kind: fxState, sum: s, what: what, v: stateValue{val: v}})
+			r.keepUnrecorded(pos, "state:"+id, v, err)
+			return v, nil
+		}
 	}
 	r.record(pos, effect{kind: fxState, sum: s, what: what, v: stateValue{val: v, err: err}})
 	return v, err

@@ -129,6 +129,9 @@ type extra struct {
 	// the hook again gets them back.
 	hookSends map[string]*future.Future[platform.SendResult]
 	question  *failedQuestion // a question that failed while not waiting
+	// unrecorded are the records of effects made that an outage of the
+	// journal refused (outage.go).
+	unrecorded []unrecorded
 }
 
 // failedQuestion is a Prompt's question whose send failed.
@@ -314,6 +317,7 @@ type scope struct {
 // is neither recorded nor replayed (the error hook's, middleware's). A
 // recorded effect of another kind or content is a divergence: take
 // returns an error wrapping ErrDiverged, ErrWaiting once the run waits,
+// the outage's error once the journal's outage ended what the run can do,
 // and an error wrapping ErrClosed (and the executor's) once a forced
 // shutdown cut the run off.
 func (c *Ctx) take(kind effectKind, s uint64, what string) (*effect, int, error) {
@@ -329,6 +333,9 @@ func (c *Ctx) take(kind effectKind, s uint64, what string) (*effect, int, error)
 	defer h.mu.Unlock()
 	if r.diverged != nil {
 		return nil, -1, r.diverged
+	}
+	if r.down != nil {
+		return nil, -1, r.down
 	}
 	if r.waiting {
 		return nil, -1, ErrWaiting

@@ -22,6 +22,9 @@ type Start struct {
 	// Resume is why the run begins besides an offer: the wait's deadline
 	// passed, or Prompt's question failed.
 	Resume error
+	// Again runs the handling again after the journal's outage ended its
+	// last run (see Run.Outage): its sends may have been recorded.
+	Again bool
 	// Middleware runs the handler middleware an event offered to the
 	// waiting conversations passes through: the run is no run of h's
 	// handlers, its effects are not in h's log, and their ids are their
@@ -60,6 +63,10 @@ type Run struct {
 	// diverged is set once a replay found an effect other than the one
 	// recorded: the handling ends with it.
 	diverged error
+	// down is the journal's outage that ended what the run can do, and
+	// downAt the place in the log up to which it is good (outage.go).
+	down   error
+	downAt int
 	// hookCalls counts the calls of the error hook in the run.
 	hookCalls int
 }
@@ -67,7 +74,7 @@ type Run struct {
 // NewRun returns a run of h in env, with ctx (the handlers' context,
 // usually a RunContext) and s.
 func (h *Handling) NewRun(env Env, ctx context.Context, s Start) *Run {
-	r := &Run{env: env, h: h, ctx: ctx, event: h.start, recovered: h.redelivered,
+	r := &Run{env: env, h: h, ctx: ctx, event: h.start, recovered: h.redelivered || s.Again,
 		offer: s.Offer, offerRec: s.OfferRec, resume: s.Resume}
 	r.main.middleware = s.Middleware
 	if h.start.Chat.ID != "" {

@@ -89,7 +89,7 @@ func (c *Ctx) send(key string, chat platform.Chat, msg platform.OutboundMessage,
 	}
 	waits := r.env.Waits()
 	f, err := r.env.QueueSend(key, js, func(res platform.SendResult, err error) {
-		if question && err != nil {
+		if question && err != nil && !IsOutage(err) {
 			waits.questionFailed(h, pos, err)
 		}
 		h.sent(pos, res, err)
@@ -102,6 +102,12 @@ func (c *Ctx) send(key string, chat platform.Chat, msg platform.OutboundMessage,
 			r.diverged = fmt.Errorf("%w (effect %d)", err, pos+1)
 		}
 		h.mu.Unlock()
+		return f, pos
+	}
+	if IsOutage(err) {
+		// Not recorded, so not made: the run again after the outage
+		// makes it.
+		r.outage(pos, err)
 		return f, pos
 	}
 	if hook {
