@@ -394,10 +394,10 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 		return nil, journal.Appended{}, err
 	}
 	if s.Repeat && s.ID != "" {
-		if res, ok, err := j.mark(ctx, s.ID); err != nil {
+		if m, ok, err := j.mark(ctx, s.ID); err != nil {
 			return nil, journal.Appended{}, err
 		} else if ok {
-			return nil, journal.Appended{Duplicate: true, Delivered: &res}, nil
+			return nil, journal.Appended{Duplicate: true, Delivered: &m.SendResult, Sum: m.Sum, What: m.What}, nil
 		}
 	}
 	data, err := json.Marshal(sendData{ID: s.ID, Request: s.Request})
@@ -410,35 +410,35 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 	}
 	msg := nats.NewMsg(j.subject("out", s.Request.Platform, s.Request.Target.ID))
 	msg.Data = data
+	setSum(msg, s)
 	ack, blob, err := j.putRecord(ctx, "record send", msg, opts...)
 	if err != nil {
 		return nil, journal.Appended{}, err
 	}
 	if ack.Duplicate {
-		return nil, journal.Appended{Duplicate: true}, nil
+		return nil, j.duplicate(ctx, j.out, ack.Sequence, s.ID), nil
 	}
-	return &record{j: j, stream: j.out, seq: ack.Sequence, send: true, id: s.ID, blob: blob}, journal.Appended{}, nil
+	return &record{j: j, stream: j.out, seq: ack.Sequence, send: true, id: s.ID, blob: blob, sum: s.Sum, what: s.What}, journal.Appended{}, nil
 }
 
-// mark returns the result a send with id was marked delivered with, if it
-// was.
-func (j *Journal) mark(ctx context.Context, id string) (platform.SendResult, bool, error) {
+// mark returns the mark of a send with id delivered, if it was.
+func (j *Journal) mark(ctx context.Context, id string) (markData, bool, error) {
 	e, err := j.sent.Get(ctx, markKey(id))
 	switch {
 	case err == nil:
-		var res platform.SendResult
-		_ = json.Unmarshal(e.Value(), &res) // a bad mark still says it was sent
-		return res, true, nil
+		var m markData
+		_ = json.Unmarshal(e.Value(), &m) // a bad mark still says it was sent
+		return m, true, nil
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return platform.SendResult{}, false, nil
+		return markData{}, false, nil
 	default:
-		return platform.SendResult{}, false, j.health.writeErr(ctx, "look up a repeated send", err)
+		return markData{}, false, j.health.writeErr(ctx, "look up a repeated send", err)
 	}
 }
 
-// putMark marks the send id delivered with res.
-func (j *Journal) putMark(ctx context.Context, id string, res *platform.SendResult) error {
-	data, err := json.Marshal(res)
+// putMark marks the send id delivered with m.
+func (j *Journal) putMark(ctx context.Context, id string, m markData) error {
+	data, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("cluster: mark: %w", err)
 	}
@@ -484,6 +484,8 @@ type record struct {
 	event  string // an event's handled key
 	blob   string // the object holding its bytes, or ""
 	saved  bool   // a progress entry exists for it
+	sum    uint64 // a send's Sum and What (journal.Send)
+	what   string
 }
 
 // Done removes the message, its object and a send's progress, after
@@ -496,8 +498,8 @@ func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error
 	j := r.j
 	var errs []error
 	if delivered != nil && r.id != "" {
-		id, res := r.id, *delivered
-		errs = append(errs, j.finish(ctx, func(ctx context.Context) error { return j.putMark(ctx, id, &res) }))
+		id, m := r.id, markData{SendResult: *delivered, Sum: r.sum, What: r.what}
+		errs = append(errs, j.finish(ctx, func(ctx context.Context) error { return j.putMark(ctx, id, m) }))
 	}
 	j.markHandled(r.event)
 	stream, seq, blob, saved := r.stream, r.seq, r.blob, r.saved
@@ -573,6 +575,7 @@ func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
 			return err
 		}
 		r := &record{j: j, stream: j.out, seq: m.Sequence, send: true, id: d.ID, blob: blob}
+		r.sum, r.what = sumOf(m.Header)
 		rs := journal.Outgoing{ID: d.ID, Request: d.Request, Record: r}
 		if e, err := j.progress.Get(ctx, progressKey(m.Sequence)); err == nil {
 			r.saved = true

@@ -295,6 +295,7 @@ func (l *lead) send(msg jetstream.Msg) {
 	}
 	meta, _ := msg.Metadata()
 	rec := &outRecord{l: l, msg: msg, id: d.ID, blob: blob}
+	rec.sum, rec.what = sumOf(msg.Headers())
 	out := journal.Outgoing{ID: d.ID, Request: d.Request, Record: rec, Fence: l.valid, Held: true, Done: answer}
 	if meta != nil {
 		rec.seq = meta.Sequence.Stream
@@ -305,12 +306,12 @@ func (l *lead) send(msg jetstream.Msg) {
 		ctx, cancel := context.WithTimeout(l.conn, opTimeout)
 		if out.Redelivered && d.ID != "" {
 			// Made before, by a gateway that died before its ack?
-			if res, ok, err := s.mark(ctx, d.ID); err == nil && ok {
+			if m, ok, err := s.mark(ctx, d.ID); err == nil && ok {
 				err = msg.DoubleAck(ctx)
 				cancel()
 				if err == nil || errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 					s.skipped.Add(1)
-					answer(res, nil)
+					answer(m.SendResult, nil)
 				}
 				return
 			}
@@ -403,6 +404,8 @@ type outRecord struct {
 	seq   uint64
 	saved bool
 	blob  string // the object holding its bytes, or ""
+	sum   uint64 // the send's Sum and What (journal.Send)
+	what  string
 }
 
 // Done marks the send delivered (a handler run again after a crash may
@@ -417,8 +420,8 @@ func (r *outRecord) Done(ctx context.Context, delivered *platform.SendResult) er
 	s := r.l.s
 	var errs []error
 	if delivered != nil && r.id != "" {
-		id, res := r.id, *delivered
-		errs = append(errs, s.finish(ctx, func(ctx context.Context) error { return s.putMark(ctx, id, &res) }))
+		id, m := r.id, markData{SendResult: *delivered, Sum: r.sum, What: r.what}
+		errs = append(errs, s.finish(ctx, func(ctx context.Context) error { return s.putMark(ctx, id, m) }))
 	}
 	msg, seq, saved, blob := r.msg, r.seq, r.saved, r.blob
 	errs = append(errs, s.finish(ctx, func(ctx context.Context) error {

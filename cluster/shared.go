@@ -275,10 +275,10 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 		return journal.Appended{}, err
 	}
 	if snd.Repeat && snd.ID != "" {
-		if res, ok, err := s.mark(ctx, snd.ID); err != nil {
+		if m, ok, err := s.mark(ctx, snd.ID); err != nil {
 			return journal.Appended{}, err
 		} else if ok {
-			return journal.Appended{Duplicate: true, Delivered: &res}, nil
+			return journal.Appended{Duplicate: true, Delivered: &m.SendResult, Sum: m.Sum, What: m.What}, nil
 		}
 	}
 	data, err := json.Marshal(sendData{ID: snd.ID, Request: snd.Request})
@@ -290,6 +290,7 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 	msg.Data = data
 	msg.Header.Set(hdrReply, s.results)
 	msg.Header.Set(hdrKey, key)
+	setSum(msg, snd)
 	var opts []jetstream.PublishOpt
 	if snd.ID != "" {
 		opts = append(opts, jetstream.WithMsgID("send:"+snd.ID))
@@ -308,7 +309,7 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 		return journal.Appended{}, err
 	}
 	if ack.Duplicate {
-		return journal.Appended{Duplicate: true}, nil
+		return s.duplicate(ctx, s.out, ack.Sequence, snd.ID), nil
 	}
 	return journal.Appended{}, nil
 }

@@ -461,7 +461,8 @@ func testRefusals(t *testing.T, open func(t *testing.T) journal.Journal) {
 
 // An event or a send appended again with its ID is a duplicate; a send
 // marked delivered and repeated by a handler run again is one too, with
-// its result.
+// its result and what it sent (its Sum and What), even if it now asks for
+// another send.
 func testDuplicates(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
 	r := start(t, open(t), true)
 	ctx := ctxOf(t)
@@ -472,7 +473,8 @@ func testDuplicates(t *testing.T, open func(t *testing.T) journal.Journal, f Fea
 		t.Fatalf("the same event again: duplicate %v, %v; want a duplicate", dup, err)
 	}
 	done := make(chan platform.SendResult, 1)
-	s := journal.Send{ID: "t:d1/1", Request: sendTo("a", "one"), Done: func(res platform.SendResult, _ error) { done <- res }}
+	s := journal.Send{ID: "t:d1/1", Request: sendTo("a", "one"), Done: func(res platform.SendResult, _ error) { done <- res },
+		Sum: 0x5e11d, What: "one"}
 	if _, err := r.j.AppendSend(ctx, s); err != nil {
 		t.Fatal(err)
 	}
@@ -489,6 +491,21 @@ func testDuplicates(t *testing.T, open func(t *testing.T) journal.Journal, f Fea
 	}
 	if a.Delivered != nil && a.Delivered.MessageID != res.MessageID {
 		t.Fatalf("the duplicate's result %+v; want %+v", *a.Delivered, res)
+	}
+	if a.Sum != s.Sum || a.What != s.What {
+		t.Fatalf("the duplicate says it sent %x %q; want %x %q", a.Sum, a.What, s.Sum, s.What)
+	}
+	// Run again otherwise, the handler asks for another send at the same
+	// place: the journal still says what was sent there.
+	other := s
+	other.Request, other.Sum, other.What = sendTo("a", "two"), 0xd1ff, "two"
+	for _, repeat := range []bool{true, false} {
+		other.Repeat = repeat
+		a, err := r.j.AppendSend(ctx, other)
+		if err != nil || !a.Duplicate || a.Sum != s.Sum || a.What != s.What {
+			t.Fatalf("another send at a delivered one's place (Repeat %v): %+v, %v; want a duplicate of %x %q",
+				repeat, a, err, s.Sum, s.What)
+		}
 	}
 	r.m.mu.Lock()
 	defer r.m.mu.Unlock()
@@ -514,12 +531,19 @@ func testRecover(t *testing.T, open func(t *testing.T) journal.Journal, f Featur
 		if _, err := j.AppendEvent(ctx, event(fmt.Sprint("k", i), "a", strconv.Itoa(i))); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := j.AppendSend(ctx, journal.Send{ID: fmt.Sprint("t:k/", i), Request: sendTo("a", strconv.Itoa(i))}); err != nil {
+		if _, err := j.AppendSend(ctx, journal.Send{ID: fmt.Sprint("t:k/", i), Request: sendTo("a", strconv.Itoa(i)),
+			Sum: uint64(i + 1), What: strconv.Itoa(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The restart.
 	r := start(t, f.Reopen(t), false)
+	// A handler run again that asks, at a send's place, for another one
+	// learns what was asked there before, though it is not made yet.
+	a, err := r.j.AppendSend(ctx, journal.Send{ID: "t:k/1", Request: sendTo("a", "other"), Repeat: true, Sum: 99, What: "other"})
+	if err != nil || !a.Duplicate || a.Sum != 2 || a.What != "1" {
+		t.Fatalf("another send at a pending one's place: %+v, %v; want a duplicate of 2 %q", a, err, "1")
+	}
 	r.m.waitFor(t, "what the crash left", func() bool { return len(r.m.events) >= 3 && len(r.m.sends) >= 3 })
 	r.m.mu.Lock()
 	defer r.m.mu.Unlock()

@@ -1,0 +1,78 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/platform"
+)
+
+// A send with an ID carries what it sends (journal.Send's Sum and What)
+// in two headers of its record, and its delivered mark carries them too,
+// so that a handler run again whose send at a place differs from the one
+// made there before is found out, in one process or across several.
+const (
+	hdrSum  = "Herald-Sum"
+	hdrWhat = "Herald-What"
+)
+
+// setSum puts a send's Sum and What on its record's message.
+func setSum(msg *nats.Msg, s journal.Send) {
+	if s.Sum == 0 {
+		return
+	}
+	msg.Header.Set(hdrSum, strconv.FormatUint(s.Sum, 16))
+	msg.Header.Set(hdrWhat, strconv.Quote(s.What))
+}
+
+// sumOf reads a record's Sum and What from its headers; zero for a record
+// written without them.
+func sumOf(h nats.Header) (uint64, string) {
+	if h == nil {
+		return 0, ""
+	}
+	sum, err := strconv.ParseUint(h.Get(hdrSum), 16, 64)
+	if err != nil {
+		return 0, ""
+	}
+	what, err := strconv.Unquote(h.Get(hdrWhat))
+	if err != nil {
+		what = ""
+	}
+	return sum, what
+}
+
+// markData is a delivered mark: the send's result, and what it sent. A
+// mark written before Sum and What were kept reads as a result alone.
+type markData struct {
+	platform.SendResult
+	Sum  uint64 `json:"herald_sum,omitempty"`
+	What string `json:"herald_what,omitempty"`
+}
+
+// duplicate returns what AppendSend reports for a send whose record
+// (ack.Sequence in stream) was written before: the Sum and What of that
+// record if it is still there, else of its delivered mark if any.
+func (j *Journal) duplicate(ctx context.Context, stream jetstream.Stream, seq uint64, id string) journal.Appended {
+	a := journal.Appended{Duplicate: true}
+	if m, err := stream.GetMsg(ctx, seq); err == nil {
+		if a.Sum, a.What = sumOf(m.Header); a.Sum != 0 {
+			return a
+		}
+	}
+	if id == "" {
+		return a
+	}
+	if e, err := j.sent.Get(ctx, markKey(id)); err == nil {
+		var d markData
+		if json.Unmarshal(e.Value(), &d) == nil {
+			a.Sum, a.What = d.Sum, d.What
+		}
+	}
+	return a
+}
