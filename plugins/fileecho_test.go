@@ -3,6 +3,8 @@ package plugins_test
 import (
 	"bytes"
 	"context"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,5 +92,74 @@ func TestFileEcho(t *testing.T) {
 	})
 	if sent := bare.Sent("1"); len(sent) != 1 || sent[0].Message.Attachments[0].FileID == "" || sent[0].Message.Attachments[0].Caption != "voice, 4 bytes" {
 		t.Errorf("a voice note on a platform without downloads came back as %+v", sent)
+	}
+}
+
+// holdCounter is a memory adapter that counts the files the plugin holds:
+// downloaded and not yet sent back.
+type holdCounter struct {
+	m        *memory.Adapter
+	mu       sync.Mutex
+	held     int
+	mostHeld int
+}
+
+func (h *holdCounter) Name() string                                       { return h.m.Name() }
+func (h *holdCounter) Run(ctx context.Context, in platform.Inbound) error { return h.m.Run(ctx, in) }
+
+func (h *holdCounter) Download(ctx context.Context, at platform.Attachment, maxBytes int64) ([]byte, error) {
+	h.mu.Lock()
+	h.held++
+	h.mostHeld = max(h.mostHeld, h.held)
+	h.mu.Unlock()
+	return h.m.Download(ctx, at, maxBytes)
+}
+
+func (h *holdCounter) Sender() platform.Sender {
+	inner := h.m.Sender()
+	return platform.SenderFunc(func(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+		time.Sleep(time.Millisecond) // a moment on the wire, for files of other chats to pile up
+		res, err := inner.Send(ctx, req)
+		if len(req.Message.Attachments) > 0 {
+			h.mu.Lock()
+			h.held--
+			h.mu.Unlock()
+		}
+		return res, err
+	})
+}
+
+// Files of many chats at once are held at most Held at a time, and every
+// one comes back.
+func TestFileEchoHoldsFewAtOnce(t *testing.T) {
+	h := &holdCounter{m: memory.New()}
+	e, err := engine.New(engine.WithAdapter(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Use(&fileecho.Plugin{Held: 2}); err != nil {
+		t.Fatal(err)
+	}
+	const chats = 20
+	for i := range chats {
+		id := strconv.Itoa(i)
+		ev := h.m.SayFile(memory.Private(id), memory.User(id, "U"), platform.Attachment{Kind: platform.AttachDocument}, bytes.Repeat([]byte{byte(i)}, 1000))
+		if err := e.HandleEvent(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range chats {
+		sent := h.m.Sent(strconv.Itoa(i))
+		if len(sent) != 1 || !bytes.Equal(sent[0].Message.Attachments[0].Data, bytes.Repeat([]byte{byte(i)}, 1000)) {
+			t.Errorf("chat %d got %d messages back; want its file", i, len(sent))
+		}
+	}
+	if h.mostHeld > 2 {
+		t.Errorf("%d files held at once; want at most Held (2)", h.mostHeld)
 	}
 }

@@ -694,22 +694,19 @@ func isUserError(err error) bool {
 
 // Run runs the engine on its journal until ctx ends, Shutdown is called,
 // or an adapter fails for good. It first takes up what the journal holds
-// (with one that keeps records, such as package cluster's: the dead
-// letters, the sends not done, then the events not handled; it returns
-// the journal's error if it cannot read them), starts the schedule, and
-// joins the journal, which runs the adapters this process leads and feeds
-// their events to HandleEvent (each adapter's Run learns which ones
-// HandleEvent refused, so it can have the platform deliver them again).
-// One process leads every adapter; with a journal shared by several
-// processes (package cluster's Shared), see journal.Journal.
+// (dead letters, sends not done, then events not handled; it returns the
+// journal's error if it cannot read them), starts the schedule, and joins
+// the journal, which runs the adapters this process leads and feeds their
+// events to HandleEvent (an adapter learns which ones it refused, to have
+// them delivered again). With a journal shared by several processes
+// (package cluster's Shared), see journal.Journal.
 //
 // Then it stops the engine, giving pending handlers and replies
 // WithShutdownTimeout to finish (see Shutdown):
 //
 //  1. Adapters stop taking events (platform.Inbound's Receiving closes);
-//     those whose sends need their connections keep them open. What an
-//     adapter does on its way out (confirming the events it handed on)
-//     is bounded by the shutdown timeout (Inbound's Stop ends with it).
+//     those whose sends need their connections keep them open, and what
+//     they do on their way out is bounded by the shutdown timeout.
 //  2. Shutdown: queued events are handled, then every pending reply is
 //     sent.
 //  3. The adapters' Run is ended, and the journal left.

@@ -16,14 +16,12 @@ import (
 )
 
 // ErrJournal is wrapped by the errors of an event the engine refused, and
-// of a send it did not make, because the journal could not record it.
-// Such an error wraps journal.ErrOutage too when the journal cannot record
-// anything now (it is unreachable, or its store is full): the engine
-// refuses events meanwhile, and the platform offers them again; a
-// handling whose record was refused so runs again once the journal
-// records. It wraps journal.ErrUnrecordable instead when the journal
-// refuses that one record for what it is (larger than it keeps): the
-// error is permanent, the event is dropped, and the send fails.
+// of a send it did not make, because the journal could not record it. It
+// wraps journal.ErrOutage too while the journal records nothing (it is
+// unreachable, or its store full): the platform offers refused events
+// again, and a handling cut short runs again once it records; or
+// journal.ErrUnrecordable for one record refused for what it is (larger
+// than it keeps): permanent, the event dropped, the send failed.
 var ErrJournal = errors.New("engine: journal refused")
 
 // journalOpTimeout bounds one call to a record.

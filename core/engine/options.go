@@ -271,18 +271,17 @@ func WithBotUsername(name string) Option {
 // recorded; Reply, Send and Edit record the send before they return its
 // Future. At start, Run takes up what j holds: the dead letters, then the
 // sends not done, each chat's in order, then the events whose handling
-// did not end. A handler run again on such an event repeats its sends
-// with the same ids (the event's ID and the send's number), which j
-// recognizes: they are not sent twice, and its Futures are those of the
-// sends being made again — so handlers must make the same sends in the
-// same order when run again on the same event, as conversations (Next,
-// Prompt) do.
+// did not end. A handler run again on such an event repeats its effects
+// with the same ids (the event's ID and their number), which j
+// recognizes: a send is not made twice, and its Future is that of the
+// send made before — so a handler run again must do the same effects in
+// the same order, as conversations (Next, Prompt) do (else ErrDiverged).
 //
 // While j refuses (unreachable, full), events are refused with an error
-// wrapping ErrJournal (the platform keeps them, where it can), and sends
-// resolve at once with such an error; the engine goes on, and logs the
-// outage once when it begins and once when it ends. A journal serves one
-// engine. Repeated use keeps the last; nil means the default.
+// wrapping ErrJournal (the platform keeps them, where it can), and a
+// handling it cut short runs again once j records; the outage is logged
+// once each way. A journal serves one engine. Repeated use keeps the
+// last; nil means the default.
 func WithJournal(j journal.Journal) Option {
 	return optionFunc(func(o *options) { o.journal = j })
 }
