@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,8 +39,9 @@ type lead struct {
 	stopConn context.CancelFunc
 	ran      chan struct{}
 
-	it     jetstream.MessagesContext
-	pulled chan struct{}
+	it       jetstream.MessagesContext
+	stopPull sync.Once
+	pulled   chan struct{}
 	// redeliveredBelow: sends up to this stream sequence were in OUT
 	// when the consumer was reset, and may have been made before.
 	redeliveredBelow uint64
@@ -58,9 +60,10 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 	for _, name := range r.m.Adapters() {
 		key := token(name)
 		if l := r.leads[name]; l != nil && l.lost() {
-			// Its consumer of OUT is gone (OUT created again, or the
-			// server lost it): the lease is given up, and taken again.
-			s.warn.Warn("cluster: the gateway's consumer is gone; leading again", zap.String("adapter", name))
+			// It stopped taking sends: its consumer of OUT is gone (OUT
+			// created again, or the server lost it), or its lease was
+			// unsure for a while. The lease is given up, and taken again.
+			s.warn.Warn("cluster: the gateway stopped taking sends (its consumer is gone, or its lease was unsure); leading again", zap.String("adapter", name))
 			rctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 			l.release(rctx)
 			cancel()
@@ -193,7 +196,11 @@ func (l *lead) connect() {
 		fenced := make(chan struct{})
 		go func() { // ends with the connection
 			defer close(fenced)
-			l.fence(conn, func() { stopRecv(); stopConn() })
+			// Unsure of its lease, the gateway also stops taking sends
+			// from OUT at once: the next gateway, which resets the
+			// consumer as it leads, then gets every send left, in order
+			// (this one, renewed after all, leads again: see lost).
+			l.fence(conn, func() { l.stopPulling(); stopRecv(); stopConn() })
 		}()
 		err := l.m.Lead(recv, conn, l.name)
 		stopRecv()
@@ -251,8 +258,11 @@ func (l *lead) pull() {
 	}
 }
 
+// stopPulling stops taking sends from OUT; pull then returns.
+func (l *lead) stopPulling() { l.stopPull.Do(l.it.Stop) }
+
 // lost reports whether the gateway stopped pulling sends by itself: its
-// consumer of OUT is gone.
+// consumer of OUT is gone, or its lease was unsure.
 func (l *lead) lost() bool {
 	select {
 	case <-l.pulled:
@@ -373,7 +383,7 @@ func (l *lead) answerLost(reply, key string, cause error) {
 func (l *lead) stopTaking() {
 	l.leaving.Store(true)
 	l.stopRecv() // the next gateway polls
-	l.it.Stop()
+	l.stopPulling()
 	<-l.pulled
 	l.calls.stop()
 }

@@ -3,13 +3,16 @@ package cluster
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/heraldbot/herald/cluster/embedded"
-	"github.com/heraldbot/herald/core/journal"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldbot/herald/cluster/embedded"
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/platform"
 )
 
 // A gateway's fence: its sends and its connection go on only while its
@@ -118,4 +121,88 @@ func connectEmbedded(t *testing.T) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// makeCounter is a member whose adapter "tg" makes nothing and counts the
+// sends handed to it.
+type makeCounter struct {
+	oneAdapter
+	made atomic.Int32
+}
+
+func (m *makeCounter) Make(out journal.Outgoing) error {
+	if out.Fence != nil && out.Fence() != nil {
+		return nil
+	}
+	m.made.Add(1)
+	if out.Record != nil {
+		_ = out.Record.Done(context.Background(), nil)
+	}
+	return nil
+}
+func (*makeCounter) Lead(ctx, conn context.Context, _ string) error {
+	<-ctx.Done()
+	<-conn.Done()
+	return nil
+}
+
+// A gateway whose lease goes unrenewed past its fence stops taking sends
+// from OUT at once — sends a next gateway would otherwise share with it,
+// out of order — and leads again, from the consumer reset, once renewed.
+func TestUnsureGatewayStopsTaking(t *testing.T) {
+	nc := connectEmbedded(t)
+	ctx := context.Background()
+	s, err := OpenShared(ctx, nc, SharedConfig{Node: "me", LeaseTTL: 900 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &makeCounter{}
+	if err := s.Attach(m); err != nil {
+		t.Fatal(err)
+	}
+	r := &membership{s: s, m: m, leads: map[string]*lead{}}
+	r.renewLeases(ctx, true)
+	l := r.leads["tg"]
+	if l == nil {
+		t.Fatal("the lease was not taken")
+	}
+	defer func() {
+		for _, l := range r.leads {
+			l.release(ctx)
+		}
+	}()
+	send := func(text string) {
+		t.Helper()
+		if _, err := s.AppendSend(ctx, journal.Send{Request: platform.SendRequest{Platform: "tg", Target: platform.Chat{ID: "1"},
+			Message: platform.TextMessage(text)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("while sure")
+	waitUntil(t, "the send made", func() bool { return m.made.Load() == 1 })
+	// Not renewed: past two thirds of the TTL the gateway stops taking.
+	waitUntil(t, "the unsure gateway to stop taking", l.lost)
+	send("while unsure")
+	time.Sleep(100 * time.Millisecond) // a send taken would be handed over within it
+	if n := m.made.Load(); n != 1 {
+		t.Fatalf("%d sends handed over; want the first only (the gateway stopped taking)", n)
+	}
+	// Renewed (it is still the holder's): it leads again and makes it.
+	r.renewLeases(ctx, true)
+	waitUntil(t, "the send left to be made", func() bool { return m.made.Load() >= 2 })
+	time.Sleep(100 * time.Millisecond)
+	if n := m.made.Load(); n != 2 {
+		t.Fatalf("%d sends made; want 2 (the one made before is not offered again)", n)
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
