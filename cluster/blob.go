@@ -59,6 +59,7 @@ func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, opt
 		}
 		msg.Header.Set(hdrBlob, blob)
 		msg.Data = nil
+		j.reclaim.noteLarge()
 	}
 	ack, err := j.js.PublishMsg(ctx, msg, opts...)
 	if err != nil {
@@ -114,6 +115,7 @@ func (j *Journal) dropBlob(blob string) {
 	if blob == "" {
 		return
 	}
+	j.reclaim.noteLarge()
 	remove := func(ctx context.Context) error {
 		err := j.blobs.Delete(ctx, blob)
 		if err == nil || errors.Is(err, jetstream.ErrObjectNotFound) {

@@ -123,6 +123,7 @@ type Journal struct {
 	recent         map[string]struct{} // the last handled marks Open read
 	limited        *ratelog.Logger
 	blobGrace      time.Duration // see blobGrace
+	reclaim        reclaimer     // see reclaim.go
 }
 
 var (
