@@ -3,8 +3,10 @@ package plugins_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,5 +163,37 @@ func TestFileEchoHoldsFewAtOnce(t *testing.T) {
 	}
 	if h.mostHeld > 2 {
 		t.Errorf("%d files held at once; want at most Held (2)", h.mostHeld)
+	}
+}
+
+// A file the platform no longer keeps — not fetched, and refused by
+// reference — is answered with a word, not a failure.
+func TestFileEchoFileGone(t *testing.T) {
+	mem := memory.New()
+	var failures atomic.Int32
+	e, err := engine.New(engine.WithAdapter(mem), engine.WithOnError(func(*engine.Context, error) { failures.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Use(fileecho.New()); err != nil {
+		t.Fatal(err)
+	}
+	chat := memory.Private("1")
+	mem.FailNext("1", platform.Permanent(fmt.Errorf("gone: %w", platform.ErrInvalidMessage)))
+	ev := platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, ID: "1", MessageID: "m1", Chat: chat, From: memory.User("1", "Ann"),
+		Attachments: []platform.Attachment{{Kind: platform.AttachDocument, FileID: "forgotten", FileName: "a.txt", Size: 3}}}
+	if err := e.HandleEvent(ev); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := mem.Texts("1"); len(got) != 1 || got[0] != "a.txt: document, 3 bytes (the chat no longer keeps it: send it again)" {
+		t.Fatalf("texts %q; want the word that the file is gone", got)
+	}
+	if n := failures.Load(); n != 0 {
+		t.Fatalf("%d handler failures; want none", n)
 	}
 }

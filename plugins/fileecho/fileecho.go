@@ -136,8 +136,13 @@ func echoOne(c *engine.Context, at platform.Attachment, limit int64) error {
 	if hasCaption(at.Kind) {
 		msg.Attachments[0].Caption = caption
 	}
+	byRef := back.Data == nil
 	_, err = c.Reply(msg).Wait(c.Context())
 	switch {
+	case byRef && errors.Is(err, platform.ErrInvalidMessage):
+		// Neither fetched nor sent by reference: the platform no longer
+		// keeps the file (a browser chat's store full of newer ones).
+		c.ReplyText(caption + " (the chat no longer keeps it: send it again)")
 	case errors.Is(err, platform.ErrUnsupported):
 		// The platform cannot send this kind: the size alone.
 		c.ReplyText(caption + " (I cannot send this kind of file back here)")
