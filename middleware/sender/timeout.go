@@ -46,7 +46,7 @@ func (s *timeoutSender) Send(ctx context.Context, req platform.SendRequest) (pla
 		// nothing but cost allocations.
 		return s.next.Send(ctx, req)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.d)
+	ctx, cancel := context.WithDeadline(ctx, start.Add(s.d)) // WithTimeout, without reading the clock again
 	defer cancel()
 	return s.next.Send(ctx, req)
 }
