@@ -97,52 +97,48 @@ func (c *Ctx) answer(ev platform.Event, in journal.Interaction, what string) err
 // AnswerCallback answers the button press ev with a: see core/context's
 // Context.AnswerCallback.
 func (c *Ctx) AnswerCallback(ev platform.Event, a platform.CallbackAnswer) error {
-	if ev.Kind != platform.EventCallback {
-		return platform.Permanent(fmt.Errorf("engine: answering event %s: %w: it is a %s, not a button press", ev.ID, platform.ErrInvalidMessage, ev.Kind))
-	}
-	if _, ok := c.run.env.Adapter(ev.Platform).(platform.CallbackAnswerer); !ok {
-		return platform.Permanent(fmt.Errorf("engine: answering a button press on %s: %w", ev.Platform, platform.ErrUnsupported))
-	}
-	return c.answer(ev, journal.Interaction{Op: journal.OpAnswerCallback, Event: ev, Answer: a}, "button press")
+	_, can := c.run.env.Adapter(ev.Platform).(platform.CallbackAnswerer)
+	return c.answerAs(ev, platform.EventCallback, can, "a", "button press",
+		journal.Interaction{Op: journal.OpAnswerCallback, Event: ev, Answer: a})
 }
 
 // AnswerInline answers the inline query the handler runs for with a: see
 // core/context's Context.AnswerInline.
 func (c *Ctx) AnswerInline(a platform.InlineAnswer) error {
 	ev := c.run.event
-	if ev.Kind != platform.EventInlineQuery {
-		return platform.Permanent(fmt.Errorf("engine: answering event %s: %w: it is a %s, not an inline query", ev.ID, platform.ErrInvalidMessage, ev.Kind))
-	}
-	if _, ok := c.run.env.Adapter(ev.Platform).(platform.InlineAnswerer); !ok {
-		return platform.Permanent(fmt.Errorf("engine: answering an inline query on %s: %w", ev.Platform, platform.ErrUnsupported))
-	}
-	return c.answer(ev, journal.Interaction{Op: journal.OpAnswerInline, Event: ev, Inline: a}, "inline query")
+	_, can := c.run.env.Adapter(ev.Platform).(platform.InlineAnswerer)
+	return c.answerAs(ev, platform.EventInlineQuery, can, "an", "inline query",
+		journal.Interaction{Op: journal.OpAnswerInline, Event: ev, Inline: a})
 }
 
 // AnswerPreCheckout answers the payment's last check the handler runs for
 // (an EventPreCheckout) with a: see core/context's Context.AnswerPreCheckout.
 func (c *Ctx) AnswerPreCheckout(a platform.PreCheckoutAnswer) error {
 	ev := c.run.event
-	if ev.Kind != platform.EventPreCheckout {
-		return platform.Permanent(fmt.Errorf("engine: answering event %s: %w: it is a %s, not a payment's check", ev.ID, platform.ErrInvalidMessage, ev.Kind))
-	}
-	if _, ok := c.run.env.Adapter(ev.Platform).(platform.PreCheckoutAnswerer); !ok {
-		return platform.Permanent(fmt.Errorf("engine: answering a payment's check on %s: %w", ev.Platform, platform.ErrUnsupported))
-	}
-	return c.answer(ev, journal.Interaction{Op: journal.OpAnswerPreCheckout, Event: ev, PreCheckout: a}, "payment's check")
+	_, can := c.run.env.Adapter(ev.Platform).(platform.PreCheckoutAnswerer)
+	return c.answerAs(ev, platform.EventPreCheckout, can, "a", "payment's check",
+		journal.Interaction{Op: journal.OpAnswerPreCheckout, Event: ev, PreCheckout: a})
 }
 
 // AnswerJoinRequest approves or declines the join request the handler
 // runs for: see core/context's Context.AnswerJoinRequest.
 func (c *Ctx) AnswerJoinRequest(approve bool) error {
 	ev := c.run.event
-	if ev.Kind != platform.EventJoinRequest {
-		return platform.Permanent(fmt.Errorf("engine: answering event %s: %w: it is a %s, not a join request", ev.ID, platform.ErrInvalidMessage, ev.Kind))
+	_, can := c.run.env.Adapter(ev.Platform).(platform.JoinRequestAnswerer)
+	return c.answerAs(ev, platform.EventJoinRequest, can, "a", "join request",
+		journal.Interaction{Op: journal.OpAnswerJoinRequest, Event: ev, Approve: approve})
+}
+
+// answerAs answers ev, which must be of kind (what, after its article
+// a), through in, if its adapter can (can).
+func (c *Ctx) answerAs(ev platform.Event, kind platform.EventKind, can bool, a, what string, in journal.Interaction) error {
+	if ev.Kind != kind {
+		return platform.Permanent(fmt.Errorf("engine: answering event %s: %w: it is a %s, not %s %s", ev.ID, platform.ErrInvalidMessage, ev.Kind, a, what))
 	}
-	if _, ok := c.run.env.Adapter(ev.Platform).(platform.JoinRequestAnswerer); !ok {
-		return platform.Permanent(fmt.Errorf("engine: answering a join request on %s: %w", ev.Platform, platform.ErrUnsupported))
+	if !can {
+		return platform.Permanent(fmt.Errorf("engine: answering %s %s on %s: %w", a, what, ev.Platform, platform.ErrUnsupported))
 	}
-	return c.answer(ev, journal.Interaction{Op: journal.OpAnswerJoinRequest, Event: ev, Approve: approve}, "join request")
+	return c.answer(ev, in, what)
 }
 
 // AnswerPresses answers empty every press of h — its own event, and
