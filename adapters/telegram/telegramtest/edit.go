@@ -76,14 +76,10 @@ func (s *Server) Message(chatID int64, messageID int) (SentMessage, bool) {
 func (s *Server) Edits(chatID int64) []Edit {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Edit
-	for _, e := range s.edits {
-		if e.ChatID == chatID {
-			e.Keyboard = cloneKeyboard(e.Keyboard)
-			out = append(out, e)
-		}
-	}
-	return out
+	return ofChat(s.edits, chatID, func(e Edit) int64 { return e.ChatID }, func(e Edit) Edit {
+		e.Keyboard = cloneKeyboard(e.Keyboard)
+		return e
+	})
 }
 
 // WaitEdits waits until at least n edits in chatID were accepted and

@@ -67,13 +67,7 @@ type Draft struct {
 func (s *Server) Drafts(chatID int64) []Draft {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Draft
-	for _, d := range s.drafts {
-		if d.ChatID == chatID {
-			out = append(out, d)
-		}
-	}
-	return out
+	return ofChat(s.drafts, chatID, func(d Draft) int64 { return d.ChatID }, nil)
 }
 
 // sendMessageDraft handles sendMessageDraft: a draft of up to 4096
@@ -126,13 +120,7 @@ type Reaction struct {
 func (s *Server) Reactions(chatID int64) []Reaction {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Reaction
-	for _, r := range s.reactions {
-		if r.ChatID == chatID {
-			out = append(out, r)
-		}
-	}
-	return out
+	return ofChat(s.reactions, chatID, func(r Reaction) int64 { return r.ChatID }, nil)
 }
 
 // setMessageReaction handles setMessageReaction: a reaction (emoji or

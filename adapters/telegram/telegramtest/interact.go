@@ -57,13 +57,7 @@ func (s *Server) deleteMessage(w http.ResponseWriter, p url.Values) {
 func (s *Server) Deletions(chatID int64) []Deletion {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Deletion
-	for _, d := range s.deletions {
-		if d.ChatID == chatID {
-			out = append(out, d)
-		}
-	}
-	return out
+	return ofChat(s.deletions, chatID, func(d Deletion) int64 { return d.ChatID }, nil)
 }
 
 // ChatAction is a sendChatAction call the server accepted, as
@@ -109,13 +103,7 @@ func (s *Server) sendChatAction(w http.ResponseWriter, p url.Values) {
 func (s *Server) ChatActions(chatID int64) []ChatAction {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []ChatAction
-	for _, a := range s.actions {
-		if a.ChatID == chatID {
-			out = append(out, a)
-		}
-	}
-	return out
+	return ofChat(s.actions, chatID, func(a ChatAction) int64 { return a.ChatID }, nil)
 }
 
 // PushInlineQuery makes from type query as an inline query ("@bot query")

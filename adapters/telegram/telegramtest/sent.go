@@ -119,13 +119,7 @@ type LinkPreview struct {
 func (s *Server) Sent(chatID int64) []SentMessage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []SentMessage
-	for _, m := range s.sent {
-		if m.ChatID == chatID {
-			out = append(out, m.clone())
-		}
-	}
-	return out
+	return ofChat(s.sent, chatID, func(m SentMessage) int64 { return m.ChatID }, SentMessage.clone)
 }
 
 // clone returns a copy of m that shares no memory with it.
@@ -546,4 +540,19 @@ func (s *Server) setWebhook(w http.ResponseWriter, p url.Values) {
 	s.notifyLocked()
 	s.mu.Unlock()
 	writeResult(w, true)
+}
+
+// ofChat returns, in order, the records of list whose chat is chatID,
+// each through clone (a copy the caller may keep) if it is not nil.
+func ofChat[T any](list []T, chatID int64, chat func(T) int64, clone func(T) T) []T {
+	var out []T
+	for _, r := range list {
+		if chat(r) == chatID {
+			if clone != nil {
+				r = clone(r)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
 }
