@@ -2,9 +2,6 @@ package embedded_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -15,59 +12,14 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heraldbot/herald/cluster/embedded"
+	"github.com/heraldbot/herald/internal/testdisk"
 )
-
-// smallDisk mounts a file system of size bytes (a tmpfs) on a directory
-// of the test's, or skips the test where that needs a privilege the test
-// lacks (root, CAP_SYS_ADMIN).
-func smallDisk(t *testing.T, size int64) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("a file system of a few megabytes needs root (tmpfs)")
-	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
-// fillDisk writes a file in dir until the disk is full, and returns the
-// function that removes it: the room comes back.
-func fillDisk(t *testing.T, dir string) func() {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 256<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	f.Close()
-	return func() {
-		if err := os.Remove(path); err != nil {
-			t.Error(err)
-		}
-	}
-}
 
 // The store is bounded under the disk's room; when another program fills
 // the disk anyway, JetStream is turned off, and on again once the room is
 // back, with what it held: one log line each way, no restart.
 func TestFullDiskRecovers(t *testing.T) {
-	disk := smallDisk(t, 32<<20)
+	disk := testdisk.Small(t, 32<<20)
 	core, logs := observer.New(zap.InfoLevel)
 	s, err := embedded.Start(embedded.Config{Dir: filepath.Join(disk, "store"), Logger: zap.New(core)})
 	if err != nil {
@@ -102,7 +54,7 @@ func TestFullDiskRecovers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	restore := fillDisk(t, disk)
+	restore := testdisk.Fill(t, disk)
 	// Writes fail on the full disk; the server's error turns JetStream off.
 	for publish(time.Second) == nil {
 		if ctx.Err() != nil {
