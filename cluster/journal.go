@@ -133,24 +133,33 @@ var (
 	_ journal.Waiter    = (*Journal)(nil)
 )
 
+// withDefaults returns c with each setting left unset given its default.
+func (c Config) withDefaults() Config {
+	if c.Bot == "" {
+		c.Bot = DefaultBot
+	}
+	if c.DuplicateWindow <= 0 {
+		c.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if c.Partitions <= 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.MaxRecord == 0 {
+		c.MaxRecord = DefaultMaxRecord
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
 // Open creates (or updates) the journal's streams and bucket on nc's
 // server and returns the journal. It fails when the server has no
 // JetStream, or refuses the streams.
 func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
-	if cfg.Bot == "" {
-		cfg.Bot = DefaultBot
-	}
+	cfg = cfg.withDefaults()
 	if !validName(cfg.Bot) {
 		return nil, fmt.Errorf("cluster: bot name %q: want letters, digits, - and _", cfg.Bot)
-	}
-	if cfg.DuplicateWindow <= 0 {
-		cfg.DuplicateWindow = DefaultDuplicateWindow
-	}
-	if cfg.Partitions <= 0 {
-		cfg.Partitions = DefaultPartitions
-	}
-	if cfg.MaxRecord == 0 {
-		cfg.MaxRecord = DefaultMaxRecord
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -161,9 +170,6 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 		return nil, fmt.Errorf("cluster: the server has no JetStream: %w", err)
 	}
 	log := cfg.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
 	j := &Journal{cfg: cfg, js: js, nc: nc, limited: ratelog.New(log, time.Minute), assets: &assets{js: js}, blobGrace: blobGrace}
 	j.health = &health{log: log, probe: j.probe, closed: nc.IsClosed}
 	j.Local = journal.NewLocal(j)

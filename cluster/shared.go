@@ -118,32 +118,39 @@ type Shared struct {
 
 var _ journal.Journal = (*Shared)(nil)
 
+// withDefaults returns c with each setting left unset given its default;
+// the journal's Logger is the member's unless set.
+func (c SharedConfig) withDefaults() SharedConfig {
+	if c.Node == "" {
+		host, _ := os.Hostname()
+		c.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&c.Heartbeat, DefaultHeartbeat}, {&c.MemberTTL, DefaultMemberTTL}, {&c.PinnedTTL, DefaultPinnedTTL},
+		{&c.LeaseTTL, DefaultLeaseTTL}, {&c.AckWait, DefaultAckWait},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Config.Logger == nil {
+		c.Config.Logger = c.Logger
+	}
+	return c
+}
+
 // OpenShared opens the journal (see [Open]) and the buckets the members
 // share, and returns it as a Shared.
 func OpenShared(ctx context.Context, nc *nats.Conn, cfg SharedConfig) (*Shared, error) {
-	if cfg.Node == "" {
-		host, _ := os.Hostname()
-		cfg.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&cfg.Heartbeat, DefaultHeartbeat)
-	def(&cfg.MemberTTL, DefaultMemberTTL)
-	def(&cfg.PinnedTTL, DefaultPinnedTTL)
-	def(&cfg.LeaseTTL, DefaultLeaseTTL)
-	def(&cfg.AckWait, DefaultAckWait)
+	cfg = cfg.withDefaults()
 	log := cfg.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	jc := cfg.Config
-	if jc.Logger == nil {
-		jc.Logger = log
-	}
-	j, err := Open(ctx, nc, jc)
+	j, err := Open(ctx, nc, cfg.Config)
 	if err != nil {
 		return nil, err
 	}

@@ -107,6 +107,21 @@ type Server struct {
 	conns []*nats.Conn
 }
 
+// withDefaults returns c with each setting left unset given its default
+// (a nil Logger stays nil: the server then logs nothing at all).
+func (c Config) withDefaults() Config {
+	if c.MaxStore <= 0 {
+		c.MaxStore = DefaultMaxStore
+	}
+	if c.MaxMemory <= 0 {
+		c.MaxMemory = DefaultMaxMemory
+	}
+	if c.ReadyTimeout <= 0 {
+		c.ReadyTimeout = DefaultReadyTimeout
+	}
+	return c
+}
+
 // Start starts a NATS server with JetStream whose store is in cfg.Dir. The
 // server listens on no port: connect to it with [Server.Connect]. Start
 // returns [ErrLocked] when the directory is in use, and an error wrapping
@@ -127,15 +142,7 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MaxStore <= 0 {
-		cfg.MaxStore = DefaultMaxStore
-	}
-	if cfg.MaxMemory <= 0 {
-		cfg.MaxMemory = DefaultMaxMemory
-	}
-	if cfg.ReadyTimeout <= 0 {
-		cfg.ReadyTimeout = DefaultReadyTimeout
-	}
+	cfg = cfg.withDefaults()
 	log := cfg.Logger
 	if log == nil {
 		log = zap.NewNop()
