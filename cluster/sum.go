@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
@@ -68,11 +67,8 @@ func (j *Journal) duplicate(ctx context.Context, stream jetstream.Stream, seq ui
 	if id == "" {
 		return a
 	}
-	if e, err := j.sent.Get(ctx, markKey(id)); err == nil {
-		var d markData
-		if json.Unmarshal(e.Value(), &d) == nil {
-			a.Sum, a.What = d.Sum, d.What
-		}
+	if m, ok, err := j.mark(ctx, id); err == nil && ok {
+		a.Sum, a.What = m.Sum, m.What
 	}
 	return a
 }
