@@ -99,3 +99,47 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkJournalFile records a send carrying a file of 4 MiB, reads it
+// back as recovery does, and removes it, on the embedded server: the cost
+// of a file a bot sends in durable mode, beyond the platform's own.
+//
+// Run: go test -run='^$' -bench=JournalFile -benchmem ./cluster
+func BenchmarkJournalFile(b *testing.B) {
+	s, err := embedded.Start(embedded.Config{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Shutdown()
+	nc, err := s.Connect()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	ctx := context.Background()
+	j, err := cluster.Open(ctx, nc, cluster.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, 4<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	req := platform.SendRequest{Platform: "webchat", Target: platform.Chat{ID: "c1"}, Message: platform.OutboundMessage{
+		Attachments: []platform.Attachment{{Kind: platform.AttachDocument, FileName: "f.bin", Data: data}}}}
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		rec, _, err := j.RecordSend(ctx, journal.Send{Request: req})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := j.Pending(ctx)
+		if err != nil || len(p.Sends) != 1 || len(p.Sends[0].Request.Message.Attachments[0].Data) != len(data) {
+			b.Fatalf("pending %+v, %v", p.Sends, err)
+		}
+		if err := rec.Done(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

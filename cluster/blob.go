@@ -16,7 +16,7 @@ import (
 )
 
 // A record larger than a NATS message carries (the server's max_payload,
-// 1 MB by default; a file of about 780 KB once base64-encoded in JSON) is
+// 1 MB by default; files' bytes are kept as they are, see record.go) is
 // kept in the object store bucket blobs_B, in chunks, under a name of its
 // own; its message in IN, OUT or DLQ is then empty but for the header
 // Herald-Blob, which names the object. Whoever reads the record reads the
@@ -29,7 +29,7 @@ import (
 const hdrBlob = "Herald-Blob"
 
 // DefaultMaxRecord is the largest event or send a journal keeps, in bytes
-// of its record (JSON, where a file's bytes take a third more), when
+// of its record (its JSON and the bytes of its files), when
 // Config.MaxRecord is 0: 128 MiB, room for Telegram's 50 MB files.
 const DefaultMaxRecord = 128 << 20
 
@@ -37,29 +37,32 @@ const DefaultMaxRecord = 128 << 20
 // removes it: younger, its record may be being written.
 const blobGrace = 10 * time.Minute
 
-// putRecord records msg (its Data a JSON record) in its stream: as is when
-// it fits in a message, else its Data in the object store and the name in
-// its header. It returns the acknowledgement and the object's name, "" for
-// none. A record over Config.MaxRecord is refused with an error wrapping
+// putRecord records msg in its stream with the record pieces make (see
+// encodeRecord): in its Data when it fits in a message, else in the object
+// store, with the object's name in its header. It returns the
+// acknowledgement and the object's name, "" for none. A record over
+// Config.MaxRecord is refused with an error wrapping
 // journal.ErrUnrecordable.
-func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, string, error) {
+func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, pieces [][]byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, string, error) {
 	if err := j.health.gate(); err != nil {
 		return nil, "", err
 	}
-	if limit := j.cfg.MaxRecord; limit > 0 && int64(len(msg.Data)) > limit {
+	size := piecesLen(pieces)
+	if limit := j.cfg.MaxRecord; limit > 0 && size > limit {
 		return nil, "", platform.Permanent(fmt.Errorf("cluster: %s: a record of %d bytes, over the journal's bound of %d bytes (Config.MaxRecord): %w",
-			what, len(msg.Data), limit, journal.ErrUnrecordable))
+			what, size, limit, journal.ErrUnrecordable))
 	}
 	var blob string
-	if int64(len(msg.Data)) > j.nc.MaxPayload()-partOverhead {
+	if size > j.nc.MaxPayload()-partOverhead {
 		blob = "r-" + nuid.Next()
-		if _, err := j.blobs.PutBytes(ctx, blob, msg.Data); err != nil {
+		if _, err := j.blobs.Put(ctx, jetstream.ObjectMeta{Name: blob}, piecesReader(pieces)); err != nil {
 			j.dropBlob(blob) // whatever chunks were written
 			return nil, "", j.health.writeErr(ctx, what, err)
 		}
 		msg.Header.Set(hdrBlob, blob)
-		msg.Data = nil
 		j.reclaim.noteLarge()
+	} else {
+		msg.Data = joinPieces(pieces)
 	}
 	ack, err := j.js.PublishMsg(ctx, msg, opts...)
 	if err != nil {

@@ -91,7 +91,7 @@ type Config struct {
 	MaxBytes int64
 
 	// MaxRecord bounds the record of one event or send, in bytes of its
-	// JSON (a file's bytes take a third more there): a larger one is
+	// JSON and of the files it carries, as they are: a larger one is
 	// refused with an error wrapping journal.ErrUnrecordable, an error of
 	// that event or send alone. A record larger than a NATS message is
 	// kept in the object store blobs_B. 0 means DefaultMaxRecord (128
@@ -361,7 +361,7 @@ type sendData struct {
 
 // RecordEvent records ev in IN (see journal.Log).
 func (j *Journal) RecordEvent(ctx context.Context, ev platform.Event) (journal.Record, bool, error) {
-	data, err := json.Marshal(ev)
+	pieces, err := encodeRecord(&ev)
 	if err != nil {
 		return nil, false, platform.Permanent(fmt.Errorf("cluster: event: %w: %w", journal.ErrUnrecordable, err))
 	}
@@ -374,8 +374,7 @@ func (j *Journal) RecordEvent(ctx context.Context, ev platform.Event) (journal.R
 		opts = append(opts, jetstream.WithMsgID("ev:"+ev.Platform+":"+ev.ID))
 	}
 	msg := nats.NewMsg(j.subject("in", ev.Platform, chatOf(ev)))
-	msg.Data = data
-	ack, blob, err := j.putRecord(ctx, "record event", msg, opts...)
+	ack, blob, err := j.putRecord(ctx, "record event", msg, pieces, opts...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -407,7 +406,7 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 			return nil, journal.Appended{Duplicate: true, Delivered: &m.SendResult, Sum: m.Sum, What: m.What}, nil
 		}
 	}
-	data, err := json.Marshal(sendData{ID: s.ID, Request: s.Request})
+	pieces, err := encodeRecord(&sendData{ID: s.ID, Request: s.Request})
 	if err != nil {
 		return nil, journal.Appended{}, platform.Permanent(fmt.Errorf("cluster: send: %w: %w", journal.ErrUnrecordable, err))
 	}
@@ -416,9 +415,8 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 		opts = append(opts, jetstream.WithMsgID("send:"+s.ID))
 	}
 	msg := nats.NewMsg(j.subject("out", s.Request.Platform, s.Request.Target.ID))
-	msg.Data = data
 	setSum(msg, s)
-	ack, blob, err := j.putRecord(ctx, "record send", msg, opts...)
+	ack, blob, err := j.putRecord(ctx, "record send", msg, pieces, opts...)
 	if err != nil {
 		return nil, journal.Appended{}, err
 	}
@@ -570,7 +568,7 @@ func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
 		if err != nil {
 			return blob, false, fmt.Errorf("%s %d: %w", what, m.Sequence, err)
 		}
-		if err := json.Unmarshal(data, v); err != nil {
+		if err := decodeRecord(data, v); err != nil {
 			return blob, false, fmt.Errorf("%s %d: %w", what, m.Sequence, err)
 		}
 		return blob, true, nil
@@ -636,7 +634,7 @@ func (j *Journal) readDeadLetters(ctx context.Context, named map[string]bool) ([
 			return fmt.Errorf("dead letter %d: %w", m.Sequence, err)
 		}
 		var dl sender.DeadLetter
-		if err := json.Unmarshal(data, &dl); err != nil {
+		if err := decodeRecord(data, &dl); err != nil {
 			return fmt.Errorf("dead letter %d: %w", m.Sequence, err)
 		}
 		dl.ID = progressKey(m.Sequence)
@@ -680,15 +678,14 @@ const opTimeout = 10 * time.Second
 
 // Keep records a dead letter in DLQ; its ID is its sequence there.
 func (j *Journal) Keep(dl sender.DeadLetter) (string, error) {
-	data, err := json.Marshal(dl)
+	pieces, err := encodeRecord(&dl)
 	if err != nil {
 		return "", platform.Permanent(fmt.Errorf("cluster: dead letter: %w: %w", journal.ErrUnrecordable, err))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	msg := nats.NewMsg(j.subject("dlq", dl.Request.Platform, dl.Request.Target.ID))
-	msg.Data = data
-	ack, _, err := j.putRecord(ctx, "keep dead letter", msg)
+	ack, _, err := j.putRecord(ctx, "keep dead letter", msg, pieces)
 	if err != nil {
 		return "", err
 	}

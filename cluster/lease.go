@@ -287,7 +287,7 @@ func (l *lead) send(msg jetstream.Msg) {
 		return
 	}
 	var d sendData
-	if err := json.Unmarshal(data, &d); err != nil {
+	if err := decodeRecord(data, &d); err != nil {
 		s.warn.Warn("cluster: a send in OUT does not decode; dropping it", zap.Error(err))
 		_ = msg.Term()
 		s.dropBlob(blob)

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -221,7 +220,7 @@ func (p *partition) deliver(msg jetstream.Msg) {
 		return
 	}
 	var ev platform.Event
-	if err := json.Unmarshal(data, &ev); err != nil {
+	if err := decodeRecord(data, &ev); err != nil {
 		p.s.warn.Warn("cluster: an event in IN does not decode; dropping it", zap.String("subject", msg.Subject()), zap.Error(err))
 		_ = msg.Term()
 		p.s.dropBlob(blob)

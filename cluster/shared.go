@@ -288,13 +288,12 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 			return journal.Appended{Duplicate: true, Delivered: &m.SendResult, Sum: m.Sum, What: m.What}, nil
 		}
 	}
-	data, err := json.Marshal(sendData{ID: snd.ID, Request: snd.Request})
+	pieces, err := encodeRecord(&sendData{ID: snd.ID, Request: snd.Request})
 	if err != nil {
 		return journal.Appended{}, platform.Permanent(fmt.Errorf("cluster: send: %w: %w", journal.ErrUnrecordable, err))
 	}
 	key := s.cfg.Node + "/" + strconv.FormatUint(s.sendSeq.Add(1), 10)
 	msg := nats.NewMsg(s.subject("out", snd.Request.Platform, snd.Request.Target.ID))
-	msg.Data = data
 	msg.Header.Set(hdrReply, s.results)
 	msg.Header.Set(hdrKey, key)
 	setSum(msg, snd)
@@ -308,7 +307,7 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 		s.pending[key] = snd.Done
 		s.pmu.Unlock()
 	}
-	ack, _, err := s.putRecord(ctx, "record send", msg, opts...)
+	ack, _, err := s.putRecord(ctx, "record send", msg, pieces, opts...)
 	if err != nil || ack.Duplicate {
 		s.takeResult(key)
 	}
