@@ -9,12 +9,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/heraldbot/herald/internal/lazyctx"
 )
 
 // The benchmarks compare the dispatcher with a baseline: a bare pool that
 // hashes each chat onto one of MaxInflight goroutines, one channel each,
 // doing the same per-task work as the dispatcher: a context with the
-// RunTimeout deadline, built the dispatcher's way (a lazy taskContext,
+// RunTimeout deadline, built the dispatcher's way (a lazyctx.Context,
 // which arms no timer unless the task asks for Done) so that the
 // comparison measures scheduling alone. The "baseline-stdctx" variant
 // builds each context with context.WithTimeout instead, as a pool written
@@ -41,11 +43,11 @@ type baselinePool struct {
 
 // newBaselinePool starts the baseline pool. With stdctx, each task's
 // context is a context.WithTimeout; otherwise it is the dispatcher's lazy
-// taskContext under a cancellable base, as the dispatcher builds it.
+// lazyctx.Context under a cancellable base, as the dispatcher builds it.
 func newBaselinePool(workers, queue int, timeout time.Duration, stdctx bool) *baselinePool {
 	p := &baselinePool{seed: maphash.MakeSeed(), timeout: timeout, chans: make([]chan func(context.Context) error, workers)}
 	base, cancel := context.WithCancel(context.Background())
-	tc := newCtxBase(base)
+	tc := lazyctx.NewClock(base, time.Now())
 	var running sync.WaitGroup
 	for i := range p.chans {
 		ch := make(chan func(context.Context) error, queue)
@@ -59,9 +61,9 @@ func newBaselinePool(workers, queue int, timeout time.Duration, stdctx bool) *ba
 					_ = task(ctx)
 					cancel()
 				} else {
-					ctx := tc.newTaskContext(tc.now() + int64(p.timeout))
+					ctx := tc.New(tc.Now() + int64(p.timeout))
 					_ = task(ctx)
-					ctx.release()
+					ctx.Release()
 				}
 				p.pending.Done()
 			}

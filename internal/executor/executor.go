@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/heraldbot/herald/internal/lazyctx"
 )
 
 // Errors returned by [Executor.Submit].
@@ -201,7 +203,7 @@ type Executor struct {
 	base   context.Context
 	cancel context.CancelFunc
 	seed   maphash.Seed
-	tc     ctxBase // the tasks' contexts' parent (base) and clock
+	tc     lazyctx.Clock // the tasks' contexts' parent (base) and clock
 
 	shards []shard
 	mask   uint64
@@ -298,7 +300,7 @@ func New(ctx context.Context, cfg Config) *Executor {
 		base:   base,
 		cancel: cancel,
 		seed:   maphash.MakeSeed(),
-		tc:     newCtxBase(base),
+		tc:     lazyctx.NewClock(base, time.Now()),
 		shards: make([]shard, n),
 		mask:   uint64(n - 1),
 	}
@@ -526,7 +528,7 @@ func (d *Executor) hash(chatID string) uint64 { return maphash.String(d.seed, ch
 
 // now returns a monotonic timestamp, in nanoseconds since the dispatcher
 // was created: the clock of enqueue stamps, runs' starts and deadlines.
-func (d *Executor) now() int64 { return d.tc.now() }
+func (d *Executor) now() int64 { return d.tc.Now() }
 
 // protect runs a hook, recovering a panic from it and reporting it to
 // Recover: a faulty hook must not kill a worker or a Submit caller.

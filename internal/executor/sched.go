@@ -445,13 +445,13 @@ func (d *Executor) runTask(key string, t task, rs *pauseState, queueLen int) (ou
 	if rs != nil {
 		start, queueLen = rs.start, rs.queueLen
 	}
-	ctx := d.tc.newTaskContext(min(now+int64(d.cfg.runTimeout), d.lifeEnd(t.enq)))
+	ctx := d.tc.New(min(now+int64(d.cfg.runTimeout), d.lifeEnd(t.enq)))
 	returned := false
 	defer func() {
 		if !returned {
 			out = runOutcome{err: errGoexit}
 		}
-		ctx.release()
+		ctx.Release()
 		if out.paused || h.OnDone == nil {
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/heraldbot/herald/internal/lazyctx"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -46,7 +47,10 @@ func (s *timeoutSender) Send(ctx context.Context, req platform.SendRequest) (pla
 		// nothing but cost allocations.
 		return s.next.Send(ctx, req)
 	}
-	ctx, cancel := context.WithDeadline(ctx, start.Add(s.d)) // WithTimeout, without reading the clock again
-	defer cancel()
-	return s.next.Send(ctx, req)
+	// context.WithTimeout, lazily: no timer is armed and nothing registers
+	// with ctx unless the sender below asks for Done (one in memory, or
+	// one that answers without blocking, never does).
+	attempt := lazyctx.WithDeadline(ctx, start, start.Add(s.d))
+	defer attempt.Release()
+	return s.next.Send(attempt, req)
 }

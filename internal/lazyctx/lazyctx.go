@@ -1,4 +1,8 @@
-package executor
+// Package lazyctx is a deadline context that arms nothing until it is
+// asked for Done: the executor's task contexts and the sender Timeout's
+// attempt contexts, which most tasks and sends end without ever selecting
+// on.
+package lazyctx
 
 import (
 	"context"
@@ -7,45 +11,62 @@ import (
 	"time"
 )
 
-// ctxBase is what the task contexts of one executor share: their parent
-// and the clock their deadlines are read on. Deadlines are monotonic
-// offsets from epoch, so that a task's context costs one small allocation
-// and comparing with its deadline one monotonic clock reading
-// (time.Since, about half the cost of time.Now).
-type ctxBase struct {
+// Clock is what the contexts made from it share: their parent and the
+// clock their deadlines are read on. Deadlines are monotonic offsets from
+// the clock's epoch, so that a context costs one small allocation and
+// comparing with its deadline one monotonic clock reading (time.Since,
+// about half the cost of time.Now). The zero Clock is not usable; make
+// one with NewClock.
+type Clock struct {
 	parent context.Context
 	epoch  time.Time // has a monotonic reading
 	limit  int64     // the parent's deadline as an offset from epoch, or math.MaxInt64
 }
 
-func newCtxBase(parent context.Context) ctxBase {
-	b := ctxBase{parent: parent, epoch: time.Now(), limit: math.MaxInt64}
+// NewClock returns the clock of contexts under parent, its epoch now (a
+// time with a monotonic reading, as time.Now gives).
+func NewClock(parent context.Context, now time.Time) Clock {
+	b := Clock{parent: parent, epoch: now, limit: math.MaxInt64}
 	if pd, ok := parent.Deadline(); ok {
-		b.limit = b.offset(pd)
+		b.limit = b.Offset(pd)
 	}
 	return b
 }
 
-// now returns the monotonic time since epoch, in nanoseconds.
-func (b *ctxBase) now() int64 { return int64(time.Since(b.epoch)) }
+// Now returns the monotonic time since b's epoch, in nanoseconds.
+func (b *Clock) Now() int64 { return int64(time.Since(b.epoch)) }
 
-// offset returns t as an offset from epoch.
-func (b *ctxBase) offset(t time.Time) int64 { return int64(t.Sub(b.epoch)) }
+// Offset returns t as an offset from b's epoch.
+func (b *Clock) Offset(t time.Time) int64 { return int64(t.Sub(b.epoch)) }
 
 // at returns the time at offset off from epoch.
-func (b *ctxBase) at(off int64) time.Time { return b.epoch.Add(time.Duration(off)) }
+func (b *Clock) at(off int64) time.Time { return b.epoch.Add(time.Duration(off)) }
 
-// newTaskContext returns a task context with the deadline at offset
-// deadline from b's epoch, or at the parent's deadline if that is earlier.
-func (b *ctxBase) newTaskContext(deadline int64) *taskContext {
-	return &taskContext{b: b, deadline: min(deadline, b.limit)}
+// New returns a context with the deadline at offset deadline from b's
+// epoch, or at the parent's deadline if that is earlier. b must outlive
+// it.
+func (b *Clock) New(deadline int64) *Context {
+	return &Context{b: b, deadline: min(deadline, b.limit)}
 }
 
-// taskContext is the context a dispatcher task runs with: a child of the
-// dispatcher's base context with the run's deadline.
+// WithDeadline is context.WithDeadline(parent, deadline) made lazily, in
+// one allocation: now is the time the caller read last (the clock's
+// epoch). Call Release when done with it, as the cancel function of
+// context.WithDeadline.
+func WithDeadline(parent context.Context, now, deadline time.Time) *Context {
+	o := &struct {
+		clock Clock
+		ctx   Context
+	}{clock: NewClock(parent, now)}
+	o.ctx = Context{b: &o.clock, deadline: min(o.clock.Offset(deadline), o.clock.limit)}
+	return &o.ctx
+}
+
+// Context is a child of its clock's parent with a deadline: the context
+// a dispatcher task runs with, or a send's attempt under Timeout.
 //
 // It behaves like context.WithDeadline(parent, deadline) but arms nothing
-// until the task asks for Done: most of the cost of a deadline context is its
+// until it is asked for Done: most of the cost of a deadline context is its
 // timer and its registration with the parent, and a task that never selects
 // on Done (a no-op, or a send that finishes without blocking) needs neither.
 // Until then Err is computed on demand from the parent and the clock. The
@@ -55,18 +76,18 @@ func (b *ctxBase) newTaskContext(deadline int64) *taskContext {
 //
 // Its state moves once, by compare-and-swap, from nil (unarmed, not ended)
 // to an armed stdlib context, or to the error it ended with unarmed: the
-// parent's, or Canceled after release. So it takes no lock, and it is
+// parent's, or Canceled after Release. So it takes no lock, and it is
 // three words.
 //
 // INVARIANT: once Err has returned a non-nil error it keeps returning that
-// error, and Done returns a closed channel. Tested in taskctx_test.go.
+// error, and Done returns a closed channel. Tested in lazyctx_test.go.
 //
-// One difference from the stdlib remains: after release, the context is
+// One difference from the stdlib remains: after Release, the context is
 // cancelled without a cause of its own, so if the parent is cancelled later
 // with a cause, context.Cause reports the parent's cause (Err still says
 // Canceled). Only goroutines a task left running can observe it.
-type taskContext struct {
-	b        *ctxBase
+type Context struct {
+	b        *Clock
 	deadline int64                    // offset from b.epoch
 	state    atomic.Pointer[ctxState] // nil until armed or ended
 }
@@ -100,16 +121,20 @@ var closedDone = func() chan struct{} {
 	return c
 }()
 
-func (c *taskContext) Deadline() (time.Time, bool) { return c.b.at(c.deadline), true }
+// Deadline returns the context's deadline: it always has one.
+func (c *Context) Deadline() (time.Time, bool) { return c.b.at(c.deadline), true }
 
-func (c *taskContext) Value(key any) any {
+// Value returns the parent's value for key.
+func (c *Context) Value(key any) any {
 	if s := c.state.Load(); s != nil && s.ctx != nil {
 		return s.ctx.Value(key)
 	}
 	return c.b.parent.Value(key)
 }
 
-func (c *taskContext) Done() <-chan struct{} {
+// Done returns a channel closed when the context ends; the first call
+// arms the context.
+func (c *Context) Done() <-chan struct{} {
 	s := c.state.Load()
 	if s == nil {
 		if c.check() == nil {
@@ -124,7 +149,8 @@ func (c *taskContext) Done() <-chan struct{} {
 	return closedDone
 }
 
-func (c *taskContext) Err() error {
+// Err returns nil until the context ends, then why it ended.
+func (c *Context) Err() error {
 	if s := c.state.Load(); s != nil {
 		return s.error()
 	}
@@ -136,7 +162,7 @@ func (c *taskContext) Err() error {
 // with an already expired stdlib context, so that context.Cause agrees
 // with Err even if the parent is cancelled later (the rare path
 // allocates).
-func (c *taskContext) check() error {
+func (c *Context) check() error {
 	if err := c.b.parent.Err(); err != nil {
 		s := endedCanceled
 		switch err {
@@ -148,7 +174,7 @@ func (c *taskContext) check() error {
 		}
 		return c.settle(s).error()
 	}
-	if c.b.now() < c.deadline {
+	if c.b.Now() < c.deadline {
 		return nil
 	}
 	return c.arm().error()
@@ -156,7 +182,7 @@ func (c *taskContext) check() error {
 
 // arm records an armed stdlib context as the state, unless another state
 // was recorded first, and returns the recorded state.
-func (c *taskContext) arm() *ctxState {
+func (c *Context) arm() *ctxState {
 	a := new(ctxState)
 	a.ctx, a.cancel = context.WithDeadline(c.b.parent, c.b.at(c.deadline))
 	return c.settle(a)
@@ -164,7 +190,7 @@ func (c *taskContext) arm() *ctxState {
 
 // settle records s as the state unless another was recorded first, and
 // returns the recorded state; an armed s that lost is cancelled.
-func (c *taskContext) settle(s *ctxState) *ctxState {
+func (c *Context) settle(s *ctxState) *ctxState {
 	if c.state.CompareAndSwap(nil, s) {
 		return s
 	}
@@ -174,15 +200,16 @@ func (c *taskContext) settle(s *ctxState) *ctxState {
 	return c.state.Load()
 }
 
-// release cancels the context once its task has returned, like the cancel
+// Release cancels the context once its task has returned, like the cancel
 // function of context.WithDeadline: goroutines the task left behind see
 // context.Canceled, and an armed timer is stopped. Like the cancel
 // function of context.WithDeadline, releasing a context whose deadline
 // passed unobserved reports Canceled.
-func (c *taskContext) release() {
+func (c *Context) Release() {
 	if s := c.settle(endedCanceled); s.cancel != nil {
 		s.cancel()
 	}
 }
 
-func (c *taskContext) String() string { return "executor.taskContext" }
+// String names the context's type, as the stdlib's contexts do.
+func (c *Context) String() string { return "lazyctx.Context" }

@@ -1,4 +1,4 @@
-package executor
+package lazyctx
 
 import (
 	"context"
@@ -11,10 +11,11 @@ import (
 // The lazy task context must honour the whole context.Context contract,
 // armed (after Done) or not.
 
-// newTaskContext returns a task context under parent with deadline d.
-func newTaskContext(parent context.Context, d time.Time) *taskContext {
-	b := newCtxBase(parent)
-	return b.newTaskContext(b.offset(d))
+// newTaskContext returns a context under parent with deadline d, made
+// as the executor makes its tasks' contexts.
+func newTaskContext(parent context.Context, d time.Time) *Context {
+	b := NewClock(parent, time.Now())
+	return b.New(b.Offset(d))
 }
 
 func TestTaskContextDeadline(t *testing.T) {
@@ -47,7 +48,7 @@ func TestTaskContextExpiresUnarmed(t *testing.T) {
 		default:
 			t.Fatal("Done open after Err returned an error")
 		}
-		c.release()
+		c.Release()
 		if !errors.Is(c.Err(), context.DeadlineExceeded) {
 			t.Fatalf("release changed Err to %v", c.Err())
 		}
@@ -93,7 +94,7 @@ func TestTaskContextRelease(t *testing.T) {
 		if armed {
 			_ = c.Done()
 		}
-		c.release()
+		c.Release()
 		if !errors.Is(c.Err(), context.Canceled) {
 			t.Fatalf("armed=%v: Err after release = %v", armed, c.Err())
 		}
@@ -116,7 +117,7 @@ func TestTaskContextValueAndChildren(t *testing.T) {
 	fired := make(chan struct{})
 	stop := context.AfterFunc(c, func() { close(fired) })
 	defer stop()
-	c.release()
+	c.Release()
 	<-child.Done()
 	<-fired
 	if !errors.Is(child.Err(), context.Canceled) {
@@ -137,7 +138,7 @@ func TestTaskContextConcurrentUse(t *testing.T) {
 				}
 			}()
 		}
-		go c.release()
+		go c.Release()
 		for range 4 {
 			<-done
 		}
@@ -158,6 +159,53 @@ func TestTaskContextCauseAfterUnarmedExpiry(t *testing.T) {
 		if got := context.Cause(c); !errors.Is(got, context.DeadlineExceeded) {
 			t.Fatalf("Cause = %v; want DeadlineExceeded", got)
 		}
-		c.release()
+		c.Release()
 	})
+}
+
+// WithDeadline is context.WithDeadline: its deadline, or the parent's
+// when earlier; expiry; Release.
+func TestWithDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		c := WithDeadline(context.Background(), now, now.Add(2*time.Second))
+		if dl, ok := c.Deadline(); !ok || !dl.Equal(now.Add(2*time.Second)) {
+			t.Fatalf("Deadline = %v, %v", dl, ok)
+		}
+		parent, cancel := context.WithDeadline(context.Background(), now.Add(time.Second))
+		defer cancel()
+		early := WithDeadline(parent, now, now.Add(2*time.Second))
+		if dl, _ := early.Deadline(); !dl.Equal(now.Add(time.Second)) {
+			t.Fatalf("Deadline under an earlier parent = %v", dl)
+		}
+		<-early.Done()
+		if got := time.Since(now); got != time.Second || !errors.Is(early.Err(), context.DeadlineExceeded) {
+			t.Fatalf("ended after %v with %v; want 1s, DeadlineExceeded", got, early.Err())
+		}
+		time.Sleep(time.Second)
+		if !errors.Is(c.Err(), context.DeadlineExceeded) {
+			t.Fatalf("Err after the deadline, unarmed = %v", c.Err())
+		}
+		c.Release()
+		r := WithDeadline(context.Background(), time.Now(), time.Now().Add(time.Hour))
+		r.Release()
+		<-r.Done()
+		if !errors.Is(r.Err(), context.Canceled) {
+			t.Fatalf("Err after Release = %v", r.Err())
+		}
+	})
+}
+
+// A lazy context costs one allocation until it is asked for Done.
+func TestWithDeadlineAllocs(t *testing.T) {
+	parent := context.Background()
+	allocs := testing.AllocsPerRun(100, func() {
+		now := time.Now()
+		c := WithDeadline(parent, now, now.Add(time.Minute))
+		_ = c.Err()
+		c.Release()
+	})
+	if allocs != 1 {
+		t.Fatalf("%v allocations; want 1", allocs)
+	}
 }
