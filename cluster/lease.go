@@ -88,6 +88,7 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 				return
 			}
 			s.warn.Warn("cluster: lost the lease; no longer the gateway", zap.String("adapter", name), zap.Error(err))
+			s.storeRefused(err)
 			l.lose()
 			delete(r.leads, name)
 			s.leading.Delete(name)
@@ -101,6 +102,7 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 		if err != nil {
 			if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
 				s.warn.Warn("cluster: cannot take a lease", zap.String("adapter", name), zap.Error(err))
+				s.storeRefused(err)
 				s.repair(ctx, err)
 			}
 			continue

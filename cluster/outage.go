@@ -249,6 +249,21 @@ func (h *health) writeErr(ctx context.Context, what string, err error) error {
 	return fmt.Errorf("cluster: %s: %w: %w", what, journal.ErrOutage, err)
 }
 
+// errCodeNoRoom is JetStream's error code for a write refused for want
+// of room (JSInsufficientResourcesErr), which nats.go does not name.
+const errCodeNoRoom jetstream.ErrorCode = 10023
+
+// storeRefused records, as the journal's outage, a write of the
+// processes' own (a lease) that the store refused for want of room: the
+// gateway stops with its lease, so no record of the journal may meet the
+// full store to tell; the outage's probe ends it once the store takes
+// writes again.
+func (j *Journal) storeRefused(err error) {
+	if apiCode(err) == errCodeNoRoom {
+		j.health.failed(err)
+	}
+}
+
 // outage returns err, a failure to finish a record's Done, as an outage
 // without beginning one: the caller keeps the work (later), which does.
 func outage(what string, err error) error {
