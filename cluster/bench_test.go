@@ -31,21 +31,7 @@ func BenchmarkJournalEvent(b *testing.B) {
 				engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1 << 20}),
 			}
 			if mode != "off" {
-				s, err := embedded.Start(embedded.Config{Dir: b.TempDir(), SyncAlways: mode == "always"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Shutdown()
-				nc, err := s.Connect()
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer nc.Close()
-				j, err := cluster.Open(context.Background(), nc, cluster.Config{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				opts = append(opts, engine.WithJournal(j))
+				opts = append(opts, engine.WithJournal(benchJournal(b, embedded.Config{SyncAlways: mode == "always"})))
 			}
 			benchEvents(b, opts)
 		})
@@ -106,21 +92,8 @@ func cpuTime() time.Duration {
 //
 // Run: go test -run='^$' -bench=JournalFile -benchmem ./cluster
 func BenchmarkJournalFile(b *testing.B) {
-	s, err := embedded.Start(embedded.Config{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Shutdown()
-	nc, err := s.Connect()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
 	ctx := context.Background()
-	j, err := cluster.Open(ctx, nc, cluster.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	j := benchJournal(b, embedded.Config{})
 	data := make([]byte, 4<<20)
 	for i := range data {
 		data[i] = byte(i * 7)
@@ -142,4 +115,26 @@ func BenchmarkJournalFile(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchJournal returns a journal on an embedded server configured by cfg,
+// its store in a temporary directory; both stop when b ends.
+func benchJournal(b *testing.B, cfg embedded.Config) *cluster.Journal {
+	b.Helper()
+	cfg.Dir = b.TempDir()
+	s, err := embedded.Start(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Shutdown)
+	nc, err := s.Connect()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	j, err := cluster.Open(context.Background(), nc, cluster.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return j
 }
