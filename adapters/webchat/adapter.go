@@ -150,6 +150,10 @@ func New(cfg Config) (*Adapter, error) {
 			http.Error(w, "webchat: "+http.StatusText(status), status)
 		},
 	}
+	a.files.dir = cfg.FileDir
+	a.files.diskFailed = func(err error) {
+		a.rlog.Warn("webchat: cannot write a file to disk; keeping it in memory", zap.String("dir", cfg.FileDir), zap.Error(err))
+	}
 	a.handler = a.hostGuard(a.newHandler())
 	// The files kept off the heap go with the adapter: once nothing
 	// reaches it, nothing can read them.

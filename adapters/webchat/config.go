@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -185,12 +186,26 @@ type Config struct {
 	// Keeping a file or reserving room forgets the oldest files, past
 	// UploadBytes or 10,000 files, and a download or send of a forgotten
 	// user's file fails for good, while the messages that showed a
-	// forgotten file keep their place with the file gone. Large files
-	// are kept outside the Go heap (on Unix), so they cost the process
-	// their size, not the twice as much the garbage collector lets a heap
-	// grow to, and nothing once forgotten. Zero means
-	// DefaultUploadBytes, 64 MiB; it must be at least MaxUpload.
+	// forgotten file keep their place with the file gone. Files over
+	// 32 KiB are kept on disk once read (see FileDir), and the room of a
+	// file being read is outside the Go heap (on Unix), so the store
+	// costs the process at most its reservations in memory, not its
+	// files, nor the twice as much the garbage collector lets a heap grow
+	// to. Zero means DefaultUploadBytes, 64 MiB; it must be at least
+	// MaxUpload.
 	UploadBytes int
+
+	// FileDir is the directory where the file store writes each file over
+	// 32 KiB it keeps: a file of its own, removed from the directory as
+	// soon as it is made, so the bytes are reachable only by the adapter,
+	// are freed when forgotten or when the process ends (a crash
+	// included), and never fill memory; the kernel's page cache keeps
+	// what it can spare of them. The directory holds at most UploadBytes
+	// of such files. Where a file cannot be written there (a full disk),
+	// it is kept in memory, and the failure logged; on systems other
+	// than Unix, files are always kept in memory. Empty means
+	// os.TempDir(); a directory that is set must exist.
+	FileDir string
 
 	// UploadSlots is the number of frames over ReadLimit (files) read at
 	// once across all tabs. Zero means DefaultUploadSlots, 4.
@@ -276,6 +291,11 @@ func (c Config) withDefaults() (Config, error) {
 	setInt(&c.UploadSlots, DefaultUploadSlots, "UploadSlots")
 	if c.UploadBytes < c.MaxUpload {
 		bad("UploadBytes (%d) is less than MaxUpload (%d)", c.UploadBytes, c.MaxUpload)
+	}
+	if c.FileDir != "" {
+		if st, err := os.Stat(c.FileDir); err != nil || !st.IsDir() {
+			bad("FileDir %q is not a directory", c.FileDir)
+		}
 	}
 	setDur(&c.PingInterval, DefaultPingInterval, "PingInterval")
 	setDur(&c.PongWait, DefaultPongWait, "PongWait")

@@ -249,10 +249,11 @@
 // read from tabs, and the forgotten files a tab is still fetching.
 // Making room forgets the oldest files; the messages that showed a
 // forgotten file keep their place, and the page says the file is no
-// longer kept. Large files are kept outside the Go heap (on Unix), so the
-// process holds each of them once, not the up to twice as much a
-// collected heap grows to, and gives their memory back as soon as they
-// are forgotten.
+// longer kept. Files over 32 KiB are kept on disk, each in a file no
+// directory names, in [Config.FileDir] (the system's temporary directory
+// by default), so they cost the process no memory, and nothing is left
+// behind by a crash; a file being read from a tab is read into memory
+// outside the Go heap (on Unix), given back once the file is on disk.
 //
 // # Limits and logs
 //

@@ -58,7 +58,7 @@ func FileStoreBytes(a *Adapter) (used, kept int64) {
 	s.mu.Lock()
 	defer s.unlock()
 	for e := s.kept.Front(); e != nil; e = e.Next() {
-		kept += int64(len(e.Value.(*storedFile).data))
+		kept += e.Value.(*storedFile).size
 	}
 	return s.used, kept
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -15,7 +17,8 @@ import (
 )
 
 // largeFile is the size above which a file is shown by reference: its
-// bytes are kept off the Go heap, in the adapter's file store, and a tab
+// bytes are kept off the Go heap, in the adapter's file store (on disk,
+// see diskFile), and a tab
 // fetches them over HTTP (see serveFile), while the frames and the
 // history carry only the reference. A file of at most largeFile bytes
 // travels inline, as base64 in the frame, as before: one request fewer,
@@ -66,6 +69,11 @@ var (
 type fileStore struct {
 	max  int64
 	seed maphash.Seed
+	// dir is where large files are written (see diskFile); "" means
+	// os.TempDir(). diskFailed is called, outside the lock, when a file
+	// could not be written there and is kept in memory instead.
+	dir        string
+	diskFailed func(error)
 
 	mu       sync.Mutex
 	used     int64     // bytes of kept files, reservations and forgotten pinned files
@@ -75,16 +83,20 @@ type fileStore struct {
 	refs     map[string]*fileRef    // by reference ID
 	refOrder list.List              // of *fileRef, oldest first
 	room     chan struct{}          // closed, and replaced, when bytes are freed
-	// unmapping holds the mappings of files freed under the lock, which
-	// unlock gives back once the lock is released: a syscall that frees
-	// megabytes has no place under a lock every tab and send takes.
+	// unmapping and closing hold the mappings and disk files of files
+	// freed under the lock, which unlock gives back once the lock is
+	// released: a syscall that frees megabytes has no place under a lock
+	// every tab and send takes.
 	unmapping []offHeap
+	closing   []*os.File
 }
 
 // storedFile is one file in the store.
 type storedFile struct {
-	data   []byte  // the bytes; off the heap when mem is mapped
-	mem    offHeap // data's mapping, if any
+	data   []byte   // the bytes when in memory; off the heap when mem is mapped
+	mem    offHeap  // data's mapping, if any
+	disk   *os.File // the bytes when on disk (data is nil), unlinked
+	size   int64    // the file's length
 	hash   uint64
 	elem   *list.Element       // in kept; nil once forgotten
 	pins   int                 // readers using data (fetches, downloads)
@@ -227,23 +239,29 @@ func (s *fileStore) forgetLocked(f *storedFile) {
 // freeLocked frees a forgotten file's bytes: at once in the count, and
 // its mapping, if any, when the lock is released (see unlock).
 func (s *fileStore) freeLocked(f *storedFile) {
-	n := int64(len(f.data))
 	f.data = nil
 	if f.mem.mapped() {
 		s.unmapping = append(s.unmapping, f.mem)
 		f.mem = offHeap{}
 	}
-	s.freedLocked(n)
+	if f.disk != nil {
+		s.closing = append(s.closing, f.disk)
+		f.disk = nil
+	}
+	s.freedLocked(f.size)
 }
 
-// unlock releases the lock, then unmaps the memory of the files freed
-// while it was held.
+// unlock releases the lock, then unmaps the memory, and closes the disk
+// files, of the files freed while it was held.
 func (s *fileStore) unlock() {
-	m := s.unmapping
-	s.unmapping = nil
+	m, c := s.unmapping, s.closing
+	s.unmapping, s.closing = nil, nil
 	s.mu.Unlock()
 	for i := range m {
 		m[i].unmap()
+	}
+	for _, f := range c {
+		f.Close()
 	}
 }
 
@@ -267,18 +285,23 @@ type keptUpload struct {
 
 // commitUpload keeps the first n bytes of r's buffer as the file a user
 // sent to chat, under fileID, and ends the reservation: a large file
-// keeps the buffer's memory (its pages beyond n given back), a small one
-// is copied to the heap.
+// is written to disk, or else keeps the buffer's memory (its pages
+// beyond n given back), and a small one is copied to the heap.
 func (s *fileStore) commitUpload(r *reservation, n int, fileID, fileName, mime, chat string) keptUpload {
-	f := &storedFile{upload: fileID, fileName: fileName, mime: mime}
-	if n > largeFile && r.mem.mapped() {
-		r.mem.trim(n)
-		f.data, f.mem = r.buf[:n:n], r.mem
-	} else {
+	f := &storedFile{upload: fileID, fileName: fileName, mime: mime, size: int64(n)}
+	f.hash = maphash.Bytes(s.seed, r.buf[:n])
+	switch {
+	case n <= largeFile:
 		f.data = bytes.Clone(r.buf[:n])
 		r.mem.unmap()
+	case s.toDisk(f, r.buf[:n]):
+		r.mem.unmap()
+	case r.mem.mapped():
+		r.mem.trim(n)
+		f.data, f.mem = r.buf[:n:n], r.mem
+	default:
+		f.data = bytes.Clone(r.buf[:n])
 	}
-	f.hash = maphash.Bytes(s.seed, f.data)
 	r.done, r.buf, r.mem = true, nil, offHeap{}
 	s.mu.Lock()
 	defer s.unlock()
@@ -291,8 +314,8 @@ func (s *fileStore) commitUpload(r *reservation, n int, fileID, fileName, mime, 
 // it at once, and reports whether it fitted. A large one is moved off
 // the heap.
 func (s *fileStore) putUpload(data []byte, fileID, fileName, mime, chat string) (keptUpload, bool) {
-	f := &storedFile{data: data, upload: fileID, fileName: fileName, mime: mime, hash: maphash.Bytes(s.seed, data)}
 	n := int64(len(data))
+	f := &storedFile{data: data, size: n, upload: fileID, fileName: fileName, mime: mime, hash: maphash.Bytes(s.seed, data)}
 	s.mu.Lock()
 	if !s.makeRoomLocked(n) {
 		s.unlock()
@@ -301,10 +324,7 @@ func (s *fileStore) putUpload(data []byte, fileID, fileName, mime, chat string) 
 	s.used += n
 	s.unlock()
 	if len(data) > largeFile {
-		if b, m, ok := mapFile(len(data)); ok {
-			copy(b, data)
-			f.data, f.mem = b, m
-		}
+		s.offHeap(f, data)
 	}
 	s.mu.Lock()
 	defer s.unlock()
@@ -315,7 +335,7 @@ func (s *fileStore) putUpload(data []byte, fileID, fileName, mime, chat string) 
 // used already, as the newest file, and returns how the chat shows it.
 func (s *fileStore) keepUploadLocked(f *storedFile, chat string) keptUpload {
 	s.insertLocked(f)
-	if len(f.data) <= largeFile {
+	if f.size <= largeFile {
 		return keptUpload{inline: f.data}
 	}
 	return keptUpload{ref: s.refLocked(f, chat, f.fileName, f.mime)}
@@ -382,7 +402,7 @@ func (s *fileStore) share(data []byte, chat, fileName, mime string) (string, err
 	s.unlock()
 	var match *storedFile
 	for _, f := range same {
-		if match == nil && bytes.Equal(f.data, data) {
+		if match == nil && f.equal(data) {
 			match = f
 		}
 	}
@@ -403,11 +423,8 @@ func (s *fileStore) share(data []byte, chat, fileName, mime string) (string, err
 	s.used += n
 	s.unlock()
 
-	f := &storedFile{hash: h}
-	var ok bool
-	if f.data, f.mem, ok = mapFile(len(data)); ok {
-		copy(f.data, data)
-	} else {
+	f := &storedFile{hash: h, size: n, data: data}
+	if !s.offHeap(f, data) {
 		f.data = bytes.Clone(data)
 	}
 	s.mu.Lock()
@@ -490,9 +507,14 @@ func (s *fileStore) open(id, chat string) (f *storedFile, r fileRef, ok bool) {
 func (s *fileStore) release() {
 	s.mu.Lock()
 	var maps []offHeap
+	var disks []*os.File
 	for e := s.kept.Front(); e != nil; e = e.Next() {
-		if f := e.Value.(*storedFile); f.mem.mapped() {
+		f := e.Value.(*storedFile)
+		if f.mem.mapped() {
 			maps = append(maps, f.mem)
+		}
+		if f.disk != nil {
+			disks = append(disks, f.disk)
 		}
 	}
 	s.kept.Init()
@@ -502,9 +524,87 @@ func (s *fileStore) release() {
 	s.refOrder.Init()
 	s.used = 0
 	maps = append(maps, s.unmapping...)
-	s.unmapping = nil
+	disks = append(disks, s.closing...)
+	s.unmapping, s.closing = nil, nil
 	s.mu.Unlock()
 	for i := range maps {
 		maps[i].unmap()
 	}
+	for _, f := range disks {
+		f.Close()
+	}
+}
+
+// toDisk writes data, the bytes of f, a large file not yet in the store,
+// to a file of its own on disk (see diskFile), and reports whether it
+// did; if it did not, f is unchanged, and the failure is reported to
+// diskFailed.
+func (s *fileStore) toDisk(f *storedFile, data []byte) bool {
+	dir := s.dir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	d, err := diskFile(dir, data)
+	if err != nil {
+		if s.diskFailed != nil && !errors.Is(err, errors.ErrUnsupported) {
+			s.diskFailed(err)
+		}
+		return false
+	}
+	f.data, f.disk = nil, d
+	return true
+}
+
+// offHeap moves data, the bytes of f, a large file not yet in the store,
+// off the heap: to disk, or else to a mapping, and reports whether it
+// did.
+func (s *fileStore) offHeap(f *storedFile, data []byte) bool {
+	if s.toDisk(f, data) {
+		return true
+	}
+	b, m, ok := mapFile(len(data))
+	if ok {
+		copy(b, data)
+		f.data, f.mem = b, m
+	}
+	return ok
+}
+
+// content returns a reader of f's bytes. f must be pinned.
+func (f *storedFile) content() io.ReadSeeker {
+	if f.disk != nil {
+		return io.NewSectionReader(f.disk, 0, f.size)
+	}
+	return bytes.NewReader(f.data)
+}
+
+// read returns a copy of f's bytes, on the heap. f must be pinned.
+func (f *storedFile) read() ([]byte, error) {
+	if f.disk == nil {
+		return bytes.Clone(f.data), nil
+	}
+	b := make([]byte, f.size)
+	if _, err := f.disk.ReadAt(b, 0); err != nil {
+		return nil, fmt.Errorf("webchat: reading a kept file from disk: %w", err)
+	}
+	return b, nil
+}
+
+// equal reports whether f's bytes are data. f must be pinned.
+func (f *storedFile) equal(data []byte) bool {
+	if f.size != int64(len(data)) {
+		return false
+	}
+	if f.disk == nil {
+		return bytes.Equal(f.data, data)
+	}
+	buf := make([]byte, min(len(data), 64<<10))
+	for off := 0; off < len(data); {
+		n, err := f.disk.ReadAt(buf[:min(len(buf), len(data)-off)], int64(off))
+		if !bytes.Equal(buf[:n], data[off:off+n]) || (err != nil && off+n < len(data)) {
+			return false
+		}
+		off += n
+	}
+	return true
 }

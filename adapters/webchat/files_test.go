@@ -17,7 +17,7 @@ func (s *fileStore) keptBytes() int64 {
 	defer s.unlock()
 	var n int64
 	for e := s.kept.Front(); e != nil; e = e.Next() {
-		n += int64(len(e.Value.(*storedFile).data))
+		n += e.Value.(*storedFile).size
 	}
 	return n
 }
@@ -73,7 +73,7 @@ func TestFileStoreEvictsOldestFirst(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || !opened || g != f || !bytes.Equal(f.data, fill(byte(i), size)) {
+		if err != nil || !opened || g != f || !f.equal(fill(byte(i), size)) {
 			t.Fatalf("file %d: %v, opened %v; want it kept", i, err, opened)
 		}
 		s.unpin(f)
@@ -155,7 +155,7 @@ func TestFileStorePinnedForgottenCounts(t *testing.T) {
 	if used, files, _ := s.stats(); used != 2*size || files != 1 {
 		t.Fatalf("store counts %d bytes in %d files with a pinned forgotten file; want %d in 1", used, files, 2*size)
 	}
-	if !bytes.Equal(f.data, fill(7, size)) {
+	if !f.equal(fill(7, size)) {
 		t.Fatal("a pinned file's bytes changed")
 	}
 	s.unpin(f)
@@ -264,7 +264,7 @@ func TestFileStoreConcurrent(t *testing.T) {
 				data := fill(byte(g*50+i), size-i)
 				k := upload(t, s, size, data, fmt.Sprintf("upload-%d-%d", g, i), "c")
 				if f, r, ok := s.open(k.ref, "c"); ok {
-					if !bytes.Equal(f.data, data) || r.chat != "c" {
+					if !f.equal(data) || r.chat != "c" {
 						t.Errorf("opened the wrong bytes")
 					}
 					s.unpin(f)

@@ -1,7 +1,6 @@
 package webchat
 
 import (
-	"bytes"
 	"mime"
 	"net/http"
 	"strings"
@@ -106,7 +105,7 @@ func (a *Adapter) serveFile(w http.ResponseWriter, r *http.Request) {
 	h.Set("ETag", `"`+id+`"`)
 	dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), each: a.cfg.WriteTimeout,
 		end: time.Now().Add(fileFetchTime)}
-	http.ServeContent(dw, r, "", time.Time{}, bytes.NewReader(f.data))
+	http.ServeContent(dw, r, "", time.Time{}, f.content())
 }
 
 // fileNotFound answers a file request the adapter refuses, and logs it,

@@ -261,11 +261,11 @@ func (a *Adapter) Download(ctx context.Context, att platform.Attachment, maxByte
 		return nil, fmt.Errorf("webchat: download: %w", err)
 	}
 	defer a.files.unpin(f)
-	if int64(len(f.data)) > maxBytes {
+	if f.size > maxBytes {
 		return nil, platform.Permanent(fmt.Errorf("webchat: download of %s: %w: %d bytes, over the limit of %d",
-			att.FileID, platform.ErrFileTooLarge, len(f.data), maxBytes))
+			att.FileID, platform.ErrFileTooLarge, f.size, maxBytes))
 	}
-	return bytes.Clone(f.data), nil
+	return f.read()
 }
 
 // uploaded returns the kept file id, pinned (the caller unpins it), or a
@@ -313,10 +313,10 @@ func (a *Adapter) wireAttachments(chatID string, atts []platform.Attachment) ([]
 			if mt, _, err := mime.ParseMediaType(at.MIMEType); err == nil && strings.Count(mt, "/") == 1 {
 				wa.MIME = mt
 			}
-			if len(f.data) <= largeFile {
+			if f.size <= largeFile {
 				wa.Data = f.data // small files are on the heap, and never change
 			} else if wa.File = a.files.ref(f, chatID, wa.FileName, wa.MIME); wa.File != "" {
-				wa.Size = int64(len(f.data))
+				wa.Size = f.size
 				refs = append(refs, wa.File)
 			}
 			a.files.unpin(f)

@@ -84,10 +84,11 @@ import (
 // collector would otherwise let grow to twice the live heap, and keep
 // until its next forced cycle, minutes later. The bot's live heap is a
 // few tens of MiB at most outside such floods, where the limit binds
-// nothing; under a flood of 4 MiB uploads from 60 tabs (with the browser
-// chat's 64 MiB of files, kept outside the heap) the peak was 222–225 MiB
-// with 96 MiB, 263–268 MiB with 128 MiB and 340 MiB with 256 MiB, in the
-// same time.
+// nothing; under a flood of 4 MiB uploads from 60 tabs the peak was 222–225
+// MiB with 96 MiB, 263–268 MiB with 128 MiB and 340 MiB with 256 MiB, in
+// the same time, while the browser chat kept its 64 MiB of files in
+// memory; with its files on disk, 138–158 MiB with 96 MiB (see
+// TestFloodMemory).
 const defaultMemoryLimit = 96 << 20
 
 func main() {
