@@ -98,14 +98,32 @@ func (j *Journal) recordData(ctx context.Context, h nats.Header, data []byte) ([
 	if blob == "" {
 		return data, "", nil
 	}
-	b, err := j.blobs.GetBytes(ctx, blob)
-	switch {
-	case errors.Is(err, jetstream.ErrObjectNotFound):
-		return nil, blob, fmt.Errorf("cluster: the object %s of a record: %w", blob, errBlobGone)
-	case err != nil:
-		return nil, blob, fmt.Errorf("cluster: the object %s of a record: %w", blob, err)
+	// The object store's client gives a whole read its context's
+	// deadline, or, without one, the JetStream API timeout (5 s): too
+	// little for a large file on a loaded machine, and a read that fails
+	// for it is only tried again from its start. Each read gets a
+	// deadline for its size instead.
+	info, err := j.blobs.GetInfo(ctx, blob)
+	if err == nil {
+		rctx, cancel := context.WithTimeout(ctx, blobReadTime(info.Size))
+		var b []byte
+		b, err = j.blobs.GetBytes(rctx, blob)
+		cancel()
+		if err == nil {
+			return b, blob, nil
+		}
 	}
-	return b, blob, nil
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, blob, fmt.Errorf("cluster: the object %s of a record: %w", blob, errBlobGone)
+	}
+	return nil, blob, fmt.Errorf("cluster: the object %s of a record: %w", blob, err)
+}
+
+// blobReadTime is how long reading an object of size bytes may take:
+// opTimeout, and a second for each MiB, a pace any store that answers at
+// all keeps.
+func blobReadTime(size uint64) time.Duration {
+	return opTimeout + time.Duration(size>>20)*time.Second
 }
 
 // errBlobGone is wrapped by the error of a record whose object is gone:

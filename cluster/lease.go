@@ -352,9 +352,7 @@ func (l *lead) read(msg jetstream.Msg) ([]byte, string, error) {
 	beat := time.NewTicker(probeEvery) // heartbeat: the object asked for again while the store cannot give it
 	defer beat.Stop()
 	for {
-		ctx, cancel := context.WithTimeout(l.recv, opTimeout)
-		data, blob, err := l.s.recordData(ctx, msg.Headers(), msg.Data())
-		cancel()
+		data, blob, err := l.s.recordData(l.recv, msg.Headers(), msg.Data()) // each request bounded there
 		if err == nil || errors.Is(err, errBlobGone) {
 			return data, blob, err
 		}

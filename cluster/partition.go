@@ -264,9 +264,7 @@ func (p *partition) read(msg jetstream.Msg) ([]byte, string, error) {
 	defer beat.Stop()
 	last := time.Now()
 	for {
-		ctx, cancel := context.WithTimeout(p.ctx, opTimeout)
-		data, blob, err := p.s.recordData(ctx, msg.Headers(), msg.Data())
-		cancel()
+		data, blob, err := p.s.recordData(p.ctx, msg.Headers(), msg.Data()) // each request bounded there
 		if err == nil || errors.Is(err, errBlobGone) {
 			return data, blob, err
 		}
