@@ -74,6 +74,7 @@ func TestSuiteCatchesDefects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.ReplaceAll(tt.defect, " ", "_"), func(t *testing.T) {
+			t.Parallel() // each in a process of its own
 			run := "^TestDefectHelper$"
 			for _, part := range strings.Split(tt.subtest, "/") {
 				run += "/^" + part + "$"

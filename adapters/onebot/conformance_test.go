@@ -43,6 +43,7 @@ import (
 // retryable, as OneBot v11 has it, which is what the suite checks
 // (send_test.go covers AvoidDuplicates).
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	adaptertest.TestAdapter(t, newReversePeer, obFeatures)
 }
 
@@ -50,6 +51,7 @@ func TestConformance(t *testing.T) {
 // WebSocket on 127.0.0.1, the adapter dials it, and the fake names its bot
 // with a lifecycle connect event, as go-cqhttp does.
 func TestConformanceForward(t *testing.T) {
+	t.Parallel()
 	adaptertest.TestAdapter(t, newForwardPeer, obFeatures)
 }
 

@@ -358,6 +358,7 @@ func obNumbered(n int, prefix ...string) []string {
 // TestEngineOneBot runs the real engine, plugins and sender chain over the
 // adapter in reverse mode, against a fake implementation.
 func TestEngineOneBot(t *testing.T) {
+	t.Parallel()
 	// Private and group chats each send /ping and /count 5: the replies go
 	// out through send_private_msg and send_group_msg to the right chat,
 	// each exactly once and in order.

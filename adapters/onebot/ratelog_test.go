@@ -25,6 +25,7 @@ import (
 // first line after ratelog's interval counts the ones left out. The bot
 // keeps working throughout.
 func TestRefusalsRateLimited(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const n = 300
 		core, logs := observer.New(zap.DebugLevel)

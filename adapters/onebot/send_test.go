@@ -521,6 +521,7 @@ func TestOutboundSegments(t *testing.T) {
 // errors; a failed recall is permanent whatever its retcode, while an
 // ambiguous one stays retryable even with AvoidDuplicates.
 func TestDelete(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		status    string

@@ -57,6 +57,7 @@ func (d *refusedDialer) DialContext(ctx context.Context, network, addr string) (
 }
 
 func TestSendAmbiguousErrors(t *testing.T) {
+	t.Parallel()
 	dead := newRefusedDialer(t, 1) // every dial refused
 	for _, tc := range []struct {
 		name      string

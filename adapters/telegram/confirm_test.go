@@ -119,6 +119,7 @@ func newBacklogAdapter(t *testing.T, api *backlogAPI) *Adapter {
 // is followed by a wait of a second, and no getUpdates offset ever passes
 // an update that was not taken.
 func TestPollRefusedUpdatesAreAskedForAgain(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const n, chats = 250, 5
 		api := newBacklogAPI(n, chats)
@@ -333,6 +334,7 @@ func runConfirmed(t *testing.T, a *Adapter, handle func(platform.Event) error) (
 // Against the fake Bot API: updates refused when Run stops stay pending on
 // the server, and the next Run hands them on, after exactly those taken.
 func TestPollRefusedUpdatesSurviveARestart(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	ctx := waitCtx(t)
 	const n, takeFirst = 150, 120

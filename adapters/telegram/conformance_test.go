@@ -31,6 +31,7 @@ import (
 // 500 (transient) and a response delayed by an hour (a stall, keyed to
 // the send it holds up: see tgPeer.sending).
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	adaptertest.TestAdapter(t, func(t *testing.T) adaptertest.Peer {
 		return &tgPeer{h: newHarness(t, nil)}
 	}, adaptertest.Features{MaxText: 4096})
@@ -41,6 +42,7 @@ func TestConformance(t *testing.T) {
 // server, and users' messages are POSTed to it, with the secret token, as
 // Telegram does. Sending is the same as in polling mode.
 func TestConformanceWebhook(t *testing.T) {
+	t.Parallel()
 	adaptertest.TestAdapter(t, func(t *testing.T) adaptertest.Peer {
 		h := newHarness(t, func(cfg *Config) {
 			cfg.Mode = Webhook

@@ -87,6 +87,7 @@ func sendRounds(t *testing.T, client *http.Client, k, rounds int) int64 {
 // which returns the connection to the idle pool before Send returns, so
 // the count is exact.)
 func TestConnectionsReused(t *testing.T) {
+	t.Parallel()
 	const k, rounds = 32, 10
 	if n := sendRounds(t, nil, k, rounds); n > k {
 		t.Errorf("the adapter's own client opened %d connections for %d rounds of %d sends; want at most %d", n, rounds, k, k)

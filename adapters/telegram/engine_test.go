@@ -515,6 +515,7 @@ func TestEngineTelegramShutdownDuringLongPoll(t *testing.T) {
 // message until the adapter has logged a refusal, so the queue overflows
 // however fast the handler would otherwise drain it.
 func TestEngineTelegramBacklogOverQueue(t *testing.T) {
+	t.Parallel()
 	const group, n = -77, 30
 	var (
 		mu      sync.Mutex

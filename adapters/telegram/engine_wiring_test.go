@@ -101,6 +101,7 @@ func TestEngineTelegramWiring(t *testing.T) {
 // writes ends as one message with the whole text, shown growing by edits
 // in a group.
 func TestEngineTelegramStream(t *testing.T) {
+	t.Parallel()
 	done := make(chan error, 1)
 	b := startTgEngine(t, func(e *engine.Engine) {
 		e.OnCommand("tell", func(c *engine.Context) error {

@@ -37,6 +37,7 @@ func memHarness(t *testing.T, mutate func(*Config), opts ...telegramtest.Option)
 // Chat carries it, and every request of the reply carries its
 // message_thread_id, text, photo, album and chat action alike.
 func TestReplyInTopic(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	const group, topic = -1001234567890, 17
 	h.srv.SendTopicMessage(group, topic, ann, "/ping")

@@ -17,6 +17,7 @@ import (
 // its caption in the message's parse mode; stickers and video notes have
 // no caption, and a video note goes by no URL.
 func TestSendMediaKinds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	known := h.srv.AddFile("video", "clip.mp4", []byte("known video"))
 	methods := map[platform.AttachmentKind]string{
@@ -87,6 +88,7 @@ func TestSendMediaKinds(t *testing.T) {
 // result names the album's last message. Telegram's mixing rules and the
 // limit of 10 are kept; an album carries no keyboard.
 func TestSendAlbum(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	known := h.srv.AddFile("photo", "", []byte("known photo"))
 	h.srv.SendUserMessage(5, ann, "send me photos")
@@ -240,6 +242,7 @@ func TestDeleteMessage(t *testing.T) {
 // refused before the download (before getFile when the size is known),
 // and Telegram's own 20 MB limit is that error too.
 func TestDownload(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	r := h.run(t)
 	data := bytes.Repeat([]byte("0123456789"), 300)

@@ -162,6 +162,7 @@ func TestRunUnauthorized(t *testing.T) {
 }
 
 func TestRunConflict(t *testing.T) {
+	t.Parallel()
 	t.Run("injected", func(t *testing.T) {
 		h := newHarness(t, nil)
 		h.srv.Inject(telegramtest.Fault{Method: "getUpdates", Status: http.StatusConflict})
@@ -330,6 +331,7 @@ func TestPollAllowedUpdatesParam(t *testing.T) {
 // the confirming call would itself be a getUpdates, and after a 409 it
 // would end the long poll of the process that won.
 func TestPollNoConfirmAfterFatalError(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status int
 		want   error

@@ -40,6 +40,7 @@ const echoing = "Bad Request: cannot POST /bot" + testToken + "/x?url=https%3A%2
 // any error, any APIError description or URL reachable with errors.As, or
 // any log line at debug level and above (message, logger name, fields).
 func TestSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zap.DebugLevel)
 	log := zap.New(core).Named("tg")
 	checked := 0

@@ -24,6 +24,7 @@ import (
 // the token), API errors, undecodable answers, cancellation; it checks each
 // returned error and, through the observer, each log line at every level.
 func TestNoTokenInErrorsOrLogs(t *testing.T) {
+	t.Parallel()
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadEndpoint := dead.URL + "/bot%s/%s"
 	dead.Close() // connections to it are refused

@@ -200,6 +200,7 @@ func (b *pipeBody) release() {
 // small body passes meanwhile; a body over 4 MiB is refused before it is
 // read; and once the two bodies arrive, their updates are handed on.
 func TestWebhookBodyBudget(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		// No fake Bot API: its socket would keep the bubble from ever
 		// being idle. The handler needs none.

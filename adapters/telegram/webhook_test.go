@@ -147,6 +147,7 @@ func TestWebhookRun(t *testing.T) {
 }
 
 func TestWebhookHandlerMounted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) { c.Mode = Webhook }) // no Listen, no URL, no secret
 	ts := httptest.NewServer(h.a.WebhookHandler())
 	defer ts.Close()

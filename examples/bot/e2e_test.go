@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +23,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/internal/testmain"
 )
 
 // The end-to-end tests build the example bot and run the binary as a
@@ -73,12 +72,7 @@ func botBinary(t *testing.T) string {
 const e2eParallel = 6
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(e2eParallel))
-	}
+	testmain.Parallel(e2eParallel)
 	code := m.Run()
 	if botPath != "" {
 		os.RemoveAll(filepath.Dir(botPath))
