@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -845,6 +847,9 @@ func TestNewConfig(t *testing.T) {
 		{"origin without scheme", webchat.Config{AllowedOrigins: []string{"a.example"}}, false},
 		{"ftp origin", webchat.Config{AllowedOrigins: []string{"ftp://a.example"}}, false},
 		{"good origins", webchat.Config{AllowedOrigins: []string{"https://a.example:8443/", "*"}}, true},
+		{"file dir", webchat.Config{FileDir: os.TempDir()}, true},
+		{"missing file dir", webchat.Config{FileDir: filepath.Join(os.TempDir(), "herald-no-such-dir", "x")}, false},
+		{"file dir a file", webchat.Config{FileDir: "adapter_test.go"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -204,7 +204,8 @@ type Config struct {
 	// of such files. Where a file cannot be written there (a full disk),
 	// it is kept in memory, and the failure logged; on systems other
 	// than Unix, files are always kept in memory. Empty means
-	// os.TempDir(); a directory that is set must exist.
+	// os.TempDir() — where that is a tmpfs, which lives in memory, set a
+	// directory on disk; a directory that is set must exist.
 	FileDir string
 
 	// UploadSlots is the number of frames over ReadLimit (files) read at
