@@ -10,9 +10,11 @@ import (
 )
 
 // offHeap is a mapping of anonymous memory outside the Go heap that holds
-// one file's bytes, or the zero value for a file on the heap.
+// one file's bytes, or the zero value for a file on the heap: the room a
+// file is read into from a tab, and a large file kept where none can be
+// written to disk (see diskFile).
 //
-// The adapter keeps large files here rather than on the heap because the
+// The adapter keeps such files here rather than on the heap because the
 // garbage collector lets the heap grow to twice what is live before it
 // collects: 64 MiB of kept files on the heap let the process reach well
 // over 128 MiB, and stay there after a flood of uploads, while a mapping

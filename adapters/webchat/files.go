@@ -18,9 +18,8 @@ import (
 
 // largeFile is the size above which a file is shown by reference: its
 // bytes are kept off the Go heap, in the adapter's file store (on disk,
-// see diskFile), and a tab
-// fetches them over HTTP (see serveFile), while the frames and the
-// history carry only the reference. A file of at most largeFile bytes
+// see diskFile), and a tab fetches them over HTTP (see serveFile), while
+// the frames and the history carry only the reference. A file of at most largeFile bytes
 // travels inline, as base64 in the frame, as before: one request fewer,
 // and a small copy in the history.
 const largeFile = 32 << 10
