@@ -72,7 +72,11 @@ func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, pie
 		// Else the record may have been written all the same (its answer
 		// lost, or late): its object stays, for it, and goes with it; if
 		// it was not written, the next Recover removes the object.
-		return nil, "", j.health.writeErr(ctx, what, err)
+		err = j.health.writeErr(ctx, what, err)
+		if !refused(err) {
+			err = &unknownWrite{err}
+		}
+		return nil, "", err
 	}
 	j.health.ok()
 	if ack.Duplicate && blob != "" {
@@ -80,6 +84,20 @@ func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, pie
 		blob = ""
 	}
 	return ack, blob, nil
+}
+
+// unknownWrite wraps the error of a record's publish that the server may
+// have stored all the same: its answer was lost, or came too late.
+type unknownWrite struct{ err error }
+
+func (u *unknownWrite) Error() string { return u.err.Error() }
+func (u *unknownWrite) Unwrap() error { return u.err }
+
+// maybeWritten reports whether err, putRecord's, leaves the record
+// perhaps written.
+func maybeWritten(err error) bool {
+	var u *unknownWrite
+	return errors.As(err, &u)
 }
 
 // refused reports whether err is the server's answer refusing a publish,

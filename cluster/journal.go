@@ -9,6 +9,7 @@
 //
 //	stream IN_B   in.B.<platform>.<chat>    an event, until handled  (work queue; Msg-Id ev:<platform>:<event id>)
 //	stream OUT_B  out.B.<platform>.<chat>   a send, until final      (work queue; Msg-Id the send's id)
+//	              in.B.done, out.B.done     which records are done, until purged (see done.go)
 //	stream DLQ_B  dlq.B.<platform>.<chat>   a dead letter            (kept until replayed or purged)
 //	bucket progress_B  <OUT sequence>       how far a waiting send got
 //	bucket sent_B      <send id>            a send delivered while its event was still handled (TTL: the window)
@@ -118,6 +119,8 @@ type Journal struct {
 	assets   *assets
 	health   *health
 
+	inDone, outDone *doneLog // see done.go
+
 	handled        jetstream.KeyValue  // see handled.go
 	handledSubject string              // $KV.handled_B.
 	recent         map[string]struct{} // the last handled marks Open read
@@ -213,6 +216,8 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if j.out, err = stream("out", jetstream.WorkQueuePolicy); err != nil {
 		return nil, err
 	}
+	j.inDone = newDoneLog(js, j.in, "in."+cfg.Bot+".done", j.limited)
+	j.outDone = newDoneLog(js, j.out, "out."+cfg.Bot+".done", j.limited)
 	if j.dlq, err = stream("dlq", jetstream.LimitsPolicy); err != nil {
 		return nil, err
 	}
@@ -290,6 +295,11 @@ func (j *Journal) probe(ctx context.Context, cause error) error {
 	if j.cfg.MaxBytes <= 0 {
 		return nil
 	}
+	for _, d := range []*doneLog{j.inDone, j.outDone} {
+		if err := d.compact(ctx); err != nil {
+			return err
+		}
+	}
 	for _, s := range []jetstream.Stream{j.in, j.out} {
 		info, err := s.Info(ctx)
 		if err != nil {
@@ -361,6 +371,13 @@ type sendData struct {
 
 // RecordEvent records ev in IN (see journal.Log).
 func (j *Journal) RecordEvent(ctx context.Context, ev platform.Event) (journal.Record, bool, error) {
+	return j.recordEvent(ctx, ev, j.inDone)
+}
+
+// recordEvent records ev in IN; the record's Done removes it through d, or,
+// with a nil d (a shared journal's event, which its partition's consumer
+// removes), it has none.
+func (j *Journal) recordEvent(ctx context.Context, ev platform.Event, d *doneLog) (journal.Record, bool, error) {
 	pieces, err := encodeRecord(&ev)
 	if err != nil {
 		return nil, false, platform.Permanent(fmt.Errorf("cluster: event: %w: %w", journal.ErrUnrecordable, err))
@@ -374,14 +391,25 @@ func (j *Journal) RecordEvent(ctx context.Context, ev platform.Event) (journal.R
 		opts = append(opts, jetstream.WithMsgID("ev:"+ev.Platform+":"+ev.ID))
 	}
 	msg := nats.NewMsg(j.subject("in", ev.Platform, chatOf(ev)))
+	var low uint64
+	if d != nil {
+		low = d.begin()
+	}
 	ack, blob, err := j.putRecord(ctx, "record event", msg, pieces, opts...)
 	if err != nil {
+		if d != nil {
+			d.failed(low, maybeWritten(err))
+		}
 		return nil, false, err
+	}
+	var epoch uint64
+	if d != nil {
+		epoch = d.written(low, ack.Sequence, ack.Duplicate)
 	}
 	if ack.Duplicate {
 		return nil, true, nil
 	}
-	return &record{j: j, stream: j.in, seq: ack.Sequence, event: key, blob: blob}, false, nil
+	return &record{j: j, log: d, epoch: epoch, seq: ack.Sequence, event: key, blob: blob}, false, nil
 }
 
 // chatOf returns the chat an event's subject names: its chat, or, for an
@@ -416,14 +444,17 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 	}
 	msg := nats.NewMsg(j.subject("out", s.Request.Platform, s.Request.Target.ID))
 	setSum(msg, s)
+	low := j.outDone.begin()
 	ack, blob, err := j.putRecord(ctx, "record send", msg, pieces, opts...)
 	if err != nil {
+		j.outDone.failed(low, maybeWritten(err))
 		return nil, journal.Appended{}, err
 	}
+	epoch := j.outDone.written(low, ack.Sequence, ack.Duplicate)
 	if ack.Duplicate {
 		return nil, j.duplicate(ctx, j.out, ack.Sequence, s.ID), nil
 	}
-	return &record{j: j, stream: j.out, seq: ack.Sequence, send: true, id: s.ID, blob: blob, sum: s.Sum, what: s.What}, journal.Appended{}, nil
+	return &record{j: j, log: j.outDone, epoch: epoch, seq: ack.Sequence, send: true, id: s.ID, blob: blob, sum: s.Sum, what: s.What}, journal.Appended{}, nil
 }
 
 // mark returns the mark of a send with id delivered, if it was.
@@ -481,16 +512,17 @@ func markKey(id string) string {
 
 // record is one message of IN or OUT.
 type record struct {
-	j      *Journal
-	stream jetstream.Stream
-	seq    uint64
-	send   bool
-	id     string // a send's id
-	event  string // an event's handled key
-	blob   string // the object holding its bytes, or ""
-	saved  bool   // a progress entry exists for it
-	sum    uint64 // a send's Sum and What (journal.Send)
-	what   string
+	j     *Journal
+	log   *doneLog // its stream's; nil for none (a shared journal's event)
+	epoch uint64   // its stream's epoch (doneLog)
+	seq   uint64
+	send  bool
+	id    string // a send's id
+	event string // an event's handled key
+	blob  string // the object holding its bytes, or ""
+	saved bool   // a progress entry exists for it
+	sum   uint64 // a send's Sum and What (journal.Send)
+	what  string
 }
 
 // Done removes the message, its object and a send's progress, after
@@ -507,10 +539,12 @@ func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error
 		errs = append(errs, j.finish(ctx, func(ctx context.Context) error { return j.putMark(ctx, id, m) }))
 	}
 	j.markHandled(r.event)
-	stream, seq, blob, saved := r.stream, r.seq, r.blob, r.saved
+	log, epoch, seq, blob, saved := r.log, r.epoch, r.seq, r.blob, r.saved
 	errs = append(errs, j.finish(ctx, func(ctx context.Context) error {
-		if err := stream.DeleteMsg(ctx, seq); err != nil && !gone(err) {
-			return outage("done", err)
+		if log != nil {
+			if err := log.done(ctx, epoch, seq); err != nil {
+				return err
+			}
 		}
 		j.dropBlob(blob)
 		if saved {
@@ -555,8 +589,22 @@ func gone(err error) bool {
 // Pending returns what IN and OUT hold, in order, and the dead letters
 // (see journal.Log). A record whose object is gone is dropped, with a
 // warning; the objects no record names are removed.
+//
+// A record a done note names is done, and is not handed over (see
+// done.go); the others are held until done.
 func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
 	var rec journal.Pending
+	outNoted, err := j.notes(ctx, j.outDone)
+	if err != nil {
+		return journal.Pending{}, fmt.Errorf("cluster: recover sends: %w", err)
+	}
+	inNoted, err := j.notes(ctx, j.inDone)
+	if err != nil {
+		return journal.Pending{}, fmt.Errorf("cluster: recover events: %w", err)
+	}
+	var outHeld, inHeld []uint64
+	var outLast, inLast uint64
+	outEpoch, inEpoch := j.outDone.current(), j.inDone.current()
 	named := map[string]bool{}
 	read := func(m *jetstream.RawStreamMsg, what string, v any) (string, bool, error) {
 		data, blob, err := j.recordData(ctx, m.Header, m.Data)
@@ -573,13 +621,18 @@ func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
 		}
 		return blob, true, nil
 	}
-	err := j.each(ctx, j.out, func(m *jetstream.RawStreamMsg) error {
+	err = j.each(ctx, j.out, func(m *jetstream.RawStreamMsg) error {
+		outLast = m.Sequence
+		if _, done := outNoted[m.Sequence]; done || m.Subject == j.outDone.subject {
+			return nil
+		}
 		var d sendData
 		blob, ok, err := read(m, "send", &d)
 		if !ok {
 			return err
 		}
-		r := &record{j: j, stream: j.out, seq: m.Sequence, send: true, id: d.ID, blob: blob}
+		outHeld = append(outHeld, m.Sequence)
+		r := &record{j: j, log: j.outDone, epoch: outEpoch, seq: m.Sequence, send: true, id: d.ID, blob: blob}
 		r.sum, r.what = sumOf(m.Header)
 		rs := journal.Outgoing{ID: d.ID, Request: d.Request, Record: r}
 		if e, err := j.progress.Get(ctx, progressKey(m.Sequence)); err == nil {
@@ -595,17 +648,24 @@ func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
 		return journal.Pending{}, fmt.Errorf("cluster: recover sends: %w", err)
 	}
 	err = j.each(ctx, j.in, func(m *jetstream.RawStreamMsg) error {
+		inLast = m.Sequence
+		if _, done := inNoted[m.Sequence]; done || m.Subject == j.inDone.subject {
+			return nil
+		}
 		var ev platform.Event
 		blob, ok, err := read(m, "event", &ev)
 		if !ok {
 			return err
 		}
-		rec.Events = append(rec.Events, journal.Incoming{Event: ev, Record: &record{j: j, stream: j.in, seq: m.Sequence, event: handledKey(ev), blob: blob}})
+		inHeld = append(inHeld, m.Sequence)
+		rec.Events = append(rec.Events, journal.Incoming{Event: ev, Record: &record{j: j, log: j.inDone, epoch: inEpoch, seq: m.Sequence, event: handledKey(ev), blob: blob}})
 		return nil
 	})
 	if err != nil {
 		return journal.Pending{}, fmt.Errorf("cluster: recover events: %w", err)
 	}
+	j.outDone.adopt(outHeld, outLast, outNoted)
+	j.inDone.adopt(inHeld, inLast, inNoted)
 	if rec.DeadLetters, err = j.readDeadLetters(ctx, named); err != nil {
 		return journal.Pending{}, err
 	}
@@ -647,8 +707,25 @@ func (j *Journal) readDeadLetters(ctx context.Context, named map[string]bool) ([
 	return letters, nil
 }
 
+// notes returns the records d's done notes name, each with its note.
+func (j *Journal) notes(ctx context.Context, d *doneLog) (map[uint64]uint64, error) {
+	noted := map[uint64]uint64{}
+	err := j.eachOn(ctx, d.stream, d.subject, func(m *jetstream.RawStreamMsg) error {
+		if err := decodeSeqs(m.Data, func(s uint64) { noted[s] = m.Sequence }); err != nil {
+			j.limited.Warn("cluster: a done note cannot be read; the records it names may be handed over again", zap.Uint64("note", m.Sequence))
+		}
+		return nil
+	})
+	return noted, err
+}
+
 // each calls f for every message s holds, in order.
 func (j *Journal) each(ctx context.Context, s jetstream.Stream, f func(*jetstream.RawStreamMsg) error) error {
+	return j.eachOn(ctx, s, ">", f)
+}
+
+// eachOn calls f for every message s holds on subject, in order.
+func (j *Journal) eachOn(ctx context.Context, s jetstream.Stream, subject string, f func(*jetstream.RawStreamMsg) error) error {
 	info, err := s.Info(ctx)
 	if err != nil {
 		return err
@@ -657,7 +734,7 @@ func (j *Journal) each(ctx context.Context, s jetstream.Stream, f func(*jetstrea
 		return nil
 	}
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; {
-		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(">"))
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil
 		}

@@ -259,7 +259,7 @@ func (s *Shared) AppendEvent(ctx context.Context, ev platform.Event) (bool, erro
 	if _, err := s.member(); err != nil {
 		return false, err
 	}
-	_, dup, err := s.Journal.RecordEvent(ctx, ev)
+	_, dup, err := s.Journal.recordEvent(ctx, ev, nil) // its partition's consumer removes it
 	if dup {
 		s.skipped.Add(1)
 	}

@@ -1,0 +1,540 @@
+package cluster
+
+import (
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/heraldbot/herald/internal/ratelog"
+)
+
+// How the one-process journal removes what is done without a JetStream
+// API request per record (a message's deletion is a request the server
+// answers, and costs more than the record's write):
+//
+//   - A record's Done appends a done note to the record's own stream, on
+//     its subject <kind>.B.done (no record has three tokens), naming the
+//     sequences done. Notes are written in groups: while one is being
+//     written, the Dones that come meanwhile wait for the next, which one
+//     of them writes for all (a group commit). Done returns once its note
+//     is stored: what a crash interrupts after that is not handed over
+//     again — Pending skips the records a note names.
+//   - The journal knows the records it holds (written, or taken up by
+//     Pending, and not done) and those being written; below the lowest of
+//     them — the floor — every message of the stream is done, or a note.
+//     Once the floor has moved purgeEvery past the last purge (or purgeIdle
+//     after it), one purge request removes everything below it: records
+//     and notes alike.
+//   - A record held for long (a conversation waiting for its user's answer)
+//     keeps the floor where it is; the records done above it are removed
+//     one by one once they have waited aboveAge, and a note once every
+//     record it names is removed, so that the stream does not grow while
+//     one record waits.
+//   - When a note cannot be written (the stream is full: a write refused,
+//     where a deletion makes room), the records of the group are deleted
+//     one by one instead, as before notes.
+//
+// Records written before the journal was opened are not the journal's to
+// purge until Pending took them up: until then nothing is purged from the
+// stream's first message at opening on. A stream found made anew (a
+// sequence given again) is never purged again by this process: its
+// records done are removed one by one.
+const (
+	// purgeEvery is how far the floor moves before a purge.
+	purgeEvery = 256
+	// purgeIdle is how long after the last purge one is made however
+	// little the floor moved.
+	purgeIdle = time.Second
+	// aboveAge is how long a record done above the floor waits for the
+	// floor before it is deleted by itself.
+	aboveAge = 5 * time.Second
+	// noteMax bounds the sequences one note names.
+	noteMax = 8192
+	// staleMax bounds the records one tidy deletes by themselves.
+	staleMax = 256
+)
+
+// doneLog removes the records of one stream once done (see above). It is
+// safe for concurrent use.
+type doneLog struct {
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	subject string // the notes' subject
+	limited *ratelog.Logger
+
+	turn     chan struct{} // held by the one writing a note (and purging)
+	aboveAge time.Duration
+	now      func() time.Time // time.Now, or a test's clock
+
+	mu       sync.Mutex
+	epoch    uint64              // counts the stream found made anew
+	seen     uint64              // the highest sequence the server gave
+	cap      uint64              // if not 0, nothing from it on is purged
+	opening  bool                // cap is the first message at opening (lifted by adopt)
+	held     map[uint64]struct{} // records not done
+	heldQ    seqHeap
+	flight   map[uint64]int // the lowest sequence a record being written can get → how many
+	flightQ  seqHeap
+	purged   uint64 // below it, the stream was purged
+	purgedAt time.Time
+	next     *doneGroup
+	above    []doneAbove       // records done above the floor, in the order done
+	notes    map[uint64]int    // a note above the floor → the records it names not yet deleted
+	deleting map[uint64]uint64 // a record done above the floor → its note
+}
+
+// doneGroup is the Dones one note takes.
+type doneGroup struct {
+	epoch uint64
+	seqs  []uint64
+	done  chan struct{} // closed once written (or failed)
+	err   error
+}
+
+// doneAbove is a record done above the floor, named by note.
+type doneAbove struct {
+	seq, note uint64
+	at        time.Time
+}
+
+// newDoneLog returns the done log of stream s, whose notes go to subject.
+func newDoneLog(js jetstream.JetStream, s jetstream.Stream, subject string, limited *ratelog.Logger) *doneLog {
+	d := &doneLog{js: js, stream: s, subject: subject, limited: limited, turn: make(chan struct{}, 1),
+		held: map[uint64]struct{}{}, flight: map[uint64]int{}, notes: map[uint64]int{}, deleting: map[uint64]uint64{},
+		aboveAge: aboveAge, now: time.Now}
+	d.purgedAt = d.now()
+	if info := s.CachedInfo(); info != nil {
+		st := info.State
+		d.seen, d.purged = st.LastSeq, st.FirstSeq
+		if st.Msgs > 0 {
+			d.cap, d.opening = st.FirstSeq, true
+		}
+	} else {
+		d.cap, d.opening = 1, true // unknown: nothing purged before Pending
+	}
+	return d
+}
+
+// current returns the stream's epoch.
+func (d *doneLog) current() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.epoch
+}
+
+// begin notes a record about to be written; the caller passes the result
+// to written or failed.
+func (d *doneLog) begin() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	low := d.seen + 1
+	if d.flight[low] == 0 {
+		heap.Push(&d.flightQ, low)
+	}
+	d.flight[low]++
+	return low
+}
+
+// failed ends begin's write of a record that failed. A record that may
+// have been written all the same (its answer lost) keeps its bound: it is
+// left for the next start to hand over, as it would have been before
+// notes, and nothing after it is purged by this process — the records done
+// after it are deleted one by one.
+func (d *doneLog) failed(low uint64, maybe bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if maybe {
+		d.limited.Warn("cluster: a record's write failed without an answer; the journal no longer purges past it, and removes records one by one",
+			zap.String("stream", d.subject))
+		return
+	}
+	d.land(low)
+}
+
+// written ends begin's write: the record is at seq (a duplicate, already
+// held or done, if dup). It returns the record's epoch, for done.
+func (d *doneLog) written(low, seq uint64, dup bool) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.land(low)
+	if dup {
+		d.seen = max(d.seen, seq)
+	} else {
+		d.sawLocked(seq, low)
+		d.held[seq] = struct{}{}
+		heap.Push(&d.heldQ, seq)
+	}
+	return d.epoch
+}
+
+// land removes the bound low of a write ended. d.mu is held.
+func (d *doneLog) land(low uint64) {
+	if n := d.flight[low]; n > 1 {
+		d.flight[low] = n - 1
+	} else {
+		delete(d.flight, low) // the heap drops it lazily
+	}
+}
+
+// sawLocked notes seq, the sequence the server gave a message whose
+// write began when the highest sequence seen was low-1. A sequence below
+// low says the stream was made anew: what this process held went with the
+// old one, and nothing is purged from now on. d.mu is held.
+func (d *doneLog) sawLocked(seq, low uint64) {
+	if seq >= low {
+		d.seen = max(d.seen, seq)
+		return
+	}
+	d.epoch++
+	d.seen, d.cap, d.opening = seq, 1, false
+	clear(d.held)
+	d.heldQ = d.heldQ[:0]
+	clear(d.notes)
+	clear(d.deleting)
+	d.above = nil
+	d.limited.Warn("cluster: a journal stream was made anew; the records it held are gone", zap.String("stream", d.subject))
+}
+
+// adopt takes up the records Pending hands over (at seqs, in a stream
+// whose last message is last): they are held until done, and the
+// stream's records before opening are this process's to purge from now
+// on. done are the records notes name, and notes those notes: the ones
+// above the floor are deleted by themselves.
+func (d *doneLog) adopt(seqs []uint64, last uint64, done map[uint64]uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.seen = max(d.seen, last)
+	for _, s := range seqs {
+		if _, ok := d.held[s]; !ok {
+			d.held[s] = struct{}{}
+			heap.Push(&d.heldQ, s)
+		}
+	}
+	if d.opening {
+		d.cap, d.opening = 0, false
+	}
+	floor := d.floorLocked()
+	seqs = seqs[:0:0]
+	for s := range done {
+		if s >= floor {
+			seqs = append(seqs, s)
+		}
+	}
+	slices.Sort(seqs)
+	later := d.above
+	d.above = nil
+	old := d.now().Add(-d.aboveAge)
+	for _, s := range seqs {
+		d.trackLocked(s, done[s], old)
+	}
+	d.above = append(d.above, later...)
+}
+
+// trackLocked notes record s, named by note, done above the floor at at.
+// d.mu is held.
+func (d *doneLog) trackLocked(s, note uint64, at time.Time) {
+	if _, ok := d.deleting[s]; ok {
+		return
+	}
+	d.above = append(d.above, doneAbove{seq: s, note: note, at: at})
+	d.deleting[s] = note
+	d.notes[note]++
+}
+
+// floorLocked returns the lowest sequence that may still be needed: below
+// it every message is done or a note. d.mu is held.
+func (d *doneLog) floorLocked() uint64 {
+	floor := d.seen + 1
+	if d.cap != 0 {
+		floor = min(floor, d.cap)
+	}
+	for len(d.heldQ) > 0 {
+		s := d.heldQ[0]
+		if _, ok := d.held[s]; ok {
+			floor = min(floor, s)
+			break
+		}
+		heap.Pop(&d.heldQ)
+	}
+	for len(d.flightQ) > 0 {
+		s := d.flightQ[0]
+		if d.flight[s] > 0 {
+			floor = min(floor, s)
+			break
+		}
+		heap.Pop(&d.flightQ)
+	}
+	return floor
+}
+
+// done notes the record at seq of epoch done, and returns once the note is
+// stored (or the record deleted): see above. A record of an epoch gone
+// went with its stream.
+func (d *doneLog) done(ctx context.Context, epoch, seq uint64) error {
+	d.mu.Lock()
+	if epoch != d.epoch {
+		d.mu.Unlock()
+		return nil
+	}
+	g := d.next
+	lead := g == nil || g.epoch != epoch
+	if lead {
+		g = &doneGroup{epoch: epoch, done: make(chan struct{})}
+		d.next = g
+	}
+	g.seqs = append(g.seqs, seq)
+	d.mu.Unlock()
+	if lead {
+		select {
+		case d.turn <- struct{}{}: // the group before is written; others joined g meanwhile
+		case <-ctx.Done():
+			// The group before takes too long (the store unreachable): g
+			// fails, its records stay held, as a deletion that timed out
+			// left them.
+			d.mu.Lock()
+			if d.next == g {
+				d.next = nil
+			}
+			d.mu.Unlock()
+			g.err = ctx.Err()
+			close(g.done)
+			return g.err
+		}
+		d.mu.Lock()
+		if d.next == g {
+			d.next = nil
+		}
+		d.mu.Unlock()
+		d.write(g)
+		d.tidy(false)
+		<-d.turn
+	}
+	select {
+	case <-g.done:
+		return g.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// write writes g's notes, or deletes its records where a note is refused,
+// and closes g.done. The caller holds the turn.
+func (d *doneLog) write(g *doneGroup) {
+	defer close(g.done)
+	slices.Sort(g.seqs)
+	for seqs := g.seqs; len(seqs) > 0; {
+		part := seqs[:min(len(seqs), noteMax)]
+		seqs = seqs[len(part):]
+		d.mu.Lock()
+		renewed, low := d.epoch != g.epoch, d.seen+1
+		d.mu.Unlock()
+		if renewed {
+			return // the stream was made anew: its records went with it
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		ack, err := d.js.PublishMsg(ctx, &nats.Msg{Subject: d.subject, Data: encodeSeqs(part)})
+		cancel()
+		if err != nil {
+			// A note refused (the stream full): delete the records, which
+			// makes room.
+			if derr := d.deleteEach(part); derr != nil {
+				g.err = outage("done", fmt.Errorf("a done note: %w; deleting the record: %w", err, derr))
+				return
+			}
+			d.mu.Lock()
+			for _, s := range part {
+				delete(d.held, s)
+			}
+			d.mu.Unlock()
+			continue
+		}
+		d.mu.Lock()
+		d.sawLocked(ack.Sequence, low)
+		if d.epoch != g.epoch {
+			// The note went to a stream made anew, where its sequences
+			// name other records.
+			d.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			if err := d.stream.DeleteMsg(ctx, ack.Sequence); err != nil && !gone(err) {
+				d.limited.Warn("cluster: a done note of a stream made anew was not deleted", zap.String("stream", d.subject), zap.Error(err))
+			}
+			cancel()
+			return
+		}
+		now := d.now()
+		floor := d.floorAfterLocked(part)
+		for _, s := range part {
+			if s >= floor {
+				d.trackLocked(s, ack.Sequence, now)
+			}
+		}
+		d.mu.Unlock()
+	}
+}
+
+// floorAfterLocked removes seqs from the records held and returns the
+// floor. d.mu is held.
+func (d *doneLog) floorAfterLocked(seqs []uint64) uint64 {
+	for _, s := range seqs {
+		delete(d.held, s)
+	}
+	return d.floorLocked()
+}
+
+// deleteEach deletes the records at seqs one by one.
+func (d *doneLog) deleteEach(seqs []uint64) error {
+	for _, s := range seqs {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		err := d.stream.DeleteMsg(ctx, s)
+		cancel()
+		if err != nil && !gone(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// compact removes at once everything done that the stream holds, as tidy
+// does with force: the store makes room with it when it refuses a write
+// for want of it (see probe).
+func (d *doneLog) compact(ctx context.Context) error {
+	select {
+	case d.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-d.turn }()
+	d.tidy(true)
+	return nil
+}
+
+// tidy purges below the floor when it moved far enough (or long enough
+// ago), and deletes the records done above it that waited aboveAge, and
+// the notes all of whose records are deleted; with force, it purges and
+// deletes whatever it can. The caller holds the turn. A failure is logged
+// (rate-limited) and left for the next time: what stays is done, and
+// noted so.
+func (d *doneLog) tidy(force bool) {
+	d.mu.Lock()
+	floor := d.floorLocked()
+	now := d.now()
+	purge := floor > d.purged && (force || floor-d.purged >= purgeEvery || now.Sub(d.purgedAt) >= purgeIdle)
+	var stale []doneAbove
+	for len(d.above) > 0 {
+		a := d.above[0]
+		if a.seq < floor {
+			delete(d.deleting, a.seq) // purged with the floor
+			d.above = d.above[1:]
+			continue
+		}
+		if !force && (now.Sub(a.at) < d.aboveAge || len(stale) == staleMax) {
+			break
+		}
+		stale = append(stale, a)
+		d.above = d.above[1:]
+	}
+	d.mu.Unlock()
+
+	if purge {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		err := d.stream.Purge(ctx, jetstream.WithPurgeSequence(floor))
+		cancel()
+		d.mu.Lock()
+		if err == nil {
+			d.purged = floor
+			for note := range d.notes {
+				if note < floor {
+					delete(d.notes, note)
+				}
+			}
+		}
+		d.purgedAt = now
+		d.mu.Unlock()
+		if err != nil {
+			d.limited.Warn("cluster: the journal's records done were not purged; they are tried again later", zap.String("stream", d.subject), zap.Error(err))
+		}
+	}
+	for i, a := range stale {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		err := d.stream.DeleteMsg(ctx, a.seq)
+		cancel()
+		if err != nil && !gone(err) {
+			d.mu.Lock()
+			d.above = append(stale[i:], d.above...) // the next time
+			d.mu.Unlock()
+			d.limited.Warn("cluster: a journal record done was not deleted; it is tried again later", zap.String("stream", d.subject), zap.Error(err))
+			return
+		}
+		d.mu.Lock()
+		delete(d.deleting, a.seq)
+		n, ok := d.notes[a.note]
+		last := ok && n <= 1
+		if last {
+			delete(d.notes, a.note)
+		} else if ok {
+			d.notes[a.note] = n - 1
+		}
+		d.mu.Unlock()
+		if last {
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			if err := d.stream.DeleteMsg(ctx, a.note); err != nil && !gone(err) {
+				d.limited.Warn("cluster: a journal's done note was not deleted; it goes with the next purge past it", zap.String("stream", d.subject), zap.Error(err))
+			}
+			cancel()
+		}
+	}
+}
+
+// encodeSeqs encodes sorted sequences as a note: each one's distance from
+// the one before, as a uvarint.
+func encodeSeqs(seqs []uint64) []byte {
+	b := make([]byte, 0, len(seqs)*3)
+	last := uint64(0)
+	for _, s := range seqs {
+		b = binary.AppendUvarint(b, s-last)
+		last = s
+	}
+	return b
+}
+
+// errBadNote is decodeSeqs' error for a note it cannot read.
+var errBadNote = errors.New("cluster: a done note cannot be read")
+
+// decodeSeqs decodes a note made by encodeSeqs, calling f for each
+// sequence.
+func decodeSeqs(b []byte, f func(uint64)) error {
+	last := uint64(0)
+	for len(b) > 0 {
+		v, n := binary.Uvarint(b)
+		if n <= 0 || v > ^uint64(0)-last {
+			return errBadNote
+		}
+		last += v
+		f(last)
+		b = b[n:]
+	}
+	return nil
+}
+
+// seqHeap is a min-heap of sequences.
+type seqHeap []uint64
+
+func (h seqHeap) Len() int           { return len(h) }
+func (h seqHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h seqHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *seqHeap) Push(x any)        { *h = append(*h, x.(uint64)) }
+func (h *seqHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,394 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldbot/herald/cluster/embedded"
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/platform"
+)
+
+// restartable is an embedded server whose store outlives it.
+type restartable struct {
+	t   *testing.T
+	dir string
+	srv *embedded.Server
+	nc  *nats.Conn
+}
+
+func newRestartable(t *testing.T) *restartable {
+	r := &restartable{t: t, dir: t.TempDir()}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *restartable) start() {
+	r.t.Helper()
+	srv, err := embedded.Start(embedded.Config{Dir: r.dir})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		srv.Shutdown()
+		r.t.Fatal(err)
+	}
+	r.srv, r.nc = srv, nc
+}
+
+func (r *restartable) stop() {
+	if r.srv != nil {
+		r.nc.Close()
+		r.srv.Shutdown()
+		r.srv = nil
+	}
+}
+
+// open opens a journal on r's server.
+func (r *restartable) open(ctx context.Context) *Journal {
+	r.t.Helper()
+	j, err := Open(ctx, r.nc, Config{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return j
+}
+
+func doneCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func textTo(chat, text string) platform.SendRequest {
+	return platform.SendRequest{Platform: "memory", Target: platform.Chat{ID: chat}, Message: platform.TextMessage(text)}
+}
+
+// msgs returns how many messages s holds.
+func msgs(ctx context.Context, t *testing.T, s jetstream.Stream) uint64 {
+	t.Helper()
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// pendingTexts returns the texts of the sends and events Pending hands
+// over.
+func pendingTexts(ctx context.Context, t *testing.T, j *Journal) (sends, events []string, p journal.Pending) {
+	t.Helper()
+	p, err := j.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Sends {
+		sends = append(sends, s.Request.Message.Text)
+	}
+	for _, e := range p.Events {
+		events = append(events, e.Event.Text)
+	}
+	return sends, events, p
+}
+
+// TestDoneNotes: encodeSeqs and decodeSeqs round-trip sorted sequences,
+// and a truncated note is refused.
+func TestDoneNotes(t *testing.T) {
+	for _, seqs := range [][]uint64{nil, {1}, {1, 2, 3}, {5, 300, 70000, 1 << 40, 1<<64 - 1}} {
+		var got []uint64
+		if err := decodeSeqs(encodeSeqs(seqs), func(s uint64) { got = append(got, s) }); err != nil || !slices.Equal(got, seqs) {
+			t.Errorf("%v came back as %v, %v", seqs, got, err)
+		}
+	}
+	if err := decodeSeqs([]byte{0x80}, func(uint64) {}); err == nil {
+		t.Error("a truncated note was read")
+	}
+}
+
+func FuzzDecodeSeqs(f *testing.F) {
+	f.Add(encodeSeqs([]uint64{1, 2, 1000}))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x01})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var seqs []uint64
+		if decodeSeqs(b, func(s uint64) { seqs = append(seqs, s) }) != nil {
+			return
+		}
+		if !slices.IsSorted(seqs) {
+			t.Fatalf("decoded %v: not in order", seqs)
+		}
+		var again []uint64
+		if err := decodeSeqs(encodeSeqs(seqs), func(s uint64) { again = append(again, s) }); err != nil || !slices.Equal(again, seqs) {
+			t.Fatalf("%v came back as %v, %v", seqs, again, err)
+		}
+	})
+}
+
+// Records done are removed without a request each: notes name them, and
+// once the floor passes them one purge removes records and notes alike.
+// A record held keeps everything after it until it is done.
+func TestDonePurgesBelowFloor(t *testing.T) {
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	j.outDone.aboveAge = time.Hour // nothing deleted by itself
+	first, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c0", "held")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 600
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo(fmt.Sprint("c", i%20), fmt.Sprint(i))})
+			if err == nil {
+				err = rec.Done(ctx, nil)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := msgs(ctx, t, j.out); got <= n {
+		t.Fatalf("OUT holds %d messages while its first record is held; want the %d records and their notes", got, n+1)
+	}
+	notes, err := j.notes(ctx, j.outDone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != n {
+		t.Fatalf("notes name %d records; want %d", len(notes), n)
+	}
+	if err := first.Done(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := msgs(ctx, t, j.out); got != 0 {
+		t.Fatalf("OUT holds %d messages once all is done; want 0", got)
+	}
+}
+
+// What is noted done and not yet purged when the process ends is not
+// handed over after a restart; what is not done is, in order; and the
+// next journal removes what the last one left.
+func TestDoneAcrossRestart(t *testing.T) {
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	var want, wantEvents []string
+	for i := range 10 {
+		send, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", fmt.Sprint("s", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := platform.Event{ID: fmt.Sprint(i), Platform: "memory", Kind: platform.EventMessage,
+			Chat: platform.Chat{ID: fmt.Sprint("c", i%3)}, Text: fmt.Sprint("e", i)}
+		event, _, err := j.RecordEvent(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			want, wantEvents = append(want, fmt.Sprint("s", i)), append(wantEvents, fmt.Sprint("e", i))
+			continue
+		}
+		if err := send.Done(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := event.Done(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.stop()
+	r.start()
+	j = r.open(ctx)
+	sends, events, p := pendingTexts(ctx, t, j)
+	if !slices.Equal(sends, want) || !slices.Equal(events, wantEvents) {
+		t.Fatalf("after a restart: sends %q, events %q; want %q and %q", sends, events, want, wantEvents)
+	}
+	for _, s := range p.Sends {
+		if err := s.Record.Done(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range p.Events {
+		if err := e.Record.Done(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []*doneLog{j.outDone, j.inDone} {
+		if err := d.compact(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, in := msgs(ctx, t, j.out), msgs(ctx, t, j.in); out != 0 || in != 0 {
+		t.Fatalf("OUT holds %d and IN %d messages once all is done and compacted; want none", out, in)
+	}
+	r.stop()
+	r.start()
+	j = r.open(ctx)
+	if sends, events, _ := pendingTexts(ctx, t, j); len(sends)+len(events) != 0 {
+		t.Fatalf("after all was done: sends %q, events %q", sends, events)
+	}
+}
+
+// A record held for long does not keep the records done after it: once
+// they waited aboveAge they are deleted one by one, and their notes with
+// them.
+func TestDoneAboveStuckFloor(t *testing.T) {
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	var mu sync.Mutex
+	clock := time.Now()
+	j.outDone.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
+	held, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", "held")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", fmt.Sprint(i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.Done(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := msgs(ctx, t, j.out); got != 101 {
+		t.Fatalf("OUT holds %d messages; want the held record, 50 done and their 50 notes", got)
+	}
+	mu.Lock()
+	clock = clock.Add(aboveAge)
+	mu.Unlock()
+	last, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", "last")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := last.Done(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := msgs(ctx, t, j.out); got != 3 {
+		t.Fatalf("OUT holds %d messages; want the held record, the last done and its note", got)
+	}
+	r.stop()
+	r.start()
+	j = r.open(ctx)
+	if sends, _, _ := pendingTexts(ctx, t, j); !slices.Equal(sends, []string{"held"}) {
+		t.Fatalf("after a restart: %q; want the held record alone", sends)
+	}
+	_ = held
+}
+
+// Records written and done from many goroutines at once, purges running
+// meanwhile, leave exactly the records not done: a purge never takes a
+// record held or being written.
+func TestDoneConcurrentPurges(t *testing.T) {
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	const writers, each, window = 8, 150, 3
+	var mu sync.Mutex
+	var want []string
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			var recs []journal.Record
+			var texts []string
+			for i := range each {
+				text := fmt.Sprintf("w%d-%d", w, i)
+				rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo(fmt.Sprint("c", w), text)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				recs, texts = append(recs, rec), append(texts, text)
+				if len(recs) > window { // the oldest done: the floor moves while others write
+					if err := recs[0].Done(ctx, nil); err != nil {
+						errs <- err
+						return
+					}
+					recs, texts = recs[1:], texts[1:]
+				}
+			}
+			mu.Lock()
+			want = append(want, texts...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	r.stop()
+	r.start()
+	j = r.open(ctx)
+	sends, _, _ := pendingTexts(ctx, t, j)
+	slices.Sort(sends)
+	slices.Sort(want)
+	if !slices.Equal(sends, want) {
+		t.Fatalf("after a restart %d sends %q; want the %d not done %q", len(sends), sends, len(want), want)
+	}
+}
+
+// A stream made anew (the server lost it) gives sequences again: the
+// records of the old one are gone, their Done touches nothing, and the new
+// stream is never purged by a floor of the old.
+func TestDoneStreamMadeAnew(t *testing.T) {
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	var old []journal.Record
+	for i := range 5 {
+		rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", fmt.Sprint("old", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old = append(old, rec)
+	}
+	cfg := j.out.CachedInfo().Config
+	if err := j.js.DeleteStream(ctx, cfg.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	var fresh []journal.Record
+	for i := range 3 {
+		rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", fmt.Sprint("new", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh = append(fresh, rec)
+	}
+	for _, rec := range old {
+		if err := rec.Done(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fresh[2].Done(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	sends, _, _ := pendingTexts(ctx, t, j)
+	if !slices.Equal(sends, []string{"new0", "new1"}) {
+		t.Fatalf("the new stream hands over %q; want the two new records not done", sends)
+	}
+}
