@@ -87,9 +87,9 @@ type doneLog struct {
 	purged   uint64 // below it, the stream was purged
 	purgedAt time.Time
 	next     *doneGroup
-	above    []doneAbove       // records done above the floor, in the order done
-	notes    map[uint64]int    // a note above the floor → the records it names not yet deleted
-	deleting map[uint64]uint64 // a record done above the floor → its note
+	above    []doneAbove          // records done above the floor, in the order done
+	notes    map[uint64]*noteLeft // a note above the floor → what it names that is not gone
+	deleting map[uint64]uint64    // a record done above the floor → its note
 }
 
 // doneGroup is the Dones one note takes.
@@ -98,6 +98,15 @@ type doneGroup struct {
 	seqs  []uint64
 	done  chan struct{} // closed once written (or failed)
 	err   error
+}
+
+// noteLeft is what a note above the floor names that is not gone: left
+// records above the floor when it was written, not yet deleted; those
+// below it (floor) go with the purge past it. The note may go once both
+// are gone: deleted first, a crash would hand them over again.
+type noteLeft struct {
+	left  int
+	floor uint64
 }
 
 // doneAbove is a record done above the floor, named by note.
@@ -109,14 +118,14 @@ type doneAbove struct {
 // newDoneLog returns the done log of stream s, whose notes go to subject.
 func newDoneLog(js jetstream.JetStream, s jetstream.Stream, subject string, limited *ratelog.Logger) *doneLog {
 	d := &doneLog{js: js, stream: s, subject: subject, limited: limited, turn: make(chan struct{}, 1),
-		held: map[uint64]struct{}{}, flight: map[uint64]int{}, notes: map[uint64]int{}, deleting: map[uint64]uint64{},
+		held: map[uint64]struct{}{}, flight: map[uint64]int{}, notes: map[uint64]*noteLeft{}, deleting: map[uint64]uint64{},
 		aboveAge: aboveAge, now: time.Now}
 	d.purgedAt = d.now()
 	if info := s.CachedInfo(); info != nil {
 		st := info.State
-		d.seen, d.purged = st.LastSeq, st.FirstSeq
+		d.seen, d.purged = st.LastSeq, st.LastSeq+1
 		if st.Msgs > 0 {
-			d.cap, d.opening = st.FirstSeq, true
+			d.cap, d.opening, d.purged = st.FirstSeq, true, st.FirstSeq
 		}
 	} else {
 		d.cap, d.opening = 1, true // unknown: nothing purged before Pending
@@ -223,6 +232,11 @@ func (d *doneLog) adopt(seqs []uint64, last uint64, done map[uint64]uint64) {
 		d.cap, d.opening = 0, false
 	}
 	floor := d.floorLocked()
+	for _, note := range done {
+		if note >= floor && d.notes[note] == nil {
+			d.notes[note] = &noteLeft{floor: d.seen + 1} // what it names below the floor is not purged yet
+		}
+	}
 	seqs = seqs[:0:0]
 	for s := range done {
 		if s >= floor {
@@ -247,7 +261,12 @@ func (d *doneLog) trackLocked(s, note uint64, at time.Time) {
 	}
 	d.above = append(d.above, doneAbove{seq: s, note: note, at: at})
 	d.deleting[s] = note
-	d.notes[note]++
+	n := d.notes[note]
+	if n == nil {
+		n = &noteLeft{}
+		d.notes[note] = n
+	}
+	n.left++
 }
 
 // floorLocked returns the lowest sequence that may still be needed: below
@@ -372,6 +391,7 @@ func (d *doneLog) write(g *doneGroup) {
 		}
 		now := d.now()
 		floor := d.floorAfterLocked(part)
+		d.notes[ack.Sequence] = &noteLeft{floor: floor}
 		for _, s := range part {
 			if s >= floor {
 				d.trackLocked(s, ack.Sequence, now)
@@ -429,6 +449,7 @@ func (d *doneLog) tidy(force bool) {
 	now := d.now()
 	purge := floor > d.purged && (force || floor-d.purged >= purgeEvery || now.Sub(d.purgedAt) >= purgeIdle)
 	var stale []doneAbove
+	var freed []uint64 // notes all of whose records are gone
 	for len(d.above) > 0 {
 		a := d.above[0]
 		if a.seq < floor {
@@ -451,9 +472,13 @@ func (d *doneLog) tidy(force bool) {
 		d.mu.Lock()
 		if err == nil {
 			d.purged = floor
-			for note := range d.notes {
-				if note < floor {
+			for note, n := range d.notes {
+				switch {
+				case note < floor:
 					delete(d.notes, note)
+				case n.left == 0 && n.floor <= floor:
+					delete(d.notes, note)
+					freed = append(freed, note)
 				}
 			}
 		}
@@ -472,25 +497,25 @@ func (d *doneLog) tidy(force bool) {
 			d.above = append(stale[i:], d.above...) // the next time
 			d.mu.Unlock()
 			d.limited.Warn("cluster: a journal record done was not deleted; it is tried again later", zap.String("stream", d.subject), zap.Error(err))
-			return
+			break
 		}
 		d.mu.Lock()
 		delete(d.deleting, a.seq)
-		n, ok := d.notes[a.note]
-		last := ok && n <= 1
-		if last {
-			delete(d.notes, a.note)
-		} else if ok {
-			d.notes[a.note] = n - 1
+		if n := d.notes[a.note]; n != nil {
+			n.left--
+			if n.left <= 0 && n.floor <= d.purged {
+				delete(d.notes, a.note)
+				freed = append(freed, a.note)
+			}
 		}
 		d.mu.Unlock()
-		if last {
-			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-			if err := d.stream.DeleteMsg(ctx, a.note); err != nil && !gone(err) {
-				d.limited.Warn("cluster: a journal's done note was not deleted; it goes with the next purge past it", zap.String("stream", d.subject), zap.Error(err))
-			}
-			cancel()
+	}
+	for _, note := range freed {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		if err := d.stream.DeleteMsg(ctx, note); err != nil && !gone(err) {
+			d.limited.Warn("cluster: a journal's done note was not deleted; it goes with the next purge past it", zap.String("stream", d.subject), zap.Error(err))
 		}
+		cancel()
 	}
 }
 
