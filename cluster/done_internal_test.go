@@ -392,3 +392,62 @@ func TestDoneStreamMadeAnew(t *testing.T) {
 		t.Fatalf("the new stream hands over %q; want the two new records not done", sends)
 	}
 }
+
+// A note naming records on both sides of the floor goes only once both
+// are gone: the one above deleted by itself, the one below purged. Deleted
+// before the purge, a crash would hand the one below over again.
+func TestDoneNoteOutlivesItsRecords(t *testing.T) {
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	d := j.outDone
+	var mu sync.Mutex
+	clock := time.Now()
+	d.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
+	d.aboveAge = 0
+	var recs []journal.Record
+	for _, text := range []string{"below", "held", "above"} {
+		rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", text)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	// One note for the first and the third, the second held: the floor is
+	// at the second.
+	g := &doneGroup{epoch: d.current(), seqs: []uint64{recs[0].(*record).seq, recs[2].(*record).seq}, done: make(chan struct{})}
+	d.turn <- struct{}{}
+	d.mu.Lock()
+	d.purgedAt = clock // no purge yet
+	d.mu.Unlock()
+	d.write(g)
+	d.tidy(false) // the third deleted by itself; the note stays for the first
+	<-d.turn
+	if g.err != nil {
+		t.Fatal(g.err)
+	}
+	if got := msgs(ctx, t, j.out); got != 3 {
+		t.Fatalf("OUT holds %d messages; want the first, the held one and the note", got)
+	}
+	r.stop()
+	r.start()
+	j = r.open(ctx)
+	sends, _, p := pendingTexts(ctx, t, j)
+	if !slices.Equal(sends, []string{"held"}) {
+		t.Fatalf("after a restart: %q; want the held record alone", sends)
+	}
+	d = j.outDone
+	if err := p.Sends[0].Record.Done(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := msgs(ctx, t, j.out); got != 0 {
+		t.Fatalf("OUT holds %d messages once all is done and compacted; want none", got)
+	}
+}
