@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -272,6 +274,14 @@ func (d *doneLog) trackLocked(s, note uint64, at time.Time) {
 // floorLocked returns the lowest sequence that may still be needed: below
 // it every message is done or a note. d.mu is held.
 func (d *doneLog) floorLocked() uint64 {
+	// The heaps drop what is gone only from their top: behind a record
+	// held for long they would grow with every record written.
+	if len(d.heldQ) > 2*len(d.held)+1024 {
+		d.heldQ = rebuild(d.heldQ[:0], maps.Keys(d.held))
+	}
+	if len(d.flightQ) > 2*len(d.flight)+1024 {
+		d.flightQ = rebuild(d.flightQ[:0], maps.Keys(d.flight))
+	}
 	floor := d.seen + 1
 	if d.cap != 0 {
 		floor = min(floor, d.cap)
@@ -548,6 +558,15 @@ func decodeSeqs(b []byte, f func(uint64)) error {
 		b = b[n:]
 	}
 	return nil
+}
+
+// rebuild returns h filled with seqs, a heap again.
+func rebuild(h seqHeap, seqs iter.Seq[uint64]) seqHeap {
+	for s := range seqs {
+		h = append(h, s)
+	}
+	heap.Init(&h)
+	return h
 }
 
 // seqHeap is a min-heap of sequences.

@@ -451,3 +451,26 @@ func TestDoneNoteOutlivesItsRecords(t *testing.T) {
 		t.Fatalf("OUT holds %d messages once all is done and compacted; want none", got)
 	}
 }
+
+// Behind a record held for long, and a write whose answer was lost (its
+// bound pinned), the heaps of records held and written stay bounded by
+// what is live, not by what was written since.
+func TestDoneHeapsBounded(t *testing.T) {
+	d := &doneLog{held: map[uint64]struct{}{}, flight: map[uint64]int{}}
+	low := d.begin()
+	d.written(low, 1, false)  // held for good
+	d.failed(d.begin(), true) // pinned for good
+	for seq := uint64(2); seq < 20000; seq++ {
+		low := d.begin()
+		d.written(low, seq, false)
+		d.mu.Lock()
+		if floor := d.floorAfterLocked([]uint64{seq}); floor != 1 {
+			d.mu.Unlock()
+			t.Fatalf("floor %d; want 1, the record held", floor)
+		}
+		d.mu.Unlock()
+	}
+	if len(d.heldQ) > 2*len(d.held)+1025 || len(d.flightQ) > 2*len(d.flight)+1025 {
+		t.Fatalf("heaps of %d and %d for %d held and %d being written", len(d.heldQ), len(d.flightQ), len(d.held), len(d.flight))
+	}
+}
