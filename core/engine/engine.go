@@ -354,6 +354,7 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 		return ErrEngineClosed
 	}
 	js := e.js
+	since := js.begin()
 	dup, err := e.journal.AppendEvent(context.Background(), ev)
 	if err != nil {
 		if r := refusalOf(err); r != nil {
@@ -367,7 +368,7 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 		}
 		return err
 	}
-	js.ok()
+	js.ok(since)
 	if dup {
 		e.duplicates.Add(1)
 	}

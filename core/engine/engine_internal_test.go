@@ -7,6 +7,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -55,5 +58,26 @@ func TestIsGroupRuleAgreesWithChat(t *testing.T) {
 		if got, want := IsGroup()(c), chat.IsGroup(); got != want {
 			t.Errorf("IsGroup() for %q = %v; Chat.IsGroup() = %v", typ, got, want)
 		}
+	}
+}
+
+// A journal call's success ends only an outage that began before the
+// call: a removal that finishes after the journal began to refuse does not
+// log the journal back (and the next refusal a second outage).
+func TestOutageEndsOnlyAfterItBegan(t *testing.T) {
+	core, logs := observer.New(zap.DebugLevel)
+	js := newJournalState(zap.New(core))
+	since := js.begin() // a call begins; the journal refuses meanwhile
+	js.failed("send", errors.New("refused"))
+	js.ok(since)
+	if !js.down.Load() {
+		t.Fatal("a call begun before the outage ended it")
+	}
+	js.ok(js.begin()) // a call begun during the outage succeeds
+	if js.down.Load() {
+		t.Fatal("a call begun during the outage did not end it")
+	}
+	if began, back := logs.FilterMessageSnippet("refuses").Len(), logs.FilterMessageSnippet("is back").Len(); began != 1 || back != 1 {
+		t.Fatalf("%d outage lines and %d back; want 1 and 1", began, back)
 	}
 }

@@ -48,10 +48,11 @@ func (v *env) Effect(ctx context.Context, id string) ([]byte, bool, error) {
 }
 
 func (v *env) RecordEffect(ctx context.Context, id string, data []byte) error {
+	since := v.js.begin()
 	if err := v.journal.RecordEffect(ctx, id, data); err != nil {
 		return v.js.failed("effect", err)
 	}
-	v.js.ok()
+	v.js.ok(since)
 	return nil
 }
 

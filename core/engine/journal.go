@@ -33,7 +33,13 @@ type journalState struct {
 
 	// down is set while the journal refuses: an outage is logged once
 	// when it begins and once when it ends, not per event or send.
-	down atomic.Bool
+	// outages counts those begun: a call's success ends an outage only if
+	// it began before the call did (a removal that ends after the journal
+	// began to refuse says nothing of the refusal). Both change under
+	// outageMu.
+	down     atomic.Bool
+	outages  atomic.Uint64
+	outageMu sync.Mutex
 
 	// events and sends count the records this process holds and has not
 	// done: events not handled yet, sends not final (see Stats).
@@ -64,7 +70,14 @@ func (js *journalState) failed(what string, err error) error {
 	if errors.Is(err, journal.ErrUnrecordable) {
 		return platform.Permanent(fmt.Errorf("%w: %s: %w", ErrJournal, what, err))
 	}
-	if js.down.CompareAndSwap(false, true) {
+	js.outageMu.Lock()
+	began := !js.down.Load()
+	if began {
+		js.down.Store(true)
+		js.outages.Add(1)
+	}
+	js.outageMu.Unlock()
+	if began {
 		js.log.Error("engine: the journal refuses; events are refused, and handlings wait for it to be back", zap.String("op", what), zap.Error(err))
 	}
 	if !errors.Is(err, journal.ErrOutage) {
@@ -73,9 +86,22 @@ func (js *journalState) failed(what string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrJournal, what, err)
 }
 
-// ok records that a journal call succeeded, logging the end of an outage.
-func (js *journalState) ok() {
-	if js.down.Load() && js.down.CompareAndSwap(true, false) {
+// begin returns what a journal call about to be made passes to ok.
+func (js *journalState) begin() uint64 { return js.outages.Load() }
+
+// ok records that a journal call that began at since (begin) succeeded,
+// logging the end of an outage that began before it.
+func (js *journalState) ok(since uint64) {
+	if !js.down.Load() {
+		return
+	}
+	js.outageMu.Lock()
+	end := js.down.Load() && js.outages.Load() == since
+	if end {
+		js.down.Store(false)
+	}
+	js.outageMu.Unlock()
+	if end {
 		js.log.Info("engine: the journal is back")
 	}
 }
@@ -101,11 +127,12 @@ func (js *journalState) doneSend(rec journal.Record, delivered *platform.SendRes
 func (js *journalState) done(rec journal.Record, delivered *platform.SendResult) {
 	ctx, cancel := context.WithTimeout(context.Background(), journalOpTimeout)
 	defer cancel()
+	since := js.begin()
 	if err := rec.Done(ctx, delivered); err != nil {
 		js.failed("done", err)
 		return
 	}
-	js.ok()
+	js.ok(since)
 }
 
 // replay returns the Future of the taken-up send id, if there is one.

@@ -67,6 +67,7 @@ func (e *Engine) queueSend(key string, s journal.Send, done func(platform.SendRe
 		}
 	}
 	js := e.js
+	since := js.begin()
 	a, err := e.journal.AppendSend(context.Background(), s)
 	switch {
 	case err != nil:
@@ -83,7 +84,7 @@ func (e *Engine) queueSend(key string, s journal.Send, done func(platform.SendRe
 	case a.Duplicate && a.Sum != 0 && s.Sum != 0 && a.Sum != s.Sum:
 		// A handler run again after a restart asks, at a send's place,
 		// for another send than the one made there: it diverged.
-		js.ok()
+		js.ok(since)
 		err := fmt.Errorf("%w: after a restart it asked for a send (%q) where it had asked for another (%q)",
 			ErrDiverged, s.What, a.What)
 		f.Resolve(platform.SendResult{}, err)
@@ -91,7 +92,7 @@ func (e *Engine) queueSend(key string, s journal.Send, done func(platform.SendRe
 	case a.Duplicate:
 		// A handler run again after a restart repeats a send it made
 		// before: that one is being made again, or was made.
-		js.ok()
+		js.ok(since)
 		if rf := js.replay(s.ID); rf != nil {
 			return rf, nil
 		}
@@ -102,7 +103,7 @@ func (e *Engine) queueSend(key string, s journal.Send, done func(platform.SendRe
 		f.Resolve(res, nil)
 		return f, nil
 	}
-	js.ok()
+	js.ok(since)
 	return f, nil
 }
 
