@@ -63,6 +63,10 @@ const (
 	noteMax = 8192
 	// staleMax bounds the records one tidy deletes by themselves.
 	staleMax = 256
+	// tidyTimeout bounds each of tidy's requests: a tidy stops at its
+	// first failure, so a turn lasts at most a note's write (opTimeout)
+	// and a few of these.
+	tidyTimeout = 2 * time.Second
 )
 
 // doneLog removes the records of one stream once done (see above). It is
@@ -142,9 +146,13 @@ func (d *doneLog) current() uint64 {
 	return d.epoch
 }
 
+// writing is a record being written: the lowest sequence it can get, in
+// the epoch its write began.
+type writing struct{ low, epoch uint64 }
+
 // begin notes a record about to be written; the caller passes the result
 // to written or failed.
-func (d *doneLog) begin() uint64 {
+func (d *doneLog) begin() writing {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	low := d.seen + 1
@@ -152,7 +160,7 @@ func (d *doneLog) begin() uint64 {
 		heap.Push(&d.flightQ, low)
 	}
 	d.flight[low]++
-	return low
+	return writing{low, d.epoch}
 }
 
 // failed ends begin's write of a record that failed. A record that may
@@ -160,7 +168,7 @@ func (d *doneLog) begin() uint64 {
 // left for the next start to hand over, as it would have been before
 // notes, and nothing after it is purged by this process — the records done
 // after it are deleted one by one.
-func (d *doneLog) failed(low uint64, maybe bool) {
+func (d *doneLog) failed(w writing, maybe bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if maybe {
@@ -168,19 +176,19 @@ func (d *doneLog) failed(low uint64, maybe bool) {
 			zap.String("stream", d.subject))
 		return
 	}
-	d.land(low)
+	d.land(w.low)
 }
 
 // written ends begin's write: the record is at seq (a duplicate, already
 // held or done, if dup). It returns the record's epoch, for done.
-func (d *doneLog) written(low, seq uint64, dup bool) uint64 {
+func (d *doneLog) written(w writing, seq uint64, dup bool) uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.land(low)
+	d.land(w.low)
 	if dup {
 		d.seen = max(d.seen, seq)
 	} else {
-		d.sawLocked(seq, low)
+		d.sawLocked(seq, w)
 		d.held[seq] = struct{}{}
 		heap.Push(&d.heldQ, seq)
 	}
@@ -196,12 +204,19 @@ func (d *doneLog) land(low uint64) {
 	}
 }
 
-// sawLocked notes seq, the sequence the server gave a message whose
-// write began when the highest sequence seen was low-1. A sequence below
-// low says the stream was made anew: what this process held went with the
-// old one, and nothing is purged from now on. d.mu is held.
-func (d *doneLog) sawLocked(seq, low uint64) {
-	if seq >= low {
+// sawLocked notes seq, the sequence the server gave a message written as
+// w. A sequence below w.low, of a write begun in the current epoch, says
+// the stream was made anew: what this process held went with the old one,
+// and nothing is purged from now on. (A write begun in an epoch before is
+// of the new stream already, or the old one's last.) The new stream's
+// first sequences are below any write's bound until it has had as many
+// messages as the old one, so the first answer from it tells; a write
+// answered from it above its bound before that — an old stream of fewer
+// messages than the writes in flight — keeps the old epoch, and its record
+// is handed over again after a restart rather than a wrong one removed.
+// d.mu is held.
+func (d *doneLog) sawLocked(seq uint64, w writing) {
+	if seq >= w.low || w.epoch != d.epoch {
 		d.seen = max(d.seen, seq)
 		return
 	}
@@ -323,36 +338,38 @@ func (d *doneLog) done(ctx context.Context, epoch, seq uint64) error {
 	g.seqs = append(g.seqs, seq)
 	d.mu.Unlock()
 	if lead {
-		select {
-		case d.turn <- struct{}{}: // the group before is written; others joined g meanwhile
-		case <-ctx.Done():
-			// The group before takes too long (the store unreachable): g
-			// fails, its records stay held, as a deletion that timed out
-			// left them.
-			d.mu.Lock()
-			if d.next == g {
-				d.next = nil
-			}
-			d.mu.Unlock()
-			g.err = ctx.Err()
-			close(g.done)
-			return g.err
-		}
+		// The group before is written meanwhile, and others join g. The
+		// leader writes g whatever its own context: the others wait on
+		// it, and a turn is bounded (see write and tidy).
+		d.turn <- struct{}{}
 		d.mu.Lock()
 		if d.next == g {
 			d.next = nil
 		}
 		d.mu.Unlock()
 		d.write(g)
-		d.tidy(false)
+		d.tidy(context.Background(), false)
 		<-d.turn
+		return g.err
 	}
 	select {
 	case <-g.done:
 		return g.err
 	case <-ctx.Done():
-		return ctx.Err()
+		// The note is still being written: the record is not known done.
+		// The caller keeps the work for the store's return (outage).
+		return outage("done", ctx.Err())
 	}
+}
+
+// waitingGroup returns how many records wait for the next note.
+func (d *doneLog) waitingGroup() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.next == nil {
+		return 0
+	}
+	return len(d.next.seqs)
 }
 
 // write writes g's notes, or deletes its records where a note is refused,
@@ -364,7 +381,7 @@ func (d *doneLog) write(g *doneGroup) {
 		part := seqs[:min(len(seqs), noteMax)]
 		seqs = seqs[len(part):]
 		d.mu.Lock()
-		renewed, low := d.epoch != g.epoch, d.seen+1
+		renewed, w := d.epoch != g.epoch, writing{d.seen + 1, d.epoch}
 		d.mu.Unlock()
 		if renewed {
 			return // the stream was made anew: its records went with it
@@ -372,6 +389,10 @@ func (d *doneLog) write(g *doneGroup) {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		ack, err := d.js.PublishMsg(ctx, &nats.Msg{Subject: d.subject, Data: encodeSeqs(part)})
 		cancel()
+		if err != nil && !refused(err) {
+			g.err = outage("done", fmt.Errorf("a done note: %w", err))
+			return
+		}
 		if err != nil {
 			// A note refused (the stream full): delete the records, which
 			// makes room.
@@ -387,8 +408,8 @@ func (d *doneLog) write(g *doneGroup) {
 			continue
 		}
 		d.mu.Lock()
-		d.sawLocked(ack.Sequence, low)
-		if d.epoch != g.epoch {
+		d.sawLocked(ack.Sequence, w)
+		if ack.Sequence < w.low {
 			// The note went to a stream made anew, where its sequences
 			// name other records.
 			d.mu.Unlock()
@@ -398,6 +419,10 @@ func (d *doneLog) write(g *doneGroup) {
 			}
 			cancel()
 			return
+		}
+		if d.epoch != g.epoch {
+			d.mu.Unlock()
+			return // the old stream's last note: its records went with it
 		}
 		now := d.now()
 		floor := d.floorAfterLocked(part)
@@ -443,8 +468,8 @@ func (d *doneLog) compact(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer func() { <-d.turn }()
-	d.tidy(true)
-	return nil
+	d.tidy(ctx, true)
+	return ctx.Err()
 }
 
 // tidy purges below the floor when it moved far enough (or long enough
@@ -453,8 +478,9 @@ func (d *doneLog) compact(ctx context.Context) error {
 // deletes whatever it can. The caller holds the turn. A failure is logged
 // (rate-limited) and left for the next time: what stays is done, and
 // noted so.
-func (d *doneLog) tidy(force bool) {
+func (d *doneLog) tidy(ctx context.Context, force bool) {
 	d.mu.Lock()
+	epoch := d.epoch
 	floor := d.floorLocked()
 	now := d.now()
 	purge := floor > d.purged && (force || floor-d.purged >= purgeEvery || now.Sub(d.purgedAt) >= purgeIdle)
@@ -475,8 +501,15 @@ func (d *doneLog) tidy(force bool) {
 	}
 	d.mu.Unlock()
 
-	if purge {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	// A stream found made anew meanwhile is not this floor's: nothing is
+	// removed from it (the window left is one request's).
+	current := func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.epoch == epoch
+	}
+	if purge && current() {
+		ctx, cancel := context.WithTimeout(ctx, tidyTimeout)
 		err := d.stream.Purge(ctx, jetstream.WithPurgeSequence(floor))
 		cancel()
 		d.mu.Lock()
@@ -499,12 +532,17 @@ func (d *doneLog) tidy(force bool) {
 		}
 	}
 	for i, a := range stale {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		if !current() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(ctx, tidyTimeout)
 		err := d.stream.DeleteMsg(ctx, a.seq)
 		cancel()
 		if err != nil && !gone(err) {
 			d.mu.Lock()
-			d.above = append(stale[i:], d.above...) // the next time
+			if d.epoch == epoch {
+				d.above = append(stale[i:], d.above...) // the next time
+			}
 			d.mu.Unlock()
 			d.limited.Warn("cluster: a journal record done was not deleted; it is tried again later", zap.String("stream", d.subject), zap.Error(err))
 			break
@@ -521,7 +559,10 @@ func (d *doneLog) tidy(force bool) {
 		d.mu.Unlock()
 	}
 	for _, note := range freed {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		if !current() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(ctx, tidyTimeout)
 		if err := d.stream.DeleteMsg(ctx, note); err != nil && !gone(err) {
 			d.limited.Warn("cluster: a journal's done note was not deleted; it goes with the next purge past it", zap.String("stream", d.subject), zap.Error(err))
 		}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,7 +12,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/cluster/embedded"
+	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
 )
@@ -425,7 +428,7 @@ func TestDoneNoteOutlivesItsRecords(t *testing.T) {
 	d.purgedAt = clock // no purge yet
 	d.mu.Unlock()
 	d.write(g)
-	d.tidy(false) // the third deleted by itself; the note stays for the first
+	d.tidy(ctx, false) // the third deleted by itself; the note stays for the first
 	<-d.turn
 	if g.err != nil {
 		t.Fatal(g.err)
@@ -457,12 +460,10 @@ func TestDoneNoteOutlivesItsRecords(t *testing.T) {
 // what is live, not by what was written since.
 func TestDoneHeapsBounded(t *testing.T) {
 	d := &doneLog{held: map[uint64]struct{}{}, flight: map[uint64]int{}}
-	low := d.begin()
-	d.written(low, 1, false)  // held for good
-	d.failed(d.begin(), true) // pinned for good
+	d.written(d.begin(), 1, false) // held for good
+	d.failed(d.begin(), true)      // pinned for good
 	for seq := uint64(2); seq < 20000; seq++ {
-		low := d.begin()
-		d.written(low, seq, false)
+		d.written(d.begin(), seq, false)
 		d.mu.Lock()
 		if floor := d.floorAfterLocked([]uint64{seq}); floor != 1 {
 			d.mu.Unlock()
@@ -472,5 +473,143 @@ func TestDoneHeapsBounded(t *testing.T) {
 	}
 	if len(d.heldQ) > 2*len(d.held)+1025 || len(d.flightQ) > 2*len(d.flight)+1025 {
 		t.Fatalf("heaps of %d and %d for %d held and %d being written", len(d.heldQ), len(d.flightQ), len(d.held), len(d.flight))
+	}
+}
+
+// Writes in flight when the stream is found made anew count it once: the
+// records they wrote belong to the new stream, their Done notes them, and
+// none is handed over again after a restart. (The old stream held more
+// messages than the new one gets meanwhile — else a new sequence cannot be
+// told from an old one; see sawLocked.)
+func TestDoneStreamMadeAnewUnderConcurrentWrites(t *testing.T) {
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	for i := range 40 {
+		if _, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", fmt.Sprint("old", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := j.out.CachedInfo().Config
+	if err := j.js.DeleteStream(ctx, cfg.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	recs := make([]journal.Record, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo(fmt.Sprint("c", i), fmt.Sprint("new", i))})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			recs[i] = rec
+		})
+	}
+	close(start)
+	wg.Wait()
+	if e := j.outDone.current(); e != 1 {
+		t.Errorf("epoch %d after the stream was made anew once; want 1", e)
+	}
+	for _, rec := range recs {
+		if rec == nil {
+			t.FailNow()
+		}
+		if err := rec.Done(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.stop()
+	r.start()
+	j = r.open(ctx)
+	if sends, _, _ := pendingTexts(ctx, t, j); len(sends) != 0 {
+		t.Fatalf("every record was done, yet after a restart %d are handed over again: %q", len(sends), sends)
+	}
+}
+
+// A Done whose context ends while the note is still to be written fails as
+// an outage, its work kept for the store's return; the group is written
+// all the same, by its leader, whatever the leader's context.
+func TestDoneContextEndsBeforeItsNote(t *testing.T) {
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	var recs []journal.Record
+	for i := range 2 {
+		rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", fmt.Sprint("s", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	d := j.outDone
+	d.turn <- struct{}{} // the group before, being written
+	short, cancel := context.WithCancel(ctx)
+	leader, follower := make(chan error, 1), make(chan error, 1)
+	go func() { leader <- recs[0].Done(short, nil) }()
+	for d.waitingGroup() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	go func() { follower <- recs[1].Done(short, nil) }()
+	for d.waitingGroup() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-follower; !errors.Is(err, journal.ErrOutage) {
+		t.Fatalf("a Done whose context ended before its note: %v; want an outage", err)
+	}
+	<-d.turn
+	if err := <-leader; err != nil {
+		t.Fatalf("the leader, its group written: %v", err)
+	}
+	r.stop()
+	r.start()
+	j = r.open(ctx)
+	if sends, _, _ := pendingTexts(ctx, t, j); len(sends) != 0 {
+		t.Fatalf("after a restart %q; want both noted done", sends)
+	}
+}
+
+// A clean stop leaves the streams holding only what is not done: the
+// records done and their notes are removed before Join returns, so that
+// the next start, or a shared journal taking the streams over, finds
+// nothing done.
+func TestDoneCleanStopLeavesNothingDone(t *testing.T) {
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	mem := memory.New()
+	e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.OnCommand("ping", func(c *engine.Context) error {
+		c.ReplyText("pong")
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- e.Run(context.Background()) }()
+	for i := range 50 {
+		mem.Say(memory.Private(fmt.Sprint(i)), memory.User(fmt.Sprint(i), "U"), "/ping")
+	}
+	for i := range 50 {
+		if _, err := mem.WaitSent(ctx, fmt.Sprint(i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if out, in := msgs(ctx, t, j.out), msgs(ctx, t, j.in); out != 0 || in != 0 {
+		t.Fatalf("after a clean stop OUT holds %d messages and IN %d; want none", out, in)
 	}
 }

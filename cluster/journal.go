@@ -269,6 +269,24 @@ func (j *Journal) keyValue(ctx context.Context, kc jetstream.KeyValueConfig) (je
 	return kv, nil
 }
 
+// Join runs the process's part (see journal.Local.Join); once what it
+// took is done, it removes what the streams still hold done (see done.go),
+// so that a clean stop leaves only the records not done.
+func (j *Journal) Join(ctx context.Context) error {
+	err := j.Local.Join(ctx)
+	if j.health.gate() != nil {
+		return err // the store refuses: it is left for the next start
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+	defer cancel()
+	for _, d := range []*doneLog{j.inDone, j.outDone} {
+		if cerr := d.compact(cctx); cerr != nil {
+			break
+		}
+	}
+	return err
+}
+
 // WaitRecording returns nil once the journal's store takes writes again
 // after an outage, at once when it does (see journal.Waiter).
 func (j *Journal) WaitRecording(ctx context.Context) error { return j.health.wait(ctx) }
@@ -391,20 +409,20 @@ func (j *Journal) recordEvent(ctx context.Context, ev platform.Event, d *doneLog
 		opts = append(opts, jetstream.WithMsgID("ev:"+ev.Platform+":"+ev.ID))
 	}
 	msg := nats.NewMsg(j.subject("in", ev.Platform, chatOf(ev)))
-	var low uint64
+	var w writing
 	if d != nil {
-		low = d.begin()
+		w = d.begin()
 	}
 	ack, blob, err := j.putRecord(ctx, "record event", msg, pieces, opts...)
 	if err != nil {
 		if d != nil {
-			d.failed(low, maybeWritten(err))
+			d.failed(w, maybeWritten(err))
 		}
 		return nil, false, err
 	}
 	var epoch uint64
 	if d != nil {
-		epoch = d.written(low, ack.Sequence, ack.Duplicate)
+		epoch = d.written(w, ack.Sequence, ack.Duplicate)
 	}
 	if ack.Duplicate {
 		return nil, true, nil
@@ -444,13 +462,13 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 	}
 	msg := nats.NewMsg(j.subject("out", s.Request.Platform, s.Request.Target.ID))
 	setSum(msg, s)
-	low := j.outDone.begin()
+	w := j.outDone.begin()
 	ack, blob, err := j.putRecord(ctx, "record send", msg, pieces, opts...)
 	if err != nil {
-		j.outDone.failed(low, maybeWritten(err))
+		j.outDone.failed(w, maybeWritten(err))
 		return nil, journal.Appended{}, err
 	}
-	epoch := j.outDone.written(low, ack.Sequence, ack.Duplicate)
+	epoch := j.outDone.written(w, ack.Sequence, ack.Duplicate)
 	if ack.Duplicate {
 		return nil, j.duplicate(ctx, j.out, ack.Sequence, s.ID), nil
 	}
