@@ -158,7 +158,10 @@ func (c Config) withDefaults() Config {
 
 // Open creates (or updates) the journal's streams and bucket on nc's
 // server and returns the journal. It fails when the server has no
-// JetStream, or refuses the streams.
+// JetStream, or refuses the streams. The journal is one process's: it
+// removes what it is done with by purging its streams below the records it
+// holds, so two journals of one bot must never run at once; several
+// processes use [OpenShared].
 func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	cfg = cfg.withDefaults()
 	if !validName(cfg.Bot) {
