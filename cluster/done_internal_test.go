@@ -143,10 +143,7 @@ func TestDonePurgesBelowFloor(t *testing.T) {
 	r := newRestartable(t)
 	j := r.open(ctx)
 	j.outDone.aboveAge = time.Hour // nothing deleted by itself
-	first, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c0", "held")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := recordSend(ctx, t, j, "c0", "held")
 	const n = 600
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -176,9 +173,7 @@ func TestDonePurgesBelowFloor(t *testing.T) {
 	if len(notes) != n {
 		t.Fatalf("notes name %d records; want %d", len(notes), n)
 	}
-	if err := first.Done(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	markDone(ctx, t, first)
 	if got := msgs(ctx, t, j.out); got != 0 {
 		t.Fatalf("OUT holds %d messages once all is done; want 0", got)
 	}
@@ -193,10 +188,7 @@ func TestDoneAcrossRestart(t *testing.T) {
 	j := r.open(ctx)
 	var want, wantEvents []string
 	for i := range 10 {
-		send, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", fmt.Sprint("s", i))})
-		if err != nil {
-			t.Fatal(err)
-		}
+		send := recordSend(ctx, t, j, "c", fmt.Sprint("s", i))
 		ev := platform.Event{ID: fmt.Sprint(i), Platform: "memory", Kind: platform.EventMessage,
 			Chat: platform.Chat{ID: fmt.Sprint("c", i%3)}, Text: fmt.Sprint("e", i)}
 		event, _, err := j.RecordEvent(ctx, ev)
@@ -207,12 +199,8 @@ func TestDoneAcrossRestart(t *testing.T) {
 			want, wantEvents = append(want, fmt.Sprint("s", i)), append(wantEvents, fmt.Sprint("e", i))
 			continue
 		}
-		if err := send.Done(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-		if err := event.Done(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
+		markDone(ctx, t, send)
+		markDone(ctx, t, event)
 	}
 	r.stop()
 	r.start()
@@ -222,14 +210,10 @@ func TestDoneAcrossRestart(t *testing.T) {
 		t.Fatalf("after a restart: sends %q, events %q; want %q and %q", sends, events, want, wantEvents)
 	}
 	for _, s := range p.Sends {
-		if err := s.Record.Done(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
+		markDone(ctx, t, s.Record)
 	}
 	for _, e := range p.Events {
-		if err := e.Record.Done(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
+		markDone(ctx, t, e.Record)
 	}
 	for _, d := range []*doneLog{j.outDone, j.inDone} {
 		if err := d.compact(ctx); err != nil {
@@ -261,18 +245,10 @@ func TestDoneAboveStuckFloor(t *testing.T) {
 		defer mu.Unlock()
 		return clock
 	}
-	held, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", "held")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := recordSend(ctx, t, j, "c", "held")
 	for i := range 50 {
-		rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", fmt.Sprint(i))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rec.Done(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
+		rec := recordSend(ctx, t, j, "c", fmt.Sprint(i))
+		markDone(ctx, t, rec)
 	}
 	if got := msgs(ctx, t, j.out); got != 101 {
 		t.Fatalf("OUT holds %d messages; want the held record, 50 done and their 50 notes", got)
@@ -280,13 +256,8 @@ func TestDoneAboveStuckFloor(t *testing.T) {
 	mu.Lock()
 	clock = clock.Add(aboveAge)
 	mu.Unlock()
-	last, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", "last")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := last.Done(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	last := recordSend(ctx, t, j, "c", "last")
+	markDone(ctx, t, last)
 	if got := msgs(ctx, t, j.out); got != 3 {
 		t.Fatalf("OUT holds %d messages; want the held record, the last done and its note", got)
 	}
@@ -361,10 +332,7 @@ func TestDoneStreamMadeAnew(t *testing.T) {
 	j := r.open(ctx)
 	var old []journal.Record
 	for i := range 5 {
-		rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", fmt.Sprint("old", i))})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rec := recordSend(ctx, t, j, "c", fmt.Sprint("old", i))
 		old = append(old, rec)
 	}
 	cfg := j.out.CachedInfo().Config
@@ -376,20 +344,13 @@ func TestDoneStreamMadeAnew(t *testing.T) {
 	}
 	var fresh []journal.Record
 	for i := range 3 {
-		rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", fmt.Sprint("new", i))})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rec := recordSend(ctx, t, j, "c", fmt.Sprint("new", i))
 		fresh = append(fresh, rec)
 	}
 	for _, rec := range old {
-		if err := rec.Done(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
+		markDone(ctx, t, rec)
 	}
-	if err := fresh[2].Done(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	markDone(ctx, t, fresh[2])
 	sends, _, _ := pendingTexts(ctx, t, j)
 	if !slices.Equal(sends, []string{"new0", "new1"}) {
 		t.Fatalf("the new stream hands over %q; want the two new records not done", sends)
@@ -414,10 +375,7 @@ func TestDoneNoteOutlivesItsRecords(t *testing.T) {
 	d.aboveAge = 0
 	var recs []journal.Record
 	for _, text := range []string{"below", "held", "above"} {
-		rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", text)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rec := recordSend(ctx, t, j, "c", text)
 		recs = append(recs, rec)
 	}
 	// One note for the first and the third, the second held: the floor is
@@ -444,9 +402,7 @@ func TestDoneNoteOutlivesItsRecords(t *testing.T) {
 		t.Fatalf("after a restart: %q; want the held record alone", sends)
 	}
 	d = j.outDone
-	if err := p.Sends[0].Record.Done(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	markDone(ctx, t, p.Sends[0].Record)
 	if err := d.compact(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -521,9 +477,7 @@ func TestDoneStreamMadeAnewUnderConcurrentWrites(t *testing.T) {
 		if rec == nil {
 			t.FailNow()
 		}
-		if err := rec.Done(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
+		markDone(ctx, t, rec)
 	}
 	r.stop()
 	r.start()
@@ -542,10 +496,7 @@ func TestDoneContextEndsBeforeItsNote(t *testing.T) {
 	j := r.open(ctx)
 	var recs []journal.Record
 	for i := range 2 {
-		rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo("c", fmt.Sprint("s", i))})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rec := recordSend(ctx, t, j, "c", fmt.Sprint("s", i))
 		recs = append(recs, rec)
 	}
 	d := j.outDone
@@ -611,5 +562,23 @@ func TestDoneCleanStopLeavesNothingDone(t *testing.T) {
 	}
 	if out, in := msgs(ctx, t, j.out), msgs(ctx, t, j.in); out != 0 || in != 0 {
 		t.Fatalf("after a clean stop OUT holds %d messages and IN %d; want none", out, in)
+	}
+}
+
+// recordSend records a send of text to chat in j.
+func recordSend(ctx context.Context, t *testing.T, j *Journal, chat, text string) journal.Record {
+	t.Helper()
+	rec, _, err := j.RecordSend(ctx, journal.Send{Request: textTo(chat, text)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// markDone marks rec done.
+func markDone(ctx context.Context, t *testing.T, rec journal.Record) {
+	t.Helper()
+	if err := rec.Done(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
 }
