@@ -335,13 +335,7 @@ func TestDoneStreamMadeAnew(t *testing.T) {
 		rec := recordSend(ctx, t, j, "c", fmt.Sprint("old", i))
 		old = append(old, rec)
 	}
-	cfg := j.out.CachedInfo().Config
-	if err := j.js.DeleteStream(ctx, cfg.Name); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.js.CreateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	remakeOut(ctx, t, j)
 	var fresh []journal.Record
 	for i := range 3 {
 		rec := recordSend(ctx, t, j, "c", fmt.Sprint("new", i))
@@ -446,13 +440,7 @@ func TestDoneStreamMadeAnewUnderConcurrentWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := j.out.CachedInfo().Config
-	if err := j.js.DeleteStream(ctx, cfg.Name); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.js.CreateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	remakeOut(ctx, t, j)
 	const n = 16
 	recs := make([]journal.Record, n)
 	var wg sync.WaitGroup
@@ -579,6 +567,19 @@ func recordSend(ctx context.Context, t *testing.T, j *Journal, chat, text string
 func markDone(ctx context.Context, t *testing.T, rec journal.Record) {
 	t.Helper()
 	if err := rec.Done(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// remakeOut deletes j's OUT and makes it anew, empty, as a server that lost
+// it and had it made again.
+func remakeOut(ctx context.Context, t *testing.T, j *Journal) {
+	t.Helper()
+	cfg := j.out.CachedInfo().Config
+	if err := j.js.DeleteStream(ctx, cfg.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.js.CreateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -282,12 +282,18 @@ func (j *Journal) Join(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
+	_ = j.compact(cctx) // what is left goes with the next start's purges
+	return err
+}
+
+// compact removes at once what IN and OUT hold done (doneLog.compact).
+func (j *Journal) compact(ctx context.Context) error {
 	for _, d := range []*doneLog{j.inDone, j.outDone} {
-		if cerr := d.compact(cctx); cerr != nil {
-			break
+		if err := d.compact(ctx); err != nil {
+			return err
 		}
 	}
-	return err
+	return nil
 }
 
 // WaitRecording returns nil once the journal's store takes writes again
@@ -316,10 +322,8 @@ func (j *Journal) probe(ctx context.Context, cause error) error {
 	if j.cfg.MaxBytes <= 0 {
 		return nil
 	}
-	for _, d := range []*doneLog{j.inDone, j.outDone} {
-		if err := d.compact(ctx); err != nil {
-			return err
-		}
+	if err := j.compact(ctx); err != nil {
+		return err
 	}
 	for _, s := range []jetstream.Stream{j.in, j.out} {
 		info, err := s.Info(ctx)
