@@ -19,6 +19,7 @@ import (
 // answer after the restart continues its conversation where it waited,
 // and no question is asked again.
 func TestManyConversationsAcrossRestart(t *testing.T) {
+	t.Parallel()
 	n := 10000
 	if testing.Short() {
 		n = 500

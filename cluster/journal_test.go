@@ -78,6 +78,7 @@ func sendTo(chat, text string) platform.SendRequest {
 // What is recorded and not done comes back in order, after a restart of
 // the server too; what is done does not; ids recognize duplicates.
 func TestJournalRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxFor(t)
 	srv := startServer(t, dir, embedded.Config{})
@@ -180,6 +181,7 @@ func TestJournalRoundTrip(t *testing.T) {
 
 // Dead letters are kept, listed after a restart, and forgotten.
 func TestJournalDeadLetters(t *testing.T) {
+	t.Parallel()
 	ctx := ctxFor(t)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	j := open(t, srv.nc, cluster.Config{Bot: "bot-2"})
@@ -207,6 +209,7 @@ func TestJournalDeadLetters(t *testing.T) {
 // A stream that is full refuses; it takes again once what it holds is
 // done.
 func TestJournalFull(t *testing.T) {
+	t.Parallel()
 	ctx := ctxFor(t)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	j := open(t, srv.nc, cluster.Config{MaxBytes: 4096})
@@ -243,6 +246,7 @@ func TestJournalFull(t *testing.T) {
 // With the server gone, every call fails within its context; the engine
 // then refuses (see engine's tests of a journal that refuses).
 func TestJournalServerDown(t *testing.T) {
+	t.Parallel()
 	ctx := ctxFor(t)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	j := open(t, srv.nc, cluster.Config{})
@@ -255,6 +259,7 @@ func TestJournalServerDown(t *testing.T) {
 }
 
 func TestOpenRefusesBadBotName(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	if _, err := cluster.Open(ctxFor(t), srv.nc, cluster.Config{Bot: "a.b"}); err == nil {
 		t.Fatal("Open with a bot name holding a dot succeeded")
@@ -266,6 +271,7 @@ func TestOpenRefusesBadBotName(t *testing.T) {
 // directory, sends them once and resumes the conversation without asking
 // again.
 func TestEngineOnJournalAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxFor(t)
 	chat := memory.Private("1")
@@ -349,6 +355,7 @@ func TestEngineOnJournalAcrossRestart(t *testing.T) {
 // A conversation whose question was delivered before the crash is not
 // asked again: the delivered send is marked while its event is handled.
 func TestConversationAskedOnceAcrossRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := ctxFor(t)
 	chat, user := memory.Private("1"), memory.User("1", "Ann")

@@ -109,6 +109,7 @@ func waitCounts(t *testing.T, mem *memory.Adapter, members []*member, first, cha
 // again, the dead member's partitions are taken over, and every new chat
 // is answered.
 func TestSharedSurvivesNATSRestart(t *testing.T) {
+	t.Parallel()
 	ns := startNATS(t)
 	mem := memory.New()
 	var members []*member

@@ -14,6 +14,7 @@ import (
 // TestWireError checks that an error told by one member to another keeps
 // its text, its kind and the sentinels it matched.
 func TestWireError(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		err       error
