@@ -17,6 +17,7 @@ import (
 // until clicked, one not answered shows nothing, and a slow handler's
 // "typing" shows under the conversation until its reply arrives.
 func TestBrowserAnswersAndTyping(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 	release := make(chan struct{})
 	ec := startEngine(t, webchat.Config{}, func(e *engine.Engine) error {

@@ -50,6 +50,7 @@ func jsArray(s []string) string {
 // a reply quoting it follows the edit, a new button works and its edit
 // removes the keyboard, and a reload shows the message as edited.
 func TestBrowserEdit(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 	ec := startEngine(t, webchat.Config{}, func(e *engine.Engine) error {
 		e.OnCommand("menu", func(c *engine.Context) error {
@@ -103,6 +104,7 @@ func TestBrowserEdit(t *testing.T) {
 // edit that gives a photo-only message text puts the text above the
 // attachment, removes the buttons and updates the quote of a reply.
 func TestBrowserEditFrames(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 	fake := startFakeChat(t)
 	proceed := make(chan struct{})

@@ -42,6 +42,7 @@ func bigPNG(t *testing.T, w, h int) []byte {
 // page shows all four, fetching the files, without ever being
 // disconnected, and a reload shows them again from the history.
 func TestBrowserLargeFile(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 	dir := t.TempDir()
 	photo := bigPNG(t, 1150, 1150)

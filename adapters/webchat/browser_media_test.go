@@ -53,6 +53,7 @@ func twoFrameGIF() []byte {
 // sticker as images, and a file whose bytes its kind cannot show as a
 // download link.
 func TestBrowserMedia(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 	wav, fake := silentWAV(), []byte("not really a video")
 	ec := startEngine(t, webchat.Config{}, func(e *engine.Engine) error {
@@ -107,6 +108,7 @@ func TestBrowserMedia(t *testing.T) {
 // hides the one-time keyboard, the toggle brings it back, a reload shows
 // it again, and the bot's removal hides it and the toggle for good.
 func TestBrowserReplyKeyboard(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 	ec := startEngine(t, webchat.Config{}, func(e *engine.Engine) error {
 		e.OnCommand("kb", func(c *engine.Context) error {
@@ -166,6 +168,7 @@ func TestBrowserReplyKeyboard(t *testing.T) {
 // both leave the page in place, the reply's quote says the message was
 // deleted, and a reload shows neither.
 func TestBrowserDelete(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 	ec := startEngine(t, webchat.Config{}, func(e *engine.Engine) error {
 		e.OnCommand("del", func(c *engine.Context) error {
@@ -202,6 +205,7 @@ func TestBrowserDelete(t *testing.T) {
 // deletions of messages the page does not show and null ones are ignored,
 // and the valid keyboard and deletion after them work.
 func TestBrowserKeyboardFrames(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 	fake := startFakeChat(t)
 	const bot = `"bot":true,"from":{"id":"bot","name":"Bot"},"time":"2026-11-30T09:00:00Z"`

@@ -26,6 +26,7 @@ const chatOf = `document.body.dataset.chat || ''`
 // TestBrowserTabs opens two tabs of one browser: each is a private chat of
 // its own, for the same user, and a reload keeps each tab's conversation.
 func TestBrowserTabs(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 	ec, seen := startBrowserBot(t)
 
@@ -89,6 +90,7 @@ const bannerHidden = `document.getElementById('banner').hidden`
 // which a reload keeps; a page that cannot reach the bot says so and
 // connects once the bot runs.
 func TestBrowserConnection(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 
 	t.Run("too many tabs", func(t *testing.T) {
@@ -195,6 +197,7 @@ func TestBrowserConnection(t *testing.T) {
 // render, a refused hello, an invalid room name; and checks that a message
 // the bot refuses while stopping goes back into the input box.
 func TestBrowserBadInput(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 
 	t.Run("document URL with a bare percent sign", func(t *testing.T) {

@@ -3,6 +3,7 @@ package webchat_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -46,39 +47,91 @@ func findBrowser(t *testing.T) string {
 	return ""
 }
 
-// chromium is a headless Chromium for one test. Its tabs share one
-// profile (localStorage), each with its own sessionStorage, and the page's
-// exceptions, console errors and security (CSP) messages in every tab are
-// collected for checkProblems.
+// chromium is a test's part of the headless Chromium the package's tests
+// share: a browser context of its own (a profile, so that no page of
+// another test sees what its pages stored), with its first tab. Its tabs
+// share the profile (localStorage), each with its own sessionStorage, and
+// the page's exceptions, console errors and security (CSP) messages in
+// every tab are collected for checkProblems.
 type chromium struct {
 	t       *testing.T
 	ctx     context.Context // the first tab
 	began   time.Time
-	started time.Duration // how long Chromium took to start
+	started time.Duration // how long the first tab took to open, Chromium's start included if this test started it
 	wg      sync.WaitGroup
 
 	mu       sync.Mutex
 	problems []string
 }
 
-// startChromium starts a browser that the test's cleanup stops.
+// sharedChromium is the headless Chromium of the package's browser tests:
+// the first test that needs it starts it, and TestMain stops it once every
+// test has run. One process rather than one per test saves each test the
+// second or two Chromium takes to start.
+var sharedChromium shared
+
+type shared struct {
+	once sync.Once
+	ctx  context.Context // the browser's first tab, open while it runs
+	end  func()          // stops the browser and waits for its goroutines
+	err  error
+	mu   sync.Mutex // guards stopping
+}
+
+// browser returns the context of the shared browser's first tab, starting
+// the browser (the binary at exe) on the first call.
+func (s *shared) browser(exe string) (context.Context, error) {
+	s.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless)
+		actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+		bctx, bcancel := chromedp.NewContext(actx)
+		s.mu.Lock()
+		s.ctx, s.end = bctx, func() { bcancel(); acancel() }
+		s.mu.Unlock()
+		started := make(chan error, 1)
+		go func() { started <- chromedp.Do(bctx) }()
+		select {
+		case s.err = <-started:
+		case <-time.After(browserTimeout):
+			s.err = fmt.Errorf("not started after %v", browserTimeout)
+		}
+		if s.err != nil {
+			acancel() // the next Do or the start ends with the allocator
+		}
+	})
+	return s.ctx, s.err
+}
+
+// stop stops the browser, if a test started it.
+func (s *shared) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.end != nil {
+		s.end()
+		s.end = nil
+	}
+}
+
+// startChromium opens a browser context of t's own in the shared browser,
+// with its first tab; t's cleanup closes it.
 func startChromium(t *testing.T) *chromium {
 	t.Helper()
 	exe := findBrowser(t)
 	c := &chromium{t: t, began: time.Now()}
-	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	bctx, bcancel := chromedp.NewContext(actx)
+	browser, err := sharedChromium.browser(exe)
+	if err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	ctx, cancel := context.WithTimeout(browser, browserTimeout)
+	bctx, bcancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
 	t.Cleanup(func() {
 		bcancel()
-		acancel()
 		cancel()
 		c.wg.Wait()
 	})
 	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("starting %s: %v", exe, err)
+		t.Fatalf("opening a browser context in %s: %v", exe, err)
 	}
 	c.started = time.Since(c.began)
 	c.ctx = bctx
@@ -260,6 +313,7 @@ const connected = `document.getElementById('status').dataset.state === 'connecte
 // an inline button, checks that bot HTML cannot run script, shows
 // attachments, and survives a dropped connection.
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 	ec, seen := startBrowserBot(t)
 	a := ec.a

@@ -20,6 +20,7 @@ import (
 // size, a reload shows them all again, and a file over the server's limit
 // is stopped by the page with a notice.
 func TestBrowserUpload(t *testing.T) {
+	t.Parallel()
 	c := startChromium(t)
 	dir := t.TempDir()
 	png, notes := dotPNG(), []byte("Herald keeps notes.\n")

@@ -6,5 +6,6 @@ import (
 	"github.com/heraldbot/herald/internal/leakcheck"
 )
 
-// TestMain fails the run if the tests leave goroutines behind.
-func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
+// TestMain fails the run if the tests leave goroutines behind, once the
+// browser they share has stopped.
+func TestMain(m *testing.M) { leakcheck.VerifyTestMainAfter(m, sharedChromium.stop) }

@@ -33,7 +33,16 @@ func Find(opts ...goleak.Option) error {
 // VerifyTestMain runs m's tests and exits with their code, or with 1 when
 // they passed but left goroutines (see Find). Call it from TestMain.
 func VerifyTestMain(m *testing.M, opts ...goleak.Option) {
+	VerifyTestMainAfter(m, func() {}, opts...)
+}
+
+// VerifyTestMainAfter is VerifyTestMain for tests that share something
+// started once for the whole run (a browser): after the tests, it calls
+// stop, which must end every goroutine of what they shared, then checks
+// that none is left.
+func VerifyTestMainAfter(m *testing.M, stop func(), opts ...goleak.Option) {
 	code := m.Run()
+	stop()
 	if code == 0 {
 		if err := Find(opts...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
