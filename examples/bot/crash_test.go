@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -223,18 +222,6 @@ func pendingSends(t *testing.T, addr string) int {
 		}
 	}
 	return -1
-}
-
-// freeAddr returns a loopback address with a port free at the moment.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // webhookPusher posts updates to the bot's webhook as Telegram does with

@@ -131,6 +131,11 @@ func waitSpread(ctx context.Context, t *testing.T, nodes []*node) *node {
 		total, gws := 0.0, []*node{}
 		spread := true
 		for _, n := range nodes {
+			select {
+			case <-n.p.done:
+				t.Fatalf("%s exited (%v) before the partitions spread; its log:\n%s", n.name, n.p.err, n.p.stderr.String())
+			default:
+			}
 			p := n.gauge("herald_cluster_partitions")
 			spread = spread && p > 0
 			total += p
