@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/cluster"
+	"github.com/heraldbot/herald/internal/testport"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -30,7 +31,7 @@ type natsServer struct {
 
 func startNATS(t *testing.T) *natsServer {
 	t.Helper()
-	n := &natsServer{t: t, dir: t.TempDir(), port: -1}
+	n := &natsServer{t: t, dir: t.TempDir(), port: testport.Port(t)}
 	n.start()
 	t.Cleanup(n.stop)
 	return n

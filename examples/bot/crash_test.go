@@ -17,6 +17,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/internal/testport"
 	"github.com/heraldbot/herald/plugins/greet"
 )
 
@@ -60,7 +61,7 @@ func crashTest(t *testing.T, webhook bool) {
 	}
 	var push *webhookPusher
 	if webhook {
-		addr := freeAddr(t)
+		addr := testport.Addr(t)
 		env = append(env,
 			"TELEGRAM_WEBHOOK_URL=https://bot.example/hook",
 			"TELEGRAM_WEBHOOK_LISTEN="+addr,
@@ -152,7 +153,7 @@ func TestE2ECrashConversation(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	metrics := freeAddr(t)
+	metrics := testport.Addr(t)
 	env := []string{
 		"TELEGRAM_BOT_TOKEN=" + crashToken,
 		"TELEGRAM_API_ENDPOINT=" + srv.Endpoint(),

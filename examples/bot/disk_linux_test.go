@@ -8,6 +8,7 @@ import (
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
 	"github.com/heraldbot/herald/internal/testdisk"
+	"github.com/heraldbot/herald/internal/testport"
 )
 
 // TestE2EDiskFullEmbedded: the bot on its embedded store, on a file
@@ -20,7 +21,7 @@ func TestE2EDiskFullEmbedded(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	metrics := freeAddr(t)
+	metrics := testport.Addr(t)
 	p := startBot(t,
 		"TELEGRAM_BOT_TOKEN="+crashToken,
 		"TELEGRAM_API_ENDPOINT="+srv.Endpoint(),

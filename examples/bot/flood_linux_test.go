@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/heraldbot/herald/internal/testport"
 )
 
 // TestFloodMemory measures the bot's resident memory under a flood of
@@ -38,7 +40,7 @@ func TestFloodMemory(t *testing.T) {
 	if out, err := exec.Command("go", "test", "-c", "-o", clients, "../../adapters/webchat").CombinedOutput(); err != nil {
 		t.Fatalf("building the flood clients: %v\n%s", err, out)
 	}
-	addr := freeAddr(t)
+	addr := testport.Addr(t)
 	p := startBot(t, "WEBCHAT_ADDR="+addr)
 	pid := p.cmd.Process.Pid
 	page := "http://" + addr + "/"

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/internal/testport"
 )
 
 // restartableNATS is a NATS server with JetStream on a loopback port, its
@@ -24,7 +25,7 @@ type restartableNATS struct {
 
 func newRestartableNATS(t *testing.T) *restartableNATS {
 	t.Helper()
-	n := &restartableNATS{t: t, dir: t.TempDir(), port: -1}
+	n := &restartableNATS{t: t, dir: t.TempDir(), port: testport.Port(t)}
 	n.start()
 	t.Cleanup(n.stop)
 	return n

@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/internal/testport"
 )
 
 // The scale-out tests run the built bot as several processes of one bot
@@ -94,7 +95,7 @@ type node struct {
 
 func startNode(t *testing.T, name string, env []string) *node {
 	t.Helper()
-	n := &node{name: name, metrics: freeAddr(t)}
+	n := &node{name: name, metrics: testport.Addr(t)}
 	n.p = startBot(t, append(slices.Clone(env), "HERALD_NODE="+name, "METRICS_ADDR="+n.metrics)...)
 	return n
 }
@@ -598,7 +599,7 @@ func TestE2EScaleOutWebhook(t *testing.T) {
 	var urls []string
 	logs := map[string]*apiLog{}
 	for _, name := range []string{"n1", "n2", "n3"} {
-		addr := freeAddr(t)
+		addr := testport.Addr(t)
 		logs[name] = newAPILog(t, srv)
 		urls = append(urls, "http://"+addr+"/")
 		nodes = append(nodes, startNode(t, name, append(slices.Clone(env),
