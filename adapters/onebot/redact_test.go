@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heraldbot/herald/internal/redact"
+	"github.com/heraldbot/herald/internal/testport"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -114,12 +115,7 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 
 	// Connection refused.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := testport.Addr(t) // no listener
 	runForward("ws://"+closed+"/?"+q, nil, dialFailures(1))
 
 	// A failed DNS lookup.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
 	"github.com/heraldbot/herald/internal/redact"
+	"github.com/heraldbot/herald/internal/testport"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -40,13 +41,9 @@ type refusedDialer struct {
 
 func newRefusedDialer(t *testing.T, n int64) *refusedDialer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return &refusedDialer{closed: addr, n: n}
+	// A port from below the ephemeral range: no listener on port 0 takes
+	// it meanwhile.
+	return &refusedDialer{closed: testport.Addr(t), n: n}
 }
 
 func (d *refusedDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {

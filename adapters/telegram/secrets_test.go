@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/internal/testport"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -94,14 +94,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 	// 2. Dial errors: a refused connection, for a send, an upload and a
 	// run's getMe (logged, then the run ends with its context).
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String() + "/bot%s/%s"
-	ln.Close()
+	dead := "http://" + testport.Addr(t) + "/bot%s/%s" // no listener
 	d := newAdapter(Config{APIEndpoint: dead, Webhook: WebhookConfig{SecretToken: webhookSecret}})
-	_, err = d.Send(t.Context(), sendTo("1", platform.TextMessage("x")))
+	_, err := d.Send(t.Context(), sendTo("1", platform.TextMessage("x")))
 	check("dial: send", err)
 	_, err = d.Send(t.Context(), sendTo("1", platform.OutboundMessage{Attachments: []platform.Attachment{{Kind: platform.AttachPhoto, Data: []byte("p")}}}))
 	check("dial: upload", err)
