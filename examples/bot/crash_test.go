@@ -149,6 +149,7 @@ func dedup(ss []string) []string {
 // for the answer; after the restart the answer is taken, once, and the
 // question is not asked again.
 func TestE2ECrashConversation(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

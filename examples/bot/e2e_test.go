@@ -461,6 +461,7 @@ func TestE2EWebchat(t *testing.T) {
 // TestE2EBadConfig: each bad setting stops the built binary with exit code
 // 2 and one line naming it.
 func TestE2EBadConfig(t *testing.T) {
+	t.Parallel()
 	for _, tc := range badConfigs {
 		t.Run(tc.name, func(t *testing.T) {
 			env := []string{}
