@@ -315,8 +315,13 @@ func (l *lead) send(msg jetstream.Msg) {
 		if meta.NumDelivered > 1 {
 			s.redeliveries.Add(1)
 		}
+	}
+	if out.Redelivered {
+		// A send delivered before may have been made, or begun: a
+		// gateway saves its progress as it makes it. One never delivered
+		// before has neither, and costs no request.
 		ctx, cancel := context.WithTimeout(l.conn, opTimeout)
-		if out.Redelivered && d.ID != "" {
+		if d.ID != "" {
 			// Made before, by a gateway that died before its ack?
 			if m, ok, err := s.mark(ctx, d.ID); err == nil && ok {
 				err = msg.DoubleAck(ctx)
