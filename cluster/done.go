@@ -472,6 +472,40 @@ func (d *doneLog) compact(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// settleNotes removes what a one-process journal of the bot (Open) noted
+// done and left in the streams when it stopped without compacting (a
+// crash): the records its done notes name, then the notes. A shared
+// journal (OpenShared) calls it before its members consume: it reads no
+// notes, and its consumers would hand those records over again. Members
+// that start together each settle; a record or note another removed
+// first is skipped.
+func (j *Journal) settleNotes(ctx context.Context) error {
+	for _, d := range []*doneLog{j.inDone, j.outDone} {
+		noted, err := j.notes(ctx, d)
+		if err != nil {
+			return fmt.Errorf("cluster: read the done notes: %w", err)
+		}
+		if len(noted) == 0 {
+			continue
+		}
+		recs, notes := make([]uint64, 0, len(noted)), map[uint64]bool{}
+		for rec, note := range noted {
+			recs = append(recs, rec)
+			notes[note] = true
+		}
+		slices.Sort(recs)
+		if err := d.deleteEach(recs); err != nil {
+			return fmt.Errorf("cluster: remove the records noted done: %w", err)
+		}
+		if err := d.deleteEach(slices.Sorted(maps.Keys(notes))); err != nil {
+			return fmt.Errorf("cluster: remove the done notes: %w", err)
+		}
+		j.limited.Info("cluster: removed the records a one-process journal noted done", zap.String("stream", d.subject),
+			zap.Int("records", len(recs)), zap.Int("notes", len(notes)))
+	}
+	return nil
+}
+
 // tidy purges below the floor when it moved far enough (or long enough
 // ago), and deletes the records done above it that waited aboveAge, and
 // the notes all of whose records are deleted; with force, it purges and

@@ -594,3 +594,74 @@ func remakeOut(ctx context.Context, t *testing.T, j *Journal) {
 		t.Fatal(err)
 	}
 }
+
+// A shared journal opened on the streams a one-process journal left after
+// a crash (records done, noted, not yet purged) removes what the notes
+// name before its members consume: its consumers would hand those records
+// over again. The records not done stay, and the notes go.
+func TestSharedSettlesDoneNotes(t *testing.T) {
+	t.Parallel()
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	var open []string
+	for i := range 10 {
+		send := recordSend(ctx, t, j, "c", fmt.Sprint("s", i))
+		event, _, err := j.RecordEvent(ctx, platform.Event{ID: fmt.Sprint(i), Platform: "memory", Kind: platform.EventMessage,
+			Chat: platform.Chat{ID: "c"}, Text: fmt.Sprint("e", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 { // the first not done holds the floor: nothing is purged
+			open = append(open, fmt.Sprint("s", i), fmt.Sprint("e", i))
+			continue
+		}
+		markDone(ctx, t, send)
+		markDone(ctx, t, event)
+	}
+	// A crash: no compaction. 5 records and at least one note each.
+	if out, in := msgs(ctx, t, j.out), msgs(ctx, t, j.in); out < 6 || in < 6 {
+		t.Fatalf("OUT holds %d and IN %d messages; want the records and their notes", out, in)
+	}
+	r.stop()
+	r.start()
+	s, err := OpenShared(ctx, r.nc, SharedConfig{Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	notes := 0
+	for _, st := range []jetstream.Stream{s.out, s.in} {
+		if err := s.each(ctx, st, func(m *jetstream.RawStreamMsg) error {
+			if m.Subject == s.outDone.subject || m.Subject == s.inDone.subject {
+				notes++
+				return nil
+			}
+			data, _, err := s.recordData(ctx, m.Header, m.Data)
+			if err != nil {
+				return err
+			}
+			if st == s.out {
+				var d sendData
+				if err := decodeRecord(data, &d); err != nil {
+					return err
+				}
+				left = append(left, d.Request.Message.Text)
+			} else {
+				var ev platform.Event
+				if err := decodeRecord(data, &ev); err != nil {
+					return err
+				}
+				left = append(left, ev.Text)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(left)
+	slices.Sort(open)
+	if !slices.Equal(left, open) || notes != 0 {
+		t.Fatalf("the streams hold %q and %d notes; want only the records not done, %q", left, notes, open)
+	}
+}

@@ -154,6 +154,9 @@ func OpenShared(ctx context.Context, nc *nats.Conn, cfg SharedConfig) (*Shared, 
 	if err != nil {
 		return nil, err
 	}
+	if err := j.settleNotes(ctx); err != nil {
+		return nil, err
+	}
 	log = log.With(zap.String("node", cfg.Node))
 	s := &Shared{Journal: j, cfg: cfg, nc: nc, log: log, warn: ratelog.New(log, time.Minute),
 		results: "herald." + j.cfg.Bot + ".result." + token(cfg.Node), pending: map[string]func(platform.SendResult, error){}}
