@@ -9,6 +9,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -83,6 +84,7 @@ type doneLog struct {
 
 	mu       sync.Mutex
 	epoch    uint64              // counts the stream found made anew
+	ident    string              // the stream's identity (streamIdent), for its notes' header; "" until known
 	seen     uint64              // the highest sequence the server gave
 	cap      uint64              // if not 0, nothing from it on is purged
 	opening  bool                // cap is the first message at opening (lifted by adopt)
@@ -121,6 +123,38 @@ type doneAbove struct {
 	at        time.Time
 }
 
+// hdrStream is a done note's header naming the stream it was written for
+// (streamIdent): a note that a Done of a stream's record wrote to the
+// stream made anew after it names sequences of the old one, and is not
+// read.
+const hdrStream = "Herald-Stream"
+
+// streamIdent is a stream's identity: its creation time, which a stream
+// made anew under the same name does not share.
+func streamIdent(info *jetstream.StreamInfo) string {
+	return strconv.FormatInt(info.Created.UnixNano(), 10)
+}
+
+// learnIdent asks the server for the stream's identity, unknown since it
+// was found made anew, and keeps it if the stream is still of epoch. It
+// returns "" if the server does not answer: the note goes without it.
+func (d *doneLog) learnIdent(epoch uint64) string {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	info, err := d.stream.Info(ctx)
+	if err != nil {
+		return ""
+	}
+	ident := streamIdent(info)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.epoch != epoch {
+		return ""
+	}
+	d.ident = ident
+	return ident
+}
+
 // newDoneLog returns the done log of stream s, whose notes go to subject.
 func newDoneLog(js jetstream.JetStream, s jetstream.Stream, subject string, limited *ratelog.Logger) *doneLog {
 	d := &doneLog{js: js, stream: s, subject: subject, limited: limited, turn: make(chan struct{}, 1),
@@ -128,6 +162,7 @@ func newDoneLog(js jetstream.JetStream, s jetstream.Stream, subject string, limi
 		aboveAge: aboveAge, now: time.Now}
 	d.purgedAt = d.now()
 	if info := s.CachedInfo(); info != nil {
+		d.ident = streamIdent(info)
 		st := info.State
 		d.seen, d.purged = st.LastSeq, st.LastSeq+1
 		if st.Msgs > 0 {
@@ -221,7 +256,7 @@ func (d *doneLog) sawLocked(seq uint64, w writing) {
 		return
 	}
 	d.epoch++
-	d.seen, d.cap, d.opening = seq, 1, false
+	d.seen, d.cap, d.opening, d.ident = seq, 1, false, ""
 	clear(d.held)
 	d.heldQ = d.heldQ[:0]
 	clear(d.notes)
@@ -381,13 +416,20 @@ func (d *doneLog) write(g *doneGroup) {
 		part := seqs[:min(len(seqs), noteMax)]
 		seqs = seqs[len(part):]
 		d.mu.Lock()
-		renewed, w := d.epoch != g.epoch, writing{d.seen + 1, d.epoch}
+		renewed, w, ident := d.epoch != g.epoch, writing{d.seen + 1, d.epoch}, d.ident
 		d.mu.Unlock()
 		if renewed {
 			return // the stream was made anew: its records went with it
 		}
+		if ident == "" {
+			ident = d.learnIdent(w.epoch)
+		}
+		note := &nats.Msg{Subject: d.subject, Data: encodeSeqs(part), Header: nats.Header{}}
+		if ident != "" {
+			note.Header.Set(hdrStream, ident)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		ack, err := d.js.PublishMsg(ctx, &nats.Msg{Subject: d.subject, Data: encodeSeqs(part)})
+		ack, err := d.js.PublishMsg(ctx, note)
 		cancel()
 		if err != nil && !refused(err) {
 			g.err = outage("done", fmt.Errorf("a done note: %w", err))
@@ -563,6 +605,12 @@ func (d *doneLog) tidy(ctx context.Context, force bool) {
 		d.mu.Unlock()
 		if err != nil {
 			d.limited.Warn("cluster: the journal's records done were not purged; they are tried again later", zap.String("stream", d.subject), zap.Error(err))
+			d.mu.Lock()
+			if d.epoch == epoch {
+				d.above = append(stale, d.above...) // the next time
+			}
+			d.mu.Unlock()
+			return
 		}
 	}
 	for i, a := range stale {
@@ -597,10 +645,14 @@ func (d *doneLog) tidy(ctx context.Context, force bool) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(ctx, tidyTimeout)
-		if err := d.stream.DeleteMsg(ctx, note); err != nil && !gone(err) {
-			d.limited.Warn("cluster: a journal's done note was not deleted; it goes with the next purge past it", zap.String("stream", d.subject), zap.Error(err))
-		}
+		err := d.stream.DeleteMsg(ctx, note)
 		cancel()
+		if err != nil && !gone(err) {
+			// This one and the rest name only records gone: they go with
+			// the next purge past them.
+			d.limited.Warn("cluster: a journal's done note was not deleted; it goes with the next purge past it", zap.String("stream", d.subject), zap.Error(err))
+			return
+		}
 	}
 }
 

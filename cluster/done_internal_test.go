@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -663,5 +664,126 @@ func TestSharedSettlesDoneNotes(t *testing.T) {
 	slices.Sort(open)
 	if !slices.Equal(left, open) || notes != 0 {
 		t.Fatalf("the streams hold %q and %d notes; want only the records not done, %q", left, notes, open)
+	}
+}
+
+// stallingStream is a stream whose server stops answering deletions after
+// the first ok of them: each later DeleteMsg waits for its context's end,
+// as a request to a server that no longer answers does.
+type stallingStream struct {
+	jetstream.Stream
+	ok      int64
+	calls   atomic.Int64
+	stalled atomic.Int64
+}
+
+func (s *stallingStream) DeleteMsg(ctx context.Context, seq uint64) error {
+	if s.calls.Add(1) <= s.ok {
+		return s.Stream.DeleteMsg(ctx, seq)
+	}
+	s.stalled.Add(1)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestDoneTidyStopsAtFirstFailure: a tidy stops at its first failure, so
+// that a turn lasts at most a note's write (opTimeout) and a few requests
+// of tidyTimeout: the notes freed by the deletions before one that failed
+// are left for a later purge, not each waited for (up to staleMax of
+// them, 8.5 minutes, while every Done waited for the turn).
+func TestDoneTidyStopsAtFirstFailure(t *testing.T) {
+	t.Parallel()
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	d := j.outDone
+	var mu sync.Mutex
+	clock := time.Now()
+	d.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
+	recordSend(ctx, t, j, "c", "held") // the floor stays here
+	const n = 6
+	for i := range n { // one note each: Dones one after the other
+		markDone(ctx, t, recordSend(ctx, t, j, "c", fmt.Sprint(i)))
+	}
+	mu.Lock()
+	clock = clock.Add(aboveAge)
+	mu.Unlock()
+	last := recordSend(ctx, t, j, "c", "last")
+	// The server answers the n deletions of the records aged, then stops
+	// answering.
+	s := &stallingStream{Stream: d.stream, ok: n}
+	d.stream = s
+	start := time.Now()
+	markDone(ctx, t, last)
+	took := time.Since(start)
+	t.Logf("Done took %v; deletions sent after the server stopped answering: %d", took.Round(time.Millisecond), s.stalled.Load())
+	if s.stalled.Load() > 1 || took > opTimeout {
+		t.Fatalf("the turn went on after its first failure: %d requests waited tidyTimeout each, the Done took %v (for staleMax notes freed, %v)",
+			s.stalled.Load(), took.Round(time.Millisecond), staleMax*tidyTimeout)
+	}
+}
+
+// crashingStream stops the server (the process dies, its store stays) at
+// the first deletion asked of it, before the deletion is made.
+type crashingStream struct {
+	jetstream.Stream
+	r       *restartable
+	crashed bool
+}
+
+func (s *crashingStream) DeleteMsg(ctx context.Context, seq uint64) error {
+	if !s.crashed {
+		s.crashed = true
+		s.r.stop()
+	}
+	return fmt.Errorf("the process died before deleting %d", seq)
+}
+
+// TestDoneNoteOfStreamMadeAnewLeftBehind: a Done of a record of a stream
+// made anew writes its note to the new stream, finds it there (its
+// sequence below those seen) and deletes it with one request. A crash
+// before that request (or its failure) leaves in the new stream a note
+// naming sequences of the old one; the next start must not take them as
+// done (it adopted them for deletion, and the new records written there
+// were deleted while held, or skipped by the Pending after): a note
+// carries its stream's identity (hdrStream), and one of another stream is
+// not read.
+func TestDoneNoteOfStreamMadeAnewLeftBehind(t *testing.T) {
+	t.Parallel()
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	var old []journal.Record
+	for i := range 5 {
+		old = append(old, recordSend(ctx, t, j, "c", fmt.Sprint("old", i)))
+	}
+	remakeOut(ctx, t, j) // the server lost OUT, and it was made again
+	j.outDone.stream = &crashingStream{Stream: j.outDone.stream, r: r}
+	_ = old[2].Done(ctx, nil) // its note lands at 1 in the new stream, naming 3; the process dies before deleting it
+
+	r.start()
+	j = r.open(ctx)
+	if sends, _, _ := pendingTexts(ctx, t, j); len(sends) != 0 {
+		t.Fatalf("the new stream hands over %q; want nothing", sends)
+	}
+	a := recordSend(ctx, t, j, "c", "a") // 2
+	b := recordSend(ctx, t, j, "c", "b") // 3: the sequence the note left behind names
+	recordSend(ctx, t, j, "c", "c")      // 4
+	if seq := b.(*record).seq; seq != 3 {
+		t.Fatalf("b is at %d; the test wants it at 3", seq)
+	}
+	markDone(ctx, t, a)
+	if _, err := j.out.GetMsg(ctx, 3); err != nil {
+		t.Logf("b, held and not done, is gone from OUT already: %v", err)
+	}
+	r.stop()
+	r.start()
+	j = r.open(ctx)
+	if sends, _, _ := pendingTexts(ctx, t, j); !slices.Equal(sends, []string{"b", "c"}) {
+		t.Fatalf("after a restart: %q; want the two records not done, b and c", sends)
 	}
 }

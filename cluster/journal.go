@@ -732,11 +732,26 @@ func (j *Journal) readDeadLetters(ctx context.Context, named map[string]bool) ([
 	return letters, nil
 }
 
-// notes returns the records d's done notes name, each with its note.
+// notes returns the records d's done notes name, each with its note. A
+// note written for a stream before this one (made anew since) is not
+// read, nor a name at or past its note: a record comes before its note.
 func (j *Journal) notes(ctx context.Context, d *doneLog) (map[uint64]uint64, error) {
+	info, err := d.stream.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ident := streamIdent(info)
 	noted := map[uint64]uint64{}
-	err := j.eachOn(ctx, d.stream, d.subject, func(m *jetstream.RawStreamMsg) error {
-		if err := decodeSeqs(m.Data, func(s uint64) { noted[s] = m.Sequence }); err != nil {
+	err = j.eachOn(ctx, d.stream, d.subject, func(m *jetstream.RawStreamMsg) error {
+		if h := m.Header.Get(hdrStream); h != "" && h != ident {
+			j.limited.Warn("cluster: a done note of a stream made anew since is not read", zap.Uint64("note", m.Sequence))
+			return nil
+		}
+		if err := decodeSeqs(m.Data, func(s uint64) {
+			if s < m.Sequence {
+				noted[s] = m.Sequence
+			}
+		}); err != nil {
 			j.limited.Warn("cluster: a done note cannot be read; the records it names may be handed over again", zap.Uint64("note", m.Sequence))
 		}
 		return nil
