@@ -243,13 +243,7 @@ func TestDoneAboveStuckFloor(t *testing.T) {
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)
-	var mu sync.Mutex
-	clock := time.Now()
-	j.outDone.now = func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return clock
-	}
+	clock := fakeClock(j.outDone)
 	held := recordSend(ctx, t, j, "c", "held")
 	for i := range 50 {
 		rec := recordSend(ctx, t, j, "c", fmt.Sprint(i))
@@ -258,9 +252,7 @@ func TestDoneAboveStuckFloor(t *testing.T) {
 	if got := msgs(ctx, t, j.out); got != 101 {
 		t.Fatalf("OUT holds %d messages; want the held record, 50 done and their 50 notes", got)
 	}
-	mu.Lock()
-	clock = clock.Add(aboveAge)
-	mu.Unlock()
+	clock.advance(aboveAge)
 	last := recordSend(ctx, t, j, "c", "last")
 	markDone(ctx, t, last)
 	if got := msgs(ctx, t, j.out); got != 3 {
@@ -367,13 +359,7 @@ func TestDoneNoteOutlivesItsRecords(t *testing.T) {
 	r := newRestartable(t)
 	j := r.open(ctx)
 	d := j.outDone
-	var mu sync.Mutex
-	clock := time.Now()
-	d.now = func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return clock
-	}
+	clock := fakeClock(d)
 	d.aboveAge = 0
 	var recs []journal.Record
 	for _, text := range []string{"below", "held", "above"} {
@@ -385,7 +371,7 @@ func TestDoneNoteOutlivesItsRecords(t *testing.T) {
 	g := &doneGroup{epoch: d.current(), seqs: []uint64{recs[0].(*record).seq, recs[2].(*record).seq}, done: make(chan struct{})}
 	d.turn <- struct{}{}
 	d.mu.Lock()
-	d.purgedAt = clock // no purge yet
+	d.purgedAt = clock.now() // no purge yet
 	d.mu.Unlock()
 	d.write(g)
 	d.tidy(ctx, false) // the third deleted by itself; the note stays for the first
@@ -697,21 +683,13 @@ func TestDoneTidyStopsAtFirstFailure(t *testing.T) {
 	r := newRestartable(t)
 	j := r.open(ctx)
 	d := j.outDone
-	var mu sync.Mutex
-	clock := time.Now()
-	d.now = func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return clock
-	}
+	clock := fakeClock(d)
 	recordSend(ctx, t, j, "c", "held") // the floor stays here
 	const n = 6
 	for i := range n { // one note each: Dones one after the other
 		markDone(ctx, t, recordSend(ctx, t, j, "c", fmt.Sprint(i)))
 	}
-	mu.Lock()
-	clock = clock.Add(aboveAge)
-	mu.Unlock()
+	clock.advance(aboveAge)
 	last := recordSend(ctx, t, j, "c", "last")
 	// The server answers the n deletions of the records aged, then stops
 	// answering.
@@ -786,4 +764,30 @@ func TestDoneNoteOfStreamMadeAnewLeftBehind(t *testing.T) {
 	if sends, _, _ := pendingTexts(ctx, t, j); !slices.Equal(sends, []string{"b", "c"}) {
 		t.Fatalf("after a restart: %q; want the two records not done, b and c", sends)
 	}
+}
+
+// testClock is a doneLog's clock that a test moves.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// fakeClock gives d a clock of its own, at the present, that moves only
+// by advance.
+func fakeClock(d *doneLog) *testClock {
+	c := &testClock{t: time.Now()}
+	d.now = c.now
+	return c
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) advance(by time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(by)
 }
