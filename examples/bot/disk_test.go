@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,11 +12,11 @@ import (
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/internal/natstest"
 )
 
 // The disk-full tests fill the journal's store while the bot works — the
@@ -250,23 +249,7 @@ func TestE2EDiskFullNATS(t *testing.T) {
 // (max_file_store), and returns its URL.
 func startLimitedNATS(t *testing.T, maxStore int64) string {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), JetStreamMaxStore: maxStore,
-		NoLog: true, NoSigs: true, ServerName: "e2e-limited",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		s.Shutdown()
-		t.Fatal("NATS server not ready")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return fmt.Sprintf("nats://%s", s.Addr().(*net.TCPAddr).String())
+	return natstest.Start(t, natstest.Options{MaxStore: maxStore}).URL()
 }
 
 // fillStream fills the server's store to its limit with a stream of its

@@ -2,62 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
-	"github.com/heraldbot/herald/internal/testport"
+	"github.com/heraldbot/herald/internal/natstest"
 )
-
-// restartableNATS is a NATS server with JetStream on a loopback port, its
-// store in a directory of the test's, that the test restarts: shut down
-// and started again on the same store and port.
-type restartableNATS struct {
-	t    *testing.T
-	dir  string
-	port int
-	s    *server.Server
-}
-
-func newRestartableNATS(t *testing.T) *restartableNATS {
-	t.Helper()
-	n := &restartableNATS{t: t, dir: t.TempDir(), port: testport.Port(t)}
-	n.start()
-	t.Cleanup(n.stop)
-	return n
-}
-
-func (n *restartableNATS) start() {
-	n.t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: n.dir,
-		NoLog: true, NoSigs: true, ServerName: "e2e-restart"})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		s.Shutdown()
-		n.t.Fatal("NATS server not ready")
-	}
-	n.s, n.port = s, s.Addr().(*net.TCPAddr).Port
-}
-
-func (n *restartableNATS) stop() {
-	n.s.Shutdown()
-	n.s.WaitForShutdown()
-}
-
-func (n *restartableNATS) restart() {
-	n.t.Helper()
-	n.stop()
-	n.start()
-}
-
-func (n *restartableNATS) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.port) }
 
 // TestE2ENATSRestart: three processes of the bot on one NATS server; the
 // server restarts (its memory-backed members bucket gone with it), then a
@@ -69,8 +19,8 @@ func TestE2ENATSRestart(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	ns := newRestartableNATS(t)
-	env := scaleEnv(srv, ns.url())
+	ns := natstest.Start(t, natstest.Options{})
+	env := scaleEnv(srv, ns.URL())
 	nodes := []*node{startNode(t, "n1", env), startNode(t, "n2", env), startNode(t, "n3", env)}
 	gw := waitSpread(ctx, t, nodes)
 
@@ -78,7 +28,8 @@ func TestE2ENATSRestart(t *testing.T) {
 	before.send(ctx, 0)
 	before.wait(ctx, t)
 
-	ns.restart()
+	ns.Stop()
+	ns.Restart()
 	restarted := time.Now()
 	after := scaleRun{srv: srv, chats: 10, count: 3, first: 51000}
 	after.send(ctx, 0)

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/internal/natstest"
 	"github.com/heraldbot/herald/internal/testport"
 )
 
@@ -68,23 +68,7 @@ func scaleEnv(srv *telegramtest.Server, url string, extra ...string) []string {
 // store in a directory of the test's, and returns its URL.
 func startNATS(t *testing.T) string {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
-		NoLog: true, NoSigs: true, ServerName: "e2e",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		s.Shutdown()
-		t.Fatal("NATS server not ready")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s.ClientURL()
+	return natstest.Start(t, natstest.Options{}).URL()
 }
 
 // node is one process of the bot.
