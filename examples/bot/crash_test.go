@@ -30,7 +30,7 @@ import (
 
 const (
 	crashChats   = 30
-	crashCount   = 15
+	crashCount   = 8
 	crashSecret  = "e2e-webhook-secret"
 	crashToken   = "123456:e2e-secret-token"
 	crashTimeout = 4 * time.Minute

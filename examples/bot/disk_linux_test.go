@@ -13,7 +13,7 @@ import (
 
 // TestE2EDiskFullEmbedded: the bot on its embedded store, on a file
 // system of 64 MiB that another program fills up while the bot sends
-// 400 replies, and frees after diskOutage. It needs root (a tmpfs).
+// 240 replies, and frees after diskOutage. It needs root (a tmpfs).
 func TestE2EDiskFullEmbedded(t *testing.T) {
 	t.Parallel()
 	disk := testdisk.Small(t, 64<<20)

@@ -62,7 +62,7 @@ type diskRun struct {
 
 func newDiskRun(srv *telegramtest.Server, base int64) *diskRun {
 	return &diskRun{srv: srv,
-		first: scaleRun{srv: srv, chats: 40, count: 10, first: base},
+		first: scaleRun{srv: srv, chats: 30, count: 8, first: base},
 		again: scaleRun{srv: srv, chats: 20, count: 3, first: base + 1000}}
 }
 
@@ -226,7 +226,7 @@ func (n *node) sample(series string) float64 {
 
 // TestE2EDiskFullNATS: the bot on a NATS server whose store fills up to
 // its max_file_store (another stream takes the room) while the bot sends
-// 400 replies, and empties after diskOutage.
+// 240 replies, and empties after diskOutage.
 func TestE2EDiskFullNATS(t *testing.T) {
 	t.Parallel()
 	srv := telegramtest.NewServer()

@@ -306,8 +306,8 @@ func busiestSecond(sent []telegramtest.SentMessage) int {
 	return most
 }
 
-// TestE2EScaleOutKills: three processes share 50 chats sending /count 20
-// over 20 s; a worker is killed, later the gateway. Every reply arrives,
+// TestE2EScaleOutKills: three processes share 50 chats sending /count 8
+// over 10 s; a worker is killed, later the gateway. Every reply arrives,
 // in order, at most once twice per chat per kill, and within Telegram's
 // limits; the takeover times are logged.
 func TestE2EScaleOutKills(t *testing.T) {
@@ -329,11 +329,11 @@ func TestE2EScaleOutKills(t *testing.T) {
 		}
 	}
 
-	run := scaleRun{srv: srv, chats: 50, count: 20, first: 5000}
+	run := scaleRun{srv: srv, chats: 50, count: 8, first: 5000}
 	sending := make(chan struct{})
 	go func() {
 		defer close(sending)
-		run.send(ctx, 20*time.Second)
+		run.send(ctx, 10*time.Second)
 	}()
 
 	kill := func(pick func() *node, after int) time.Time {
@@ -408,11 +408,11 @@ func TestE2EScaleOutRebalance(t *testing.T) {
 	nodes := []*node{startNode(t, "n1", env), startNode(t, "n2", env), startNode(t, "n3", env)}
 	gw := waitSpread(ctx, t, nodes)
 
-	run := scaleRun{srv: srv, chats: 40, count: 20, first: 7000}
+	run := scaleRun{srv: srv, chats: 40, count: 8, first: 7000}
 	sending := make(chan struct{})
 	go func() {
 		defer close(sending)
-		run.send(ctx, 10*time.Second)
+		run.send(ctx, 6*time.Second)
 	}()
 	if err := srv.WaitUntil(ctx, func() bool { return len(srv.AllSent()) >= run.total()*20/100 }); err != nil {
 		t.Fatal(err)
@@ -524,7 +524,7 @@ func TestE2EScaleOutPausedGateway(t *testing.T) {
 		other = nodes[1]
 	}
 
-	run := scaleRun{srv: srv, chats: 30, count: 20, first: 9000}
+	run := scaleRun{srv: srv, chats: 30, count: 10, first: 9000}
 	go run.send(ctx, 2*time.Second)
 	if err := srv.WaitUntil(ctx, func() bool { return len(srv.AllSent()) >= run.total()*20/100 }); err != nil {
 		t.Fatal(err)
