@@ -41,7 +41,7 @@ func convEnv(t *testing.T, srv *telegramtest.Server) []string {
 // while it waits, again and again, and each transcript is the one an
 // uninterrupted bot gives (a kill may repeat the send in flight).
 func TestE2EConversationAcrossStops(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 1*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -130,7 +130,7 @@ func TestE2EConversationAcrossStops(t *testing.T) {
 // and each chat's replies come in order, one of them repeated at most per
 // kill.
 func TestE2ECountersAfterKills(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 7*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -239,7 +239,7 @@ func withRepeats(got, want []string, extra int) bool {
 // for her answer, Bob's /ping is answered within a second and his button
 // press within two; Ann's answer then goes on with her conversation.
 func TestE2EGroupWhileConversationWaits(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 1*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -37,12 +37,12 @@ const (
 )
 
 func TestE2ECrashPolling(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 15*time.Second)
 	crashTest(t, false)
 }
 
 func TestE2ECrashWebhook(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 15*time.Second)
 	crashTest(t, true)
 }
 
@@ -149,7 +149,7 @@ func dedup(ss []string) []string {
 // for the answer; after the restart the answer is taken, once, and the
 // question is not asked again.
 func TestE2ECrashConversation(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 1*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -313,7 +313,7 @@ func (w *webhookPusher) stop() {
 // SIGKILL of the bot in durable mode: after the restart the note is
 // listed, and the reminder comes once, when due.
 func TestE2ECrashNoteAndRemind(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 17*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -15,7 +15,7 @@ import (
 // system of 64 MiB that another program fills up while the bot sends
 // 240 replies, and frees after diskOutage. It needs root (a tmpfs).
 func TestE2EDiskFullEmbedded(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 30*time.Second)
 	disk := testdisk.Small(t, 64<<20)
 	srv := telegramtest.NewServer()
 	defer srv.Close()

@@ -228,7 +228,7 @@ func (n *node) sample(series string) float64 {
 // its max_file_store (another stream takes the room) while the bot sends
 // 240 replies, and empties after diskOutage.
 func TestE2EDiskFullNATS(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 21*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -24,7 +24,6 @@ import (
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
 	"github.com/heraldbot/herald/internal/natstest"
-	"github.com/heraldbot/herald/internal/testmain"
 )
 
 // The end-to-end tests build the example bot and run the binary as a
@@ -68,12 +67,12 @@ func botBinary(t *testing.T) string {
 }
 
 // e2eParallel is how many end-to-end tests run at once unless -parallel
-// says: they spend most of their time waiting (for takeovers, for
-// Telegram's budget), not computing, so more than the processors.
-const e2eParallel = 6
+// says (see queue): they spend most of their time waiting (for takeovers,
+// for Telegram's budget), not computing, so more than the processors.
+const e2eParallel = 8
 
 func TestMain(m *testing.M) {
-	testmain.Parallel(e2eParallel)
+	setupQueue()
 	code := m.Run()
 	natstest.Cleanup()
 	if botPath != "" {
@@ -227,7 +226,7 @@ func texts(ms []telegramtest.SentMessage) []string {
 // replies still queued, SIGTERM: all of them are delivered before the bot
 // exits with code 0.
 func TestE2ETelegram(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 13*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	p := startBot(t,
@@ -463,7 +462,7 @@ func TestE2EWebchat(t *testing.T) {
 // TestE2EBadConfig: each bad setting stops the built binary with exit code
 // 2 and one line naming it.
 func TestE2EBadConfig(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 2*time.Second)
 	for _, tc := range badConfigs {
 		t.Run(tc.name, func(t *testing.T) {
 			env := []string{}

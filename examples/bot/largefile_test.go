@@ -49,7 +49,7 @@ func echoedWhole(t *testing.T, srv *telegramtest.Server, chat int64, data []byte
 // uploads the echo of a 4 MiB file; started again on the same DATA_DIR,
 // it sends the file once, whole.
 func TestE2ELargeFileAcrossKill(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 2*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -90,7 +90,7 @@ func TestE2ELargeFileAcrossKill(t *testing.T) {
 // server echo 4 MiB files in chats shared between them: whichever process
 // handles a chat, the gateway sends its file back whole.
 func TestE2ELargeFileAcrossProcesses(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 6*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -14,7 +14,7 @@ import (
 // process that is not the gateway is killed. Every new chat is answered,
 // in order, the dead process's partitions taken over.
 func TestE2ENATSRestart(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 17*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

@@ -311,7 +311,7 @@ func busiestSecond(sent []telegramtest.SentMessage) int {
 // in order, at most once twice per chat per kill, and within Telegram's
 // limits; the takeover times are logged.
 func TestE2EScaleOutKills(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 27*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -399,7 +399,7 @@ func TestE2EScaleOutKills(t *testing.T) {
 // gateway leaves cleanly: nothing is lost, reordered or sent twice, and
 // the lease moves at once.
 func TestE2EScaleOutRebalance(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 15*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -507,7 +507,7 @@ func (l *apiLog) since(t time.Time) int {
 // on. Resumed, the old gateway sends nothing more — its sends waiting for
 // a token or a backoff are fenced — and every reply arrives in order.
 func TestE2EScaleOutPausedGateway(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 22*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -570,7 +570,7 @@ func (w *lineWaiter) wait(ctx context.Context, msg string) error {
 // receives, only the gateway calls Telegram (setWebhook, the sends), and
 // every reply arrives in order.
 func TestE2EScaleOutWebhook(t *testing.T) {
-	t.Parallel()
+	runParallel(t, 14*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
