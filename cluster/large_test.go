@@ -19,6 +19,7 @@ import (
 	"github.com/heraldbot/herald/cluster"
 	"github.com/heraldbot/herald/cluster/embedded"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/internal/race"
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
@@ -78,6 +79,19 @@ func blobCount(t *testing.T, nc *nats.Conn) int {
 	return len(infos)
 }
 
+// The large files' sizes, each larger than a NATS message (1 MB): a
+// 20 MB and a 4 MiB file sent, a 3 MiB one received. Under the race
+// detector, which makes every byte copied cost many times as much, 5 MB,
+// 2 MiB and 2 MiB: still each larger than a message, in many chunks (CI
+// runs the full sizes without it too).
+var bigFile, mediumFile, uploadFile = 20_000_000, 4 << 20, 3 << 20
+
+func init() {
+	if race.Enabled {
+		bigFile, mediumFile, uploadFile = 5_000_000, 2<<20, 2<<20
+	}
+}
+
 // A 4 MiB and a 20 MB file, larger than a NATS message, are journaled:
 // a process that dies while sending them (SIGKILL: nothing more done)
 // leaves them in the journal, the next one on the same store sends each
@@ -91,7 +105,7 @@ func TestLargeFilesAcrossCrash(t *testing.T) {
 	// Under the race detector a 20 MB record takes seconds to encode.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sizes := map[string]int{"4": 4 << 20, "20": 20_000_000}
+	sizes := map[string]int{"4": mediumFile, "20": bigFile}
 	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
 		srv := startServer(t, dir, embedded.Config{})
 		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
@@ -167,7 +181,7 @@ func TestLargeFilesAcrossProcesses(t *testing.T) {
 			// once: the gateway makes the send.
 			if len(m.j.Stats().Leading) == 0 && bigSent.CompareAndSwap(false, true) {
 				c.Reply(platform.OutboundMessage{Attachments: []platform.Attachment{{Kind: platform.AttachDocument, FileName: "big.bin",
-					Data: fileOf(20_000_000, seedOf(c.Chat().ID))}}})
+					Data: fileOf(bigFile, seedOf(c.Chat().ID))}}})
 			}
 			c.ReplyText("by " + name)
 			return nil
@@ -176,7 +190,7 @@ func TestLargeFilesAcrossProcesses(t *testing.T) {
 	}
 	waitSpread(t, members)
 	const chats = 8
-	upload := fileOf(3<<20, 7)
+	upload := fileOf(uploadFile, 7)
 	events := make([]platform.Event, chats)
 	for c := range chats {
 		chat := memory.Private(strconv.Itoa(10 + c))
@@ -213,7 +227,7 @@ func TestLargeFilesAcrossProcesses(t *testing.T) {
 		}
 		by[sent[len(sent)-1].Message.Text] = true
 		if len(sent) == 3 {
-			if len(sent[1].Message.Attachments) != 1 || !bytes.Equal(sent[1].Message.Attachments[0].Data, fileOf(20_000_000, seedOf(id))) {
+			if len(sent[1].Message.Attachments) != 1 || !bytes.Equal(sent[1].Message.Attachments[0].Data, fileOf(bigFile, seedOf(id))) {
 				t.Fatalf("chat %s: the 20 MB file did not come whole", id)
 			}
 			big++
