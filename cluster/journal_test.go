@@ -16,11 +16,17 @@ import (
 	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/internal/leakcheck"
+	"github.com/heraldbot/herald/internal/testmain"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
-func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
+// TestMain runs up to 6 tests at once (unless -parallel says): most wait
+// for leases, pins and restarts more than they compute.
+func TestMain(m *testing.M) {
+	testmain.Parallel(6)
+	leakcheck.VerifyTestMain(m)
+}
 
 // server is an embedded NATS server in dir, with a connection to it.
 type server struct {
