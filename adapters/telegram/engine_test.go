@@ -202,6 +202,7 @@ func tgTimes(ms []telegramtest.SentMessage) []time.Time {
 // TestEngineTelegram runs the real engine, plugins and sender chain over the
 // adapter against the fake Bot API.
 func TestEngineTelegram(t *testing.T) {
+	t.Parallel()
 	// 30 chats (a third of them groups) each send /count 10 and /echo: every
 	// reply arrives exactly once, in order per chat, and never faster than
 	// the rate limits allow, per chat and overall.
