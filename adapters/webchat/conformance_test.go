@@ -37,6 +37,7 @@ import (
 // Sender only to watch its results and passes every send and result
 // through unchanged.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	adaptertest.TestAdapter(t, newWebPeer, adaptertest.Features{
 		NoPermanentFailure: true,
 		NoRetryAfter:       true,

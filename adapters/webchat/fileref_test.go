@@ -69,6 +69,7 @@ func readBotAndEcho(t *testing.T, c *client, n int) ([]message, int) {
 // fetches their files with its own key, while the key of the tab that has
 // closed no longer works.
 func TestLargeFileKeepsItsTab(t *testing.T) {
+	t.Parallel()
 	ec := startEngine(t, webchat.Config{QueueBytes: 4 << 20}, func(e *engine.Engine) error { return e.Use(fileecho.New()) })
 	a := ec.a
 	tab := connect(t, a, hello{Name: "Ann"})
