@@ -21,10 +21,10 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
-// TestMain runs up to 6 tests at once (unless -parallel says): most wait
+// TestMain runs up to 4 tests at once (unless -parallel says): most wait
 // for leases, pins and restarts more than they compute.
 func TestMain(m *testing.M) {
-	testmain.Parallel(6)
+	testmain.Parallel(4)
 	leakcheck.VerifyTestMain(m)
 }
 

@@ -143,29 +143,14 @@ func TestSessionsSharedByProcesses(t *testing.T) {
 	}
 }
 
-// A delayed send scheduled by a bot that then stopped is made by the next
-// one on the same server, once; its sends are journaled.
+// A delayed send scheduled by a bot that then stopped is made once by the
+// bot's next run, two processes on the same server (a shared journal:
+// one-process journals of one bot must never run at once, as each takes
+// up every send the streams hold), one of which claims it.
 func TestDelayedSendAcrossRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	srv := startServer(t, dir, embedded.Config{})
-	start := func(nc *nats.Conn) (*memory.Adapter, func()) {
-		mem := memory.New()
-		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, nc, cluster.Config{})),
-			engine.WithScheduleStore(scheduleStore(t, nc, cluster.Config{})), engine.WithSchedulePoll(100*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- e.Run(ctx) }()
-		return mem, func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Error(err)
-			}
-		}
-	}
 	// The first bot schedules, and stops before the send is due.
 	e, err := engine.New(engine.WithAdapter(memory.New()), engine.WithJournal(open(t, srv.nc, cluster.Config{})),
 		engine.WithScheduleStore(scheduleStore(t, srv.nc, cluster.Config{})))
@@ -181,30 +166,44 @@ func TestDelayedSendAcrossRestart(t *testing.T) {
 	srv.stop()
 
 	srv = startServer(t, dir, embedded.Config{})
-	var mems []*memory.Adapter
+	mem := memory.New() // the platform: the gateway of the two sends on it
 	var stops []func()
-	for range 2 { // two processes: one sends it
+	for _, name := range []string{"a", "b"} {
 		nc, err := srv.s.Connect()
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		mem, stop := start(nc)
-		mems, stops = append(mems, mem), append(stops, stop)
+		cfg := fast
+		cfg.Node = name
+		j, err := cluster.OpenShared(ctxFor(t), nc, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(j),
+			engine.WithScheduleStore(scheduleStore(t, nc, cfg.Config)), engine.WithSchedulePoll(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		stops = append(stops, func() {
+			if err := e.Shutdown(ctxFor(t)); err != nil {
+				t.Error(err)
+			}
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
 	}
-	total := func() int { return len(mems[0].Texts("1")) + len(mems[1].Texts("1")) }
-	for deadline := time.Now().Add(10 * time.Second); total() == 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
+	if _, err := mem.WaitSent(ctxFor(t), "1", 1); err != nil {
+		t.Fatalf("the delayed send: %v", err)
 	}
 	time.Sleep(500 * time.Millisecond) // a second send would come by now
 	for _, stop := range stops {
 		stop()
 	}
-	var got []string
-	for _, mem := range mems {
-		got = append(got, mem.Texts("1")...)
-	}
-	if !slices.Equal(got, []string{"tea"}) {
+	if got := mem.Texts("1"); !slices.Equal(got, []string{"tea"}) {
 		t.Fatalf("the processes sent %q; want one tea", got)
 	}
 }
