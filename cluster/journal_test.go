@@ -16,17 +16,11 @@ import (
 	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/internal/leakcheck"
-	"github.com/heraldbot/herald/internal/testmain"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
-// TestMain runs up to 4 tests at once (unless -parallel says): most wait
-// for leases, pins and restarts more than they compute.
-func TestMain(m *testing.M) {
-	testmain.Parallel(4)
-	leakcheck.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // server is an embedded NATS server in dir, with a connection to it.
 type server struct {

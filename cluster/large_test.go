@@ -19,8 +19,8 @@ import (
 	"github.com/heraldbot/herald/cluster"
 	"github.com/heraldbot/herald/cluster/embedded"
 	"github.com/heraldbot/herald/core/engine"
-	"github.com/heraldbot/herald/internal/race"
 	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/internal/race"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
