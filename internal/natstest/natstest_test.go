@@ -13,21 +13,29 @@ import (
 
 func TestMain(m *testing.M) { leakcheck.VerifyTestMainAfter(m, natstest.Cleanup) }
 
+// connect returns a JetStream context on a connection to s, closed when
+// the test ends.
+func connect(t *testing.T, s *natstest.Server) jetstream.JetStream {
+	t.Helper()
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
 // What the server stored survives a kill and a clean stop, and the
 // connection reconnects across both.
 func TestServerKeepsItsStoreAcrossKillAndRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s := natstest.Start(t, natstest.Options{MaxStore: 64 << 20})
-	nc, err := s.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := connect(t, s)
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: jetstream.FileStorage}); err != nil {
 		t.Fatal(err)
 	}
@@ -62,15 +70,7 @@ func TestMaxStore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s := natstest.Start(t, natstest.Options{MaxStore: 1 << 20})
-	nc, err := s.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := connect(t, s)
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}, Storage: jetstream.FileStorage, MaxBytes: 2 << 20}); err == nil {
 		t.Fatal("a stream of 2 MiB on a store of 1 MiB was created")
 	}
