@@ -225,6 +225,14 @@ func crash(e *engine.Engine) {
 // handlers, and the channel Run's error arrives on.
 func journaled(t *testing.T, mem *memory.Adapter, j *memJournal, opts ...engine.Option) (*engine.Engine, <-chan error) {
 	t.Helper()
+	return journaledWith(t, mem, j, nil, opts...)
+}
+
+// journaledWith is journaled with the handlers setup registers too,
+// before Run starts: Run begins by handling what the journal holds, so a
+// handler registered after it may come too late for those events.
+func journaledWith(t *testing.T, mem *memory.Adapter, j *memJournal, setup func(*engine.Engine), opts ...engine.Option) (*engine.Engine, <-chan error) {
+	t.Helper()
 	e, err := engine.New(append([]engine.Option{engine.WithAdapter(mem), engine.WithJournal(journal.NewLocal(j))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -243,6 +251,9 @@ func journaled(t *testing.T, mem *memory.Adapter, j *memJournal, opts ...engine.
 		c.ReplyText("Hello, " + answer.Text + "!")
 		return nil
 	})
+	if setup != nil {
+		setup(e)
+	}
 	done := make(chan error, 1)
 	go func() { done <- e.Run(context.Background()) }()
 	return e, done

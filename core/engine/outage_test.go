@@ -96,16 +96,17 @@ func TestOutageRunsHandlingAgain(t *testing.T) {
 func TestOutageHeldAtShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem, j := memory.New(), newMemJournal()
-		e, done := journaled(t, mem, j)
-		j.setRefuse(nil)
-		e.OnCommand("two", func(c *engine.Context) error {
-			if _, err := c.ReplyText("one").Wait(c.Context()); err != nil {
+		e, done := journaledWith(t, mem, j, func(e *engine.Engine) {
+			e.OnCommand("two", func(c *engine.Context) error {
+				if _, err := c.ReplyText("one").Wait(c.Context()); err != nil {
+					return err
+				}
+				j.setRefuse(errors.New("nats: no responders"))
+				_, err := c.ReplyText("two").Wait(c.Context())
 				return err
-			}
-			j.setRefuse(errors.New("nats: no responders"))
-			_, err := c.ReplyText("two").Wait(c.Context())
-			return err
+			})
 		})
+		j.setRefuse(nil)
 		sayID(mem, "1", "/two")
 		if _, err := mem.WaitSent(testCtx(t), dm.ID, 1); err != nil {
 			t.Fatal(err)
@@ -121,11 +122,14 @@ func TestOutageHeldAtShutdown(t *testing.T) {
 
 		j.setRefuse(nil)
 		mem2 := memory.New()
-		e2, done2 := journaled(t, mem2, j)
-		e2.OnCommand("two", func(c *engine.Context) error {
-			c.ReplyText("one")
-			c.ReplyText("two")
-			return nil
+		// The handler is registered before Run, which begins with the
+		// event the journal holds.
+		e2, done2 := journaledWith(t, mem2, j, func(e *engine.Engine) {
+			e.OnCommand("two", func(c *engine.Context) error {
+				c.ReplyText("one")
+				c.ReplyText("two")
+				return nil
+			})
 		})
 		sent, err := mem2.WaitSent(testCtx(t), dm.ID, 1)
 		if err != nil {
