@@ -16,11 +16,12 @@ import (
 	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/internal/leakcheck"
+	"github.com/heraldbot/herald/internal/natstest"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
-func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMainAfter(m, natstest.Cleanup) }
 
 // server is an embedded NATS server in dir, with a connection to it.
 type server struct {

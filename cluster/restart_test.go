@@ -3,75 +3,19 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/cluster"
-	"github.com/heraldbot/herald/internal/testport"
+	"github.com/heraldbot/herald/internal/natstest"
 	"github.com/heraldbot/herald/platform"
 )
-
-// natsServer is a NATS server with JetStream listening on 127.0.0.1, its
-// store in a directory of the test's, that the test can restart: shut
-// down and started again on the same store and port.
-type natsServer struct {
-	t    *testing.T
-	dir  string
-	port int
-	s    *natsserver.Server
-}
-
-func startNATS(t *testing.T) *natsServer {
-	t.Helper()
-	n := &natsServer{t: t, dir: t.TempDir(), port: testport.Port(t)}
-	n.start()
-	t.Cleanup(n.stop)
-	return n
-}
-
-func (n *natsServer) start() {
-	n.t.Helper()
-	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: n.port, JetStream: true, StoreDir: n.dir,
-		NoLog: true, NoSigs: true, ServerName: "restart"})
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		s.Shutdown()
-		n.t.Fatal("the NATS server was not ready")
-	}
-	n.s = s
-	n.port = s.Addr().(*net.TCPAddr).Port
-}
-
-func (n *natsServer) stop() {
-	n.s.Shutdown()
-	n.s.WaitForShutdown()
-}
-
-// restart shuts the server down and starts it again on the same store and
-// port.
-func (n *natsServer) restart() {
-	n.t.Helper()
-	n.stop()
-	n.start()
-}
-
-// connect returns a connection to the server that reconnects, as a
-// process of a bot's does, across its restarts.
-func (n *natsServer) connect() (*nats.Conn, error) {
-	return nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", n.port), nats.MaxReconnects(-1),
-		nats.ReconnectWait(50*time.Millisecond), nats.ReconnectJitter(0, 0))
-}
 
 // emitCounts has each of chats, from first on, send /count n.
 func emitCounts(mem *memory.Adapter, first, chats, n int) {
@@ -111,20 +55,22 @@ func waitCounts(t *testing.T, mem *memory.Adapter, members []*member, first, cha
 // is answered.
 func TestSharedSurvivesNATSRestart(t *testing.T) {
 	t.Parallel()
-	ns := startNATS(t)
+	ns := natstest.Start(t, natstest.Options{})
+	connect := func() (*nats.Conn, error) { return ns.Connect() } // reconnects across the restart
 	mem := memory.New()
 	var members []*member
 	for _, name := range []string{"a", "b", "c"} {
-		members = append(members, startMemberOn(t, ns.connect, name, func(*cluster.Shared) platform.Adapter { return mem }))
+		members = append(members, startMemberOn(t, connect, name, func(*cluster.Shared) platform.Adapter { return mem }))
 	}
 	gw := waitSpread(t, members)
 	emitCounts(mem, 1000, 10, 3)
 	waitCounts(t, mem, members, 1000, 10, 3, 0)
 
-	ns.restart()
+	ns.Stop()
+	ns.Restart()
 	// Every member beats again: the members bucket, which the server lost,
 	// is there again.
-	nc, err := ns.connect()
+	nc, err := connect()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,12 +51,12 @@ func (q *testQueue) register(expect time.Duration) *ticket {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	tk := &ticket{expect: expect, start: make(chan struct{})}
-	i, _ := slices.BinarySearchFunc(q.pending, expect, func(p *ticket, d time.Duration) int {
-		if p.expect >= d { // equal lengths keep their registration order
-			return -1
-		}
-		return 1
-	})
+	// After every ticket at least as long: equal lengths keep their
+	// registration order.
+	i := slices.IndexFunc(q.pending, func(p *ticket) bool { return p.expect < expect })
+	if i < 0 {
+		i = len(q.pending)
+	}
 	q.pending = slices.Insert(q.pending, i, tk)
 	return tk
 }

@@ -3,12 +3,14 @@
 //
 // A server in the test's own process is built as the test is: under
 // `go test -race` every memory access of the server is checked, which
-// makes it several times as slow as in production, and a journal test
-// spends most of its CPU in the server. A server in its own process runs
-// as operators run it, and a test can kill it (SIGKILL) as a crash would.
-// Tests of code that starts its server in-process (package embedded, the
-// default journal) keep testing that code; natstest is for tests that
-// need a server, not that one.
+// makes it several times as slow as in production. That is most of the
+// CPU of a test whose own process runs little but the server (the example
+// bot's end-to-end tests, whose bots are processes of their own); where
+// the test process runs Herald's engines too, they are the larger share.
+// A server in its own process runs as operators run it, and a test can
+// kill it (SIGKILL) as a crash would. Tests of code that starts its
+// server in-process (package embedded, the default journal) keep testing
+// that code.
 package natstest
 
 import (
@@ -44,15 +46,11 @@ type Options struct {
 	// MaxStore bounds the bytes JetStream keeps on disk
 	// (max_file_store); 0 means 1 GiB.
 	MaxStore int64
-
-	// SyncAlways makes the store sync every message to the disk before
-	// acknowledging it (sync_interval: always).
-	SyncAlways bool
-
-	// ReadyTimeout bounds how long Start and Restart wait for the server
-	// to accept connections; 0 means 60 s.
-	ReadyTimeout time.Duration
 }
+
+// readyTimeout bounds how long Start and Restart wait for the server to
+// accept connections (a large store takes time to recover).
+const readyTimeout = time.Minute
 
 // Server is a NATS server process a test started.
 type Server struct {
@@ -79,9 +77,6 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.MaxStore == 0 {
 		opts.MaxStore = 1 << 30
 	}
-	if opts.ReadyTimeout == 0 {
-		opts.ReadyTimeout = time.Minute
-	}
 	s := &Server{t: t, opts: opts, log: new(bytes.Buffer)}
 	if err := s.writeConfig(); err != nil {
 		t.Fatal(err)
@@ -101,9 +96,6 @@ func (s *Server) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.opts
 
 // Port returns the port the server listens on.
 func (s *Server) Port() int { return s.opts.Port }
-
-// Dir returns the directory of the server's store.
-func (s *Server) Dir() string { return s.opts.Dir }
 
 // Connect connects to the server; with no options given, the connection
 // reconnects, as a bot's does, across the server's restarts.
@@ -154,18 +146,14 @@ func (s *Server) end(sig os.Signal) {
 }
 
 func (s *Server) writeConfig() error {
-	sync := ""
-	if s.opts.SyncAlways {
-		sync = "\n  sync_interval: always"
-	}
 	conf := fmt.Sprintf(`server_name: natstest
 listen: 127.0.0.1:%d
 jetstream {
   store_dir: %s
   max_file_store: %d
-  max_memory_store: %d%s
+  max_memory_store: %d
 }
-`, s.opts.Port, strconv.Quote(s.opts.Dir), s.opts.MaxStore, 64<<20, sync)
+`, s.opts.Port, strconv.Quote(s.opts.Dir), s.opts.MaxStore, 64<<20)
 	s.conf = filepath.Join(s.t.TempDir(), "nats.conf")
 	return os.WriteFile(s.conf, []byte(conf), 0o600)
 }
@@ -204,7 +192,7 @@ func (s *Server) start() {
 
 // waitReady waits until a client can connect and JetStream answers.
 func (s *Server) waitReady(exited <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ReadyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
 	for {
 		nc, err := nats.Connect(s.URL(), nats.Timeout(time.Second))
@@ -219,7 +207,7 @@ func (s *Server) waitReady(exited <-chan struct{}) error {
 		case <-exited:
 			return errors.New("the server exited at start")
 		case <-ctx.Done():
-			return fmt.Errorf("the server was not ready within %v: %v", s.opts.ReadyTimeout, err)
+			return fmt.Errorf("the server was not ready within %v: %v", readyTimeout, err)
 		case <-time.After(20 * time.Millisecond): // polls the port until the server listens
 		}
 	}
