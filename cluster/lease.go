@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,9 +38,8 @@ type lead struct {
 	stopConn context.CancelFunc
 	ran      chan struct{}
 
-	it       jetstream.MessagesContext
-	stopPull sync.Once
-	pulled   chan struct{}
+	it     *puller
+	pulled chan struct{}
 	// redeliveredBelow: sends up to this stream sequence were in OUT
 	// when the consumer was reset, and may have been made before.
 	redeliveredBelow uint64
@@ -152,14 +150,14 @@ func (r *membership) lead(ctx context.Context, name string, rev uint64, taken ti
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", cname, err)
 	}
-	l := &lead{s: s, m: r.m, name: name, rev: rev, ran: make(chan struct{}), it: it, pulled: make(chan struct{}),
+	l := &lead{s: s, m: r.m, name: name, rev: rev, ran: make(chan struct{}), it: newPuller(it), pulled: make(chan struct{}),
 		redeliveredBelow: info.State.LastSeq}
 	l.renewed.Store(taken.UnixNano())
 	l.conn, l.stopConn = context.WithCancel(context.Background())
 	l.recv, l.stopRecv = context.WithCancel(l.conn)
 	if err := l.serveInteractions(); err != nil {
 		l.stopConn()
-		it.Stop()
+		l.it.Stop()
 		return nil, err
 	}
 	go l.connect()
@@ -260,8 +258,9 @@ func (l *lead) pull() {
 	}
 }
 
-// stopPulling stops taking sends from OUT; pull then returns.
-func (l *lead) stopPulling() { l.stopPull.Do(l.it.Stop) }
+// stopPulling stops taking sends from OUT; pull then returns, once it
+// handed back the sends its pulls brought (see puller).
+func (l *lead) stopPulling() { l.it.Stop() }
 
 // lost reports whether the gateway stopped pulling sends by itself: its
 // consumer of OUT is gone, or its lease was unsure.

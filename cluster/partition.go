@@ -25,7 +25,7 @@ type partition struct {
 	n     int
 	name  string
 	claim uint64 // the revision of its claim
-	it    jetstream.MessagesContext
+	it    *puller
 	ctx   context.Context
 	stop  func()
 	done  chan struct{}
@@ -143,7 +143,7 @@ func (r *membership) startPartition(ctx context.Context, p int, rev uint64, from
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", name, err)
 	}
-	part.it = it
+	part.it = newPuller(it)
 	part.ctx, part.stop = context.WithCancel(context.Background())
 	part.ended = make(chan struct{})
 	go part.run()
@@ -169,7 +169,7 @@ func (p *partition) run() {
 	tick := time.NewTicker(p.s.cfg.AckWait / 3) // heartbeat: "in progress" before AckWait runs out
 	defer tick.Stop()
 	msgs := make(chan jetstream.Msg)
-	go func() { // ends when the iterator is stopped, or ends by itself
+	go func() { // ends when the puller is stopped (and handed back what it held), or ends by itself
 		defer close(msgs)
 		defer close(p.ended)
 		for {
@@ -185,7 +185,6 @@ func (p *partition) run() {
 			case msgs <- msg:
 			case <-p.ctx.Done():
 				_ = msg.Nak() // taken, not handed over: the next owner gets it at once
-				return
 			}
 		}
 	}()
@@ -200,7 +199,7 @@ func (p *partition) run() {
 			p.inProgress()
 		case <-p.ctx.Done():
 			p.it.Stop()
-			for msg := range msgs { // let the reader end; what it took goes back at once
+			for msg := range msgs { // let the reader end; what it took goes back at once (see puller)
 				_ = msg.Nak()
 			}
 			return
