@@ -97,10 +97,7 @@ func init() {
 // leaves them in the journal, the next one on the same store sends each
 // once, whole, and their objects go with their records.
 func TestLargeFilesAcrossCrash(t *testing.T) {
-	// Not in parallel with the package's other tests: its records of
-	// megabytes load the machine enough (under the race detector) that a
-	// journal's write beside it may time out, and the memory adapter
-	// drops an event the journal refused (a platform offers it again).
+	t.Parallel()
 	dir := t.TempDir()
 	// Under the race detector a 20 MB record takes seconds to encode.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -164,10 +161,7 @@ func TestLargeFilesAcrossCrash(t *testing.T) {
 // its chat whole, and a 20 MB file a handler sends on a member that is
 // not the gateway reaches the gateway whole.
 func TestLargeFilesAcrossProcesses(t *testing.T) {
-	// Not in parallel with the package's other tests: its records of
-	// megabytes load the machine enough (under the race detector) that a
-	// journal's write beside it may time out, and the memory adapter
-	// drops an event the journal refused (a platform offers it again).
+	t.Parallel()
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	mem := memory.New()
 	var members []*member

@@ -334,6 +334,7 @@ type webchatFrame struct {
 // TestE2EWebchat runs the bot with its default adapter on a free port and
 // talks to it over the page's WebSocket.
 func TestE2EWebchat(t *testing.T) {
+	runParallel(t, 3*time.Second)
 	p := startBot(t, "WEBCHAT_ADDR=127.0.0.1:0")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -494,6 +495,7 @@ func TestE2EBadConfig(t *testing.T) {
 // blocked the bot) is a dead letter, saved to DEAD_LETTERS_FILE at exit;
 // the next start replays it, and once delivered the file is empty.
 func TestE2EDeadLettersSurviveRestart(t *testing.T) {
+	runParallel(t, 2*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	file := filepath.Join(t.TempDir(), "dead-letters.jsonl")
