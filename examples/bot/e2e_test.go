@@ -24,6 +24,7 @@ import (
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
 	"github.com/heraldbot/herald/internal/natstest"
+	"github.com/heraldbot/herald/internal/testmain"
 )
 
 // The end-to-end tests build the example bot and run the binary as a
@@ -78,7 +79,7 @@ func TestMain(m *testing.M) {
 	if botPath != "" {
 		os.RemoveAll(filepath.Dir(botPath))
 	}
-	os.Exit(code)
+	testmain.Exit(code)
 }
 
 // botProcess is a running bot binary.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/heraldbot/herald/internal/testmain"
 )
 
 // Patience is how long Find waits for goroutines to end.
@@ -31,7 +33,8 @@ func Find(opts ...goleak.Option) error {
 }
 
 // VerifyTestMain runs m's tests and exits with their code, or with 1 when
-// they passed but left goroutines (see Find). Call it from TestMain.
+// they passed but left goroutines (see Find), as [testmain.Exit] does.
+// Call it from TestMain.
 func VerifyTestMain(m *testing.M, opts ...goleak.Option) {
 	VerifyTestMainAfter(m, func() {}, opts...)
 }
@@ -49,5 +52,5 @@ func VerifyTestMainAfter(m *testing.M, stop func(), opts ...goleak.Option) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	testmain.Exit(code)
 }
