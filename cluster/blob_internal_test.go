@@ -13,7 +13,7 @@ import (
 // object and the record — is removed by the next Recover, once older than
 // the grace; one a record names stays.
 func TestOrphanObjectsSwept(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	nc := connectEmbedded(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -41,7 +41,7 @@ func suiteFeatures(last **server) journaltest.Features {
 // The journal of one process on JetStream passes the journals' suite; a
 // journal reopened on the same server is the process restarted.
 func TestJournalSuite(t *testing.T) {
-	t.Parallel()
+	parallel(t, 12*time.Second)
 	var last *server
 	f := suiteFeatures(&last)
 	f.Reopen = func(t *testing.T) journal.Journal {
@@ -56,7 +56,7 @@ func TestJournalSuite(t *testing.T) {
 // The journal shared by several processes passes it too, as one member:
 // what it records, its consumers hand over once it joined.
 func TestSharedSuite(t *testing.T) {
-	t.Parallel()
+	parallel(t, 18*time.Second)
 	var last *server
 	f := suiteFeatures(&last)
 	f.Deferred = true

@@ -24,7 +24,7 @@ import (
 // marks a journal reads at its start); CI runs the full size without it
 // too.
 func TestManyConversationsAcrossRestart(t *testing.T) {
-	t.Parallel()
+	parallel(t, 16*time.Second)
 	n := 10000
 	if race.Enabled {
 		n = 2500

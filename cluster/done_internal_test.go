@@ -107,7 +107,7 @@ func pendingTexts(ctx context.Context, t *testing.T, j *Journal) (sends, events 
 // TestDoneNotes: encodeSeqs and decodeSeqs round-trip sorted sequences,
 // and a truncated note is refused.
 func TestDoneNotes(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	for _, seqs := range [][]uint64{nil, {1}, {1, 2, 3}, {5, 300, 70000, 1 << 40, 1<<64 - 1}} {
 		var got []uint64
 		if err := decodeSeqs(encodeSeqs(seqs), func(s uint64) { got = append(got, s) }); err != nil || !slices.Equal(got, seqs) {
@@ -141,7 +141,7 @@ func FuzzDecodeSeqs(f *testing.F) {
 // once the floor passes them one purge removes records and notes alike.
 // A record held keeps everything after it until it is done.
 func TestDonePurgesBelowFloor(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)
@@ -186,7 +186,7 @@ func TestDonePurgesBelowFloor(t *testing.T) {
 // handed over after a restart; what is not done is, in order; and the
 // next journal removes what the last one left.
 func TestDoneAcrossRestart(t *testing.T) {
-	t.Parallel()
+	parallel(t, 4*time.Second)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)
@@ -239,7 +239,7 @@ func TestDoneAcrossRestart(t *testing.T) {
 // they waited aboveAge they are deleted one by one, and their notes with
 // them.
 func TestDoneAboveStuckFloor(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)
@@ -271,7 +271,7 @@ func TestDoneAboveStuckFloor(t *testing.T) {
 // meanwhile, leave exactly the records not done: a purge never takes a
 // record held or being written.
 func TestDoneConcurrentPurges(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)
@@ -325,7 +325,7 @@ func TestDoneConcurrentPurges(t *testing.T) {
 // records of the old one are gone, their Done touches nothing, and the new
 // stream is never purged by a floor of the old.
 func TestDoneStreamMadeAnew(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)
@@ -354,7 +354,7 @@ func TestDoneStreamMadeAnew(t *testing.T) {
 // are gone: the one above deleted by itself, the one below purged. Deleted
 // before the purge, a crash would hand the one below over again.
 func TestDoneNoteOutlivesItsRecords(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)
@@ -403,7 +403,7 @@ func TestDoneNoteOutlivesItsRecords(t *testing.T) {
 // bound pinned), the heaps of records held and written stay bounded by
 // what is live, not by what was written since.
 func TestDoneHeapsBounded(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	d := &doneLog{held: map[uint64]struct{}{}, flight: map[uint64]int{}}
 	d.written(d.begin(), 1, false) // held for good
 	d.failed(d.begin(), true)      // pinned for good
@@ -427,7 +427,7 @@ func TestDoneHeapsBounded(t *testing.T) {
 // messages than the new one gets meanwhile — else a new sequence cannot be
 // told from an old one; see sawLocked.)
 func TestDoneStreamMadeAnewUnderConcurrentWrites(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)
@@ -475,7 +475,7 @@ func TestDoneStreamMadeAnewUnderConcurrentWrites(t *testing.T) {
 // an outage, its work kept for the store's return; the group is written
 // all the same, by its leader, whatever the leader's context.
 func TestDoneContextEndsBeforeItsNote(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)
@@ -517,7 +517,7 @@ func TestDoneContextEndsBeforeItsNote(t *testing.T) {
 // the next start, or a shared journal taking the streams over, finds
 // nothing done.
 func TestDoneCleanStopLeavesNothingDone(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)
@@ -587,7 +587,7 @@ func remakeOut(ctx context.Context, t *testing.T, j *Journal) {
 // name before its members consume: its consumers would hand those records
 // over again. The records not done stay, and the notes go.
 func TestSharedSettlesDoneNotes(t *testing.T) {
-	t.Parallel()
+	parallel(t, 2*time.Second)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)
@@ -678,7 +678,7 @@ func (s *stallingStream) DeleteMsg(ctx context.Context, seq uint64) error {
 // are left for a later purge, not each waited for (up to staleMax of
 // them, 8.5 minutes, while every Done waited for the turn).
 func TestDoneTidyStopsAtFirstFailure(t *testing.T) {
-	t.Parallel()
+	parallel(t, 2*time.Second)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)
@@ -731,7 +731,7 @@ func (s *crashingStream) DeleteMsg(ctx context.Context, seq uint64) error {
 // carries its stream's identity (hdrStream), and one of another stream is
 // not read.
 func TestDoneNoteOfStreamMadeAnewLeftBehind(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
 	j := r.open(ctx)

@@ -71,7 +71,7 @@ func (a nodeAdapter) Download(ctx context.Context, att platform.Attachment, maxB
 // account makes them through it, with its errors' kinds kept, and a
 // download larger than the server's largest message comes in parts.
 func TestSharedInteractionsThroughTheGateway(t *testing.T) {
-	t.Parallel()
+	parallel(t, 2*time.Second)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	mem := memory.New()
 	log := &callLog{}

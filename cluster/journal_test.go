@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -21,7 +22,19 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
-func TestMain(m *testing.M) { leakcheck.VerifyTestMainAfter(m, natstest.Cleanup) }
+func TestMain(m *testing.M) {
+	// As many at once as the processors, as the testing package would
+	// (the tests compute more than they wait), longest first.
+	cluster.TestQueue.SetUp(runtime.GOMAXPROCS(0))
+	leakcheck.VerifyTestMainAfter(m, natstest.Cleanup)
+}
+
+// parallel makes t a parallel test that starts in its turn (see
+// cluster.TestQueue), expect being about how long it runs alone.
+func parallel(t *testing.T, expect time.Duration) {
+	t.Helper()
+	cluster.TestQueue.Run(t, expect)
+}
 
 // server is an embedded NATS server in dir, with a connection to it.
 type server struct {
@@ -79,7 +92,7 @@ func sendTo(chat, text string) platform.SendRequest {
 // What is recorded and not done comes back in order, after a restart of
 // the server too; what is done does not; ids recognize duplicates.
 func TestJournalRoundTrip(t *testing.T) {
-	t.Parallel()
+	parallel(t, 2*time.Second)
 	dir := t.TempDir()
 	ctx := ctxFor(t)
 	srv := startServer(t, dir, embedded.Config{})
@@ -182,7 +195,7 @@ func TestJournalRoundTrip(t *testing.T) {
 
 // Dead letters are kept, listed after a restart, and forgotten.
 func TestJournalDeadLetters(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx := ctxFor(t)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	j := open(t, srv.nc, cluster.Config{Bot: "bot-2"})
@@ -210,7 +223,7 @@ func TestJournalDeadLetters(t *testing.T) {
 // A stream that is full refuses; it takes again once what it holds is
 // done.
 func TestJournalFull(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx := ctxFor(t)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	j := open(t, srv.nc, cluster.Config{MaxBytes: 4096})
@@ -247,7 +260,7 @@ func TestJournalFull(t *testing.T) {
 // With the server gone, every call fails within its context; the engine
 // then refuses (see engine's tests of a journal that refuses).
 func TestJournalServerDown(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx := ctxFor(t)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	j := open(t, srv.nc, cluster.Config{})
@@ -260,7 +273,7 @@ func TestJournalServerDown(t *testing.T) {
 }
 
 func TestOpenRefusesBadBotName(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	if _, err := cluster.Open(ctxFor(t), srv.nc, cluster.Config{Bot: "a.b"}); err == nil {
 		t.Fatal("Open with a bot name holding a dot succeeded")
@@ -272,7 +285,7 @@ func TestOpenRefusesBadBotName(t *testing.T) {
 // directory, sends them once and resumes the conversation without asking
 // again.
 func TestEngineOnJournalAcrossRestart(t *testing.T) {
-	t.Parallel()
+	parallel(t, 2*time.Second)
 	dir := t.TempDir()
 	ctx := ctxFor(t)
 	chat := memory.Private("1")
@@ -356,7 +369,7 @@ func TestEngineOnJournalAcrossRestart(t *testing.T) {
 // A conversation whose question was delivered before the crash is not
 // asked again: the delivered send is marked while its event is handled.
 func TestConversationAskedOnceAcrossRestart(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	dir := t.TempDir()
 	ctx := ctxFor(t)
 	chat, user := memory.Private("1"), memory.User("1", "Ann")

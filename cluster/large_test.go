@@ -97,7 +97,7 @@ func init() {
 // leaves them in the journal, the next one on the same store sends each
 // once, whole, and their objects go with their records.
 func TestLargeFilesAcrossCrash(t *testing.T) {
-	t.Parallel()
+	parallel(t, 5*time.Second)
 	dir := t.TempDir()
 	// Under the race detector a 20 MB record takes seconds to encode.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -161,7 +161,7 @@ func TestLargeFilesAcrossCrash(t *testing.T) {
 // its chat whole, and a 20 MB file a handler sends on a member that is
 // not the gateway reaches the gateway whole.
 func TestLargeFilesAcrossProcesses(t *testing.T) {
-	t.Parallel()
+	parallel(t, 5*time.Second)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	mem := memory.New()
 	var members []*member
@@ -253,7 +253,7 @@ func waitLong(ctx context.Context, t *testing.T, what string, cond func() bool) 
 // A dead letter holding a large file is kept in the object store, read
 // back whole, and removed with its letter.
 func TestLargeDeadLetter(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	j := open(t, srv.nc, cluster.Config{})
 	data := fileOf(5<<20, 3)
@@ -284,7 +284,7 @@ func TestLargeDeadLetter(t *testing.T) {
 // A record over Config.MaxRecord is refused alone, permanently, and the
 // journal takes the next one at once.
 func TestRecordOverBound(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	j := open(t, srv.nc, cluster.Config{MaxRecord: 2 << 20})
 	ctx := ctxFor(t)

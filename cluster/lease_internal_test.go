@@ -21,7 +21,7 @@ import (
 // (GC, a stopped VM) sends nothing once it wakes, before it even learns
 // that another took the lease.
 func TestLeaseFence(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	nc := connectEmbedded(t)
 	s, err := OpenShared(context.Background(), nc, SharedConfig{LeaseTTL: 3 * time.Second})
 	if err != nil {
@@ -81,7 +81,7 @@ func (oneAdapter) Adapters() []string { return []string{"tg"} }
 // A renewal counts from when it was asked for: the lease's TTL runs from
 // the server's write, so a reply read late must not make it look fresh.
 func TestLeaseRenewalCountsFromTheRequest(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	nc := connectEmbedded(t)
 	ctx := context.Background()
 	s, err := OpenShared(ctx, nc, SharedConfig{LeaseTTL: 3 * time.Second})
@@ -152,7 +152,7 @@ func (*makeCounter) Lead(ctx, conn context.Context, _ string) error {
 // from OUT at once — sends a next gateway would otherwise share with it,
 // out of order — and leads again, from the consumer reset, once renewed.
 func TestUnsureGatewayStopsTaking(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	nc := connectEmbedded(t)
 	ctx := context.Background()
 	s, err := OpenShared(ctx, nc, SharedConfig{Node: "me", LeaseTTL: 900 * time.Millisecond})

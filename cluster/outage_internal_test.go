@@ -18,7 +18,7 @@ import (
 // which its probe ends once the store takes writes again; a lease lost to
 // another member (a revision that moved) is no outage.
 func TestLeaseRefusedForRoomIsAnOutage(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	synctest.Test(t, func(t *testing.T) {
 		var room atomic.Bool
 		j := &Journal{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
@@ -21,7 +22,7 @@ import (
 // removed, and its mark written before the journal counts as back: a
 // handling run again then, or after a crash, does not send it twice.
 func TestJournalOutageFullStore(t *testing.T) {
-	t.Parallel()
+	parallel(t, 2*time.Second)
 	srv := startServer(t, t.TempDir(), embedded.Config{MaxStore: suiteStore})
 	core, logs := observer.New(zap.DebugLevel)
 	j := open(t, srv.nc, cluster.Config{Logger: zap.New(core)})
@@ -70,7 +71,7 @@ func TestJournalOutageFullStore(t *testing.T) {
 // A stream and a bucket deleted under a running journal and store are
 // created again by the calls that find them missing.
 func TestMissingAssetsCreatedAgain(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	j := open(t, srv.nc, cluster.Config{})
 	s := sessionStore(t, srv.nc, cluster.Config{})

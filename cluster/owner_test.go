@@ -8,7 +8,7 @@ import (
 // Rendezvous hashing spreads partitions about evenly, and a member joining
 // or leaving moves only the partitions it takes or had.
 func TestOwnerSpreadsAndMovesLittle(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	const parts = 64
 	three := []string{"a", "b", "c"}
 	count := map[string]int{}

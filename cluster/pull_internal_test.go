@@ -57,7 +57,7 @@ func waitDelivered(ctx context.Context, t *testing.T, cons jetstream.Consumer, n
 // read: the next reader of the consumer gets those messages now, not
 // after AckWait (nats.go's Stop drops them).
 func TestPullerHandsBackWhatItHolds(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	nc := connectEmbedded(t)
@@ -105,7 +105,7 @@ func TestPullerHandsBackWhatItHolds(t *testing.T) {
 // held the server offers again after AckWait, and a partition's release
 // or a shutdown does not wait on the connection's DrainTimeout.
 func TestPullerStopsInAnOutage(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv, err := embedded.Start(embedded.Config{Dir: t.TempDir()})

@@ -10,7 +10,7 @@ import (
 // Memory is handed back once, reclaimIdle after the last large record of
 // a burst, not while records keep coming.
 func TestReclaimAfterBurst(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	synctest.Test(t, func(t *testing.T) {
 		var runs atomic.Int32
 		r := reclaimer{do: func() { runs.Add(1) }}

@@ -16,7 +16,7 @@ import (
 // whose files do keeps them apart, as they are, and the caller's
 // attachments keep their bytes.
 func TestRecordRoundTrip(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	file := bytes.Repeat([]byte{0, 1, 2, 0xff}, 1000)
 	msg := func(ats ...platform.Attachment) platform.SendRequest {
 		return platform.SendRequest{Platform: "webchat", Target: platform.Chat{ID: "c1"},
@@ -80,7 +80,7 @@ func TestRecordRoundTrip(t *testing.T) {
 // attachment the record does not have or carry bytes after the last file:
 // each is an error wrapping errBadRecord.
 func TestRecordFrameRefused(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	pieces, err := encodeRecord(&sendData{Request: platform.SendRequest{Message: platform.OutboundMessage{
 		Attachments: []platform.Attachment{{Kind: platform.AttachDocument, Data: []byte("abcdef")}}}}})
 	if err != nil {

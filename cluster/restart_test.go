@@ -54,7 +54,7 @@ func waitCounts(t *testing.T, mem *memory.Adapter, members []*member, first, cha
 // again, the dead member's partitions are taken over, and every new chat
 // is answered.
 func TestSharedSurvivesNATSRestart(t *testing.T) {
-	t.Parallel()
+	parallel(t, 11*time.Second)
 	ns := natstest.Start(t, natstest.Options{})
 	connect := func() (*nats.Conn, error) { return ns.Connect() } // reconnects across the restart
 	mem := memory.New()

@@ -150,7 +150,7 @@ func waitFor(t *testing.T, what string, cond func() bool, diag ...func()) {
 // once, in order per chat, and a handler's Future gets the gateway's
 // result wherever the handler ran.
 func TestSharedThreeMembers(t *testing.T) {
-	t.Parallel()
+	parallel(t, 4*time.Second)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	mem := memory.New()
 	members := []*member{startMember(t, srv.s, mem, "a"), startMember(t, srv.s, mem, "b"), startMember(t, srv.s, mem, "c")}
@@ -210,7 +210,7 @@ func TestSharedThreeMembers(t *testing.T) {
 // nothing: the others take its partitions, and the lease if it was the
 // gateway, and the replies arrive, in order per chat.
 func TestSharedMemberDies(t *testing.T) {
-	t.Parallel()
+	parallel(t, 9*time.Second)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	mem := memory.New()
 	members := []*member{startMember(t, srv.s, mem, "a"), startMember(t, srv.s, mem, "b"), startMember(t, srv.s, mem, "c")}
@@ -264,7 +264,7 @@ func dedupStrings(ss []string) []string {
 // waits for that handling: the chat's next event is handled after it,
 // however long it takes (here past the pin's TTL), by the new owner.
 func TestSharedHandoverWaitsForHandler(t *testing.T) {
-	t.Parallel()
+	parallel(t, 7*time.Second)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	mem := memory.New()
 	release := make(chan struct{})

@@ -6,7 +6,7 @@ import (
 )
 
 func TestStateKeyEscaping(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	for _, k := range []string{"chat/telegram/-100123/note", "a.b", "sp ace", "*>", "_", "ü", "%2F", "x_41"} {
 		e := stateKey(k)
 		for i := 0; i < len(e); i++ {

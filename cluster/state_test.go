@@ -39,7 +39,7 @@ func scheduleStore(t *testing.T, nc *nats.Conn, cfg cluster.Config) *cluster.Sta
 }
 
 func TestStateStoreSuite(t *testing.T) {
-	t.Parallel()
+	parallel(t, 4*time.Second)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	n := 0
 	statetest.Run(t, func(t *testing.T) state.Store {
@@ -51,7 +51,7 @@ func TestStateStoreSuite(t *testing.T) {
 // What a store holds survives a restart of the server, and is read by
 // another connection (another process) as written.
 func TestStateStoreAcrossRestart(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	dir := t.TempDir()
 	ctx := ctxFor(t)
 	srv := startServer(t, dir, embedded.Config{})
@@ -81,7 +81,7 @@ func TestStateStoreAcrossRestart(t *testing.T) {
 // With the server gone, calls fail with the context's end or an error,
 // and do not hang.
 func TestStateStoreServerDown(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	s := sessionStore(t, srv.nc, cluster.Config{})
 	srv.s.Shutdown()
@@ -98,7 +98,7 @@ func TestStateStoreServerDown(t *testing.T) {
 // Two engines — two processes — sharing the KV store update one user's
 // state at once from many chats: compare and swap loses no update.
 func TestSessionsSharedByProcesses(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	key := engine.NewUserSession[int]("n", 0)
 	const chats, each = 8, 5
@@ -148,7 +148,7 @@ func TestSessionsSharedByProcesses(t *testing.T) {
 // one-process journals of one bot must never run at once, as each takes
 // up every send the streams hold), one of which claims it.
 func TestDelayedSendAcrossRestart(t *testing.T) {
-	t.Parallel()
+	parallel(t, 3*time.Second)
 	dir := t.TempDir()
 	srv := startServer(t, dir, embedded.Config{})
 	// The first bot schedules, and stops before the send is due.
@@ -209,7 +209,7 @@ func TestDelayedSendAcrossRestart(t *testing.T) {
 }
 
 func TestStateStoreRefusesBadBotName(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	if _, err := cluster.NewSessionStore(ctxFor(t), srv.nc, cluster.Config{Bot: "a.b"}); err == nil {
 		t.Fatal("a bot name with a dot: no error")
@@ -219,7 +219,7 @@ func TestStateStoreRefusesBadBotName(t *testing.T) {
 // Two processes sharing the schedule bucket make each run of a job once
 // between them.
 func TestEveryOnceAcrossProcessesOnKV(t *testing.T) {
-	t.Parallel()
+	parallel(t, 2*time.Second)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	const interval = 300 * time.Millisecond
 	var mu sync.Mutex

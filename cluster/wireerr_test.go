@@ -14,7 +14,7 @@ import (
 // TestWireError checks that an error told by one member to another keeps
 // its text, its kind and the sentinels it matched.
 func TestWireError(t *testing.T) {
-	t.Parallel()
+	parallel(t, 0)
 	tests := []struct {
 		name      string
 		err       error

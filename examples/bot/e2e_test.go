@@ -73,7 +73,7 @@ func botBinary(t *testing.T) string {
 const e2eParallel = 6
 
 func TestMain(m *testing.M) {
-	setupQueue()
+	queue.SetUp(e2eParallel)
 	code := m.Run()
 	natstest.Cleanup()
 	if botPath != "" {
