@@ -20,6 +20,7 @@ func TestMain(m *testing.M) {
 		os.Stdout.WriteString("before exit\n")
 		testmain.Exit(code)
 	}
+	queue.SetUp(1)
 	testmain.Exit(m.Run())
 }
 

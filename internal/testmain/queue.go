@@ -33,8 +33,10 @@ type ticket struct {
 
 // SetUp makes q the gate of the package's parallel tests, limit at a time
 // or -parallel's value if the command line sets it; it parses the command
-// line's flags. Call it from TestMain, before m.Run. A queue not set up
-// leaves its tests to the testing package (Run is then t.Parallel).
+// line's flags. Call it from TestMain, before m.Run: the testing package
+// reads -parallel as m.Run starts, and a bound of its own below the
+// queue's would hold tests the queue waits for. A queue not set up leaves
+// its tests to the testing package (Run is then t.Parallel).
 func (q *Queue) SetUp(limit int) {
 	if !flag.Parsed() {
 		flag.Parse()
