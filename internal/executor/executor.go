@@ -65,7 +65,11 @@ type Config struct {
 	// themselves).
 	RunTimeout time.Duration
 	// MaxLifetime bounds a task's whole life, counted from Submit: its
-	// time queued, its runs, and its pauses between runs.
+	// time queued, its runs, and its pauses between runs. (Unless
+	// Hooks.OnDone is set, Submits share a reading of the clock for up to
+	// a millisecond, so a life may be counted from up to about a
+	// millisecond before its Submit: it may end that much sooner, never
+	// later.)
 	// No run's context lasts beyond it, so a task still queued then runs
 	// with an expired context, and a task may not pause past it
 	// (a platform's retry-after it cannot wait out fails at once). 0 means
@@ -205,10 +209,19 @@ type Executor struct {
 	seed   maphash.Seed
 	tc     lazyctx.Clock // the tasks' contexts' parent (base) and clock
 
-	shards []shard
-	mask   uint64
+	shards    []shard
+	mask      uint64
+	spinLocks bool // several processors: a shard's lock is worth spinning for (see shard.lock)
 
+	// closed and stampNow are read by every Submit; the fields written as
+	// workers come and go are kept off their cache line.
 	closed   atomic.Bool
+	stampNow atomic.Int64 // the clock reading Submits share (see stamp.go), or stampNone
+	_        [64]byte
+
+	stampMu    sync.Mutex
+	stampTimer *time.Timer // expires stampNow; guarded by stampMu
+
 	rejected atomic.Uint64
 
 	// Worker slots: slots counts worker goroutines, working, spinning or
@@ -294,18 +307,21 @@ func New(ctx context.Context, cfg Config) *Executor {
 	}
 	c := cfg.normalize()
 	base, cancel := context.WithCancel(ctx)
-	n := shardCount(c.maxInflight, runtime.GOMAXPROCS(0))
+	procs := runtime.GOMAXPROCS(0)
+	n := shardCount(c.maxInflight, procs)
 	d := &Executor{
-		cfg:    c,
-		base:   base,
-		cancel: cancel,
-		seed:   maphash.MakeSeed(),
-		tc:     lazyctx.NewClock(base, time.Now()),
-		shards: make([]shard, n),
-		mask:   uint64(n - 1),
+		spinLocks: procs > 1,
+		cfg:       c,
+		base:      base,
+		cancel:    cancel,
+		seed:      maphash.MakeSeed(),
+		tc:        lazyctx.NewClock(base, time.Now()),
+		shards:    make([]shard, n),
+		mask:      uint64(n - 1),
 	}
 	// When the parent context ends, sleeping chats wake at once (ForceClose
 	// wakes them itself). Nothing runs until then.
+	d.stampNow.Store(stampNone)
 	d.stopWake = context.AfterFunc(base, d.wakeAll)
 	for i := range d.shards {
 		s := &d.shards[i]
@@ -410,9 +426,9 @@ func (d *Executor) submit(chatID string, run func(context.Context) error, unboun
 	s := &d.shards[hash&d.mask]
 	var enq int64
 	if d.cfg.stamp {
-		enq = d.now()
+		enq = d.stamp()
 	}
-	queueLen, g, err := s.submit(chatID, hash, run, enq, unbounded)
+	queueLen, g, err := s.submit(d, chatID, hash, run, enq, unbounded)
 	if err != nil {
 		return d.reject(chatID, err)
 	}
@@ -446,6 +462,7 @@ func (d *Executor) Close() {
 		d.shards[i].mu.Unlock()
 	}
 	d.endIdle()
+	d.stopStamp()
 }
 
 // Drain waits until the dispatcher is idle — nothing queued, running or
@@ -509,7 +526,7 @@ func (d *Executor) Stats() Stats {
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.mu.Lock()
-		st.Submitted += s.submitted
+		st.Submitted += s.completed + uint64(s.queued+s.running+s.waiting)
 		st.Completed += s.completed
 		st.Failed += s.failed
 		st.Panicked += s.panicked

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/heraldbot/herald/internal/race"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -56,7 +57,7 @@ const (
 // sleeps between two runs, or in the hands of the worker running it.
 type task struct {
 	run func(context.Context) error
-	enq int64 // executor.now() at Submit; 0 unless OnDone or MaxLifetime is set
+	enq int64 // Submit's stamp (see stamp.go); 0 unless OnDone or MaxLifetime is set
 }
 
 // taskNode holds a waiting task past the first ringCap of its chat. Nodes
@@ -95,12 +96,19 @@ const ringCap = 3
 // for those Push added: the first ringCap in a ring inside the struct,
 // the rest in a list of taskNodes behind them. It lives in its shard's map
 // only while it has a task waiting or running.
+//
+// A chat is two cache lines (the free lists allocate them in slabs, so
+// they stay aligned). A chat with one task at a time — the common case —
+// touches only the first: its key, links, counts and ring[0]. Submit
+// writes that line and a worker on another processor reads it, so every
+// field beyond it would be one more line moved per task.
 type chat struct {
 	key      string
 	hash     uint64 // the key's hash, under which the shard's table holds the chat
 	state    uint8
-	ringHead uint8  // index of the first waiting task in ring
+	ringHead uint8  // index of the first waiting task in ring; 0 in a free chat
 	ringN    uint8  // waiting tasks in ring
+	holding  bool   // held is set: hasWork need not read the second line
 	sleepSeq uint32 // counts sleeps, so a stale wake-up is ignored
 	n        int    // waiting tasks: ringN and those in nodes
 	next     *chat  // ready FIFO or free list link
@@ -111,18 +119,24 @@ type chat struct {
 	// A task paused between two runs is held here, ahead of the queue,
 	// while the chat sleeps in its shard's wake-up heap.
 	held *pauseState
+
+	_ [chatPad]byte
 }
+
+// chatPad pads a chat to two cache lines (see TestLayout).
+const chatPad = 8
 
 // hasWork reports whether the chat has a task to run: a held one or a
 // waiting one.
-func (c *chat) hasWork() bool { return c.n > 0 || c.held != nil }
+func (c *chat) hasWork() bool { return c.n > 0 || c.holding }
 
 // takeLocked removes and returns the chat's task to run next: the held
 // one first, with its pause state, else the first waiting one, whose
 // place in the ring the first of the nodes takes.
 func (s *shard) takeLocked(c *chat) (t task, rs *pauseState) {
-	if rs = c.held; rs != nil {
-		c.held = nil
+	if c.holding {
+		rs = c.held
+		c.held, c.holding = nil, false
 		return rs.task, rs
 	}
 	i := c.ringHead
@@ -130,7 +144,10 @@ func (s *shard) takeLocked(c *chat) (t task, rs *pauseState) {
 	c.ringHead = ringNext(i, 1)
 	c.ringN--
 	c.n--
-	if nd := c.nodes; nd != nil {
+	switch {
+	case c.n > int(c.ringN):
+		// The nodes hold tasks (see pushLocked).
+		nd := c.nodes
 		c.nodes = nd.next
 		if c.nodes == nil {
 			c.lastNode = nil
@@ -139,14 +156,21 @@ func (s *shard) takeLocked(c *chat) (t task, rs *pauseState) {
 		c.ringN++
 		*nd = taskNode{}
 		s.freeTasks.put(nd, s.keepTasks+s.queued)
+	case c.n == 0:
+		// So that a chat with a task at a time uses ring[0] alone, in
+		// its first cache line.
+		c.ringHead = 0
 	}
 	return t, nil
 }
 
 // pushLocked appends t to the chat's queue.
 func (s *shard) pushLocked(c *chat, t task) {
+	// The nodes hold tasks (c.nodes != nil) if and only if the ring does
+	// not hold them all: this asks the chat's first line alone.
+	inRing := c.n == int(c.ringN)
 	c.n++
-	if c.nodes == nil && c.ringN < ringCap {
+	if inRing && c.ringN < ringCap {
 		c.ring[ringNext(c.ringHead, c.ringN)] = t
 		c.ringN++
 		return
@@ -170,46 +194,66 @@ func ringNext(i, n uint8) uint8 {
 	return i
 }
 
+// A shard's fields are grouped by cache line (see TestLayout). Submit
+// and the shard's workers run on different processors, and each line
+// either of them writes for a task moves to the other's cache for the
+// next: so the fields both write for every task share as few lines as
+// fit them (lineLock, lineCounts), those that mostly the workers write
+// come next (lineWorkers), and those read for every task but seldom
+// written are apart (lineConfig), so that reading them costs no move.
 type shard struct {
-	d     *Executor
-	quota int
+	// lineLock: the lock, the ready FIFO and the table, which every Submit
+	// and every task's worker touch.
+	mu        sync.Mutex
+	readyHead *chat // FIFO of chats with a waiting task and no running one
+	readyTail *chat
+	chats     chatTable
 
+	// lineCounts: the chat free list and the counts that a Submit of a
+	// new chat and the worker that retires it both write.
+	freeChats freeList[chat, *chat] // retired chat structs
+	queued    int                   // tasks waiting
+	running   int                   // tasks running
+	coming    int                   // workers on their way, not yet working
+
+	// lineWorkers: what the workers write; Submit too takes task nodes,
+	// for a chat with more than ringCap tasks waiting.
+	freeTasks freeList[taskNode, *taskNode] // free task nodes
+	completed uint64
+	workers   int // worker goroutines working for this shard, coming included
+	failed    uint64
+
+	// lineConfig: read for every task, written seldom or never.
+	d         *Executor
+	quota     int
+	keepChats int           // the shard's shares of keptChats
+	keepTasks int           // and keptTasks
+	idleCh    chan struct{} // closed when the shard becomes idle; nil if nobody waits
+	panicked  uint64
 	// inHungry is set while the shard is in d.hungry; written under d.hmu,
 	// read without it as a hint.
 	inHungry atomic.Bool
-
-	mu        sync.Mutex
-	chats     chatTable
-	readyHead *chat // FIFO of chats with a waiting task and no running one
-	readyTail *chat
-	freeChats freeList[chat, *chat]         // retired chat structs
-	freeTasks freeList[taskNode, *taskNode] // free task nodes
-	keepChats int                           // the shard's shares of keptChats
-	keepTasks int                           // and keptTasks
-	workers   int                           // worker goroutines working for this shard
-	coming    int                           // of which on their way, not yet working
-	idleCh    chan struct{}                 // closed when the shard becomes idle; nil if nobody waits
+	_        [lineConfigPad]byte
 
 	// Sleeping chats, by wake-up time, and the one timer that wakes them;
-	// timerAt is when it is set to fire, zero when it is not set.
+	// timerAt is when it is set to fire, zero when it is not set. With
+	// the padding above, the shard is whole cache lines, so that the
+	// fields of neighbouring shards in the executor's array stay off each
+	// other's.
 	sleepers sleepHeap
 	timer    *time.Timer
 	timerAt  time.Time
-
-	// Counters, guarded by mu.
-	submitted, completed, failed, panicked uint64
-	queued, running, waiting               int
-
-	// Keeps the fields of neighbouring shards in the executor's array
-	// off each other's cache lines.
-	_ [64]byte
+	waiting  int // tasks paused between two runs
 }
+
+// lineConfigPad pads a shard's lineConfig to a whole cache line (see
+// TestLayout).
+const lineConfigPad = 12
 
 // submit queues a task. It reports the chat's queue length and what the
 // caller must do for a worker (see grant).
-func (s *shard) submit(key string, hash uint64, run func(context.Context) error, enq int64, unbounded bool) (queueLen int, g grant, err error) {
-	d := s.d
-	s.mu.Lock()
+func (s *shard) submit(d *Executor, key string, hash uint64, run func(context.Context) error, enq int64, unbounded bool) (queueLen int, g grant, err error) {
+	s.lock()
 	if d.closed.Load() {
 		s.mu.Unlock()
 		return 0, grant{}, ErrClosed
@@ -223,7 +267,6 @@ func (s *shard) submit(key string, hash uint64, run func(context.Context) error,
 		return 0, grant{}, ErrQueueFull
 	}
 	s.pushLocked(c, task{run: run, enq: enq})
-	s.submitted++
 	s.queued++
 	queueLen = c.n
 	if c.state == 0 {
@@ -255,8 +298,26 @@ func (s *shard) newChatLocked(key string, hash uint64) *chat {
 // (and its task is run by the worker that holds it) or creates a new one.
 func (s *shard) retireLocked(c *chat) {
 	s.chats.remove(c.hash, c)
-	*c = chat{sleepSeq: c.sleepSeq} // sleepSeq survives, so a stale wake-up stays stale
+	// Taking its tasks has cleared the rest of the chat; what is left is
+	// in its first line, so that the retirement does not touch the second.
+	// sleepSeq survives, so a stale wake-up stays stale.
+	c.key, c.hash, c.state, c.ringHead = "", 0, 0, 0
+	if race.Enabled {
+		// INVARIANT: a retired chat is zero but for sleepSeq.
+		invariant(c.cleared(), "retired a chat that is not cleared")
+	}
 	s.freeChats.put(c, s.keepChats+s.chats.n)
+}
+
+// cleared reports whether c is zero but for sleepSeq, as a free chat is.
+func (c *chat) cleared() bool {
+	for _, t := range c.ring {
+		if t.run != nil || t.enq != 0 {
+			return false
+		}
+	}
+	return c.key == "" && c.hash == 0 && c.state == 0 && c.ringHead == 0 && c.ringN == 0 &&
+		!c.holding && c.n == 0 && c.next == nil && c.nodes == nil && c.lastNode == nil && c.held == nil
 }
 
 // trimFreeLocked trims the free lists of a shard that became idle (see
@@ -309,6 +370,53 @@ func (s *shard) leaveLocked() {
 	}
 }
 
+// lockSpins is how many times a Submit or a worker that finds its shard's
+// lock held tries it again, each time after a pause twice as long as the
+// last (spinPause), before it blocks on it (see shard.lock).
+const (
+	lockSpins = 6
+	spinPause = 32
+)
+
+// lock takes s.mu for Submit and for the shard's workers. Their critical
+// sections are short, a table lookup and a few links, so one that finds
+// the lock held tries again a few times, pausing in between, before it
+// blocks. sync.Mutex itself spins only while the processor has no other
+// goroutine ready, and in a busy executor the goroutine submitting nearly
+// always has workers it woke ready on its processor: it would block at
+// once, and a block costs more than many critical sections — the waiter
+// parks, its processor runs another goroutine, and the wake-up moves the
+// waiter to the processor that woke it, away from its caches. (TryLock
+// fails while the mutex hands itself to a waiter that has waited long,
+// so spinning does not starve waiters.) With one processor the holder
+// cannot run while another spins, so nothing spins.
+func (s *shard) lock() {
+	if !s.mu.TryLock() {
+		s.lockSlow()
+	}
+}
+
+func (s *shard) lockSlow() {
+	if s.d.spinLocks {
+		for i := range lockSpins {
+			busyWait(spinPause << i)
+			if s.mu.TryLock() {
+				return
+			}
+		}
+	}
+	s.mu.Lock()
+}
+
+// busyWait spins for n iterations of an empty loop, without touching
+// memory another processor may be writing.
+//
+//go:noinline
+func busyWait(n int) {
+	for i := 0; i < n; i++ {
+	}
+}
+
 // idleWait returns nil if the shard is idle, or a channel closed when it
 // next becomes idle.
 func (s *shard) idleWait() <-chan struct{} {
@@ -346,7 +454,7 @@ func (d *Executor) workShard(s *shard) {
 			go d.work(s)
 		}
 	}()
-	s.mu.Lock()
+	s.lock()
 	s.coming--
 	// INVARIANT: a worker arriving at a shard was counted on its way.
 	invariant(s.coming >= 0, "a worker arrived that no one sent")
@@ -376,7 +484,7 @@ func (d *Executor) workShard(s *shard) {
 			out := d.runTask(c.key, t, rs, queueLen)
 			cur = nil
 
-			s.mu.Lock()
+			s.lock()
 			if out.paused {
 				s.sleepLocked(c, out.rs, out.delay)
 				c = nil

@@ -77,7 +77,7 @@ func (s *shard) sleepLocked(c *chat, rs *pauseState, delay time.Duration) {
 	d := s.d
 	s.running--
 	s.waiting++
-	c.held = rs
+	c.held, c.holding = rs, true
 	now := time.Now()
 	if life := d.lifeEnd(rs.task.enq); life != math.MaxInt64 {
 		delay = min(delay, time.Duration(life-d.now()))

@@ -1,0 +1,73 @@
+package executor
+
+import (
+	"math"
+	"time"
+)
+
+// Submit stamps each task with the time it was queued, from which its
+// MaxLifetime counts. Reading the clock is among the costliest steps of a
+// Submit (it is one of the only two readings per task, with the run's
+// start), so when the stamp serves MaxLifetime alone, Submits share one
+// reading for up to stampTTL: the first Submit after the shared reading
+// expired reads the clock and publishes the reading, and a timer expires
+// it stampTTL later. A stamp is then never later than its Submit, and at
+// most stampTTL earlier (or as much later as the timer fires late): a
+// task's life may end that much before its MaxLifetime, never after. With
+// Hooks.OnDone set, whose QueueLatency is measured from the stamp, every
+// Submit reads the clock.
+
+// stampTTL is how long Submits share a reading of the clock for their
+// stamps.
+const stampTTL = time.Millisecond
+
+// stampNone is the value of Executor.stampNow when no reading is shared.
+const stampNone = math.MinInt64
+
+// stamp returns the stamp of a task Submit queues now (see above).
+func (d *Executor) stamp() int64 {
+	if d.cfg.hooks.OnDone != nil {
+		return d.now()
+	}
+	if v := d.stampNow.Load(); v != stampNone {
+		return v
+	}
+	return d.refreshStamp()
+}
+
+// refreshStamp reads the clock and shares the reading until stampTTL from
+// now. The timer is set before the reading is published, so no reading
+// outlives it; a closed executor shares none, so that no timer is set
+// after Close stopped it.
+func (d *Executor) refreshStamp() int64 {
+	d.stampMu.Lock()
+	defer d.stampMu.Unlock()
+	if v := d.stampNow.Load(); v != stampNone {
+		return v // another Submit refreshed it meanwhile
+	}
+	v := d.now()
+	if d.closed.Load() {
+		return v
+	}
+	if d.stampTimer == nil {
+		d.stampTimer = time.AfterFunc(stampTTL, d.expireStamp) // a timeout: the shared reading's end
+	} else {
+		d.stampTimer.Reset(stampTTL)
+	}
+	d.stampNow.Store(v)
+	return v
+}
+
+// expireStamp ends the sharing of a reading: the next Submit reads the
+// clock.
+func (d *Executor) expireStamp() { d.stampNow.Store(stampNone) }
+
+// stopStamp stops the timer of the shared reading, for Close.
+func (d *Executor) stopStamp() {
+	d.stampMu.Lock()
+	defer d.stampMu.Unlock()
+	if d.stampTimer != nil {
+		d.stampTimer.Stop()
+	}
+	d.stampNow.Store(stampNone)
+}
