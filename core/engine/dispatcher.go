@@ -50,7 +50,9 @@ type DispatcherConfig struct {
 	// it cannot wait out fails at once). 0 means 15 minutes: a chat's full
 	// queue of sends paced at Telegram's 20 a minute for a group, and a
 	// flood wait of a few minutes, fit in it. A negative value means no
-	// bound.
+	// bound. Without Hooks.OnDone, Submits share a clock reading for up
+	// to a millisecond, so a life may end up to about that much sooner
+	// (never later).
 	MaxLifetime time.Duration
 	// Recover, if not nil, is called with the value of every panic
 	// recovered from a task (or a hook), on the goroutine that recovered
