@@ -19,15 +19,15 @@ import (
 // clean restart of the bot and its server, and all of them finish: each
 // answer after the restart continues its conversation where it waited,
 // and no question is asked again. Under the race detector, which makes
-// each conversation cost about eight times as much CPU, 2,500 (still more
+// each conversation cost about eight times as much CPU, 2,200 (still more
 // than the 1,000 events a partition holds in hand and the 2,048 handled
 // marks a journal reads at its start); CI runs the full size without it
 // too.
 func TestManyConversationsAcrossRestart(t *testing.T) {
-	parallel(t, 16*time.Second)
+	parallel(t, 14*time.Second)
 	n := 10000
 	if race.Enabled {
-		n = 2500
+		n = 2200
 	}
 	if testing.Short() {
 		n = 500
