@@ -7,15 +7,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldbot/herald/cluster/embedded"
 )
 
-// pullFixture is a stream of n messages and a consumer of it whose
-// AckWait (a minute) is far longer than the test waits for a message.
-func pullFixture(ctx context.Context, t *testing.T, js jetstream.JetStream, n int) jetstream.Consumer {
+// pullFixture is a stream of n messages, a consumer of it whose AckWait
+// (a minute) is far longer than the test waits for a message, and a
+// puller of the consumer.
+func pullFixture(ctx context.Context, t *testing.T, nc *nats.Conn, n int) (jetstream.Consumer, *puller) {
 	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "P", Subjects: []string{"p.>"}})
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +37,11 @@ func pullFixture(ctx context.Context, t *testing.T, js jetstream.JetStream, n in
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cons
+	it, err := cons.Messages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cons, newPuller(it)
 }
 
 // waitDelivered waits until the server handed all n messages to a pull.
@@ -60,18 +70,8 @@ func TestPullerHandsBackWhatItHolds(t *testing.T) {
 	parallel(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc := connectEmbedded(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 20
-	cons := pullFixture(ctx, t, js, n)
-	it, err := cons.Messages()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newPuller(it)
+	cons, p := pullFixture(ctx, t, connectEmbedded(t), n)
 	first, err := p.Next()
 	if err != nil {
 		t.Fatal(err)
@@ -118,17 +118,8 @@ func TestPullerStopsInAnOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 20
-	cons := pullFixture(ctx, t, js, n)
-	it, err := cons.Messages()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newPuller(it)
+	cons, p := pullFixture(ctx, t, nc, n)
 	if _, err := p.Next(); err != nil {
 		t.Fatal(err)
 	}
