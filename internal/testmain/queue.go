@@ -3,14 +3,13 @@ package testmain
 import (
 	"flag"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 )
 
 // Queue is a priority gate for a package's parallel tests: it starts them
-// longest first, at most Limit at a time. The testing package starts
+// longest first, at most a limit at a time (see SetUp). The testing package starts
 // parallel tests in the order they were declared, so a long test declared
 // late runs alone at the end while the processors idle; longest first, the
 // package lasts about its tests' sum over the places, or its longest test.
@@ -38,16 +37,9 @@ type ticket struct {
 // queue's would hold tests the queue waits for. A queue not set up leaves
 // its tests to the testing package (Run is then t.Parallel).
 func (q *Queue) SetUp(limit int) {
-	if !flag.Parsed() {
-		flag.Parse()
+	if n, set := parallelFlag(); set && n > 0 {
+		limit = n
 	}
-	flag.Visit(func(f *flag.Flag) {
-		if f.Name == "test.parallel" {
-			if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 0 {
-				limit = n
-			}
-		}
-	})
 	q.mu.Lock()
 	q.limit = max(limit, 1)
 	q.mu.Unlock()

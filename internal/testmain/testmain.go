@@ -13,12 +13,22 @@ import (
 // computing, more than the processors, which is the default. It parses
 // the command line's flags; call it from TestMain, before m.Run.
 func Parallel(n int) {
+	if _, set := parallelFlag(); !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
+	}
+}
+
+// parallelFlag parses the command line's flags if nobody did, and returns
+// -parallel's value if the command line sets it.
+func parallelFlag() (n int, set bool) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(n))
-	}
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "test.parallel" {
+			set = true
+			n, _ = strconv.Atoi(f.Value.String())
+		}
+	})
+	return n, set
 }
