@@ -93,71 +93,77 @@ func TestBrowserConnection(t *testing.T) {
 	t.Parallel()
 	c := startChromium(t)
 
-	t.Run("too many tabs", func(t *testing.T) {
-		ec := startEngine(t, webchat.Config{MaxConnections: 1}, nil)
-		one := c.newTab(t)
-		one.do(chromedp.Navigate(ec.a.URL()))
-		one.waitFor("the first tab's connection", connected)
-		two := c.newTab(t)
-		two.do(chromedp.Navigate(ec.a.URL()))
-		two.waitFor("the refusal", bannerHas("too many open tabs")+` && `+bannerHas("Retrying")+
-			` && document.getElementById('status').dataset.state !== 'connected' && document.getElementById('send').disabled`)
-		one.do(chromedp.Navigate("about:blank"))
-		two.waitFor("the second tab's connection", connected+` && `+bannerHidden)
-		two.do(chromedp.SendKeys(chromedp.ID("input"), "/echo two\n"))
-		two.waitFor("the reply", botTextsAre("two"))
-	})
+	// The pages of each case reach an engine of their own.
+	t.Run("pages", func(t *testing.T) {
+		t.Run("too many tabs", func(t *testing.T) {
+			t.Parallel()
+			ec := startEngine(t, webchat.Config{MaxConnections: 1}, nil)
+			one := c.newTab(t)
+			one.do(chromedp.Navigate(ec.a.URL()))
+			one.waitFor("the first tab's connection", connected)
+			two := c.newTab(t)
+			two.do(chromedp.Navigate(ec.a.URL()))
+			two.waitFor("the refusal", bannerHas("too many open tabs")+` && `+bannerHas("Retrying")+
+				` && document.getElementById('status').dataset.state !== 'connected' && document.getElementById('send').disabled`)
+			one.do(chromedp.Navigate("about:blank"))
+			two.waitFor("the second tab's connection", connected+` && `+bannerHidden)
+			two.do(chromedp.SendKeys(chromedp.ID("input"), "/echo two\n"))
+			two.waitFor("the reply", botTextsAre("two"))
+		})
 
-	t.Run("back and forward", func(t *testing.T) {
-		// A page left for the back/forward cache closes its socket (the
-		// browser may keep it open otherwise, holding the tab's place),
-		// and connects again when it is shown from the cache.
-		ec := startEngine(t, webchat.Config{}, nil)
-		openTabs := func(want int) {
-			t.Helper()
-			for deadline := time.Now().Add(pollTimeout); webchat.OpenTabs(ec.a) != want; time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d tabs open after %v; want %d", webchat.OpenTabs(ec.a), pollTimeout, want)
+		t.Run("back and forward", func(t *testing.T) {
+			t.Parallel()
+			// A page left for the back/forward cache closes its socket (the
+			// browser may keep it open otherwise, holding the tab's place),
+			// and connects again when it is shown from the cache.
+			ec := startEngine(t, webchat.Config{}, nil)
+			openTabs := func(want int) {
+				t.Helper()
+				for deadline := time.Now().Add(pollTimeout); webchat.OpenTabs(ec.a) != want; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%d tabs open after %v; want %d", webchat.OpenTabs(ec.a), pollTimeout, want)
+					}
 				}
 			}
-		}
-		left := c.newTab(t)
-		left.open(ec.a.URL())
-		openTabs(1)
-		left.do(chromedp.Navigate("about:blank"))
-		openTabs(0)
+			left := c.newTab(t)
+			left.open(ec.a.URL())
+			openTabs(1)
+			left.do(chromedp.Navigate("about:blank"))
+			openTabs(0)
 
-		// Coming back from the cache, by the events the browser fires
-		// (chromedp loses track of a page restored from the cache).
-		b := c.newTab(t)
-		b.open(ec.a.URL())
-		b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo one\n"))
-		b.waitFor("the reply", botTextsAre("one"))
-		b.eval(`(window.dispatchEvent(new PageTransitionEvent('pagehide', {persisted: true})), "")`)
-		openTabs(0)
-		b.eval(`(window.dispatchEvent(new PageTransitionEvent('pageshow', {persisted: true})), "")`)
-		b.waitFor("the connection after coming back", connected+` && `+botTextsAre("one"))
-		openTabs(1)
-		b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo two\n"))
-		b.waitFor("the reply after coming back", botTextsAre("one", "two"))
-	})
+			// Coming back from the cache, by the events the browser fires
+			// (chromedp loses track of a page restored from the cache).
+			b := c.newTab(t)
+			b.open(ec.a.URL())
+			b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo one\n"))
+			b.waitFor("the reply", botTextsAre("one"))
+			b.eval(`(window.dispatchEvent(new PageTransitionEvent('pagehide', {persisted: true})), "")`)
+			openTabs(0)
+			b.eval(`(window.dispatchEvent(new PageTransitionEvent('pageshow', {persisted: true})), "")`)
+			b.waitFor("the connection after coming back", connected+` && `+botTextsAre("one"))
+			openTabs(1)
+			b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo two\n"))
+			b.waitFor("the reply after coming back", botTextsAre("one", "two"))
+		})
 
-	t.Run("new chat", func(t *testing.T) {
-		ec := startEngine(t, webchat.Config{}, nil)
-		b := c.newTab(t)
-		b.open(ec.a.URL())
-		b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo one\n"))
-		b.waitFor("the reply", botTextsAre("one"))
-		old := b.eval(chatOf)
-		b.do(chromedp.Click(chromedp.ID("new-chat")))
-		b.waitFor("a new chat", connected+` && document.body.dataset.chat !== `+jsString(old)+
-			` && document.querySelectorAll('#log .msg').length === 0 && !document.getElementById('empty').hidden`)
-		chat := b.eval(chatOf)
-		b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo two\n"))
-		b.waitFor("the reply in the new chat", botTextsAre("two")+` && `+userTextsAre("/echo two"))
-		b.do(chromedp.Reload())
-		b.waitFor("the new chat after reload", connected+` && document.body.dataset.chat === `+jsString(chat)+
-			` && `+botTextsAre("two"))
+		t.Run("new chat", func(t *testing.T) {
+			t.Parallel()
+			ec := startEngine(t, webchat.Config{}, nil)
+			b := c.newTab(t)
+			b.open(ec.a.URL())
+			b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo one\n"))
+			b.waitFor("the reply", botTextsAre("one"))
+			old := b.eval(chatOf)
+			b.do(chromedp.Click(chromedp.ID("new-chat")))
+			b.waitFor("a new chat", connected+` && document.body.dataset.chat !== `+jsString(old)+
+				` && document.querySelectorAll('#log .msg').length === 0 && !document.getElementById('empty').hidden`)
+			chat := b.eval(chatOf)
+			b.do(chromedp.SendKeys(chromedp.ID("input"), "/echo two\n"))
+			b.waitFor("the reply in the new chat", botTextsAre("two")+` && `+userTextsAre("/echo two"))
+			b.do(chromedp.Reload())
+			b.waitFor("the new chat after reload", connected+` && document.body.dataset.chat === `+jsString(chat)+
+				` && `+botTextsAre("two"))
+		})
 	})
 	c.checkProblems()
 
@@ -200,34 +206,47 @@ func TestBrowserBadInput(t *testing.T) {
 	t.Parallel()
 	c := startChromium(t)
 
-	t.Run("document URL with a bare percent sign", func(t *testing.T) {
-		ec := startEngine(t, webchat.Config{}, func(e *engine.Engine) error {
-			e.OnCommand("doc", func(c *engine.Context) error {
-				c.Reply(platform.OutboundMessage{Attachments: []platform.Attachment{
-					{Kind: platform.AttachDocument, URL: "https://example.com/report-100%.pdf"}}})
+	// These pages reach an engine of their own.
+	t.Run("engines", func(t *testing.T) {
+		t.Run("document URL with a bare percent sign", func(t *testing.T) {
+			t.Parallel()
+			ec := startEngine(t, webchat.Config{}, func(e *engine.Engine) error {
+				e.OnCommand("doc", func(c *engine.Context) error {
+					c.Reply(platform.OutboundMessage{Attachments: []platform.Attachment{
+						{Kind: platform.AttachDocument, URL: "https://example.com/report-100%.pdf"}}})
+					return nil
+				})
 				return nil
 			})
-			return nil
+			b := c.newTab(t)
+			b.open(ec.a.URL())
+			b.do(chromedp.SendKeys(chromedp.ID("input"), "/doc\n"))
+			const link = `Array.from(document.querySelectorAll('#log .msg.bot a.document'), e => e.textContent).join() === '📄 report-100%.pdf'`
+			b.waitFor("the document link", link)
+			b.do(chromedp.Reload())
+			b.waitFor("the connection and history after reload", connected+" && "+link+
+				` && !document.getElementById('send').disabled`)
 		})
-		b := c.newTab(t)
-		b.open(ec.a.URL())
-		b.do(chromedp.SendKeys(chromedp.ID("input"), "/doc\n"))
-		const link = `Array.from(document.querySelectorAll('#log .msg.bot a.document'), e => e.textContent).join() === '📄 report-100%.pdf'`
-		b.waitFor("the document link", link)
-		b.do(chromedp.Reload())
-		b.waitFor("the connection and history after reload", connected+" && "+link+
-			` && !document.getElementById('send').disabled`)
-	})
 
-	t.Run("stopping gives the text back", func(t *testing.T) {
-		a, bot := start(t, webchat.Config{})
-		b := c.newTab(t)
-		b.open(a.URL())
-		bot.stopTaking()
-		b.do(chromedp.SendKeys(chromedp.ID("input"), "/ping\n"))
-		b.waitFor("the text back in the box", `document.getElementById('input').value === '/ping' &&
-			document.getElementById('banner').textContent.includes('shutting down') &&
-			document.querySelectorAll('#log .msg').length === 0`)
+		t.Run("stopping gives the text back", func(t *testing.T) {
+			t.Parallel()
+			a, bot := start(t, webchat.Config{})
+			b := c.newTab(t)
+			b.open(a.URL())
+			bot.stopTaking()
+			b.do(chromedp.SendKeys(chromedp.ID("input"), "/ping\n"))
+			b.waitFor("the text back in the box", `document.getElementById('input').value === '/ping' &&
+				document.getElementById('banner').textContent.includes('shutting down') &&
+				document.querySelectorAll('#log .msg').length === 0`)
+		})
+
+		t.Run("valid room", func(t *testing.T) {
+			t.Parallel()
+			ec := startEngine(t, webchat.Config{}, nil)
+			b := c.newTab(t)
+			b.do(chromedp.Navigate(ec.a.URL() + "?room=Café.2"))
+			b.waitFor("the room", connected+` && document.body.dataset.chat === 'room:Café.2'`)
+		})
 	})
 
 	fake := startFakeChat(t)
@@ -285,12 +304,6 @@ func TestBrowserBadInput(t *testing.T) {
 			}
 		})
 	}
-	t.Run("valid room", func(t *testing.T) {
-		ec := startEngine(t, webchat.Config{}, nil)
-		b := c.newTab(t)
-		b.do(chromedp.Navigate(ec.a.URL() + "?room=Café.2"))
-		b.waitFor("the room", connected+` && document.body.dataset.chat === 'room:Café.2'`)
-	})
 	c.checkProblems()
 }
 
