@@ -16,7 +16,8 @@ import (
 
 // BenchmarkBotReplies is a bot on the library as its users write it — a
 // Telegram adapter polling the fake Bot API of telegramtest over plain
-// HTTP/1.1, with no send budget — answering 1,000 chats that each send
+// HTTP/1.1 or, under https/, over HTTPS with HTTP/2 as the real Bot API is
+// reached, with no send budget — answering 1,000 chats that each send
 // /ping, /echo and /count 50: 52,000 replies, every one checked. It
 // reports the process's CPU time per reply (bot, fake server and, with
 // the journal, the embedded NATS server: all one process) and replies per
@@ -27,13 +28,30 @@ import (
 func BenchmarkBotReplies(b *testing.B) {
 	const chats, count = 1000, 50
 	const perChat = 2 + count
-	for _, mode := range []string{"off", "embedded"} {
-		b.Run("journal="+mode, func(b *testing.B) {
+	for _, bc := range []struct {
+		name, mode string
+		tls        bool
+	}{
+		{"journal=off", "off", false},
+		{"journal=embedded", "embedded", false},
+		{"https/journal=off", "off", true},
+		{"https/journal=embedded", "embedded", true},
+	} {
+		mode := bc.mode
+		b.Run(bc.name, func(b *testing.B) {
 			var cpu, wall time.Duration
 			for b.Loop() {
 				b.StopTimer()
-				srv := telegramtest.NewServer()
-				tg, err := telegram.New(telegram.Config{Token: "123:bench", APIEndpoint: srv.Endpoint(), Limits: &platform.Limits{}})
+				var srv *telegramtest.Server
+				cfg := telegram.Config{Token: "123:bench", Limits: &platform.Limits{}}
+				if bc.tls {
+					srv = telegramtest.NewServer(telegramtest.WithTLS())
+					cfg.HTTPClient = srv.Client()
+				} else {
+					srv = telegramtest.NewServer()
+				}
+				cfg.APIEndpoint = srv.Endpoint()
+				tg, err := telegram.New(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

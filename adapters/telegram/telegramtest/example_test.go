@@ -43,3 +43,19 @@ func ExampleServer() {
 	// second try: <nil>
 	// chat 42 received: pong | sendMessage calls: 2
 }
+
+// A server made WithTLS is reached over HTTPS, with HTTP/2, as Telegram
+// is; its Client trusts its certificate.
+func ExampleWithTLS() {
+	srv := telegramtest.NewServer(telegramtest.WithTLS())
+	defer srv.Close()
+
+	bot, err := tgbotapi.NewBotAPIWithClient("123:test", srv.Endpoint(), srv.Client())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("bot:", bot.Self.UserName)
+	// Output:
+	// bot: herald_test_bot
+}

@@ -58,6 +58,14 @@ func WithListener(ln net.Listener) Option {
 	return optionFunc(func(s *Server) { s.listener = ln })
 }
 
+// WithTLS makes [NewServer] serve HTTPS, with HTTP/2 offered, as the real
+// Bot API is reached, on a certificate only [Server.Client] trusts: point
+// a bot at both (for Herald's adapter, Config.HTTPClient and
+// Config.APIEndpoint). It is ignored with [InMemory].
+func WithTLS() Option {
+	return optionFunc(func(s *Server) { s.tls = true })
+}
+
 // defaultBot is the identity a [Server] reports when no [WithBot] is given.
 var defaultBot = tgbotapi.User{ID: 1, IsBot: true, FirstName: "Herald Test Bot", UserName: "herald_test_bot"}
 
@@ -72,6 +80,7 @@ var defaultBot = tgbotapi.User{ID: 1, IsBot: true, FirstName: "Herald Test Bot",
 type Server struct {
 	ts       *httptest.Server // nil in memory
 	inMemory bool
+	tls      bool           // from WithTLS
 	listener net.Listener   // from WithListener, or nil
 	inflight sync.WaitGroup // requests served in memory
 	token    string
@@ -175,13 +184,18 @@ func NewServer(opts ...Option) *Server {
 		if s.listener != nil {
 			_ = s.listener.Close()
 		}
-	case s.listener != nil:
-		s.ts = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
-		_ = s.ts.Listener.Close()
-		s.ts.Listener = s.listener
-		s.ts.Start()
 	default:
-		s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+		s.ts = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
+		if s.listener != nil {
+			_ = s.ts.Listener.Close()
+			s.ts.Listener = s.listener
+		}
+		if s.tls {
+			s.ts.EnableHTTP2 = true
+			s.ts.StartTLS()
+		} else {
+			s.ts.Start()
+		}
 	}
 	return s
 }
@@ -201,9 +215,9 @@ func (s *Server) Close() {
 	})
 }
 
-// URL returns the server's base URL, such as "http://127.0.0.1:40123", or
-// "http://telegramtest.invalid" for a server made [InMemory], which only
-// [Server.Client] reaches.
+// URL returns the server's base URL, such as "http://127.0.0.1:40123"
+// ("https://…" with [WithTLS]), or "http://telegramtest.invalid" for a
+// server made [InMemory], which only [Server.Client] reaches.
 func (s *Server) URL() string {
 	if s.ts == nil {
 		return memoryURL

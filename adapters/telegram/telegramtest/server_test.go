@@ -660,3 +660,38 @@ func TestWithListener(t *testing.T) {
 		t.Fatalf("%d connections accepted for 3 requests on one keep-alive client; want 1", n)
 	}
 }
+
+// A server made WithTLS serves HTTPS and speaks HTTP/2 to its Client,
+// which trusts its certificate; the same server listens on a listener of
+// the test's own with it.
+func TestWithTLS(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := telegramtest.NewServer(telegramtest.WithTLS(), telegramtest.WithListener(ln))
+	defer srv.Close()
+	if !strings.HasPrefix(srv.URL(), "https://"+ln.Addr().String()) {
+		t.Fatalf("URL = %q; want https on %s", srv.URL(), ln.Addr())
+	}
+	resp, err := srv.Client().Get(fmt.Sprintf(srv.Endpoint(), "123:abc", "getMe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ar struct {
+		OK     bool `json:"ok"`
+		Result struct {
+			ID int64 `json:"id"`
+		} `json:"result"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ar); err != nil {
+		t.Fatal(err)
+	}
+	if resp.ProtoMajor != 2 || !ar.OK || ar.Result.ID != srv.Bot().ID {
+		t.Fatalf("getMe over %s = %+v; want HTTP/2 and the bot", resp.Proto, ar)
+	}
+	if _, err := http.Get(fmt.Sprintf(srv.Endpoint(), "123:abc", "getMe")); err == nil {
+		t.Fatal("a client that does not trust the server's certificate reached it")
+	}
+}
