@@ -796,15 +796,19 @@ func (a *Adapter) sendPart(ctx context.Context, dest *destination, p part) (tgbo
 	if err != nil {
 		return tgbotapi.Message{}, err
 	}
-	var msg tgbotapi.Message
-	if err := json.Unmarshal(raw, &msg); err != nil {
+	// Only the message's ID is read: the rest of the answer is what was
+	// sent, and decoding all of it is work no caller needs.
+	var sent struct {
+		MessageID int `json:"message_id"`
+	}
+	if err := json.Unmarshal(raw, &sent); err != nil {
 		// Telegram answered "ok": the message was delivered, and sending
 		// it again would deliver it twice. Only its ID is unknown.
 		a.limited.Warn("telegram: a message was delivered, but the answer's result is unreadable; its ID is unknown",
 			zap.String("method", method), zap.Error(err))
 		return tgbotapi.Message{}, nil
 	}
-	return msg, nil
+	return tgbotapi.Message{MessageID: sent.MessageID}, nil
 }
 
 // inputMediaTypes are the InputMedia types of the kinds an album holds.
