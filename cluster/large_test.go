@@ -202,8 +202,8 @@ func TestLargeFilesAcrossProcesses(t *testing.T) {
 	chat := func(c int) {
 		t.Helper()
 		id := strconv.Itoa(10 + c)
-		chat := memory.Private(id)
-		event := mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: memory.User(chat.ID, "u"),
+		to := memory.Private(id)
+		event := mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: to, From: memory.User(id, "u"),
 			Attachments: []platform.Attachment{{Kind: platform.AttachDocument, FileName: "up.bin", Data: upload}}})
 		offered := time.Now()
 		waitLong(ctx, t, "chat "+id+"'s replies", func() bool {

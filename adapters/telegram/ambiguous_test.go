@@ -448,3 +448,51 @@ func (r *closeRecorder) closed() bool {
 	defer r.mu.Unlock()
 	return r.c
 }
+
+// answerWith is a transport that answers sendMessage with result itself,
+// as Telegram's "ok", and passes every other request on.
+type answerWith struct{ result string }
+
+func (a answerWith) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(r.URL.Path, "/sendMessage") {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+	return &http.Response{StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"application/json"}}, Request: r,
+		Body: io.NopCloser(strings.NewReader(`{"ok":true,"result":` + a.result + `}`))}, nil
+}
+
+// A send Telegram answered "ok" was delivered, whatever its result holds:
+// a result that is not a message is no error (sending again would deliver
+// it twice), only the message's ID is then unknown, and it is said once.
+func TestSendResultUnreadable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, result, id string
+		warned           bool
+	}{
+		{"a message", `{"message_id":7,"date":1,"chat":{"id":1,"type":"private"},"text":"hello"}`, "7", false},
+		{"only the ID", `{"message_id":8}`, "8", false},
+		{"not a message", `"sent"`, "", true},
+		{"an ID that is not a number", `{"message_id":"x"}`, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) { c.HTTPClient = &http.Client{Transport: answerWith{tc.result}} })
+			ctx, cancel := context.WithTimeout(context.Background(), waitPeriod)
+			defer cancel()
+			res, err := h.a.Send(ctx, sendTo("1", platform.TextMessage("hello")))
+			if err != nil {
+				t.Fatalf("Send = %v; want success", err)
+			}
+			if res.MessageID != tc.id {
+				t.Errorf("MessageID = %q; want %q", res.MessageID, tc.id)
+			}
+			if n := h.logs.FilterMessageSnippet("its ID is unknown").Len(); (n == 1) != tc.warned || n > 1 {
+				t.Errorf("%d warnings of an unknown ID; want one: %v", n, tc.warned)
+			}
+		})
+	}
+}

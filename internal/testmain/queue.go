@@ -9,10 +9,11 @@ import (
 )
 
 // Queue is a priority gate for a package's parallel tests: it starts them
-// longest first, at most a limit at a time (see SetUp). The testing package starts
-// parallel tests in the order they were declared, so a long test declared
-// late runs alone at the end while the processors idle; longest first, the
-// package lasts about its tests' sum over the places, or its longest test.
+// longest first, at most a limit at a time (see SetUp). The testing
+// package starts parallel tests in the order they were declared, so a long
+// test declared late runs alone at the end while the processors idle;
+// longest first, the package lasts about its tests' sum over the places,
+// or its longest test.
 //
 // Every parallel test of a package that sets a queue up must go through it
 // (Run): SetUp lets the testing package start every parallel test at once,
