@@ -154,7 +154,7 @@ func (in *interactions) serve(msg *nats.Msg) {
 			in.answer(msg.Reply, nil, platform.Permanent(fmt.Errorf("cluster: an undecodable interaction: %w", err)))
 			return
 		}
-		if err := in.l.valid(); err != nil {
+		if err := in.l.sure(); err != nil {
 			in.answer(msg.Reply, nil, err) // retryable: the next gateway makes it
 			return
 		}

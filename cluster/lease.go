@@ -47,6 +47,9 @@ type lead struct {
 	// leaving is set once the gateway stops taking sends: those not
 	// started yet are left in OUT for the next gateway (the fence fails).
 	leaving atomic.Bool
+	// unsure is set the first time the fence fails (see sure): from then
+	// on it never holds again for this lead.
+	unsure atomic.Bool
 
 	calls *interactions // the account's interactions, made for the members
 }
@@ -176,6 +179,24 @@ func (l *lead) valid() error {
 	return nil
 }
 
+// sure is the fence of the gateway's sends, connection and interactions:
+// valid, until the first time it is not. From then on it fails for good,
+// and the gateway stops taking sends from OUT at once, so that the
+// membership leads again, from the consumer reset (see lost). A fence
+// that held again once the lease was renewed would let the chat's next
+// sends go while the fenced one waits in OUT unacknowledged, out of
+// order, its Future unresolved, until AckWait.
+func (l *lead) sure() error {
+	if l.unsure.Load() {
+		return ErrLeaseLost
+	}
+	err := l.valid()
+	if err != nil && l.unsure.CompareAndSwap(false, true) && l.it != nil {
+		l.stopPulling()
+	}
+	return err
+}
+
 // connect runs the adapter's connection while the lease lasts, again after
 // a pause when the lease was unsure. It is fenced like the sends: once
 // the lease is not surely this member's (it was not renewed in time), the
@@ -184,8 +205,8 @@ func (l *lead) valid() error {
 func (l *lead) connect() {
 	defer close(l.ran)
 	for l.recv.Err() == nil {
-		if l.valid() != nil {
-			// Not renewed in time: wait for the next renewal (or the loss).
+		if l.sure() != nil {
+			// Unsure: wait for the membership to lead again (or for the loss).
 			if !l.sleep(l.s.cfg.Heartbeat) {
 				break
 			}
@@ -221,7 +242,8 @@ func (l *lead) connect() {
 func (l *lead) fence(ctx context.Context, stop func()) {
 	for {
 		left := l.s.cfg.LeaseTTL*2/3 - time.Since(time.Unix(0, l.renewed.Load()))
-		if left <= 0 || l.valid() != nil {
+		if left <= 0 || l.sure() != nil {
+			l.unsure.Store(true)
 			stop()
 			return
 		}
@@ -307,7 +329,7 @@ func (l *lead) send(msg jetstream.Msg) {
 	meta, _ := msg.Metadata()
 	rec := &outRecord{l: l, msg: msg, id: d.ID, blob: blob}
 	rec.sum, rec.what = sumOf(msg.Headers())
-	out := journal.Outgoing{ID: d.ID, Request: d.Request, Record: rec, Fence: l.valid, Held: true, Done: answer}
+	out := journal.Outgoing{ID: d.ID, Request: d.Request, Record: rec, Fence: l.sure, Held: true, Done: answer}
 	if meta != nil {
 		rec.seq = meta.Sequence.Stream
 		out.Redelivered = meta.NumDelivered > 1 || rec.seq <= l.redeliveredBelow

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -207,5 +209,106 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// orderMaker is a member whose adapter "tg" keeps the texts of the sends
+// it makes, in order; fenceFirst, if set, runs as the first send's fence
+// is checked.
+type orderMaker struct {
+	oneAdapter
+	mu         sync.Mutex
+	made       []string
+	fenceFirst func()
+}
+
+func (m *orderMaker) Make(out journal.Outgoing) error {
+	m.mu.Lock()
+	first := m.fenceFirst
+	m.fenceFirst = nil
+	m.mu.Unlock()
+	if first != nil {
+		first()
+	}
+	if out.Fence != nil && out.Fence() != nil {
+		return nil // left in OUT for the next gateway, unacknowledged
+	}
+	m.mu.Lock()
+	m.made = append(m.made, out.Request.Message.Text)
+	m.mu.Unlock()
+	if out.Record != nil {
+		_ = out.Record.Done(context.Background(), nil)
+	}
+	return nil
+}
+
+func (m *orderMaker) Made() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.made)
+}
+
+func (*orderMaker) Lead(ctx, conn context.Context, _ string) error {
+	<-ctx.Done()
+	<-conn.Done()
+	return nil
+}
+
+// A send whose fence fails while the lease is unsure for a moment is not
+// overtaken by the chat's next send once the lease is renewed: the fence
+// stays closed for the rest of that lead, the gateway stops taking sends,
+// and leads again from the consumer reset, which makes both in order and
+// soon (not after AckWait).
+func TestFencedSendKeepsOrder(t *testing.T) {
+	parallel(t, 0)
+	nc := connectEmbedded(t)
+	ctx := context.Background()
+	// A long TTL: the connection's own fence (a timer) stays out of it.
+	s, err := OpenShared(ctx, nc, SharedConfig{Node: "me", LeaseTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &orderMaker{}
+	if err := s.Attach(m); err != nil {
+		t.Fatal(err)
+	}
+	r := &membership{s: s, m: m, leads: map[string]*lead{}}
+	r.renewLeases(ctx, true)
+	l := r.leads["tg"]
+	if l == nil {
+		t.Fatal("the lease was not taken")
+	}
+	defer func() {
+		for _, l := range r.leads {
+			l.release(ctx)
+		}
+	}()
+	m.mu.Lock()
+	m.fenceFirst = func() {
+		// The renewal is late as the first send is checked, and comes
+		// right after.
+		renewed := l.renewed.Load()
+		l.renewed.Store(time.Now().Add(-time.Hour).UnixNano())
+		if l.sure() == nil {
+			t.Error("the fence held with the lease unsure")
+		}
+		l.renewed.Store(renewed)
+	}
+	m.mu.Unlock()
+	for _, text := range []string{"1", "2"} {
+		if _, err := s.AppendSend(ctx, journal.Send{Request: platform.SendRequest{Platform: "tg", Target: platform.Chat{ID: "1"},
+			Message: platform.TextMessage(text)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "the gateway to stop taking", l.lost)
+	if got := m.Made(); len(got) != 0 {
+		t.Fatalf("made %q while the first send waits for the next gateway; want nothing", got)
+	}
+	r.renewLeases(ctx, true) // leads again
+	waitUntil(t, "both sends made", func() bool { return len(m.Made()) >= 2 })
+	time.Sleep(100 * time.Millisecond)
+	if got := m.Made(); !slices.Equal(got, []string{"1", "2"}) {
+		t.Fatalf("made %q; want 1 then 2", got)
 	}
 }
