@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/infra/backoff"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -33,8 +35,19 @@ const (
 	partOverhead = 1 << 10
 )
 
-// errNoGateway is the error of an interaction no gateway answered.
-var errNoGateway = errors.New("cluster: no gateway for the account")
+// errNoGateway is the error of an interaction no gateway answered;
+// errGatewayBusy a gateway's refusal of one while it makes interactSlots.
+var (
+	errNoGateway   = errors.New("cluster: no gateway for the account")
+	errGatewayBusy = errors.New("cluster: the gateway is busy; try again")
+)
+
+// untaken reports whether err says no gateway made the interaction:
+// none heard it, or the one that did refused it before making it (its
+// lease unsure, or busy). Such an interaction is asked again.
+func untaken(err error) bool {
+	return errors.Is(err, errNoGateway) || errors.Is(err, ErrLeaseLost) || errors.Is(err, errGatewayBusy)
+}
 
 // gatewaySubject is the subject the gateway of adapter hears
 // interactions on.
@@ -45,8 +58,11 @@ func (s *Shared) gatewaySubject(adapter string) string {
 // Interact makes in through the gateway of adapter's account, and
 // implements journal.Journal: a request to the member that holds the
 // lease (this one, if it does), whose answer may come in several parts
-// (a download larger than the server's largest message). With no
-// gateway, or none answering in time, it fails with a retryable error.
+// (a download larger than the server's largest message). While no
+// gateway takes it — none is there, the lease moves, or the gateway is
+// busy — it is asked again, with a growing pause, until ctx ends (or
+// interactTimeout, for a ctx without a deadline); it then fails with a
+// retryable error, as when the gateway does not answer in time.
 func (s *Shared) Interact(ctx context.Context, adapter string, in journal.Interaction) ([]byte, error) {
 	fail := func(err error) ([]byte, error) {
 		return nil, fmt.Errorf("cluster: %s through the gateway of %s: %w", in.Op, adapter, err)
@@ -63,14 +79,31 @@ func (s *Shared) Interact(ctx context.Context, adapter string, in journal.Intera
 		ctx, cancel = context.WithTimeout(ctx, interactTimeout)
 		defer cancel()
 	}
+	for try := 0; ; try++ {
+		out, err := s.interact(ctx, adapter, in, data)
+		switch {
+		case err == nil:
+			return out, nil
+		case !untaken(err):
+			return fail(err)
+		}
+		pause := backoff.EqualJitter(backoff.Exponential(try, 20*time.Millisecond, s.cfg.Heartbeat), rand.Float64())
+		if !backoff.Sleep(ctx, pause) {
+			return fail(err)
+		}
+	}
+}
+
+// interact asks adapter's gateway once to make in, of JSON data.
+func (s *Shared) interact(ctx context.Context, adapter string, in journal.Interaction, data []byte) ([]byte, error) {
 	inbox := s.nc.NewInbox() // not under the connection's request inboxes, whose handler would see each part too
 	sub, err := s.nc.SubscribeSync(inbox)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	defer sub.Unsubscribe()
 	if err := s.nc.PublishMsg(&nats.Msg{Subject: s.gatewaySubject(adapter), Reply: inbox, Data: data}); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	limit := int64(-1)
 	if in.Op == journal.OpDownload {
@@ -84,19 +117,19 @@ func (s *Shared) Interact(ctx context.Context, adapter string, in journal.Intera
 		msg, err := sub.NextMsgWithContext(ctx)
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
-			return fail(errNoGateway)
+			return nil, errNoGateway
 		case err != nil:
-			return fail(err)
+			return nil, err
 		case msg.Header.Get(hdrError) != "":
 			var w wireError
 			if jerr := json.Unmarshal([]byte(msg.Header.Get(hdrError)), &w); jerr != nil {
-				return fail(fmt.Errorf("an undecodable error from the gateway: %w", jerr))
+				return nil, fmt.Errorf("an undecodable error from the gateway: %w", jerr)
 			}
-			return fail(w.decode())
+			return nil, w.decode()
 		}
 		out = append(out, msg.Data...)
 		if limit >= 0 && int64(len(out)) > limit {
-			return fail(platform.Permanent(fmt.Errorf("%w: the gateway sent more than %d bytes", platform.ErrFileTooLarge, limit)))
+			return nil, platform.Permanent(fmt.Errorf("%w: the gateway sent more than %d bytes", platform.ErrFileTooLarge, limit))
 		}
 		if msg.Header.Get(hdrMore) == "" {
 			return out, nil
@@ -144,7 +177,7 @@ func (in *interactions) serve(msg *nats.Msg) {
 	case in.slots <- struct{}{}:
 	default:
 		in.l.s.warn.Warn("cluster: the gateway is busy with interactions; refused one", zap.String("adapter", in.l.name), zap.Int("slots", interactSlots))
-		in.answer(msg.Reply, nil, errors.New("cluster: the gateway is busy; try again"))
+		in.answer(msg.Reply, nil, errGatewayBusy)
 		return
 	}
 	in.wg.Go(func() {
@@ -155,7 +188,7 @@ func (in *interactions) serve(msg *nats.Msg) {
 			return
 		}
 		if err := in.l.sure(); err != nil {
-			in.answer(msg.Reply, nil, err) // retryable: the next gateway makes it
+			in.answer(msg.Reply, nil, err) // asked again: the next gateway makes it
 			return
 		}
 		ctx, cancel := context.WithTimeout(in.l.conn, interactTimeout)

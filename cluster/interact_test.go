@@ -30,16 +30,28 @@ type nodeAdapter struct {
 	calls *callLog
 }
 
-// callLog lists the interactions made, as "op@member".
+// callLog lists the interactions made, as "op@member", and those made by
+// a member that did not lead the account as it made them.
 type callLog struct {
-	mu    sync.Mutex
-	calls []string
+	mu       sync.Mutex
+	calls    []string
+	notLeads []string
 }
 
-func (l *callLog) add(op, node string) {
+func (l *callLog) add(op string, a nodeAdapter) {
+	leads := a.leads()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.calls = append(l.calls, op+"@"+node)
+	l.calls = append(l.calls, op+"@"+a.node)
+	if !leads {
+		l.notLeads = append(l.notLeads, op+"@"+a.node)
+	}
+}
+
+func (l *callLog) notLeading() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.notLeads)
 }
 
 func (l *callLog) all() []string {
@@ -49,12 +61,12 @@ func (l *callLog) all() []string {
 }
 
 func (a nodeAdapter) AnswerCallback(ctx context.Context, ev platform.Event, ans platform.CallbackAnswer) error {
-	a.calls.add("answer", a.node)
+	a.calls.add("answer", a)
 	return a.Adapter.AnswerCallback(ctx, ev, ans)
 }
 
 func (a nodeAdapter) SendChatAction(ctx context.Context, chat platform.Chat, action platform.ChatAction) error {
-	a.calls.add("action", a.node)
+	a.calls.add("action", a)
 	return a.Adapter.SendChatAction(ctx, chat, action)
 }
 
@@ -62,7 +74,7 @@ func (a nodeAdapter) Download(ctx context.Context, att platform.Attachment, maxB
 	if !a.leads() {
 		return nil, platform.Permanent(fmt.Errorf("%w: the file is kept by the gateway", platform.ErrInvalidMessage))
 	}
-	a.calls.add("download", a.node)
+	a.calls.add("download", a)
 	return a.Adapter.Download(ctx, att, maxBytes)
 }
 
@@ -169,10 +181,10 @@ func TestSharedInteractionsThroughTheGateway(t *testing.T) {
 			t.Errorf("answer %+v", a.Callback)
 		}
 	}
-	for _, call := range log.all() {
-		if !strings.HasSuffix(call, "@"+gateway) {
-			t.Errorf("%s: made by a member that is not the gateway (%s)", call, gateway)
-		}
+	// Made by the gateway: the one found above, or, should the lease move
+	// on a loaded machine, the one leading then.
+	for _, call := range log.notLeading() {
+		t.Errorf("%s: made by a member that did not lead the account (the gateway was %s at first)", call, gateway)
 	}
 	if n := len(log.all()); n < 3*chats {
 		t.Errorf("%d interactions made; want at least %d (an answer, an action, two downloads per chat)", n, 3*chats)
@@ -193,7 +205,10 @@ func TestSharedInteractionsThroughTheGateway(t *testing.T) {
 		if !platform.IsPermanent(err) || !errors.Is(err, platform.ErrFileTooLarge) {
 			t.Errorf("%s: a download over the limit = %v; want a permanent ErrFileTooLarge", m.name, err)
 		}
-		_, err = m.j.Interact(ctxFor(t), "nobody", journal.Interaction{Op: journal.OpChatAction, Chat: memory.Private("600"), Action: platform.ActionTyping})
+		// Asked again until its context ends, as when a gateway moves.
+		short, cancel := context.WithTimeout(ctxFor(t), 300*time.Millisecond)
+		_, err = m.j.Interact(short, "nobody", journal.Interaction{Op: journal.OpChatAction, Chat: memory.Private("600"), Action: platform.ActionTyping})
+		cancel()
 		if err == nil || platform.IsPermanent(err) {
 			t.Errorf("%s: an interaction on an account without a gateway = %v; want a retryable error", m.name, err)
 		}

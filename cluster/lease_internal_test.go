@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -310,5 +311,79 @@ func TestFencedSendKeepsOrder(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if got := m.Made(); !slices.Equal(got, []string{"1", "2"}) {
 		t.Fatalf("made %q; want 1 then 2", got)
+	}
+}
+
+// interactMaker is a member whose adapter "tg" answers every interaction
+// with "done", after refusing the first refuse as its gateway would with
+// an unsure lease.
+type interactMaker struct {
+	oneAdapter
+	refuse atomic.Int32
+	made   atomic.Int32
+}
+
+func (m *interactMaker) Interact(context.Context, string, journal.Interaction) ([]byte, error) {
+	if m.refuse.Add(-1) >= 0 {
+		return nil, fmt.Errorf("made up: %w", ErrLeaseLost)
+	}
+	m.made.Add(1)
+	return []byte("done"), nil
+}
+
+func (*interactMaker) Lead(ctx, conn context.Context, _ string) error {
+	<-ctx.Done()
+	<-conn.Done()
+	return nil
+}
+
+// An interaction no gateway takes — none is there yet, or the one there
+// refuses it with its lease unsure — is asked again until one makes it,
+// within the caller's context; one made is not asked again.
+func TestInteractionAskedAgainUntilTaken(t *testing.T) {
+	parallel(t, 0)
+	nc := connectEmbedded(t)
+	ctx := context.Background()
+	s, err := OpenShared(ctx, nc, SharedConfig{Node: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &interactMaker{}
+	m.refuse.Store(2)
+	if err := s.Attach(m); err != nil {
+		t.Fatal(err)
+	}
+	r := &membership{s: s, m: m, leads: map[string]*lead{}}
+	defer func() {
+		for _, l := range r.leads {
+			l.release(ctx)
+		}
+	}()
+
+	// No gateway at all: it fails once the caller's context ends, with a
+	// retryable error.
+	short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+	defer cancel()
+	if _, err := s.Interact(short, "tg", journal.Interaction{Op: journal.OpChatAction}); !errors.Is(err, errNoGateway) || platform.IsPermanent(err) {
+		t.Fatalf("with no gateway: %v; want a retryable errNoGateway", err)
+	}
+
+	type result struct {
+		data []byte
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		data, err := s.Interact(ctx, "tg", journal.Interaction{Op: journal.OpChatAction})
+		got <- result{data, err}
+	}()
+	time.Sleep(100 * time.Millisecond) // asked while there is no gateway
+	r.renewLeases(ctx, true)           // a gateway, which refuses it twice first
+	res := <-got
+	if res.err != nil || string(res.data) != "done" {
+		t.Fatalf("Interact = %q, %v; want done", res.data, res.err)
+	}
+	if n := m.made.Load(); n != 1 {
+		t.Fatalf("made %d times; want once", n)
 	}
 }

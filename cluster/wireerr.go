@@ -34,6 +34,8 @@ var sentinels = []struct {
 	{"would_exceed_deadline", platform.ErrWouldExceedDeadline},
 	{"deadline_exceeded", context.DeadlineExceeded},
 	{"canceled", context.Canceled},
+	{"lease_lost", ErrLeaseLost},
+	{"gateway_busy", errGatewayBusy},
 }
 
 // encodeError returns err as a wireError; a nil err gives the zero value.
