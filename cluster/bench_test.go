@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,24 +22,31 @@ import (
 // done, on the embedded server in a temporary directory. It reports the
 // process's CPU time per event (cpu-µs/op: client and server, both in
 // process) and events per second; journal=off is the same without one.
+// With producers=1 one goroutine hands the events over one after another
+// (an adapter's poll loop); with producers=8, eight at once (a webhook's
+// requests), so that the journal's writes of several chats overlap.
 //
 // Run: go test -run='^$' -bench=JournalEvent -benchtime=20000x ./cluster
 func BenchmarkJournalEvent(b *testing.B) {
 	for _, mode := range []string{"off", "default", "always"} {
-		b.Run("journal="+mode, func(b *testing.B) {
-			opts := []engine.Option{
-				engine.WithInboundQueueSize(1 << 20),
-				engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1 << 20}),
-			}
-			if mode != "off" {
-				opts = append(opts, engine.WithJournal(benchJournal(b, embedded.Config{SyncAlways: mode == "always"})))
-			}
-			benchEvents(b, opts)
-		})
+		for _, producers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("journal=%s/producers=%d", mode, producers), func(b *testing.B) {
+				opts := []engine.Option{
+					engine.WithInboundQueueSize(1 << 20),
+					engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1 << 20}),
+				}
+				if mode != "off" {
+					opts = append(opts, engine.WithJournal(benchJournal(b, embedded.Config{SyncAlways: mode == "always"})))
+				}
+				benchEvents(b, producers, opts)
+			})
+		}
 	}
 }
 
-func benchEvents(b *testing.B, opts []engine.Option) {
+// benchEvents runs BenchmarkJournalEvent's events through an engine with
+// opts, from producers goroutines.
+func benchEvents(b *testing.B, producers int, opts []engine.Option) {
 	const chats = 1000
 	mem := memory.New()
 	e, err := engine.New(append([]engine.Option{engine.WithAdapter(mem)}, opts...)...)
@@ -58,13 +66,20 @@ func benchEvents(b *testing.B, opts []engine.Option) {
 	cpu0 := cpuTime()
 	start := time.Now()
 	b.ResetTimer()
-	for i := range b.N {
-		ev := events[i%chats]
-		ev.ID = fmt.Sprint(i)
-		if err := e.HandleEvent(ev); err != nil {
-			b.Fatal(err)
-		}
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := p; i < b.N; i += producers {
+				ev := events[i%chats]
+				ev.ID = fmt.Sprint(i)
+				if err := e.HandleEvent(ev); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
 	}
+	wg.Wait()
 	for e.Stats().Sends.Delivered < uint64(b.N) || e.Stats().Journal != (journal.Stats{}) {
 		time.Sleep(100 * time.Microsecond)
 	}

@@ -26,7 +26,8 @@ import (
 //
 //   - A record's Done appends a done note to the record's own stream, on
 //     its subject <kind>.B.done (no record has three tokens), naming the
-//     sequences done. Notes are written in groups: while one is being
+//     sequences done; an event's handled mark (see handled.go) goes with
+//     the others of its group in one message, written just before. Notes are written in groups: while one is being
 //     written, the Dones that come meanwhile wait for the next, which one
 //     of them writes for all (a group commit). Done returns once its note
 //     is stored: what a crash interrupts after that is not handed over
@@ -78,7 +79,10 @@ type doneLog struct {
 	subject string // the notes' subject
 	limited *ratelog.Logger
 
-	turn     chan struct{} // held by the one writing a note (and purging)
+	turn chan struct{} // held by the one writing a note (and purging)
+	// mark, if not nil, writes the handled marks of a group's records
+	// (see handled.go) right before its note, in one message.
+	mark     func(keys []string)
 	aboveAge time.Duration
 	now      func() time.Time // time.Now, or a test's clock
 
@@ -104,6 +108,7 @@ type doneLog struct {
 type doneGroup struct {
 	epoch uint64
 	seqs  []uint64
+	marks []string      // the handled marks of its records (see doneLog.mark)
 	done  chan struct{} // closed once written (or failed)
 	err   error
 }
@@ -358,10 +363,13 @@ func (d *doneLog) floorLocked() uint64 {
 // done notes the record at seq of epoch done, and returns once the note is
 // stored (or the record deleted): see above. A record of an epoch gone
 // went with its stream.
-func (d *doneLog) done(ctx context.Context, epoch, seq uint64) error {
+func (d *doneLog) done(ctx context.Context, epoch, seq uint64, mark string) error {
 	d.mu.Lock()
 	if epoch != d.epoch {
 		d.mu.Unlock()
+		if mark != "" && d.mark != nil {
+			d.mark([]string{mark})
+		}
 		return nil
 	}
 	g := d.next
@@ -371,6 +379,9 @@ func (d *doneLog) done(ctx context.Context, epoch, seq uint64) error {
 		d.next = g
 	}
 	g.seqs = append(g.seqs, seq)
+	if mark != "" {
+		g.marks = append(g.marks, mark)
+	}
 	d.mu.Unlock()
 	if lead {
 		// The group before is written meanwhile, and others join g. The
@@ -411,6 +422,9 @@ func (d *doneLog) waitingGroup() int {
 // and closes g.done. The caller holds the turn.
 func (d *doneLog) write(g *doneGroup) {
 	defer close(g.done)
+	if len(g.marks) > 0 && d.mark != nil {
+		d.mark(g.marks)
+	}
 	slices.Sort(g.seqs)
 	for seqs := g.seqs; len(seqs) > 0; {
 		part := seqs[:min(len(seqs), noteMax)]

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/platform"
@@ -27,9 +28,23 @@ import (
 // no value, for the duplicate window), and Open reads the last
 // recentHandled marks into a set RecordEvent drops events of: the ones a
 // platform hands on again after a restart are those it took last.
+//
+// The one-process journal writes the marks of the events one done note
+// names together, in one message of the bucket's stream under the key
+// n.<unique> (no event's key has a "."), its value their keys, one a line:
+// one write for the group instead of one an event.
 
-// recentHandled is how many of the last handled marks Open reads.
-const recentHandled = 2048
+const (
+	// recentHandled is how many of the last handled marks Open reads.
+	recentHandled = 2048
+	// marksMax bounds the marks one message holds.
+	marksMax = 256
+	// marksPrefix begins the key of a message of several marks.
+	marksPrefix = "n."
+	// handledChunk is how many of the bucket's messages Open reads at
+	// once, from the last back, until it has recentHandled marks.
+	handledChunk = 256
+)
 
 // handledKey returns the handled bucket's key of ev, or "" for an event
 // without an id.
@@ -53,8 +68,27 @@ func (j *Journal) markHandled(key string) {
 	}
 }
 
-// loadHandled reads the last recentHandled marks of the handled bucket's
-// stream into j.recent.
+// markHandledAll marks the events of keys done, marksMax to a message,
+// without waiting for the server's answer (see markHandled).
+func (j *Journal) markHandledAll(keys []string) {
+	for len(keys) > 0 {
+		part := keys[:min(len(keys), marksMax)]
+		keys = keys[len(part):]
+		if len(part) == 1 {
+			j.markHandled(part[0])
+			continue
+		}
+		msg := nats.NewMsg(j.handledSubject + marksPrefix + nuid.Next())
+		msg.Data = []byte(strings.Join(part, "\n"))
+		if _, err := j.js.PublishMsgAsync(msg); err != nil {
+			j.limited.Warn("cluster: events' handled marks were not written; a platform handing them on again after a restart may have them handled twice", zap.Error(err))
+		}
+	}
+}
+
+// loadHandled reads the last recentHandled marks (or a few more) of the
+// handled bucket's stream into j.recent: its messages from the last back,
+// handledChunk at a time.
 func (j *Journal) loadHandled(ctx context.Context, stream jetstream.Stream) error {
 	info, err := stream.Info(ctx)
 	if err != nil {
@@ -64,35 +98,59 @@ func (j *Journal) loadHandled(ctx context.Context, stream jetstream.Stream) erro
 	if st.Msgs == 0 {
 		return nil
 	}
-	start := st.FirstSeq
-	if st.LastSeq >= recentHandled && st.LastSeq-recentHandled+1 > start {
-		start = st.LastSeq - recentHandled + 1
+	j.recent = make(map[string]struct{}, min(st.Msgs, recentHandled))
+	for end := st.LastSeq; len(j.recent) < recentHandled && end >= st.FirstSeq && end > 0; {
+		start := st.FirstSeq
+		if end-st.FirstSeq >= handledChunk {
+			start = end - handledChunk + 1
+		}
+		if err := j.readHandled(ctx, stream, start, end); err != nil {
+			return err
+		}
+		end = start - 1
 	}
+	return nil
+}
+
+// readHandled reads the marks of the handled bucket's messages from start
+// to end into j.recent.
+func (j *Journal) readHandled(ctx context.Context, stream jetstream.Stream, start, end uint64) error {
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:   start,
-		HeadersOnly:   true,
 	})
 	if err != nil {
 		return err
 	}
-	j.recent = make(map[string]struct{}, min(st.Msgs, recentHandled))
 	for {
-		batch, err := cons.Fetch(recentHandled, jetstream.FetchMaxWait(2*time.Second))
+		batch, err := cons.FetchNoWait(int(end - start + 1)) // they are there: no wait for more
 		if err != nil {
 			return err
 		}
 		last := uint64(0)
 		for m := range batch.Messages() {
-			if meta, err := m.Metadata(); err == nil {
+			meta, err := m.Metadata()
+			if err == nil {
 				last = meta.Sequence.Stream
 			}
-			j.recent[strings.TrimPrefix(m.Subject(), j.handledSubject)] = struct{}{}
+			if err == nil && last > end {
+				continue // read with the chunk after it
+			}
+			key := strings.TrimPrefix(m.Subject(), j.handledSubject)
+			if !strings.HasPrefix(key, marksPrefix) {
+				j.recent[key] = struct{}{}
+				continue
+			}
+			for k := range strings.SplitSeq(string(m.Data()), "\n") {
+				if k != "" {
+					j.recent[k] = struct{}{}
+				}
+			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return err
 		}
-		if last == 0 || last >= st.LastSeq {
+		if last == 0 || last >= end {
 			return nil
 		}
 	}

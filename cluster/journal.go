@@ -258,6 +258,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if err := j.openHandled(ctx); err != nil {
 		return nil, err
 	}
+	j.inDone.mark = j.markHandledAll
 	return j, nil
 }
 
@@ -563,11 +564,14 @@ func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error
 		id, m := r.id, markData{SendResult: *delivered, Sum: r.sum, What: r.what}
 		errs = append(errs, j.finish(ctx, func(ctx context.Context) error { return j.putMark(ctx, id, m) }))
 	}
-	j.markHandled(r.event)
-	log, epoch, seq, blob, saved := r.log, r.epoch, r.seq, r.blob, r.saved
+	log, epoch, seq, blob, saved, mark := r.log, r.epoch, r.seq, r.blob, r.saved, r.event
+	if log == nil || log.mark == nil {
+		j.markHandled(mark) // else with its group's note
+		mark = ""
+	}
 	errs = append(errs, j.finish(ctx, func(ctx context.Context) error {
 		if log != nil {
-			if err := log.done(ctx, epoch, seq); err != nil {
+			if err := log.done(ctx, epoch, seq, mark); err != nil {
 				return err
 			}
 		}
