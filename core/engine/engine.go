@@ -458,11 +458,13 @@ func (e *Engine) runHandling(h *handling.Handling, s handling.Start, inner bool)
 // its events done.
 func (e *Engine) endHandling(h *handling.Handling) {
 	h.AnswerPresses((*env)(e), e.limitedLog)
-	own, taken := h.End()
-	for _, r := range taken {
-		e.js.doneEvent(r)
-	}
-	e.js.doneEvent(own)
+	h.End(func(own journal.Record, taken []journal.Record) bool {
+		ok := true
+		for _, r := range taken {
+			ok = e.js.doneEvent(r) && ok
+		}
+		return e.js.doneEvent(own) && ok
+	})
 }
 
 // process runs the matching handlers of the run r. It reports whether the

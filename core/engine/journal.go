@@ -107,12 +107,15 @@ func (js *journalState) ok(since uint64) {
 }
 
 // doneEvent and doneSend mark an event's or a send's record done (see
-// done) and count it out; a nil record is none.
-func (js *journalState) doneEvent(rec journal.Record) {
-	if rec != nil {
-		js.done(rec, nil)
-		js.events.Add(-1)
+// done) and count it out; a nil record is none. doneEvent reports
+// whether the record is done (none is).
+func (js *journalState) doneEvent(rec journal.Record) bool {
+	if rec == nil {
+		return true
 	}
+	ok := js.done(rec, nil)
+	js.events.Add(-1)
+	return ok
 }
 
 func (js *journalState) doneSend(rec journal.Record, delivered *platform.SendResult) {
@@ -123,16 +126,18 @@ func (js *journalState) doneSend(rec journal.Record, delivered *platform.SendRes
 }
 
 // done marks rec done, logging a failure: the record then stays, and its
-// event is handled again (or its send made again) after a restart.
-func (js *journalState) done(rec journal.Record, delivered *platform.SendResult) {
+// event is handled again (or its send made again) after a restart. It
+// reports whether rec is done.
+func (js *journalState) done(rec journal.Record, delivered *platform.SendResult) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), journalOpTimeout)
 	defer cancel()
 	since := js.begin()
 	if err := rec.Done(ctx, delivered); err != nil {
 		js.failed("done", err)
-		return
+		return false
 	}
 	js.ok(since)
+	return true
 }
 
 // replay returns the Future of the taken-up send id, if there is one.

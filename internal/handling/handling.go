@@ -111,10 +111,14 @@ type Handling struct {
 	redelivered bool
 
 	mu    sync.Mutex
-	ended bool // the handling ended for good: a send needs no mark
-	log   []effect
-	wait  *Wait // its last wait, until it is over
-	x     *extra
+	ended bool // End was called
+	// settling is closed once End marked the handling's events done;
+	// settledOK says they all were: a send needs no mark.
+	settling  chan struct{}
+	settledOK bool
+	log       []effect
+	wait      *Wait // its last wait, until it is over
+	x         *extra
 }
 
 // extra is what few handlings have, kept apart so that a waiting handling
@@ -162,11 +166,21 @@ func (h *Handling) extraLocked() *extra {
 	return h.x
 }
 
-// settled reports whether the handling ended for good (journal.Send).
+// settled reports whether the handling ended for good (journal.Send):
+// its events are marked done, so that it never runs again. While End
+// marks them, it waits for the outcome: a send delivered meanwhile is
+// marked as delivered unless they were.
 func (h *Handling) settled() bool {
 	h.mu.Lock()
+	ended, settling := h.ended, h.settling
+	h.mu.Unlock()
+	if !ended {
+		return false
+	}
+	<-settling
+	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.ended
+	return h.settledOK
 }
 
 // Waiting returns h's wait after a run that waits, or nil.
@@ -176,18 +190,27 @@ func (h *Handling) Waiting() *Wait {
 	return h.wait
 }
 
-// End ends h for good and returns the records of its events: its own
-// (nil for none) and those its waits took. The caller marks them done.
-func (h *Handling) End() (own journal.Record, taken []journal.Record) {
+// End ends h for good: done marks the records of its events done — its
+// own (nil for none) and those its waits took — and reports whether all
+// were. A send of h that ends while done runs waits for its outcome (see
+// settled).
+func (h *Handling) End(done func(own journal.Record, taken []journal.Record) bool) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.ended = true
 	h.wait = nil
+	var taken []journal.Record
 	if h.x != nil {
 		taken = h.x.taken
 		h.x.taken = nil
 	}
-	return h.rec, taken
+	settling := make(chan struct{})
+	h.settling = settling
+	h.mu.Unlock()
+	ok := done(h.rec, taken)
+	h.mu.Lock()
+	h.settledOK = ok
+	h.mu.Unlock()
+	close(settling)
 }
 
 // hookSend returns the error hook's send id made before, or nil.
