@@ -189,7 +189,7 @@ func (t *sendTask) run(ctx context.Context) error {
 	// it for the next start (and it is no dead letter).
 	if !t.cancelledJournaled(ctx, err) {
 		var delivered *platform.SendResult
-		if err == nil && t.id != "" && (t.settled == nil || !t.settled()) {
+		if err == nil && t.rec != nil && t.id != "" && (t.settled == nil || !t.settled()) {
 			delivered = &res // its handler may run again: remember it was sent
 		}
 		t.js.doneSend(t.rec, delivered)
