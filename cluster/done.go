@@ -65,6 +65,13 @@ const (
 	noteMax = 8192
 	// staleMax bounds the records one tidy deletes by themselves.
 	staleMax = 256
+	// groupLinger is how long the first Done of a group waits for others
+	// before its note is written, while the journal is busy (a note
+	// written within busyWithin): under load, one note then names the
+	// records of many chats, instead of one each, for the cost of a
+	// millisecond at most before a Done returns.
+	groupLinger = time.Millisecond
+	busyWithin  = 2 * time.Millisecond
 	// tidyTimeout bounds each of tidy's requests: a tidy stops at its
 	// first failure, so a turn lasts at most a note's write (opTimeout)
 	// and a few of these.
@@ -85,6 +92,7 @@ type doneLog struct {
 	mark     func(keys []string)
 	aboveAge time.Duration
 	now      func() time.Time // time.Now, or a test's clock
+	linger   time.Duration    // groupLinger; 0 in tests that count on none
 
 	mu       sync.Mutex
 	epoch    uint64              // counts the stream found made anew
@@ -98,6 +106,7 @@ type doneLog struct {
 	flightQ  seqHeap
 	purged   uint64 // below it, the stream was purged
 	purgedAt time.Time
+	noteAt   time.Time // when the last note was written (by the clock of time.Now)
 	next     *doneGroup
 	above    []doneAbove          // records done above the floor, in the order done
 	notes    map[uint64]*noteLeft // a note above the floor → what it names that is not gone
@@ -164,7 +173,7 @@ func (d *doneLog) learnIdent(epoch uint64) string {
 func newDoneLog(js jetstream.JetStream, s jetstream.Stream, subject string, limited *ratelog.Logger) *doneLog {
 	d := &doneLog{js: js, stream: s, subject: subject, limited: limited, turn: make(chan struct{}, 1),
 		held: map[uint64]struct{}{}, flight: map[uint64]int{}, notes: map[uint64]*noteLeft{}, deleting: map[uint64]uint64{},
-		aboveAge: aboveAge, now: time.Now}
+		aboveAge: aboveAge, now: time.Now, linger: groupLinger}
 	d.purgedAt = d.now()
 	if info := s.CachedInfo(); info != nil {
 		d.ident = streamIdent(info)
@@ -387,6 +396,9 @@ func (d *doneLog) done(ctx context.Context, epoch, seq uint64, mark string) erro
 		// The group before is written meanwhile, and others join g. The
 		// leader writes g whatever its own context: the others wait on
 		// it, and a turn is bounded (see write and tidy).
+		if d.busy() {
+			time.Sleep(d.linger) // others join g meanwhile
+		}
 		d.turn <- struct{}{}
 		d.mu.Lock()
 		if d.next == g {
@@ -406,6 +418,14 @@ func (d *doneLog) done(ctx context.Context, epoch, seq uint64, mark string) erro
 		// The caller keeps the work for the store's return (outage).
 		return outage("done", ctx.Err())
 	}
+}
+
+// busy reports whether a note was written within busyWithin, so that a
+// new group waits d.linger for more Dones.
+func (d *doneLog) busy() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.linger > 0 && time.Since(d.noteAt) < busyWithin
 }
 
 // waitingGroup returns how many records wait for the next note.
@@ -480,6 +500,7 @@ func (d *doneLog) write(g *doneGroup) {
 			d.mu.Unlock()
 			return // the old stream's last note: its records went with it
 		}
+		d.noteAt = time.Now()
 		now := d.now()
 		floor := d.floorAfterLocked(part)
 		d.notes[ack.Sequence] = &noteLeft{floor: floor}

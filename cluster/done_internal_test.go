@@ -791,3 +791,57 @@ func (c *testClock) advance(by time.Duration) {
 	defer c.mu.Unlock()
 	c.t = c.t.Add(by)
 }
+
+// While the journal is busy (a note written just before), the first Done
+// of a group waits for others, which join it: one note names them all. An
+// idle journal writes at once.
+func TestDoneGroupLingersWhileBusy(t *testing.T) {
+	parallel(t, time.Second)
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	d := j.outDone
+	d.linger = time.Second // long, so that the others surely join
+	const n = 20
+	recs := make([]journal.Record, n+1)
+	for i := range recs {
+		recs[i] = recordSend(ctx, t, j, fmt.Sprint("c", i), "x")
+	}
+	if d.busy() {
+		t.Fatal("busy before any note")
+	}
+	markDone(ctx, t, recs[0]) // idle: written at once, and busy from here
+	if !d.busy() {
+		t.Fatal("not busy right after a note")
+	}
+	errs := make(chan error, n)
+	for i := 1; i <= n; i++ {
+		go func() { errs <- recs[i].Done(ctx, nil) }()
+		// It joins the group its first Done lingers for.
+		deadline := time.Now().Add(10 * time.Second)
+		for d.waitingGroup() != i {
+			if time.Now().After(deadline) {
+				t.Fatalf("Done %d did not join the lingering group: %d wait for a note", i, d.waitingGroup())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := d.waitingGroup(); w != 0 {
+		t.Fatalf("%d still wait for a note", w)
+	}
+	sends, _, _ := pendingTexts(ctx, t, r.open(ctx))
+	if len(sends) != 0 {
+		t.Fatalf("%d sends still pending after every Done", len(sends))
+	}
+	d.mu.Lock()
+	d.noteAt = time.Now().Add(-busyWithin)
+	d.mu.Unlock()
+	if d.busy() {
+		t.Fatal("busy with no note written for busyWithin")
+	}
+}
