@@ -27,9 +27,11 @@ import (
 //   - A record's Done appends a done note to the record's own stream, on
 //     its subject <kind>.B.done (no record has three tokens), naming the
 //     sequences done; an event's handled mark (see handled.go) goes with
-//     the others of its group in one message, written just before. Notes are written in groups: while one is being
-//     written, the Dones that come meanwhile wait for the next, which one
-//     of them writes for all (a group commit). Done returns once its note
+//     the others of its group in one message, written just before. Notes
+//     are written in groups: while one is being written, the Dones that
+//     come meanwhile wait for the next, which one of them writes for all
+//     (a group commit); while the journal is busy, the first of a group
+//     also waits groupLinger for others. Done returns once its note
 //     is stored: what a crash interrupts after that is not handed over
 //     again — Pending skips the records a note names.
 //   - The journal knows the records it holds (written, or taken up by
