@@ -197,11 +197,12 @@ func (l *lead) sure() error {
 	return err
 }
 
-// connect runs the adapter's connection while the lease lasts, again after
-// a pause when the lease was unsure. It is fenced like the sends: once
-// the lease is not surely this member's (it was not renewed in time), the
-// connection is stopped, so a gateway that lost its lease does not poll
-// against the next one.
+// connect runs the adapter's connection while the lease lasts. It is
+// fenced like the sends: once the lease is not surely this member's (it
+// was not renewed in time), the connection is stopped, so a gateway that
+// lost its lease does not poll against the next one, and it waits for the
+// lead to end (the membership leads again, with a new connection, if the
+// lease turns out to be still this member's).
 func (l *lead) connect() {
 	defer close(l.ran)
 	for l.recv.Err() == nil {
