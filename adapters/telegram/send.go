@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -796,19 +797,42 @@ func (a *Adapter) sendPart(ctx context.Context, dest *destination, p part) (tgbo
 	if err != nil {
 		return tgbotapi.Message{}, err
 	}
-	// Only the message's ID is read: the rest of the answer is what was
-	// sent, and decoding all of it is work no caller needs.
-	var sent struct {
-		MessageID int `json:"message_id"`
-	}
-	if err := json.Unmarshal(raw, &sent); err != nil {
+	id, err := messageIDOf(raw)
+	if err != nil {
 		// Telegram answered "ok": the message was delivered, and sending
 		// it again would deliver it twice. Only its ID is unknown.
 		a.limited.Warn("telegram: a message was delivered, but the answer's result is unreadable; its ID is unknown",
 			zap.String("method", method), zap.Error(err))
 		return tgbotapi.Message{}, nil
 	}
-	return tgbotapi.Message{MessageID: sent.MessageID}, nil
+	return tgbotapi.Message{MessageID: id}, nil
+}
+
+// messageIDPrefix opens a Message as Telegram writes it: its ID first.
+const messageIDPrefix = `{"message_id":`
+
+// messageIDOf returns the message_id of raw, a sent Message's JSON. Only
+// the ID is read: the rest of the answer is what was sent, and decoding
+// all of it is work no caller needs. The ID is read straight from the
+// JSON's opening, where Telegram puts it; a Message written otherwise is
+// decoded.
+func messageIDOf(raw []byte) (int, error) {
+	if rest, ok := bytes.CutPrefix(raw, []byte(messageIDPrefix)); ok {
+		n := 0
+		for n < len(rest) && n < 19 && '0' <= rest[n] && rest[n] <= '9' {
+			n++
+		}
+		if n > 0 && n < len(rest) && (rest[n] == ',' || rest[n] == '}') && (rest[0] != '0' || n == 1) {
+			if id, err := strconv.Atoi(string(rest[:n])); err == nil {
+				return id, nil
+			}
+		}
+	}
+	var sent struct {
+		MessageID int `json:"message_id"`
+	}
+	err := json.Unmarshal(raw, &sent)
+	return sent.MessageID, err
 }
 
 // inputMediaTypes are the InputMedia types of the kinds an album holds.
