@@ -81,6 +81,55 @@ type oneAdapter struct{ journal.Member }
 
 func (oneAdapter) Adapters() []string { return []string{"tg"} }
 
+// Lead holds the connection of "tg", which makes nothing, until it ends.
+func (oneAdapter) Lead(ctx, conn context.Context, _ string) error {
+	<-ctx.Done()
+	<-conn.Done()
+	return nil
+}
+
+// sharedMember opens a Shared journal of node "me" on nc with cfg, attaches
+// m, and returns the journal and m's membership, whose leads are released
+// when the test ends.
+func sharedMember(t *testing.T, nc *nats.Conn, cfg SharedConfig, m journal.Member) (*Shared, *membership) {
+	t.Helper()
+	cfg.Node = "me"
+	s, err := OpenShared(context.Background(), nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Attach(m); err != nil {
+		t.Fatal(err)
+	}
+	r := &membership{s: s, m: m, leads: map[string]*lead{}}
+	t.Cleanup(func() {
+		for _, l := range r.leads {
+			l.release(context.Background())
+		}
+	})
+	return s, r
+}
+
+// takeLease has r take the lease of "tg" and returns its lead.
+func takeLease(t *testing.T, r *membership) *lead {
+	t.Helper()
+	r.renewLeases(context.Background(), true)
+	l := r.leads["tg"]
+	if l == nil {
+		t.Fatal("the lease was not taken")
+	}
+	return l
+}
+
+// sendText appends a send of text to chat 1 of "tg" to s.
+func sendText(t *testing.T, s *Shared, text string) {
+	t.Helper()
+	if _, err := s.AppendSend(context.Background(), journal.Send{Request: platform.SendRequest{Platform: "tg", Target: platform.Chat{ID: "1"},
+		Message: platform.TextMessage(text)}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A renewal counts from when it was asked for: the lease's TTL runs from
 // the server's write, so a reply read late must not make it look fresh.
 func TestLeaseRenewalCountsFromTheRequest(t *testing.T) {
@@ -145,50 +194,21 @@ func (m *makeCounter) Make(out journal.Outgoing) error {
 	}
 	return nil
 }
-func (*makeCounter) Lead(ctx, conn context.Context, _ string) error {
-	<-ctx.Done()
-	<-conn.Done()
-	return nil
-}
 
 // A gateway whose lease goes unrenewed past its fence stops taking sends
 // from OUT at once — sends a next gateway would otherwise share with it,
 // out of order — and leads again, from the consumer reset, once renewed.
 func TestUnsureGatewayStopsTaking(t *testing.T) {
 	parallel(t, 0)
-	nc := connectEmbedded(t)
 	ctx := context.Background()
-	s, err := OpenShared(ctx, nc, SharedConfig{Node: "me", LeaseTTL: 900 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := &makeCounter{}
-	if err := s.Attach(m); err != nil {
-		t.Fatal(err)
-	}
-	r := &membership{s: s, m: m, leads: map[string]*lead{}}
-	r.renewLeases(ctx, true)
-	l := r.leads["tg"]
-	if l == nil {
-		t.Fatal("the lease was not taken")
-	}
-	defer func() {
-		for _, l := range r.leads {
-			l.release(ctx)
-		}
-	}()
-	send := func(text string) {
-		t.Helper()
-		if _, err := s.AppendSend(ctx, journal.Send{Request: platform.SendRequest{Platform: "tg", Target: platform.Chat{ID: "1"},
-			Message: platform.TextMessage(text)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	send("while sure")
+	s, r := sharedMember(t, connectEmbedded(t), SharedConfig{LeaseTTL: 900 * time.Millisecond}, m)
+	l := takeLease(t, r)
+	sendText(t, s, "while sure")
 	waitUntil(t, "the send made", func() bool { return m.made.Load() == 1 })
 	// Not renewed: past two thirds of the TTL the gateway stops taking.
 	waitUntil(t, "the unsure gateway to stop taking", l.lost)
-	send("while unsure")
+	sendText(t, s, "while unsure")
 	time.Sleep(100 * time.Millisecond) // a send taken would be handed over within it
 	if n := m.made.Load(); n != 1 {
 		t.Fatalf("%d sends handed over; want the first only (the gateway stopped taking)", n)
@@ -249,12 +269,6 @@ func (m *orderMaker) Made() []string {
 	return slices.Clone(m.made)
 }
 
-func (*orderMaker) Lead(ctx, conn context.Context, _ string) error {
-	<-ctx.Done()
-	<-conn.Done()
-	return nil
-}
-
 // A send whose fence fails while the lease is unsure for a moment is not
 // overtaken by the chat's next send once the lease is renewed: the fence
 // stays closed for the rest of that lead, the gateway stops taking sends,
@@ -262,28 +276,11 @@ func (*orderMaker) Lead(ctx, conn context.Context, _ string) error {
 // soon (not after AckWait).
 func TestFencedSendKeepsOrder(t *testing.T) {
 	parallel(t, 0)
-	nc := connectEmbedded(t)
 	ctx := context.Background()
-	// A long TTL: the connection's own fence (a timer) stays out of it.
-	s, err := OpenShared(ctx, nc, SharedConfig{Node: "me", LeaseTTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := &orderMaker{}
-	if err := s.Attach(m); err != nil {
-		t.Fatal(err)
-	}
-	r := &membership{s: s, m: m, leads: map[string]*lead{}}
-	r.renewLeases(ctx, true)
-	l := r.leads["tg"]
-	if l == nil {
-		t.Fatal("the lease was not taken")
-	}
-	defer func() {
-		for _, l := range r.leads {
-			l.release(ctx)
-		}
-	}()
+	// A long TTL: the connection's own fence (a timer) stays out of it.
+	s, r := sharedMember(t, connectEmbedded(t), SharedConfig{LeaseTTL: time.Minute}, m)
+	l := takeLease(t, r)
 	m.mu.Lock()
 	m.fenceFirst = func() {
 		// The renewal is late as the first send is checked, and comes
@@ -296,12 +293,8 @@ func TestFencedSendKeepsOrder(t *testing.T) {
 		l.renewed.Store(renewed)
 	}
 	m.mu.Unlock()
-	for _, text := range []string{"1", "2"} {
-		if _, err := s.AppendSend(ctx, journal.Send{Request: platform.SendRequest{Platform: "tg", Target: platform.Chat{ID: "1"},
-			Message: platform.TextMessage(text)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendText(t, s, "1")
+	sendText(t, s, "2")
 	waitUntil(t, "the gateway to stop taking", l.lost)
 	if got := m.Made(); len(got) != 0 {
 		t.Fatalf("made %q while the first send waits for the next gateway; want nothing", got)
@@ -331,34 +324,15 @@ func (m *interactMaker) Interact(context.Context, string, journal.Interaction) (
 	return []byte("done"), nil
 }
 
-func (*interactMaker) Lead(ctx, conn context.Context, _ string) error {
-	<-ctx.Done()
-	<-conn.Done()
-	return nil
-}
-
 // An interaction no gateway takes — none is there yet, or the one there
 // refuses it with its lease unsure — is asked again until one makes it,
 // within the caller's context; one made is not asked again.
 func TestInteractionAskedAgainUntilTaken(t *testing.T) {
 	parallel(t, 0)
-	nc := connectEmbedded(t)
 	ctx := context.Background()
-	s, err := OpenShared(ctx, nc, SharedConfig{Node: "me"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := &interactMaker{}
 	m.refuse.Store(2)
-	if err := s.Attach(m); err != nil {
-		t.Fatal(err)
-	}
-	r := &membership{s: s, m: m, leads: map[string]*lead{}}
-	defer func() {
-		for _, l := range r.leads {
-			l.release(ctx)
-		}
-	}()
+	s, r := sharedMember(t, connectEmbedded(t), SharedConfig{}, m)
 
 	// No gateway at all: it fails once the caller's context ends, with a
 	// retryable error.
