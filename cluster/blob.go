@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -125,7 +126,7 @@ func (j *Journal) recordData(ctx context.Context, h nats.Header, data []byte) ([
 	if err == nil {
 		rctx, cancel := context.WithTimeout(ctx, blobReadTime(info.Size))
 		var b []byte
-		b, err = j.blobs.GetBytes(rctx, blob)
+		b, err = j.readObject(rctx, blob, info.Size)
 		cancel()
 		if err == nil {
 			return b, blob, nil
@@ -135,6 +136,44 @@ func (j *Journal) recordData(ctx context.Context, h nats.Header, data []byte) ([
 		return nil, blob, fmt.Errorf("cluster: the object %s of a record: %w", blob, errBlobGone)
 	}
 	return nil, blob, fmt.Errorf("cluster: the object %s of a record: %w", blob, err)
+}
+
+// maxObject bounds the size an object's info may give for readObject to
+// allocate: far above any record's (Config.MaxRecord), far below what
+// would exhaust memory on a bad info.
+const maxObject = 1 << 32
+
+// readObject reads the object name, of size bytes by its info, into one
+// buffer of that size. The client's GetBytes grows its buffer from empty,
+// which copies a file's bytes about twice more and holds up to three
+// times them at once. The object's digest is checked as the read reaches
+// its end; an object shorter or longer than size is an error.
+func (j *Journal) readObject(ctx context.Context, name string, size uint64) ([]byte, error) {
+	if size > maxObject {
+		return nil, fmt.Errorf("an object of %d bytes, over %d", size, uint64(maxObject))
+	}
+	res, err := j.blobs.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	b := make([]byte, size)
+	if _, err := io.ReadFull(res, b); err != nil {
+		return nil, fmt.Errorf("reading %d bytes: %w", size, err)
+	}
+	var more [1]byte
+	for {
+		n, err := res.Read(more[:])
+		if n > 0 {
+			return nil, fmt.Errorf("an object longer than its %d bytes", size)
+		}
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // blobReadTime is how long reading an object of size bytes may take:

@@ -1,9 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
@@ -52,5 +56,37 @@ func TestOrphanObjectsSwept(t *testing.T) {
 	}
 	if n := count(); n != 1 || len(p.Sends) != 1 || len(p.Sends[0].Request.Message.Attachments[0].Data) != 2<<20 {
 		t.Fatalf("%d objects, %d sends after the sweep; want the send's object only, and the send whole", n, len(p.Sends))
+	}
+}
+
+// readObject reads an object into a buffer of the size its info gives,
+// and refuses one whose bytes are fewer or more than that size.
+func TestReadObjectChecksItsSize(t *testing.T) {
+	parallel(t, 0)
+	nc := connectEmbedded(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	j, err := Open(ctx, nc, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 300<<10) // several chunks
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if _, err := j.blobs.PutBytes(ctx, "r-x", data); err != nil {
+		t.Fatal(err)
+	}
+	got, err := j.readObject(ctx, "r-x", uint64(len(data)))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("readObject: %d bytes, %v; want the %d bytes put", len(got), err, len(data))
+	}
+	for _, size := range []uint64{uint64(len(data)) - 1, uint64(len(data)) + 1, maxObject + 1} {
+		if got, err := j.readObject(ctx, "r-x", size); err == nil {
+			t.Errorf("readObject with size %d of a %d-byte object: %d bytes, no error", size, len(data), len(got))
+		}
+	}
+	if _, err := j.readObject(ctx, "r-gone", 10); !errors.Is(err, jetstream.ErrObjectNotFound) {
+		t.Errorf("readObject of a missing object: %v; want ErrObjectNotFound", err)
 	}
 }
