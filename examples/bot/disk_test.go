@@ -115,7 +115,7 @@ func (r *diskRun) scenario(ctx context.Context, t *testing.T, p *botProcess, met
 	}
 	restore := fill()
 	full := time.Now()
-	sentAtFill := len(r.srv.AllSent())
+	sentAtFill := r.srv.NumSent()
 	// The second wave comes once the journal met the full store (the
 	// first wave's sends, draining, write their progress): a handling
 	// under way when the store fills is the engine's to take up again (it
@@ -132,7 +132,7 @@ func (r *diskRun) scenario(ctx context.Context, t *testing.T, p *botProcess, met
 	restore()
 	back := time.Now()
 	t.Logf("store full for %v; %d replies sent when it filled, %d when the room came back; %d of %d updates confirmed while full",
-		back.Sub(full).Round(time.Millisecond), sentAtFill, len(r.srv.AllSent()), confirmedWhileFull, len(r.secondIDs))
+		back.Sub(full).Round(time.Millisecond), sentAtFill, r.srv.NumSent(), confirmedWhileFull, len(r.secondIDs))
 
 	// Every chat gets its next reply within answeredWithin of the room's
 	// return, and everything arrives.

@@ -164,6 +164,14 @@ func cloneKeyboard(kb [][]tgbotapi.InlineKeyboardButton) [][]tgbotapi.InlineKeyb
 	return kb
 }
 
+// NumSent returns how many messages the server accepted, to every chat:
+// len(AllSent()) without copying them, for a [Server.WaitUntil] condition.
+func (s *Server) NumSent() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sent)
+}
+
 // AllSent returns every message the server accepted, in order.
 func (s *Server) AllSent() []SentMessage {
 	s.mu.Lock()
@@ -180,12 +188,21 @@ func (s *Server) AllSent() []SentMessage {
 // first, it returns the messages sent so far with ctx's error or
 // [ErrClosed].
 func (s *Server) WaitSent(ctx context.Context, chatID int64, n int) ([]SentMessage, error) {
-	var got []SentMessage
-	err := s.WaitUntil(ctx, func() bool {
-		got = s.Sent(chatID)
-		return len(got) >= n
-	})
-	return got, err
+	err := s.WaitUntil(ctx, func() bool { return s.sentCount(chatID) >= n })
+	return s.Sent(chatID), err
+}
+
+// sentCount returns how many messages were sent to chatID, copying none.
+func (s *Server) sentCount(chatID int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, m := range s.sent {
+		if m.ChatID == chatID {
+			n++
+		}
+	}
+	return n
 }
 
 // CallbackAnswer is an answerCallbackQuery call the server received, as

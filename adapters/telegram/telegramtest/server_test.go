@@ -474,6 +474,72 @@ func TestWaitSentContext(t *testing.T) {
 	}
 }
 
+// WaitUntil checks changes that come faster than its condition runs
+// together: after a call that took d, the next begins at least d after it
+// ended, so a condition that copies what was sent costs at most half a
+// processor however fast the bot sends.
+func TestWaitUntilPacesACostlyCondition(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // changes as fast as they come
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+				srv.SendUserMessage(int64(i), ann, "hi")
+			}
+		}
+	})
+	type call struct{ began, ended time.Time }
+	var calls []call
+	err := srv.WaitUntil(ctx, func() bool {
+		c := call{began: time.Now()}
+		time.Sleep(time.Millisecond)
+		c.ended = time.Now()
+		calls = append(calls, c)
+		return len(calls) == 20
+	})
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(calls); i++ {
+		prev := calls[i-1]
+		if gap, took := calls[i].began.Sub(prev.ended), prev.ended.Sub(prev.began); gap < took {
+			t.Fatalf("call %d began %v after call %d ended, which took %v; want at least that", i, gap, i-1, took)
+		}
+	}
+	if srv.Pending() < 20 {
+		t.Fatalf("%d updates pushed; want changes throughout", srv.Pending())
+	}
+}
+
+// WaitSent counts the chat's messages among others' and returns them all;
+// NumSent counts every chat's.
+func TestWaitSentAndNumSent(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 3 {
+		call(t, srv, token, "sendMessage", url.Values{"chat_id": {"5"}, "text": {fmt.Sprint(i)}})
+		call(t, srv, token, "sendMessage", url.Values{"chat_id": {"6"}, "text": {"other"}})
+	}
+	got, err := srv.WaitSent(ctx, 5, 2)
+	if err != nil || len(got) != 3 || got[2].Text != "2" {
+		t.Fatalf("WaitSent(5, 2) = %d messages, %v; want the 3 of chat 5", len(got), err)
+	}
+	if n := srv.NumSent(); n != 6 {
+		t.Fatalf("NumSent = %d; want 6", n)
+	}
+}
+
 func TestJSONBody(t *testing.T) {
 	srv := telegramtest.NewServer()
 	defer srv.Close()
