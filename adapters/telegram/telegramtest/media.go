@@ -30,7 +30,8 @@ type storedFile struct {
 }
 
 // storeFileLocked keeps f under a new file ID and file_path and returns
-// the ID; s.mu must be held.
+// the ID; s.mu must be held. f.data becomes the server's, never changed:
+// a caller's bytes are cloned before.
 func (s *Server) storeFileLocked(f storedFile) string {
 	s.fileSeq++
 	id := "file" + strconv.Itoa(s.fileSeq)
@@ -39,7 +40,6 @@ func (s *Server) storeFileLocked(f storedFile) string {
 		ext = map[string]string{"photo": ".jpg", "voice": ".oga", "sticker": ".webp"}[f.kind]
 	}
 	f.path = f.kind + "s/file_" + strconv.Itoa(s.fileSeq) + ext
-	f.data = bytes.Clone(f.data)
 	s.files[id] = f
 	s.filePaths[f.path] = id
 	return id
@@ -52,7 +52,7 @@ func (s *Server) storeFileLocked(f storedFile) string {
 func (s *Server) AddFile(kind, name string, data []byte) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.storeFileLocked(storedFile{kind: kind, name: name, data: data})
+	return s.storeFileLocked(storedFile{kind: kind, name: name, data: bytes.Clone(data)})
 }
 
 // FileData returns the bytes of the file fileID, and whether the server
@@ -124,7 +124,8 @@ func (s *Server) userFileUpdateLocked(chatID int64, from tgbotapi.User, f UserFi
 	if f.Kind == "sticker" || f.Kind == "video_note" {
 		msg.Caption = ""
 	}
-	id := s.storeFileLocked(storedFile{kind: f.Kind, name: name, mime: f.MIMEType, data: f.Data})
+	data := bytes.Clone(f.Data) // the server's, shared by the file and its thumbnail
+	id := s.storeFileLocked(storedFile{kind: f.Kind, name: name, mime: f.MIMEType, data: data})
 	secs := int(f.Duration / time.Second)
 	switch f.Kind {
 	case "photo":
@@ -132,7 +133,7 @@ func (s *Server) userFileUpdateLocked(chatID int64, from tgbotapi.User, f UserFi
 		if w == 0 || h == 0 {
 			w, h = 640, 480
 		}
-		thumb := s.storeFileLocked(storedFile{kind: f.Kind, data: f.Data})
+		thumb := s.storeFileLocked(storedFile{kind: f.Kind, data: data})
 		msg.Photo = []tgbotapi.PhotoSize{
 			{FileID: thumb, FileUniqueID: "u" + thumb, Width: 90, Height: 90 * h / w, FileSize: len(f.Data)},
 			{FileID: id, FileUniqueID: "u" + id, Width: w, Height: h, FileSize: len(f.Data)},

@@ -279,6 +279,40 @@ func TestSendFiles(t *testing.T) {
 	}
 }
 
+// A multipart body's parts are read one after another into one buffer:
+// each upload keeps its own bytes, the fields join the URL's query (which
+// comes first), and a message's file is the server's own copy.
+func TestMultipartUploads(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	mw.WriteField("media", `[{"type":"photo","media":"attach://a","caption":"first"},{"type":"photo","media":"attach://b"}]`)
+	a, b := bytes.Repeat([]byte("a"), 100<<10), bytes.Repeat([]byte("b"), 3)
+	for name, data := range map[string][]byte{"a": a, "b": b} {
+		fw, _ := mw.CreateFormFile(name, name+".jpg")
+		fw.Write(data)
+	}
+	mw.WriteField("chat_id", "6") // after the query's chat_id
+	mw.Close()
+	resp, err := http.Post(fmt.Sprintf(srv.Endpoint(), token, "sendMediaGroup")+"?chat_id=5", mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("multipart sendMediaGroup: %d", resp.StatusCode)
+	}
+	sent := srv.Sent(5)
+	if len(sent) != 2 || !bytes.Equal(sent[0].FileData, a) || sent[0].Text != "first" || !bytes.Equal(sent[1].FileData, b) {
+		t.Fatalf("Sent(5) = %d messages; want the album's two files whole", len(sent))
+	}
+	sent[1].FileData[0] = 'x' // the caller's copy
+	if data, ok := srv.FileData(sent[1].FileID); !ok || !bytes.Equal(data, b) {
+		t.Fatalf("FileData after the caller changed its copy = %q, %v; want %q", data, ok, b)
+	}
+}
+
 func TestCallbacks(t *testing.T) {
 	srv := telegramtest.NewServer()
 	defer srv.Close()
