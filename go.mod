@@ -36,3 +36,5 @@ require (
 	golang.org/x/sys v0.50.0
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+tool github.com/nats-io/nats-server/v2

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -222,41 +223,29 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	return w.s.log.Write(p)
 }
 
-// The server binary is built once per test process, into a directory
-// removed by [Cleanup].
+// The server binary is the module's tool nats-server (the tool directive
+// in go.mod): the go command builds it without the race detector, from
+// the version go.mod requires, and keeps it in its build cache, so that
+// the test processes of every package, and every run, share one build.
 var built struct {
 	once sync.Once
-	dir  string
 	path string
 	err  error
 }
 
-// binary returns the path of the nats-server binary, building it the
-// first time: the go command builds it without the race detector, from
-// the version in this module's go.mod.
+// binary returns the path of the nats-server binary, building it if the
+// build cache does not hold it yet.
 func binary() (string, error) {
 	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "natstest-")
+		var stderr bytes.Buffer
+		cmd := exec.Command("go", "tool", "-n", "nats-server")
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil {
-			built.err = err
+			built.err = fmt.Errorf("natstest: go tool -n nats-server: %v\n%s", err, stderr.Bytes())
 			return
 		}
-		built.dir = dir
-		path := filepath.Join(dir, "nats-server")
-		out, err := exec.Command("go", "build", "-o", path, "github.com/nats-io/nats-server/v2").CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("natstest: go build nats-server: %v\n%s", err, out)
-			return
-		}
-		built.path = path
+		built.path = strings.TrimSpace(string(out))
 	})
 	return built.path, built.err
-}
-
-// Cleanup removes the server binary built for this process's tests. Call
-// it from TestMain after the tests ran.
-func Cleanup() {
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
 }
