@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -18,13 +16,7 @@ import (
 // the grace; one a record names stays.
 func TestOrphanObjectsSwept(t *testing.T) {
 	parallel(t, 0)
-	nc := connectEmbedded(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	j, err := Open(ctx, nc, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, j := openEmbedded(t)
 	if _, err := j.blobs.PutBytes(ctx, "r-orphan", []byte("left by a crash")); err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +55,7 @@ func TestOrphanObjectsSwept(t *testing.T) {
 // and refuses one whose bytes are fewer or more than that size.
 func TestReadObjectChecksItsSize(t *testing.T) {
 	parallel(t, 0)
-	nc := connectEmbedded(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	j, err := Open(ctx, nc, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, j := openEmbedded(t)
 	data := make([]byte, 300<<10) // several chunks
 	for i := range data {
 		data[i] = byte(i * 7)

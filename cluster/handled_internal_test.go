@@ -1,11 +1,9 @@
 package cluster
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
@@ -17,13 +15,7 @@ import (
 // wrote them), across more messages than Open reads at once.
 func TestHandledMarksBatched(t *testing.T) {
 	parallel(t, 0)
-	nc := connectEmbedded(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	j, err := Open(ctx, nc, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, j := openEmbedded(t)
 	event := func(id string) platform.Event {
 		return platform.Event{ID: id, Platform: "memory", Kind: platform.EventMessage, Chat: platform.Chat{ID: "c"}, Text: id}
 	}
@@ -65,7 +57,7 @@ func TestHandledMarksBatched(t *testing.T) {
 		t.Errorf("%d messages for %d marks; want those of the %d events done at once in at most %d", n, together+alone, together, together/4)
 	}
 
-	again, err := Open(ctx, nc, Config{})
+	again, err := Open(ctx, j.nc, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

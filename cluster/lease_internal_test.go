@@ -162,6 +162,20 @@ func TestLeaseRenewalCountsFromTheRequest(t *testing.T) {
 
 // connectEmbedded starts a NATS server in the test, its store in a
 // directory of the test's, and connects to it; both stop with the test.
+// openEmbedded opens a journal with the default Config on an embedded
+// server of t's own, and returns it with a context for t's calls.
+func openEmbedded(t *testing.T) (context.Context, *Journal) {
+	t.Helper()
+	nc := connectEmbedded(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	j, err := Open(ctx, nc, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, j
+}
+
 func connectEmbedded(t *testing.T) *nats.Conn {
 	t.Helper()
 	srv, err := embedded.Start(embedded.Config{Dir: t.TempDir()})
