@@ -269,16 +269,15 @@ func (s *Server) WaitUntil(ctx context.Context, cond func() bool) error {
 		if took < minPause {
 			continue
 		}
+		// cond runs once more after the pause, also when ctx or the server
+		// ends in it: the change may have made it true.
 		pause := time.NewTimer(took)
 		select {
 		case <-pause.C:
 		case <-ctx.Done():
-			pause.Stop()
-			return ctx.Err()
 		case <-s.closed:
-			pause.Stop()
-			return ErrClosed
 		}
+		pause.Stop()
 	}
 }
 
@@ -515,24 +514,30 @@ func readParams(w http.ResponseWriter, r *http.Request) (url.Values, map[string]
 
 // readMultipart reads a multipart/form-data body: its fields, after the
 // URL's query parameters, and its files, the first of each field. The
-// parts are read once, one after the other, into one buffer the size of
-// the request: ParseMultipartForm and io.ReadAll grow theirs from empty,
-// copying a 4 MiB file's bytes several times over.
+// parts are read once, one after the other, into one buffer, as large as
+// the request when it says its length (a chunked one grows it): the files
+// are cut from it once it is whole. ParseMultipartForm and io.ReadAll grow
+// a buffer per file from empty, copying a 4 MiB file's bytes several times.
 func readMultipart(r *http.Request) (url.Values, map[string]upload, error) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, nil, err
 	}
 	params := r.URL.Query()
-	files := make(map[string]upload)
-	var all []byte
-	if r.ContentLength > 0 {
-		all = make([]byte, 0, min(r.ContentLength, maxBody)+1)
+	type span struct {
+		field, name string
+		start, end  int
 	}
+	var spans []span
+	size := int64(64 << 10)
+	if r.ContentLength > 0 {
+		size = min(r.ContentLength, maxBody) + 1
+	}
+	all := make([]byte, 0, size)
 	for {
 		p, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			return params, files, nil
+		if err == io.EOF { // only the closing boundary: a body cut short is an error wrapping io.EOF
+			break
 		}
 		if err != nil {
 			return nil, nil, err
@@ -545,13 +550,19 @@ func readMultipart(r *http.Request) (url.Values, map[string]upload, error) {
 		if all, err = appendRead(all, p); err != nil {
 			return nil, nil, err
 		}
-		data := all[start:len(all):len(all)]
 		if p.FileName() == "" {
-			params.Add(field, string(data))
-		} else if _, ok := files[field]; !ok {
-			files[field] = upload{name: p.FileName(), data: data}
+			params.Add(field, string(all[start:]))
+		} else {
+			spans = append(spans, span{field, p.FileName(), start, len(all)})
 		}
 	}
+	files := make(map[string]upload)
+	for _, sp := range spans {
+		if _, ok := files[sp.field]; !ok {
+			files[sp.field] = upload{name: sp.name, data: all[sp.start:sp.end:sp.end]}
+		}
+	}
+	return params, files, nil
 }
 
 // appendRead appends what r gives until its end to b.

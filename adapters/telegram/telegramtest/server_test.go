@@ -280,8 +280,10 @@ func TestSendFiles(t *testing.T) {
 }
 
 // A multipart body's parts are read one after another into one buffer:
-// each upload keeps its own bytes, the fields join the URL's query (which
-// comes first), and a message's file is the server's own copy.
+// each upload keeps its own bytes, with or without the request's length
+// (a chunked body: the Telegram library uploads through a pipe), the
+// fields join the URL's query (which comes first), a message's file is the
+// server's own copy, and a body cut short is refused.
 func TestMultipartUploads(t *testing.T) {
 	srv := telegramtest.NewServer()
 	defer srv.Close()
@@ -295,21 +297,65 @@ func TestMultipartUploads(t *testing.T) {
 	}
 	mw.WriteField("chat_id", "6") // after the query's chat_id
 	mw.Close()
-	resp, err := http.Post(fmt.Sprintf(srv.Endpoint(), token, "sendMediaGroup")+"?chat_id=5", mw.FormDataContentType(), &body)
-	if err != nil {
-		t.Fatal(err)
+	post := func(chat string, r io.Reader) int {
+		t.Helper()
+		resp, err := http.Post(fmt.Sprintf(srv.Endpoint(), token, "sendMediaGroup")+"?chat_id="+chat, mw.FormDataContentType(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("multipart sendMediaGroup: %d", resp.StatusCode)
+	for chat, r := range map[int64]io.Reader{
+		5: bytes.NewReader(body.Bytes()),                 // its length known
+		7: io.MultiReader(bytes.NewReader(body.Bytes())), // chunked
+	} {
+		if code := post(fmt.Sprint(chat), r); code != 200 {
+			t.Fatalf("chat %d: multipart sendMediaGroup: %d", chat, code)
+		}
+		sent := srv.Sent(chat)
+		if len(sent) != 2 || !bytes.Equal(sent[0].FileData, a) || sent[0].Text != "first" || !bytes.Equal(sent[1].FileData, b) {
+			t.Fatalf("Sent(%d) = %d messages; want the album's two files whole", chat, len(sent))
+		}
+		sent[1].FileData[0] = 'x' // the caller's copy
+		if data, ok := srv.FileData(sent[1].FileID); !ok || !bytes.Equal(data, b) {
+			t.Fatalf("FileData after the caller changed its copy = %q, %v; want %q", data, ok, b)
+		}
 	}
-	sent := srv.Sent(5)
-	if len(sent) != 2 || !bytes.Equal(sent[0].FileData, a) || sent[0].Text != "first" || !bytes.Equal(sent[1].FileData, b) {
-		t.Fatalf("Sent(5) = %d messages; want the album's two files whole", len(sent))
+	for name, cut := range map[string][]byte{
+		"empty":                  nil,
+		"without its last bytes": body.Bytes()[:body.Len()-20],
+		"without the closing --": body.Bytes()[:body.Len()-len("--\r\n")],
+	} {
+		if code := post("8", bytes.NewReader(cut)); code == 200 {
+			t.Errorf("a body %s: 200; want it refused", name)
+		}
 	}
-	sent[1].FileData[0] = 'x' // the caller's copy
-	if data, ok := srv.FileData(sent[1].FileID); !ok || !bytes.Equal(data, b) {
-		t.Fatalf("FileData after the caller changed its copy = %q, %v; want %q", data, ok, b)
+	if n := len(srv.Sent(8)); n != 0 {
+		t.Errorf("%d messages sent from bodies cut short; want none", n)
+	}
+}
+
+// WaitUntil calls its condition again after its pause, also when ctx ends
+// in it: the change it waited for may have made it true.
+func TestWaitUntilChecksAfterItsPause(t *testing.T) {
+	srv := telegramtest.NewServer()
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	err := srv.WaitUntil(ctx, func() bool {
+		calls++
+		if calls > 1 {
+			return true
+		}
+		srv.SendUserMessage(1, ann, "hi") // a change while cond runs
+		time.Sleep(300 * time.Millisecond)
+		time.AfterFunc(100*time.Millisecond, cancel) // in the pause of about 300 ms that follows
+		return false
+	})
+	if err != nil || calls != 2 {
+		t.Fatalf("WaitUntil = %v after %d calls; want nil after 2", err, calls)
 	}
 }
 
