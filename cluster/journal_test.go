@@ -17,6 +17,7 @@ import (
 	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/internal/leakcheck"
+	"github.com/heraldbot/herald/internal/natstest"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 	// As many at once as the processors, as the testing package would
 	// (the tests compute more than they wait), longest first.
 	cluster.TestQueue.SetUp(runtime.GOMAXPROCS(0))
-	leakcheck.VerifyTestMain(m)
+	leakcheck.VerifyTestMainAfter(m, natstest.Cleanup)
 }
 
 // parallel makes t a parallel test that starts in its turn (see

@@ -23,6 +23,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/internal/natstest"
 	"github.com/heraldbot/herald/internal/testmain"
 )
 
@@ -74,6 +75,7 @@ const e2eParallel = 6
 func TestMain(m *testing.M) {
 	queue.SetUp(e2eParallel)
 	code := m.Run()
+	natstest.Cleanup()
 	if botPath != "" {
 		os.RemoveAll(filepath.Dir(botPath))
 	}

@@ -49,6 +49,10 @@ type Options struct {
 	MaxStore int64
 }
 
+// startTries is how many times start tries to run a binary that another
+// go command is still writing, 50 ms apart.
+const startTries = 40
+
 // readyTimeout bounds how long Start and Restart wait for the server to
 // accept connections (a large store takes time to recover).
 const readyTimeout = time.Minute
@@ -170,13 +174,24 @@ func (s *Server) start() {
 		s.mu.Unlock()
 		s.t.Fatal("natstest: the server is running")
 	}
-	cmd := exec.Command(bin, "-c", s.conf)
-	cmd.Stdout = lockedWriter{s}
-	cmd.Stderr = lockedWriter{s}
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		s.mu.Unlock()
-		s.t.Fatalf("natstest: starting the server: %v", err)
+	var cmd *exec.Cmd
+	for tries := 1; ; tries++ {
+		cmd = exec.Command(bin, "-c", s.conf)
+		cmd.Stdout = lockedWriter{s}
+		cmd.Stderr = lockedWriter{s}
+		cmd.SysProcAttr = sysProcAttr()
+		err := cmd.Start()
+		if err == nil {
+			break
+		}
+		// ETXTBSY: the go command of another package's tests, which built
+		// the cached binary at the same moment, is still writing it (the
+		// same bytes).
+		if !errors.Is(err, syscall.ETXTBSY) || tries == startTries {
+			s.mu.Unlock()
+			s.t.Fatalf("natstest: starting the server: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -227,8 +242,11 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 // in go.mod): the go command builds it without the race detector, from
 // the version go.mod requires, and keeps it in its build cache, so that
 // the test processes of every package, and every run, share one build.
+// Where the go command keeps no executables (a GOCACHEPROG cache), it is
+// built with go build into a directory [Cleanup] removes.
 var built struct {
 	once sync.Once
+	dir  string
 	path string
 	err  error
 }
@@ -245,7 +263,32 @@ func binary() (string, error) {
 			built.err = fmt.Errorf("natstest: go tool -n nats-server: %v\n%s", err, stderr.Bytes())
 			return
 		}
-		built.path = strings.TrimSpace(string(out))
+		path := strings.TrimSpace(string(out))
+		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+			built.path = path
+			return
+		}
+		dir, err := os.MkdirTemp("", "natstest-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.dir = dir
+		path = filepath.Join(dir, "nats-server")
+		if out, err := exec.Command("go", "build", "-o", path, "github.com/nats-io/nats-server/v2").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("natstest: go build nats-server: %v\n%s", err, out)
+			return
+		}
+		built.path = path
 	})
 	return built.path, built.err
+}
+
+// Cleanup removes the server binary built for this process's tests, if
+// it was built outside the build cache. Call it from TestMain after the
+// tests ran.
+func Cleanup() {
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
 }

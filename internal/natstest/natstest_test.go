@@ -11,7 +11,7 @@ import (
 	"github.com/heraldbot/herald/internal/natstest"
 )
 
-func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMainAfter(m, natstest.Cleanup) }
 
 // connect returns a JetStream context on a connection to s, closed when
 // the test ends.
