@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -138,10 +139,11 @@ func (j *Journal) recordData(ctx context.Context, h nats.Header, data []byte) ([
 	return nil, blob, fmt.Errorf("cluster: the object %s of a record: %w", blob, err)
 }
 
-// maxObject bounds the size an object's info may give for readObject to
-// allocate: far above any record's (Config.MaxRecord), far below what
-// would exhaust memory on a bad info.
-const maxObject = 1 << 32
+// maxPrealloc is the largest size of an object, by its info, that
+// readObject reads into a buffer made at once: a larger one (a record of a
+// Config.MaxRecord above 2 GiB, or an info gone wrong) is read as the
+// client reads it, its buffer growing with the bytes that come.
+const maxPrealloc = math.MaxInt32
 
 // readObject reads the object name, of size bytes by its info, into one
 // buffer of that size. The client's GetBytes grows its buffer from empty,
@@ -149,8 +151,8 @@ const maxObject = 1 << 32
 // times them at once. The object's digest is checked as the read reaches
 // its end; an object shorter or longer than size is an error.
 func (j *Journal) readObject(ctx context.Context, name string, size uint64) ([]byte, error) {
-	if size > maxObject {
-		return nil, fmt.Errorf("an object of %d bytes, over %d", size, uint64(maxObject))
+	if size > maxPrealloc {
+		return j.blobs.GetBytes(ctx, name)
 	}
 	res, err := j.blobs.Get(ctx, name)
 	if err != nil {

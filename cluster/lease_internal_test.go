@@ -160,8 +160,6 @@ func TestLeaseRenewalCountsFromTheRequest(t *testing.T) {
 	}
 }
 
-// connectEmbedded starts a NATS server in the test, its store in a
-// directory of the test's, and connects to it; both stop with the test.
 // openEmbedded opens a journal with the default Config on an embedded
 // server of t's own, and returns it with a context for t's calls.
 func openEmbedded(t *testing.T) (context.Context, *Journal) {
@@ -176,6 +174,8 @@ func openEmbedded(t *testing.T) (context.Context, *Journal) {
 	return ctx, j
 }
 
+// connectEmbedded starts a NATS server in the test, its store in a
+// directory of the test's, and connects to it; both stop with the test.
 func connectEmbedded(t *testing.T) *nats.Conn {
 	t.Helper()
 	srv, err := embedded.Start(embedded.Config{Dir: t.TempDir()})
