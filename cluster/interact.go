@@ -62,7 +62,9 @@ func (s *Shared) gatewaySubject(adapter string) string {
 // gateway takes it — none is there, the lease moves, or the gateway is
 // busy — it is asked again, with a growing pause, until ctx ends (or
 // interactTimeout, for a ctx without a deadline); it then fails with a
-// retryable error, as when the gateway does not answer in time.
+// retryable error, as when the gateway does not answer in time (an error
+// that wraps both ctx's and the last refusal when ctx ends as a try waits
+// for its answer).
 func (s *Shared) Interact(ctx context.Context, adapter string, in journal.Interaction) ([]byte, error) {
 	fail := func(err error) ([]byte, error) {
 		return nil, fmt.Errorf("cluster: %s through the gateway of %s: %w", in.Op, adapter, err)
@@ -79,14 +81,20 @@ func (s *Shared) Interact(ctx context.Context, adapter string, in journal.Intera
 		ctx, cancel = context.WithTimeout(ctx, interactTimeout)
 		defer cancel()
 	}
+	var last error // the last try's error that said no gateway took it
 	for try := 0; ; try++ {
 		out, err := s.interact(ctx, adapter, in, data)
 		switch {
 		case err == nil:
 			return out, nil
+		case last != nil && ctx.Err() != nil && !untaken(err):
+			// ctx ended as a try waited for its answer: say also why
+			// the tries before did not make it.
+			return fail(fmt.Errorf("%w (before that: %w)", err, last))
 		case !untaken(err):
 			return fail(err)
 		}
+		last = err
 		pause := backoff.EqualJitter(backoff.Exponential(try, 20*time.Millisecond, s.cfg.Heartbeat), rand.Float64())
 		if !backoff.Sleep(ctx, pause) {
 			return fail(err)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -349,8 +350,9 @@ func TestInteractionAskedAgainUntilTaken(t *testing.T) {
 	s, r := sharedMember(t, connectEmbedded(t), SharedConfig{}, m)
 
 	// No gateway at all: it fails once the caller's context ends, with a
-	// retryable error.
-	short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+	// retryable error that says no gateway took it (also when ctx ends as
+	// a later try waits for its answer: a loaded machine).
+	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if _, err := s.Interact(short, "tg", journal.Interaction{Op: journal.OpChatAction}); !errors.Is(err, errNoGateway) || platform.IsPermanent(err) {
 		t.Fatalf("with no gateway: %v; want a retryable errNoGateway", err)
@@ -373,5 +375,48 @@ func TestInteractionAskedAgainUntilTaken(t *testing.T) {
 	}
 	if n := m.made.Load(); n != 1 {
 		t.Fatalf("made %d times; want once", n)
+	}
+}
+
+// An interaction whose context ends as a try waits for its answer fails
+// with ctx's error and with the refusal of the try before it, so that
+// the caller learns no gateway took it then.
+func TestInteractionTimeoutSaysWhyBefore(t *testing.T) {
+	parallel(t, 0)
+	nc := connectEmbedded(t)
+	s, _ := sharedMember(t, nc, SharedConfig{}, &interactMaker{})
+	// A gateway of its own on the subject: it refuses the first try as
+	// busy and never answers the next.
+	var tries atomic.Int32
+	sub, err := nc.Subscribe(s.gatewaySubject("tg"), func(msg *nats.Msg) {
+		if tries.Add(1) > 1 {
+			return
+		}
+		b, err := json.Marshal(encodeError(errGatewayBusy))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		reply := nats.NewMsg(msg.Reply)
+		reply.Header.Set(hdrError, string(b))
+		if err := nc.PublishMsg(reply); err != nil {
+			t.Error(err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for tries.Load() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err = s.Interact(ctx, "tg", journal.Interaction{Op: journal.OpChatAction})
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, errGatewayBusy) || platform.IsPermanent(err) {
+		t.Fatalf("Interact = %v; want ctx's error and the busy refusal before it, retryable", err)
 	}
 }
