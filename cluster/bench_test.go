@@ -3,10 +3,14 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/cluster"
@@ -152,4 +156,58 @@ func benchJournal(b *testing.B, cfg embedded.Config) *cluster.Journal {
 		b.Fatal(err)
 	}
 	return j
+}
+
+// BenchmarkPublishFloor is the floor under the journal's writes: JetStream
+// publishes of a 300-byte record with a Msg-Id, to a work-queue stream on
+// the embedded server as the journal's streams are, one op one message.
+// sync waits for each publish's answer before the next (as the journal
+// records an event or a send today); async sends them all and waits once
+// at the end. The difference is what the round trips cost (goroutines
+// woken on both sides for every message), not the store.
+//
+// Run: go test -run='^$' -bench=PublishFloor -benchtime=50000x ./cluster
+func BenchmarkPublishFloor(b *testing.B) {
+	for _, mode := range []string{"sync", "async"} {
+		b.Run(mode, func(b *testing.B) {
+			s, err := embedded.Start(embedded.Config{Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Shutdown()
+			nc, err := s.Connect()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FLOOR", Subjects: []string{"floor.>"},
+				Retention: jetstream.WorkQueuePolicy, Duplicates: time.Hour}); err != nil {
+				b.Fatal(err)
+			}
+			data := make([]byte, 300)
+			cpu0 := cpuTime()
+			b.ResetTimer()
+			for i := range b.N {
+				m := nats.NewMsg("floor.chat." + strconv.Itoa(i%1000))
+				m.Data = data
+				id := jetstream.WithMsgID("id" + strconv.Itoa(i))
+				if mode == "sync" {
+					_, err = js.PublishMsg(ctx, m, id)
+				} else {
+					_, err = js.PublishMsgAsync(m, id)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			<-js.PublishAsyncComplete()
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
 }
