@@ -379,10 +379,11 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 // queue is full (unless in.Held) or the engine stops. Its errors are
 // refusals (see refusalOf).
 func (e *Engine) enqueue(in journal.Incoming) error {
-	ev, rec := in.Event, in.Record
+	// The task keeps what it needs of in, not in: one copy of the event.
+	ev, rec, redelivered := in.Event, in.Record, in.Redelivered
 	key := handling.InboundKey(ev)
 	task := func(context.Context) error {
-		h := handling.New(ev, rec, in.Redelivered)
+		h := handling.New(ev, rec, redelivered)
 		switch e.offer(&ev, rec) {
 		case offerTaken: // a waiting conversation took it
 		case offerBlocked: // the handler middleware stopped it
