@@ -379,12 +379,13 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 // queue is full (unless in.Held) or the engine stops. Its errors are
 // refusals (see refusalOf).
 func (e *Engine) enqueue(in journal.Incoming) error {
-	// The task keeps what it needs of in, not in: one copy of the event.
-	ev, rec, redelivered := in.Event, in.Record, in.Redelivered
-	key := handling.InboundKey(ev)
+	// The task keeps the handling, made now, and not in: the event is
+	// kept once, in the handling, and offered from there.
+	rec := in.Record
+	h := handling.New(in.Event, rec, in.Redelivered)
+	key := h.Key()
 	task := func(context.Context) error {
-		h := handling.New(ev, rec, redelivered)
-		switch e.offer(&ev, rec) {
+		switch e.offer(h.EventRef(), rec) {
 		case offerTaken: // a waiting conversation took it
 		case offerBlocked: // the handler middleware stopped it
 			e.endHandling(h)
@@ -412,7 +413,7 @@ func (e *Engine) enqueue(in journal.Incoming) error {
 		return errStopping
 	default:
 		e.dropped.Add(1)
-		return &refusal{fmt.Errorf("engine: event %s from %s not queued: %w", ev.ID, ev.Platform, err)}
+		return &refusal{fmt.Errorf("engine: event %s from %s not queued: %w", in.Event.ID, in.Event.Platform, err)}
 	}
 }
 

@@ -155,6 +155,10 @@ func New(start platform.Event, rec journal.Record, redelivered bool) *Handling {
 // Event returns the event h handles.
 func (h *Handling) Event() platform.Event { return h.start }
 
+// EventRef returns the event h handles in place, for a caller that only
+// reads it and would otherwise keep a copy of its own.
+func (h *Handling) EventRef() *platform.Event { return &h.start }
+
 // Key returns the inbound key of h's chat (see InboundKey).
 func (h *Handling) Key() string { return InboundKey(h.start) }
 
