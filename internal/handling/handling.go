@@ -107,6 +107,7 @@ func (fx *effect) error() error {
 // with New.
 type Handling struct {
 	start       platform.Event
+	key         string // InboundKey(start)
 	rec         journal.Record
 	redelivered bool
 
@@ -149,7 +150,7 @@ type failedQuestion struct {
 // or from another process: its handlers run again, and their sends may
 // repeat delivered ones.
 func New(start platform.Event, rec journal.Record, redelivered bool) *Handling {
-	return &Handling{start: start, rec: rec, redelivered: redelivered}
+	return &Handling{start: start, key: InboundKey(start), rec: rec, redelivered: redelivered}
 }
 
 // Event returns the event h handles.
@@ -160,7 +161,7 @@ func (h *Handling) Event() platform.Event { return h.start }
 func (h *Handling) EventRef() *platform.Event { return &h.start }
 
 // Key returns the inbound key of h's chat (see InboundKey).
-func (h *Handling) Key() string { return InboundKey(h.start) }
+func (h *Handling) Key() string { return h.key }
 
 // extraLocked returns h.x, made if need be. h.mu must be held.
 func (h *Handling) extraLocked() *extra {
