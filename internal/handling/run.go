@@ -78,7 +78,7 @@ func (h *Handling) NewRun(env Env, ctx context.Context, s Start) *Run {
 		offer: s.Offer, offerRec: s.OfferRec, resume: s.Resume}
 	r.main.middleware = s.Middleware
 	if h.start.Chat.ID != "" {
-		r.chatKey = h.key // ChatKey(h.start.Platform, h.start.Chat.ID)
+		r.chatKey = h.key // for an event with a chat, ChatKey of its platform and chat
 	}
 	return r
 }
