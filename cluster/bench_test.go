@@ -140,18 +140,7 @@ func BenchmarkJournalFile(b *testing.B) {
 // its store in a temporary directory; both stop when b ends.
 func benchJournal(b *testing.B, cfg embedded.Config) *cluster.Journal {
 	b.Helper()
-	cfg.Dir = b.TempDir()
-	s, err := embedded.Start(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(s.Shutdown)
-	nc, err := s.Connect()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	j, err := cluster.Open(context.Background(), nc, cluster.Config{})
+	j, err := cluster.Open(context.Background(), benchConn(b, cfg), cluster.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -170,17 +159,7 @@ func benchJournal(b *testing.B, cfg embedded.Config) *cluster.Journal {
 func BenchmarkPublishFloor(b *testing.B) {
 	for _, mode := range []string{"sync", "async"} {
 		b.Run(mode, func(b *testing.B) {
-			s, err := embedded.Start(embedded.Config{Dir: b.TempDir()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Shutdown()
-			nc, err := s.Connect()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
+			js, err := jetstream.New(benchConn(b, embedded.Config{}))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -210,4 +189,22 @@ func BenchmarkPublishFloor(b *testing.B) {
 			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
+}
+
+// benchConn starts the embedded server with cfg in a temporary directory
+// and returns a connection to it; both end with b.
+func benchConn(b *testing.B, cfg embedded.Config) *nats.Conn {
+	b.Helper()
+	cfg.Dir = b.TempDir()
+	s, err := embedded.Start(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Shutdown)
+	nc, err := s.Connect()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	return nc
 }
