@@ -70,7 +70,7 @@ func botBinary(t *testing.T) string {
 // e2eParallel is how many end-to-end tests run at once unless -parallel
 // says (see queue): they spend most of their time waiting (for takeovers,
 // for Telegram's budget), not computing, so more than the processors.
-const e2eParallel = 6
+const e2eParallel = 10
 
 func TestMain(m *testing.M) {
 	queue.SetUp(e2eParallel)
