@@ -151,14 +151,18 @@ func benchJournal(b *testing.B, cfg embedded.Config) *cluster.Journal {
 // publishes of a 300-byte record with a Msg-Id, to a work-queue stream on
 // the embedded server as the journal's streams are, one op one message.
 // sync waits for each publish's answer before the next (as the journal
-// records an event or a send today); async sends them all and waits once
-// at the end. The difference is what the round trips cost (goroutines
-// woken on both sides for every message), not the store.
+// records an event or a send today), from goroutines=N at once (as
+// handlings of several chats do); async sends them all from one goroutine
+// and waits once at the end. The difference is what the round trips cost
+// (goroutines woken on both sides for every message), not the store.
 //
 // Run: go test -run='^$' -bench=PublishFloor -benchtime=50000x ./cluster
 func BenchmarkPublishFloor(b *testing.B) {
-	for _, mode := range []string{"sync", "async"} {
-		b.Run(mode, func(b *testing.B) {
+	for _, mode := range []struct {
+		name       string
+		goroutines int
+	}{{"sync/goroutines=1", 1}, {"sync/goroutines=8", 8}, {"sync/goroutines=64", 64}, {"async", 1}} {
+		b.Run(mode.name, func(b *testing.B) {
 			js, err := jetstream.New(benchConn(b, embedded.Config{}))
 			if err != nil {
 				b.Fatal(err)
@@ -169,21 +173,30 @@ func BenchmarkPublishFloor(b *testing.B) {
 				b.Fatal(err)
 			}
 			data := make([]byte, 300)
+			async := mode.name == "async"
 			cpu0 := cpuTime()
 			b.ResetTimer()
-			for i := range b.N {
-				m := nats.NewMsg("floor.chat." + strconv.Itoa(i%1000))
-				m.Data = data
-				id := jetstream.WithMsgID("id" + strconv.Itoa(i))
-				if mode == "sync" {
-					_, err = js.PublishMsg(ctx, m, id)
-				} else {
-					_, err = js.PublishMsgAsync(m, id)
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
+			var wg sync.WaitGroup
+			for g := range mode.goroutines {
+				wg.Go(func() {
+					for i := g; i < b.N; i += mode.goroutines {
+						m := nats.NewMsg("floor.chat." + strconv.Itoa(i%1000))
+						m.Data = data
+						id := jetstream.WithMsgID("id" + strconv.Itoa(i))
+						var err error
+						if async {
+							_, err = js.PublishMsgAsync(m, id)
+						} else {
+							_, err = js.PublishMsg(ctx, m, id)
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
 			}
+			wg.Wait()
 			<-js.PublishAsyncComplete()
 			b.StopTimer()
 			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
