@@ -254,15 +254,16 @@ func (s *Server) watch() {
 			return
 		case <-s.failed:
 		}
-		s.log.Warn("embedded: the store could not write (its disk is full?); JetStream is off until there is room",
-			zap.String("dir", s.dir))
 		off := time.Now()
 		// Off at once, so that calls fail fast meanwhile: a stream whose
-		// store failed stays failed until it is loaded again.
+		// store failed stays failed until it is loaded again. Logged once
+		// off: a write after the line is refused.
 		old := s.ns.Load()
 		if err := old.ShutdownJetStream(); err != nil {
 			s.log.Error("embedded: JetStream did not stop", zap.Error(err))
 		}
+		s.log.Warn("embedded: the store could not write (its disk is full?); JetStream is off until there is room",
+			zap.String("dir", s.dir))
 		if !s.waitRoom() {
 			return
 		}
