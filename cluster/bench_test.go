@@ -28,13 +28,18 @@ import (
 // process) and events per second; journal=off is the same without one.
 // With producers=1 one goroutine hands the events over one after another
 // (an adapter's poll loop); with producers=8, eight at once (a webhook's
-// requests), so that the journal's writes of several chats overlap.
+// requests), so that the journal's writes of several chats overlap; with
+// batch=100, one goroutine hands them over a hundred at a time
+// (HandleEvents: a getUpdates answer), recorded with one wait.
 //
 // Run: go test -run='^$' -bench=JournalEvent -benchtime=20000x ./cluster
 func BenchmarkJournalEvent(b *testing.B) {
 	for _, mode := range []string{"off", "default", "always"} {
-		for _, producers := range []int{1, 8} {
-			b.Run(fmt.Sprintf("journal=%s/producers=%d", mode, producers), func(b *testing.B) {
+		for _, feed := range []struct {
+			name             string
+			producers, batch int
+		}{{"producers=1", 1, 1}, {"producers=8", 8, 1}, {"batch=100", 1, 100}} {
+			b.Run(fmt.Sprintf("journal=%s/%s", mode, feed.name), func(b *testing.B) {
 				opts := []engine.Option{
 					engine.WithInboundQueueSize(1 << 20),
 					engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1 << 20}),
@@ -42,15 +47,15 @@ func BenchmarkJournalEvent(b *testing.B) {
 				if mode != "off" {
 					opts = append(opts, engine.WithJournal(benchJournal(b, embedded.Config{SyncAlways: mode == "always"})))
 				}
-				benchEvents(b, producers, opts)
+				benchEvents(b, feed.producers, feed.batch, opts)
 			})
 		}
 	}
 }
 
 // benchEvents runs BenchmarkJournalEvent's events through an engine with
-// opts, from producers goroutines.
-func benchEvents(b *testing.B, producers int, opts []engine.Option) {
+// opts, from producers goroutines, batch at a time.
+func benchEvents(b *testing.B, producers, batch int, opts []engine.Option) {
 	const chats = 1000
 	mem := memory.New()
 	e, err := engine.New(append([]engine.Option{engine.WithAdapter(mem)}, opts...)...)
@@ -73,6 +78,22 @@ func benchEvents(b *testing.B, producers int, opts []engine.Option) {
 	var wg sync.WaitGroup
 	for p := range producers {
 		wg.Go(func() {
+			if batch > 1 {
+				evs := make([]platform.Event, 0, batch)
+				for i := 0; i < b.N; i += batch {
+					evs = evs[:0]
+					for k := i; k < min(i+batch, b.N); k++ {
+						ev := events[k%chats]
+						ev.ID = fmt.Sprint(k)
+						evs = append(evs, ev)
+					}
+					if n, err := e.HandleEvents(evs); err != nil {
+						b.Errorf("%d of %d taken: %v", n, len(evs), err)
+						return
+					}
+				}
+				return
+			}
 			for i := p; i < b.N; i += producers {
 				ev := events[i%chats]
 				ev.ID = fmt.Sprint(i)

@@ -169,7 +169,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if !validName(cfg.Bot) {
 		return nil, fmt.Errorf("cluster: bot name %q: want letters, digits, - and _", cfg.Bot)
 	}
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncWriteTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

@@ -49,6 +49,17 @@ type Inbound struct {
 	// refuses it for what it is): every adapter drops it and goes on.
 	// Handle is not called after Run returned.
 	Handle func(Event) error
+	// HandleAll gives evs to the engine in order, as Handle gives each,
+	// and returns how many it took from the start: len(evs) and nil, or n
+	// and the error with which it refused evs[n] — the events after it
+	// are not taken either, and are offered again with it (or, after an
+	// error that is IsPermanent, handed over again without it). The
+	// engine's journal records them with one wait for all, where Handle
+	// waits for each: an adapter that receives events in batches (a
+	// Telegram getUpdates answer) uses it. Nil in an Inbound that a test
+	// makes: call Handle for each. HandleAll is not called after Run
+	// returned.
+	HandleAll func([]Event) (int, error)
 	// Receiving is closed when the adapter must stop taking events; nil
 	// means only ctx says.
 	Receiving <-chan struct{}

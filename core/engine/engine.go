@@ -357,22 +357,65 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 	since := js.begin()
 	dup, err := e.journal.AppendEvent(context.Background(), ev)
 	if err != nil {
-		if r := refusalOf(err); r != nil {
-			return r // the engine's own: counted and logged by enqueue
-		}
-		e.dropped.Add(1)
-		err = fmt.Errorf("engine: event %s from %s not taken: %w", ev.ID, ev.Platform, js.failed("event", err))
-		if errors.Is(err, journal.ErrUnrecordable) {
-			// Never to be taken: the adapter drops it.
-			e.limitedLog.Error("engine: the journal refuses an event for what it is; it is dropped", zap.Error(err))
-		}
-		return err
+		return e.notTaken(ev, err)
 	}
 	js.ok(since)
 	if dup {
 		e.duplicates.Add(1)
 	}
 	return nil
+}
+
+// HandleEvents gives evs to the handlers in order, as HandleEvent gives
+// each, and returns how many it took from the start: len(evs) and nil, or
+// n and the error HandleEvent would have returned for evs[n] — the events
+// after it are not taken either (offer them again with it). A journal
+// records the events with one wait for all, where HandleEvent waits for
+// each: an adapter that receives events in batches (Telegram's getUpdates)
+// hands them over so (platform.Inbound.HandleAll).
+func (e *Engine) HandleEvents(evs []platform.Event) (int, error) {
+	if e.closed.Load() {
+		return 0, ErrEngineClosed
+	}
+	b, ok := e.journal.(journal.EventBatcher)
+	if !ok {
+		for i, ev := range evs {
+			if err := e.HandleEvent(ev); err != nil {
+				return i, err
+			}
+		}
+		return len(evs), nil
+	}
+	js := e.js
+	since := js.begin()
+	dups, err := b.AppendEvents(context.Background(), evs)
+	for _, dup := range dups {
+		if dup {
+			e.duplicates.Add(1)
+		}
+	}
+	n := len(dups)
+	if err != nil && n < len(evs) {
+		return n, e.notTaken(evs[n], err)
+	}
+	js.ok(since)
+	return len(evs), nil
+}
+
+// notTaken returns the error of ev, which the journal did not take (err):
+// the engine's own refusal, counted and logged by enqueue, or the
+// journal's failure, counted here.
+func (e *Engine) notTaken(ev platform.Event, err error) error {
+	if r := refusalOf(err); r != nil {
+		return r
+	}
+	e.dropped.Add(1)
+	err = fmt.Errorf("engine: event %s from %s not taken: %w", ev.ID, ev.Platform, e.js.failed("event", err))
+	if errors.Is(err, journal.ErrUnrecordable) {
+		// Never to be taken: the adapter drops it.
+		e.limitedLog.Error("engine: the journal refuses an event for what it is; it is dropped", zap.Error(err))
+	}
+	return err
 }
 
 // enqueue queues in's event for its handlers, refusing it when its chat's
@@ -784,10 +827,24 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) handleFrom(ev platform.Event) error {
 	err := e.HandleEvent(ev)
 	if err != nil {
-		e.limitedLog.Warn("engine: event refused", zap.String("platform", ev.Platform), zap.String("chat", ev.Chat.ID),
-			zap.String("event", ev.ID), zap.Error(err))
+		e.logRefused(ev, err)
 	}
 	return err
+}
+
+// handleAllFrom is the engine's side of Inbound.HandleAll: HandleEvents,
+// as handleFrom.
+func (e *Engine) handleAllFrom(evs []platform.Event) (int, error) {
+	n, err := e.HandleEvents(evs)
+	if err != nil && n < len(evs) {
+		e.logRefused(evs[n], err)
+	}
+	return n, err
+}
+
+func (e *Engine) logRefused(ev platform.Event, err error) {
+	e.limitedLog.Warn("engine: event refused", zap.String("platform", ev.Platform), zap.String("chat", ev.Chat.ID),
+		zap.String("event", ev.ID), zap.Error(err))
 }
 
 // Shutdown stops the engine in order: HandleEvent refuses new events, and

@@ -112,7 +112,7 @@ func (m *member) Lead(ctx, conn context.Context, name string) error {
 	if cs, ok := a.(platform.CommandSetter); ok {
 		e.setCommands(actx, cs)
 	}
-	err := a.Run(actx, platform.Inbound{Handle: e.handleFrom, Receiving: receiving, Stop: e.stopCtx})
+	err := a.Run(actx, platform.Inbound{Handle: e.handleFrom, HandleAll: e.handleAllFrom, Receiving: receiving, Stop: e.stopCtx})
 	switch {
 	case ctx.Err() == nil:
 		// It stopped by itself: the engine stops.
@@ -143,7 +143,7 @@ func (m *member) Listen(ctx context.Context, name string) error {
 	if a == nil {
 		return nil
 	}
-	err := a.Run(ctx, platform.Inbound{Handle: e.handleFrom, Listen: true, Stop: e.stopCtx})
+	err := a.Run(ctx, platform.Inbound{Handle: e.handleFrom, HandleAll: e.handleAllFrom, Listen: true, Stop: e.stopCtx})
 	if err != nil && ctx.Err() == nil {
 		e.log.Error("engine: receiving failed; this process takes no events from the adapter", zap.String("adapter", name), zap.Error(err))
 		return err

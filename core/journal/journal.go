@@ -164,6 +164,21 @@ type Journal interface {
 	Interact(ctx context.Context, adapter string, in Interaction) ([]byte, error)
 }
 
+// EventBatcher is implemented by a [Journal] that appends several events
+// at less cost than one by one: [Local] over a Log that records them with
+// one wait (an [EventBatchLog], package cluster's Journal). The engine
+// uses it for an adapter's batch (platform.Inbound.HandleAll).
+type EventBatcher interface {
+	// AppendEvents appends evs in order, as AppendEvent appends each, and
+	// returns, for the events it took from the start, whether each was a
+	// duplicate: all of evs, or, with an error, those before the event
+	// the error is about, evs[len(duplicates)]. The events after that one
+	// are not taken either: those the journal recorded all the same are
+	// kept for the platform's next delivery, as an event its member
+	// refused is.
+	AppendEvents(ctx context.Context, evs []platform.Event) (duplicates []bool, err error)
+}
+
 // Member is the engine as its [Journal] sees it. Its methods are safe for
 // concurrent use.
 type Member interface {

@@ -33,6 +33,23 @@ type Log interface {
 	sender.DeadLetterBackend
 }
 
+// EventBatchLog is implemented by a [Log] that records several events
+// with one wait, for [Local.AppendEvents].
+type EventBatchLog interface {
+	// RecordEvents records evs in order, as RecordEvent records each,
+	// and returns each one's outcome, len(evs) of them: an event refused
+	// does not stop the others, which may be recorded after it.
+	RecordEvents(ctx context.Context, evs []platform.Event) []RecordedEvent
+}
+
+// RecordedEvent is the outcome of one event of [EventBatchLog]'s
+// RecordEvents: RecordEvent's results.
+type RecordedEvent struct {
+	Record    Record
+	Duplicate bool
+	Err       error
+}
+
 // EffectLog is implemented by a [Log] that keeps the results of
 // handlers' effects (see Journal.RecordEffect); a Local over another Log
 // keeps none.
@@ -76,8 +93,9 @@ type Local struct {
 const maxRefused = 4096
 
 var (
-	_ Journal = (*Local)(nil)
-	_ Waiter  = (*Local)(nil)
+	_ Journal      = (*Local)(nil)
+	_ Waiter       = (*Local)(nil)
+	_ EventBatcher = (*Local)(nil)
 )
 
 // NewLocal returns the journal of one process over log; a nil log keeps
@@ -114,10 +132,75 @@ func (l *Local) AppendEvent(ctx context.Context, ev platform.Event) (bool, error
 		return false, m.Deliver(Incoming{Event: ev})
 	}
 	rec, dup, err := l.log.RecordEvent(ctx, ev)
-	switch {
-	case err != nil:
+	if err != nil {
 		return false, err
-	case dup:
+	}
+	return l.deliverRecorded(ctx, m, ev, rec, dup)
+}
+
+// AppendEvents appends evs in order (see EventBatcher): over a log that is
+// an [EventBatchLog], recorded with one wait, then delivered in order;
+// else one by one, as AppendEvent appends each.
+func (l *Local) AppendEvents(ctx context.Context, evs []platform.Event) ([]bool, error) {
+	m, err := l.member()
+	if err != nil {
+		return nil, err
+	}
+	dups := make([]bool, 0, len(evs))
+	bl, ok := l.log.(EventBatchLog)
+	if !ok {
+		for _, ev := range evs {
+			dup, err := l.AppendEvent(ctx, ev)
+			if err != nil {
+				return dups, err
+			}
+			dups = append(dups, dup)
+		}
+		return dups, nil
+	}
+	res := bl.RecordEvents(ctx, evs)
+	if len(res) != len(evs) {
+		return dups, fmt.Errorf("journal: the log gave %d outcomes for %d events", len(res), len(evs))
+	}
+	for i, r := range res {
+		dup, err := r.Duplicate, r.Err
+		if err == nil {
+			dup, err = l.deliverRecorded(ctx, m, evs[i], r.Record, r.Duplicate)
+		}
+		if err != nil {
+			return dups, errors.Join(err, l.keepLater(ctx, evs[i+1:], res[i+1:]))
+		}
+		dups = append(dups, dup)
+	}
+	return dups, nil
+}
+
+// keepLater keeps the records of events recorded after one that was not
+// taken (res their outcomes): they are not taken either, and the platform
+// delivers them again — as it does an event the member refused.
+func (l *Local) keepLater(ctx context.Context, evs []platform.Event, res []RecordedEvent) error {
+	var errs []error
+	for i, r := range res {
+		switch {
+		case r.Err != nil || r.Record == nil:
+			// Not recorded, or recorded before (a duplicate: its record
+			// is kept already, or was handled).
+		case evs[i].ID == "":
+			// Nothing to know it by when it comes again.
+			if err := r.Record.Done(ctx, nil); err != nil {
+				errs = append(errs, fmt.Errorf("journal: removing a record not taken: %w", err))
+			}
+		default:
+			errs = append(errs, l.keepRefused(ctx, evs[i], r.Record))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deliverRecorded hands ev, recorded as rec (or before, if dup), to m, as
+// AppendEvent does once the log recorded it.
+func (l *Local) deliverRecorded(ctx context.Context, m Member, ev platform.Event, rec Record, dup bool) (bool, error) {
+	if dup {
 		if rec = l.takeRefused(ev); rec == nil {
 			return true, nil
 		}

@@ -72,6 +72,7 @@ const patience = 30 * time.Second
 func Run(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
 	t.Run("Attach", func(t *testing.T) { testAttach(t, open) })
 	t.Run("EventsInOrder", func(t *testing.T) { testEvents(t, open, f) })
+	t.Run("EventBatches", func(t *testing.T) { testBatches(t, open, f) })
 	t.Run("SendsAndOutcomes", func(t *testing.T) { testSends(t, open, f) })
 	t.Run("Interact", func(t *testing.T) { testInteract(t, open, f) })
 	t.Run("JoinLeaves", func(t *testing.T) { testJoinLeaves(t, open, f) })
@@ -332,6 +333,79 @@ func testEvents(t *testing.T, open func(t *testing.T) journal.Journal, f Feature
 		if f.Durable && in.Record == nil {
 			t.Fatalf("a durable journal handed event %d over without its record", i)
 		}
+	}
+}
+
+// A journal.EventBatcher appends a batch in order, as AppendEvent appends
+// each: every event handed over once, in order per chat, its duplicates
+// told in place; and, the member refusing, nothing of the batch taken —
+// the batch appended again is then handed over whole, each event once.
+func testBatches(t *testing.T, open func(t *testing.T) journal.Journal, f Features) {
+	r := start(t, open(t), true)
+	b, ok := r.j.(journal.EventBatcher)
+	if !ok {
+		t.Skip("not a journal.EventBatcher")
+	}
+	ctx := ctxOf(t)
+	const n = 30
+	evs := make([]platform.Event, n)
+	for i := range evs {
+		evs[i] = event(fmt.Sprint("b", i), []string{"a", "b.c", "sp ace"}[i%3], strconv.Itoa(i))
+	}
+	dups, err := b.AppendEvents(ctx, evs)
+	if err != nil || len(dups) != n || slices.Contains(dups, true) {
+		t.Fatalf("AppendEvents: duplicates %v, %v; want %d events taken, none a duplicate", dups, err, n)
+	}
+	r.m.waitFor(t, "every event", func() bool { return len(r.m.events) == n })
+	if f.Durable {
+		// Two appended before, in a batch with two new ones.
+		again := []platform.Event{evs[0], event("b-new1", "a", "n1"), evs[1], event("b-new2", "a", "n2")}
+		dups, err := b.AppendEvents(ctx, again)
+		if err != nil || !slices.Equal(dups, []bool{true, false, true, false}) {
+			t.Fatalf("a batch of old and new events: duplicates %v, %v; want [true false true false]", dups, err)
+		}
+		r.m.waitFor(t, "the new events", func() bool { return len(r.m.events) == n+2 })
+	}
+	r.m.mu.Lock()
+	last := map[string]int{}
+	for _, in := range r.m.events[:n] {
+		i, _ := strconv.Atoi(in.Event.Text)
+		if prev, ok := last[in.Event.Chat.ID]; ok && i < prev {
+			r.m.mu.Unlock()
+			t.Fatalf("chat %q got event %d after %d", in.Event.Chat.ID, i, prev)
+		}
+		last[in.Event.Chat.ID] = i
+	}
+	before := len(r.m.events)
+	r.m.mu.Unlock()
+	if f.Deferred {
+		return
+	}
+
+	full := errors.New("journaltest: queue full")
+	r.m.mu.Lock()
+	r.m.refuse = full
+	r.m.mu.Unlock()
+	refused := []platform.Event{event("br1", "a", "x1"), event("br2", "b", "x2"), event("br3", "a", "x3")}
+	if dups, err := b.AppendEvents(ctx, refused); !errors.Is(err, full) || len(dups) != 0 {
+		t.Fatalf("AppendEvents refused by the member: duplicates %v, %v; want none taken and the refusal", dups, err)
+	}
+	r.m.mu.Lock()
+	r.m.refuse = nil
+	r.m.mu.Unlock()
+	// The platform delivers the batch again: every event is handled now,
+	// once.
+	if dups, err := b.AppendEvents(ctx, refused); err != nil || len(dups) != len(refused) || slices.Contains(dups, true) {
+		t.Fatalf("a refused batch appended again: duplicates %v, %v; want all taken, none a duplicate", dups, err)
+	}
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	var got []string
+	for _, in := range r.m.events[before:] {
+		got = append(got, in.Event.ID)
+	}
+	if !slices.Equal(got, []string{"br1", "br2", "br3"}) {
+		t.Fatalf("the batch refused, then delivered again, was handed over as %v; want [br1 br2 br3], each once", got)
 	}
 }
 

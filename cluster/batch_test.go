@@ -1,0 +1,134 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/cluster"
+	"github.com/heraldbot/herald/cluster/embedded"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/platform"
+)
+
+// RecordEvents records a batch as RecordEvent records each: in order, a
+// duplicate told in place (of an event before the batch, and of one
+// earlier in it), a record too large for a message written through its
+// object in its place, one over the journal's bound refused alone; what it
+// recorded comes back from Pending in order.
+func TestRecordEventsInOrder(t *testing.T) {
+	parallel(t, 2*time.Second)
+	ctx := ctxFor(t)
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	j := open(t, srv.nc, cluster.Config{MaxRecord: 4 << 20})
+	if _, _, err := j.RecordEvent(ctx, event("old", "a", "before")); err != nil {
+		t.Fatal(err)
+	}
+	large := event("large", "b", strings.Repeat("l", 2<<20)) // over a message: an object
+	over := event("over", "a", strings.Repeat("o", 5<<20))   // over MaxRecord
+	evs := []platform.Event{event("1", "a", "one"), event("old", "a", "again"), large, event("2", "b", "two"),
+		over, event("1", "a", "one again"), event("3", "", "three")}
+	res := j.RecordEvents(ctx, evs)
+	if len(res) != len(evs) {
+		t.Fatalf("%d outcomes for %d events", len(res), len(evs))
+	}
+	wantDup := []bool{false, true, false, false, false, true, false}
+	for i, r := range res {
+		switch {
+		case i == 4:
+			if !errors.Is(r.Err, journal.ErrUnrecordable) || !platform.IsPermanent(r.Err) {
+				t.Errorf("event over the bound: %v; want a permanent ErrUnrecordable", r.Err)
+			}
+		case r.Err != nil:
+			t.Errorf("event %d: %v", i, r.Err)
+		case r.Duplicate != wantDup[i]:
+			t.Errorf("event %d: duplicate %v; want %v", i, r.Duplicate, wantDup[i])
+		case !r.Duplicate && r.Record == nil:
+			t.Errorf("event %d: no record", i)
+		}
+	}
+	p, err := j.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, in := range p.Events {
+		got = append(got, in.Event.ID)
+	}
+	if want := []string{"old", "1", "large", "2", "3"}; !slices.Equal(got, want) {
+		t.Fatalf("pending events %v; want %v", got, want)
+	}
+	if n := len(p.Events[2].Event.Text); n != len(large.Text) {
+		t.Fatalf("the large event came back with %d bytes; want %d", n, len(large.Text))
+	}
+}
+
+// An engine on the journal takes a batch of events with HandleEvents:
+// each handled once, each chat's replies in order, and nothing left in the
+// journal once all are sent.
+func TestHandleEventsRecorded(t *testing.T) {
+	parallel(t, 2*time.Second)
+	ctx := ctxFor(t)
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	mem := memory.New()
+	e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.OnMessage(func(c *engine.Context) error {
+		c.ReplyText(c.Text())
+		return nil
+	})
+	// Running (the journal's Recover done) once its first event, emitted
+	// through the adapter, is answered.
+	ready := memory.Private("ready")
+	mem.Emit(platform.Event{ID: "ready", Platform: mem.Name(), Kind: platform.EventMessage, Chat: ready,
+		From: memory.User(ready.ID, "U"), Text: "ready"})
+	done := make(chan error, 1)
+	go func() { done <- e.Run(context.Background()) }()
+	if _, err := mem.WaitSent(ctx, ready.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	const n, chats = 120, 4
+	var evs []platform.Event
+	want := map[string][]string{}
+	for i := range n {
+		chat := memory.Private(fmt.Sprint("c", i%chats))
+		evs = append(evs, platform.Event{ID: fmt.Sprint("e", i), Platform: mem.Name(), Kind: platform.EventMessage,
+			Chat: chat, From: memory.User(chat.ID, "U"), Text: fmt.Sprint(i)})
+		want[chat.ID] = append(want[chat.ID], fmt.Sprint(i))
+	}
+	for part := range slices.Chunk(evs, 50) {
+		if k, err := e.HandleEvents(part); k != len(part) || err != nil {
+			t.Fatalf("HandleEvents = %d, %v; want %d, nil", k, err, len(part))
+		}
+	}
+	for e.Stats().Sends.Delivered < n+1 || e.Stats().Journal != (journal.Stats{}) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("not every reply was sent and done: %+v", e.Stats())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	for chat, texts := range want {
+		var got []string
+		for _, m := range mem.Sent(chat) {
+			got = append(got, m.Message.Text)
+		}
+		if !slices.Equal(got, texts) {
+			t.Errorf("chat %s got %v; want %v", chat, got, texts)
+		}
+	}
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
