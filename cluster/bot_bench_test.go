@@ -23,21 +23,29 @@ import (
 // the journal, the embedded NATS server: all one process) and replies per
 // second, in memory (journal=off) and with the journal on the embedded
 // server (journal=embedded), as `go run ./examples/bot` runs by default.
+// Under pings/, each chat sends /ping ten times instead: 10,000 events of
+// one reply each, where an event's record is half of what the journal
+// writes.
 //
 // Run: go test -run='^$' -bench=BotReplies -benchtime=1x ./cluster
 func BenchmarkBotReplies(b *testing.B) {
-	const chats, count = 1000, 50
-	const perChat = 2 + count
+	const chats, count, pings = 1000, 50, 10
 	for _, bc := range []struct {
-		name, mode string
-		tls        bool
+		name, mode  string
+		tls, pinged bool
 	}{
-		{"journal=off", "off", false},
-		{"journal=embedded", "embedded", false},
-		{"https/journal=off", "off", true},
-		{"https/journal=embedded", "embedded", true},
+		{"journal=off", "off", false, false},
+		{"journal=embedded", "embedded", false, false},
+		{"https/journal=off", "off", true, false},
+		{"https/journal=embedded", "embedded", true, false},
+		{"pings/journal=off", "off", false, true},
+		{"pings/journal=embedded", "embedded", false, true},
 	} {
 		mode := bc.mode
+		perChat := 2 + count
+		if bc.pinged {
+			perChat = pings
+		}
 		b.Run(bc.name, func(b *testing.B) {
 			var cpu, wall time.Duration
 			for b.Loop() {
@@ -95,6 +103,12 @@ func BenchmarkBotReplies(b *testing.B) {
 				for c := range chats {
 					id := int64(1000 + c)
 					from := platform.User{ID: strconv.FormatInt(id, 10), Name: "user"}
+					if bc.pinged {
+						for range pings {
+							srv.Say(id, from, "/ping")
+						}
+						continue
+					}
 					srv.Say(id, from, "/ping")
 					srv.Say(id, from, "/echo hello "+strconv.Itoa(c))
 					srv.Say(id, from, "/count "+strconv.Itoa(count))
@@ -103,7 +117,7 @@ func BenchmarkBotReplies(b *testing.B) {
 				b.StartTimer()
 				began, cpu0 := time.Now(), cpuTime()
 				go func() { ran <- e.Run(context.Background()) }()
-				for e.Stats().Sends.Delivered < chats*perChat {
+				for e.Stats().Sends.Delivered < uint64(chats*perChat) {
 					select {
 					case err := <-ran:
 						b.Fatalf("Run = %v after %d replies", err, e.Stats().Sends.Delivered)
@@ -121,6 +135,17 @@ func BenchmarkBotReplies(b *testing.B) {
 				}
 				for c := range chats {
 					got := srv.Sent(int64(1000 + c))
+					if bc.pinged {
+						for i, m := range got {
+							if m.Text != "pong" {
+								b.Fatalf("chat %d: reply %d is %q; want pong", 1000+c, i, m.Text)
+							}
+						}
+						if len(got) != perChat {
+							b.Fatalf("chat %d got %d replies; want %d", 1000+c, len(got), perChat)
+						}
+						continue
+					}
 					if len(got) != perChat || got[0].Text != "pong" || got[1].Text != "hello "+strconv.Itoa(c) || got[perChat-1].Text != strconv.Itoa(count) {
 						b.Fatalf("chat %d got %d replies; want %d, in order", 1000+c, len(got), perChat)
 					}

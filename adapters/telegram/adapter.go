@@ -247,7 +247,7 @@ func (a *Adapter) runOnce(ctx context.Context, in platform.Inbound) error {
 // newRunState returns the delivery of a run, leading or listening, to
 // in's Handle while in takes events.
 func (a *Adapter) newRunState(in platform.Inbound, username string) *runState {
-	return &runState{name: a.cfg.Name, handle: in.Handle, taking: in.Taking, username: username, presses: a.presses, log: a.log, limited: a.limited, taken: a.taken, stats: &a.stats}
+	return &runState{name: a.cfg.Name, handle: in.Handle, handleAll: in.HandleAll, taking: in.Taking, username: username, presses: a.presses, log: a.log, limited: a.limited, taken: a.taken, stats: &a.stats}
 }
 
 // retrying calls fn until it succeeds, retrying transient failures as

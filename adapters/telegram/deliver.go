@@ -21,16 +21,19 @@ const seenWindow = 1024
 
 // runState is one Run's delivery of updates to handle.
 type runState struct {
-	name     string // the adapter's, every event's Platform
-	handle   func(platform.Event) error
-	taking   func() bool // Inbound.Taking: false once Receiving closed
-	username string
-	presses  *pressTracker
-	log      *zap.Logger
-	limited  *ratelog.Logger
-	taken    *ledger
-	stats    *counters
-	stop     context.Context // Inbound.Stop: bounds the run's confirming call
+	name   string // the adapter's, every event's Platform
+	handle func(platform.Event) error
+	// handleAll, if not nil, takes a batch (Inbound.HandleAll): a poll's
+	// updates go to it together (deliverAll).
+	handleAll func([]platform.Event) (int, error)
+	taking    func() bool // Inbound.Taking: false once Receiving closed
+	username  string
+	presses   *pressTracker
+	log       *zap.Logger
+	limited   *ratelog.Logger
+	taken     *ledger
+	stats     *counters
+	stop      context.Context // Inbound.Stop: bounds the run's confirming call
 
 	mu     sync.Mutex // serialises deliveries; guards closed
 	closed bool
@@ -55,23 +58,12 @@ func (rs *runState) deliver(u *update) error {
 	}
 	done, whole := rs.taken.progress(u.UpdateID)
 	if whole {
-		rs.stats.duplicates.Add(1)
-		rs.log.Debug("telegram: dropping a duplicate update", zap.Int("update_id", u.UpdateID))
+		rs.dropDuplicate(u)
 		return nil
 	}
 	now := time.Now()
 	evs := updateToEvents(rs.name, u, rs.username, now.UTC())
-	press := ""
-	if rs.presses != nil {
-		switch {
-		case u.CallbackQuery != nil && u.CallbackQuery.ID != "":
-			press = u.CallbackQuery.ID
-			rs.presses.add(press, queryCallback, now)
-		case u.PreCheckoutQuery != nil && u.PreCheckoutQuery.ID != "":
-			press = u.PreCheckoutQuery.ID
-			rs.presses.add(press, queryPreCheckout, now)
-		}
-	}
+	press := rs.notePress(u, now)
 	for i := done; i < len(evs); i++ {
 		if err := rs.handle(evs[i]); err != nil {
 			if platform.IsPermanent(err) {
@@ -95,6 +87,117 @@ func (rs *runState) deliver(u *update) error {
 	rs.taken.record(u.UpdateID, takenWhole)
 	rs.stats.taken.Add(1)
 	return nil
+}
+
+// dropDuplicate counts and logs u, an update taken whole before.
+func (rs *runState) dropDuplicate(u *update) {
+	rs.stats.duplicates.Add(1)
+	rs.log.Debug("telegram: dropping a duplicate update", zap.Int("update_id", u.UpdateID))
+}
+
+// notePress notes u's callback or pre-checkout query in rs.presses as
+// arrived, before the engine sees it, and returns its ID ("" for none).
+func (rs *runState) notePress(u *update, now time.Time) string {
+	if rs.presses == nil {
+		return ""
+	}
+	switch {
+	case u.CallbackQuery != nil && u.CallbackQuery.ID != "":
+		rs.presses.add(u.CallbackQuery.ID, queryCallback, now)
+		return u.CallbackQuery.ID
+	case u.PreCheckoutQuery != nil && u.PreCheckoutQuery.ID != "":
+		rs.presses.add(u.PreCheckoutQuery.ID, queryPreCheckout, now)
+		return u.PreCheckoutQuery.ID
+	}
+	return ""
+}
+
+// deliverAll delivers us, consecutive updates of one poll, as deliver
+// delivers each, but their events go to the engine together (handleAll),
+// recorded with one wait. It returns how many updates were taken from the
+// start: all and nil, or n and the error of us[n], as deliver returns it —
+// the events of us[n] taken before the refusal are recorded, and the
+// updates after it are not taken. Without handleAll, or for one update,
+// it calls deliver for each.
+func (rs *runState) deliverAll(us []*update) (int, error) {
+	if rs.handleAll == nil || len(us) == 1 {
+		for i, u := range us {
+			if err := rs.deliver(u); err != nil {
+				return i, err
+			}
+		}
+		return len(us), nil
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.closed || !rs.taking() {
+		return 0, errRunEnded // as deliver
+	}
+	// Each update's events still to take are evs[first:first+n].
+	type part struct {
+		u              *update
+		whole          bool // taken before: a duplicate
+		first, done, n int
+		press          string
+	}
+	parts := make([]part, 0, len(us))
+	var evs []platform.Event
+	now := time.Now()
+	for _, u := range us {
+		done, whole := rs.taken.progress(u.UpdateID)
+		if whole {
+			parts = append(parts, part{u: u, whole: true, first: len(evs)})
+			continue
+		}
+		all := updateToEvents(rs.name, u, rs.username, now.UTC())
+		parts = append(parts, part{u: u, first: len(evs), done: done, n: len(all) - done, press: rs.notePress(u, now)})
+		evs = append(evs, all[done:]...)
+	}
+	// off counts the events taken from the start, and those dropped for
+	// good on the way; refusal is why the one at off was not taken.
+	off := 0
+	var refusal error
+	for off < len(evs) {
+		n, err := rs.handleAll(evs[off:])
+		off += min(max(n, 0), len(evs)-off)
+		if err == nil || off == len(evs) {
+			break
+		}
+		if platform.IsPermanent(err) {
+			rs.stats.refused.Add(1)
+			rs.log.Debug("telegram: an event the engine can never take is dropped",
+				zap.String("kind", string(evs[off].Kind)), zap.Error(err))
+			off++
+			continue
+		}
+		refusal = err
+		break
+	}
+	for k, p := range parts {
+		switch {
+		case p.whole:
+			rs.dropDuplicate(p.u)
+			continue
+		case refusal == nil || off >= p.first+p.n:
+			rs.taken.record(p.u.UpdateID, takenWhole)
+			rs.stats.taken.Add(1)
+			continue
+		}
+		// Refused within this update: what was taken of it is recorded;
+		// it and the updates after it are not taken, their presses
+		// forgotten again.
+		if took := off - p.first; took > 0 {
+			rs.taken.record(p.u.UpdateID, p.done+took)
+		}
+		for _, q := range parts[k:] {
+			if q.press != "" {
+				rs.presses.forget(q.press)
+			}
+		}
+		rs.stats.refused.Add(1)
+		return k, refusal
+	}
+	return len(us), nil
 }
 
 // close ends deliveries: once it returns, handle is not called again.

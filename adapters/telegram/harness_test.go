@@ -142,14 +142,24 @@ func runAdapter(t *testing.T, a *Adapter) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{events: make(chan platform.Event, 1000), cancel: cancel, done: make(chan error, 1)}
+	handle := func(ev platform.Event) error {
+		select {
+		case r.events <- ev:
+		default:
+			t.Errorf("event buffer full; dropped %+v", ev)
+		}
+		return nil
+	}
 	go func() {
-		r.done <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
-			select {
-			case r.events <- ev:
-			default:
-				t.Errorf("event buffer full; dropped %+v", ev)
+		// A poll's updates go to HandleAll, as an engine's Inbound has it
+		// (deliver_batch_test.go tests refusals there).
+		r.done <- a.Run(ctx, platform.Inbound{Handle: handle, HandleAll: func(evs []platform.Event) (int, error) {
+			for i, ev := range evs {
+				if err := handle(ev); err != nil {
+					return i, err
+				}
 			}
-			return nil
+			return len(evs), nil
 		}})
 	}()
 	t.Cleanup(func() {

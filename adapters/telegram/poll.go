@@ -225,12 +225,37 @@ func (a *Adapter) getUpdates(ctx context.Context, offset, limit int, timeout tim
 // poll gets something new.
 func (a *Adapter) deliverBatch(ctx context.Context, rs *runState, raws []json.RawMessage) (progressed bool, refused error) {
 	start := a.offset
-	for _, raw := range raws {
+	// The updates that decode go to rs together, in runs between the
+	// malformed ones, which are skipped in their places.
+	run := make([]*update, 0, len(raws))
+	flush := func() (stop bool, err error) {
+		if len(run) == 0 {
+			return false, nil
+		}
 		if ctx.Err() != nil {
 			return true, nil
 		}
+		n, err := rs.deliverAll(run)
+		for _, u := range run[:n] {
+			a.offset = u.UpdateID + 1
+		}
+		switch {
+		case errors.Is(err, errRunEnded):
+			return true, nil
+		case err != nil:
+			a.offset = run[n].UpdateID
+			return true, err
+		}
+		run = run[:0]
+		return false, nil
+	}
+	prev := a.offset
+	for _, raw := range raws {
 		u, err := decodeUpdate(raw)
 		if err != nil {
+			if stop, err := flush(); stop {
+				return err == nil || a.offset != start, err
+			}
 			id := updateIDOf(raw)
 			fields := []zap.Field{zap.Int("update_id", id), zap.Int("bytes", len(raw))}
 			if !errors.Is(err, errNoUpdateID) {
@@ -240,21 +265,19 @@ func (a *Adapter) deliverBatch(ctx context.Context, rs *runState, raws []json.Ra
 			a.limited.Warn("telegram: skipping a malformed update", fields...)
 			if id > 0 {
 				a.offset = id + 1
+				prev = a.offset
 			}
 			continue
 		}
-		if u.UpdateID+1 < a.offset {
+		if u.UpdateID+1 < prev {
 			a.limited.Info("telegram: update IDs went back; Telegram starts them afresh after a week without updates",
-				zap.Int("update_id", u.UpdateID), zap.Int("offset", a.offset))
+				zap.Int("update_id", u.UpdateID), zap.Int("offset", prev))
 		}
-		switch err := rs.deliver(u); {
-		case errors.Is(err, errRunEnded):
-			return true, nil
-		case err != nil:
-			a.offset = u.UpdateID
-			return a.offset != start, err
-		}
-		a.offset = u.UpdateID + 1
+		prev = u.UpdateID + 1
+		run = append(run, u)
+	}
+	if stop, err := flush(); stop {
+		return err == nil || a.offset != start, err
 	}
 	return a.offset != start, nil
 }
