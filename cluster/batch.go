@@ -43,13 +43,13 @@ func (j *Journal) RecordEvents(ctx context.Context, evs []platform.Event) []jour
 	d := j.inDone
 	flight := make([]inFlight, 0, len(evs))
 	for i := range evs {
-		ev := &evs[i]
-		pieces, err := encodeRecord(ev)
+		ev := evs[i] // encodeRecord replaces its attachment lists: the caller's stay
+		pieces, err := encodeRecord(&ev)
 		if err != nil {
 			res[i].Err = platform.Permanent(fmt.Errorf("cluster: event: %w: %w", journal.ErrUnrecordable, err))
 			continue
 		}
-		key := handledKey(*ev)
+		key := handledKey(ev)
 		if j.handledBefore(key) {
 			res[i].Duplicate = true // handled before a restart, handed on again
 			continue
@@ -57,10 +57,10 @@ func (j *Journal) RecordEvents(ctx context.Context, evs []platform.Event) []jour
 		if size := piecesLen(pieces); size > j.nc.MaxPayload()-partOverhead || j.cfg.MaxRecord > 0 && size > j.cfg.MaxRecord {
 			// An object first, or refused for its size: as RecordEvent
 			// does, after the records published before it.
-			res[i].Record, res[i].Duplicate, res[i].Err = j.recordEvent(ctx, *ev, d)
+			res[i].Record, res[i].Duplicate, res[i].Err = j.recordEvent(ctx, ev, d)
 			continue
 		}
-		msg := nats.NewMsg(j.subject("in", ev.Platform, chatOf(*ev)))
+		msg := nats.NewMsg(j.subject("in", ev.Platform, chatOf(ev)))
 		msg.Data = joinPieces(pieces)
 		var opts []jetstream.PublishOpt
 		if ev.ID != "" {

@@ -32,7 +32,9 @@ func TestRecordEventsInOrder(t *testing.T) {
 	}
 	large := event("large", "b", strings.Repeat("l", 2<<20)) // over a message: an object
 	over := event("over", "a", strings.Repeat("o", 5<<20))   // over MaxRecord
-	evs := []platform.Event{event("1", "a", "one"), event("old", "a", "again"), large, event("2", "b", "two"),
+	file := event("2", "b", "two")
+	file.Attachments = []platform.Attachment{{Kind: platform.AttachDocument, FileName: "f.bin", Data: []byte("bytes of the file")}}
+	evs := []platform.Event{event("1", "a", "one"), event("old", "a", "again"), large, file,
 		over, event("1", "a", "one again"), event("3", "", "three")}
 	res := j.RecordEvents(ctx, evs)
 	if len(res) != len(evs) {
@@ -53,9 +55,15 @@ func TestRecordEventsInOrder(t *testing.T) {
 			t.Errorf("event %d: no record", i)
 		}
 	}
+	if got := string(evs[3].Attachments[0].Data); got != "bytes of the file" {
+		t.Fatalf("the caller's event lost its file's bytes: %q", got)
+	}
 	p, err := j.Pending(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := string(p.Events[3].Event.Attachments[0].Data); got != "bytes of the file" {
+		t.Fatalf("the recorded event's file came back as %q", got)
 	}
 	var got []string
 	for _, in := range p.Events {
