@@ -21,11 +21,17 @@ const asyncWriteTimeout = 5 * time.Second
 var _ journal.EventBatchLog = (*Journal)(nil)
 
 // RecordEvents records evs in IN, in order, as RecordEvent records each,
-// but with one wait for all: their records are published one after
-// another and their answers then read in order, so that the client and
-// the server handle them together (BenchmarkPublishFloor: 14–17 µs of CPU
-// a record, against 32–45 µs for a write waited for alone). A record too
-// large for a message is written as RecordEvent writes it, in its place.
+// but without a wait each: the records are published one after another
+// and their answers then read in order, so that the client and the server
+// handle them together (BenchmarkPublishFloor: 14–17 µs of CPU a record,
+// against 32–45 µs for a write waited for alone). A chat has one record in
+// flight at a time: its events go out in waves (the first event of each
+// chat, then the second, …), and one refused stops its chat's later
+// events, so that IN never holds a chat's events out of order — a record
+// refused while a later one of its chat was written would come after it
+// when the platform delivers it again, and a restart would hand them over
+// so. A record too large for a message is written as RecordEvent writes
+// it, in its wave.
 func (j *Journal) RecordEvents(ctx context.Context, evs []platform.Event) []journal.RecordedEvent {
 	res := make([]journal.RecordedEvent, len(evs))
 	if err := j.health.gate(); err != nil {
@@ -34,6 +40,43 @@ func (j *Journal) RecordEvents(ctx context.Context, evs []platform.Event) []jour
 		}
 		return res
 	}
+	subjects := make([]string, len(evs))
+	for i := range evs {
+		subjects[i] = j.subject("in", evs[i].Platform, chatOf(evs[i]))
+	}
+	stopped := map[string]error{} // chats whose event was refused
+	todo := make([]int, len(evs))
+	for i := range todo {
+		todo[i] = i
+	}
+	for len(todo) > 0 {
+		var wave, later []int
+		inWave := map[string]bool{}
+		for _, i := range todo {
+			switch subj := subjects[i]; {
+			case stopped[subj] != nil:
+				res[i].Err = fmt.Errorf("cluster: record event: not written after an earlier event of its chat: %w", stopped[subj])
+			case inWave[subj]:
+				later = append(later, i)
+			default:
+				inWave[subj] = true
+				wave = append(wave, i)
+			}
+		}
+		j.recordWave(ctx, evs, subjects, wave, res)
+		for _, i := range wave {
+			if res[i].Err != nil {
+				stopped[subjects[i]] = res[i].Err
+			}
+		}
+		todo = later
+	}
+	return res
+}
+
+// recordWave records the events of evs at wave, of as many chats, with one
+// wait for all, setting their outcomes in res.
+func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects []string, wave []int, res []journal.RecordedEvent) {
 	type inFlight struct {
 		i   int
 		paf jetstream.PubAckFuture
@@ -41,8 +84,8 @@ func (j *Journal) RecordEvents(ctx context.Context, evs []platform.Event) []jour
 		key string
 	}
 	d := j.inDone
-	flight := make([]inFlight, 0, len(evs))
-	for i := range evs {
+	flight := make([]inFlight, 0, len(wave))
+	for _, i := range wave {
 		ev := evs[i] // encodeRecord replaces its attachment lists: the caller's stay
 		pieces, err := encodeRecord(&ev)
 		if err != nil {
@@ -56,13 +99,16 @@ func (j *Journal) RecordEvents(ctx context.Context, evs []platform.Event) []jour
 		}
 		if size := piecesLen(pieces); size > j.nc.MaxPayload()-partOverhead || j.cfg.MaxRecord > 0 && size > j.cfg.MaxRecord {
 			// An object first, or refused for its size: as RecordEvent
-			// does, after the records published before it.
-			res[i].Record, res[i].Duplicate, res[i].Err = j.recordEvent(ctx, ev, d)
+			// does, from the caller's event (ev's files lost their bytes
+			// to the frame above).
+			res[i].Record, res[i].Duplicate, res[i].Err = j.recordEvent(ctx, evs[i], d)
 			continue
 		}
-		msg := nats.NewMsg(j.subject("in", ev.Platform, chatOf(ev)))
+		msg := nats.NewMsg(subjects[i])
 		msg.Data = joinPieces(pieces)
-		var opts []jetstream.PublishOpt
+		// No retry of a publish the server did not take: a try again,
+		// late, could land after a record published after it.
+		opts := []jetstream.PublishOpt{jetstream.WithRetryAttempts(0)}
 		if ev.ID != "" {
 			opts = append(opts, jetstream.WithMsgID("ev:"+ev.Platform+":"+ev.ID))
 		}
@@ -101,5 +147,4 @@ func (j *Journal) RecordEvents(ctx context.Context, evs []platform.Event) []jour
 			r.Err = &unknownWrite{ctx.Err()}
 		}
 	}
-	return res
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,9 +18,12 @@ import (
 
 // RecordEvents records a batch as RecordEvent records each: in order, a
 // duplicate told in place (of an event before the batch, and of one
-// earlier in it), a record too large for a message written through its
-// object in its place, one over the journal's bound refused alone; what it
-// recorded comes back from Pending in order.
+// earlier in it), an event whose file makes it too large for a message
+// written through its object in its place, one over the journal's bound
+// refused — and its chat's later events not written, so that they never
+// come before it — while other chats go on; what it recorded comes back
+// from Pending in order within each chat, the files whole, and the
+// caller's events keep their files' bytes.
 func TestRecordEventsInOrder(t *testing.T) {
 	parallel(t, 2*time.Second)
 	ctx := ctxFor(t)
@@ -30,22 +32,33 @@ func TestRecordEventsInOrder(t *testing.T) {
 	if _, _, err := j.RecordEvent(ctx, event("old", "a", "before")); err != nil {
 		t.Fatal(err)
 	}
-	large := event("large", "b", strings.Repeat("l", 2<<20)) // over a message: an object
-	over := event("over", "a", strings.Repeat("o", 5<<20))   // over MaxRecord
-	file := event("2", "b", "two")
-	file.Attachments = []platform.Attachment{{Kind: platform.AttachDocument, FileName: "f.bin", Data: []byte("bytes of the file")}}
-	evs := []platform.Event{event("1", "a", "one"), event("old", "a", "again"), large, file,
-		over, event("1", "a", "one again"), event("3", "", "three")}
+	withFile := func(ev platform.Event, size int) platform.Event {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		ev.Attachments = []platform.Attachment{{Kind: platform.AttachDocument, FileName: "f.bin", Data: data}}
+		return ev
+	}
+	large := withFile(event("large", "b", "large"), 2<<20) // over a message: an object
+	over := withFile(event("over", "c", "over"), 5<<20)    // over MaxRecord
+	small := withFile(event("2", "b", "two"), 100)
+	evs := []platform.Event{event("1", "a", "one"), event("old", "a", "again"), large, small,
+		over, event("1", "a", "one again"), event("c2", "c", "after the refused one"), event("3", "", "three")}
 	res := j.RecordEvents(ctx, evs)
 	if len(res) != len(evs) {
 		t.Fatalf("%d outcomes for %d events", len(res), len(evs))
 	}
-	wantDup := []bool{false, true, false, false, false, true, false}
+	wantDup := []bool{false, true, false, false, false, true, false, false}
 	for i, r := range res {
 		switch {
 		case i == 4:
 			if !errors.Is(r.Err, journal.ErrUnrecordable) || !platform.IsPermanent(r.Err) {
 				t.Errorf("event over the bound: %v; want a permanent ErrUnrecordable", r.Err)
+			}
+		case i == 6:
+			if r.Err == nil || r.Record != nil {
+				t.Errorf("an event after its chat's refused one: %+v; want not written", r)
 			}
 		case r.Err != nil:
 			t.Errorf("event %d: %v", i, r.Err)
@@ -55,25 +68,33 @@ func TestRecordEventsInOrder(t *testing.T) {
 			t.Errorf("event %d: no record", i)
 		}
 	}
-	if got := string(evs[3].Attachments[0].Data); got != "bytes of the file" {
-		t.Fatalf("the caller's event lost its file's bytes: %q", got)
+	for _, i := range []int{2, 3, 4} {
+		if want := withFile(evs[i], len(evs[i].Attachments[0].Data)); !slices.Equal(evs[i].Attachments[0].Data, want.Attachments[0].Data) {
+			t.Fatalf("the caller's event %d lost its file's bytes", i)
+		}
 	}
 	p, err := j.Pending(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(p.Events[3].Event.Attachments[0].Data); got != "bytes of the file" {
-		t.Fatalf("the recorded event's file came back as %q", got)
-	}
-	var got []string
+	// In order within each chat (a chat's events go out one wave each).
+	byChat := map[string][]string{}
+	files := map[string][]byte{}
 	for _, in := range p.Events {
-		got = append(got, in.Event.ID)
+		byChat[in.Event.Chat.ID] = append(byChat[in.Event.Chat.ID], in.Event.ID)
+		if len(in.Event.Attachments) > 0 {
+			files[in.Event.ID] = in.Event.Attachments[0].Data
+		}
 	}
-	if want := []string{"old", "1", "large", "2", "3"}; !slices.Equal(got, want) {
-		t.Fatalf("pending events %v; want %v", got, want)
+	for chat, want := range map[string][]string{"a": {"old", "1"}, "b": {"large", "2"}, "": {"3"}} {
+		if got := byChat[chat]; !slices.Equal(got, want) {
+			t.Errorf("pending events of chat %q: %v; want %v", chat, got, want)
+		}
 	}
-	if n := len(p.Events[2].Event.Text); n != len(large.Text) {
-		t.Fatalf("the large event came back with %d bytes; want %d", n, len(large.Text))
+	for _, i := range []int{2, 3} {
+		if got, want := files[evs[i].ID], evs[i].Attachments[0].Data; !slices.Equal(got, want) {
+			t.Errorf("event %q came back with a file of %d bytes; want its %d bytes", evs[i].ID, len(got), len(want))
+		}
 	}
 }
 

@@ -150,6 +150,7 @@ func (rs *runState) deliverAll(us []*update) (int, error) {
 			continue
 		}
 		all := updateToEvents(rs.name, u, rs.username, now.UTC())
+		done = min(done, len(all)) // a ledger entry of an ID Telegram used before its weekly reset
 		parts = append(parts, part{u: u, first: len(evs), done: done, n: len(all) - done, press: rs.notePress(u, now)})
 		evs = append(evs, all[done:]...)
 	}
