@@ -31,11 +31,13 @@ func TestE2EDiskFullEmbedded(t *testing.T) {
 		"METRICS_ADDR="+metrics,
 		"DATA_DIR="+filepath.Join(disk, "store"))
 	// The second wave comes once the embedded server turned JetStream
-	// off: the journal learns it from the second wave's events, refused
+	// off, or the journal met the full store, whichever is first: the
+	// server's line comes at once when a write of its own fails; the
+	// journal learns of the outage from the second wave's events, refused
 	// at once, or from its writes under way when the disk filled, which
 	// wait for their bound (10 s) — a bot that is quiet meanwhile loses
 	// nothing by the wait.
 	run := newDiskRun(srv, 40000)
-	run.met = embeddedOff
+	run.met = []string{embeddedOff, journalRefuses}
 	run.scenario(ctx, t, p, metrics, func() func() { return testdisk.Fill(t, disk) })
 }

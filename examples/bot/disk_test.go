@@ -61,9 +61,9 @@ type diskRun struct {
 	srv          *telegramtest.Server
 	first, again scaleRun
 	secondIDs    []int // the update IDs of the second wave
-	// met is the log line that says the bot met the full store:
-	// journalRefuses unless set.
-	met string
+	// met are the log lines that say the bot met the full store, any of
+	// them: journalRefuses unless set.
+	met []string
 }
 
 func newDiskRun(srv *telegramtest.Server, base int64) *diskRun {
@@ -129,10 +129,10 @@ func (r *diskRun) scenario(ctx context.Context, t *testing.T, p *botProcess, met
 	// must not count a handling whose sends the journal refused as done),
 	// and no event of the second wave can be recorded.
 	met := r.met
-	if met == "" {
-		met = journalRefuses
+	if len(met) == 0 {
+		met = []string{journalRefuses}
 	}
-	if err := (&lineWaiter{p.stderr}).wait(ctx, met); err != nil {
+	if err := (&lineWaiter{p.stderr}).waitAny(ctx, met...); err != nil {
 		t.Fatalf("the bot never met the full store: %v", err)
 	}
 	r.sendSecond()

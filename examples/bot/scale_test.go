@@ -563,7 +563,16 @@ func TestE2EScaleOutPausedGateway(t *testing.T) {
 type lineWaiter struct{ b *lineBuffer }
 
 func (w *lineWaiter) wait(ctx context.Context, msg string) error {
-	_, err := w.b.waitFor(ctx, regexp.MustCompile(`"msg":"`+regexp.QuoteMeta(msg)+`"`))
+	return w.waitAny(ctx, msg)
+}
+
+// waitAny waits for a line with any of msgs.
+func (w *lineWaiter) waitAny(ctx context.Context, msgs ...string) error {
+	quoted := make([]string, len(msgs))
+	for i, m := range msgs {
+		quoted[i] = regexp.QuoteMeta(m)
+	}
+	_, err := w.b.waitFor(ctx, regexp.MustCompile(`"msg":"(?:`+strings.Join(quoted, "|")+`)"`))
 	return err
 }
 
