@@ -128,16 +128,7 @@ func TestHandleReportsRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
-	started := make(chan struct{}, 1)
-	e.OnMessage(func(*engine.Context) error {
-		select {
-		case started <- struct{}{}:
-		default:
-		}
-		<-release
-		return nil
-	})
+	started, release := blockOnMessage(e)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()

@@ -388,18 +388,25 @@ func TestInboundOrderAndConcurrency(t *testing.T) {
 	}
 }
 
-func TestInboundBackpressure(t *testing.T) {
-	e, _ := newEngine(t, engine.WithInboundQueueSize(2), engine.WithHandlerConcurrency(1))
-	release := make(chan struct{})
-	started := make(chan struct{}, 1)
+// blockOnMessage gives e a message handler that blocks until release is
+// closed; started receives once a handler runs.
+func blockOnMessage(e *engine.Engine) (started <-chan struct{}, release chan struct{}) {
+	release = make(chan struct{})
+	ran := make(chan struct{}, 1)
 	e.OnMessage(func(*engine.Context) error {
 		select {
-		case started <- struct{}{}:
+		case ran <- struct{}{}:
 		default:
 		}
 		<-release
 		return nil
 	})
+	return ran, release
+}
+
+func TestInboundBackpressure(t *testing.T) {
+	e, _ := newEngine(t, engine.WithInboundQueueSize(2), engine.WithHandlerConcurrency(1))
+	started, release := blockOnMessage(e)
 	if err := e.HandleEvent(msg(dm, ann, "running")); err != nil {
 		t.Fatal(err)
 	}

@@ -72,16 +72,7 @@ func TestHandleEventsInOrder(t *testing.T) {
 // how many it took and why it refused the next.
 func TestHandleEventsStopsAtARefusal(t *testing.T) {
 	e, _ := newEngine(t, engine.WithInboundQueueSize(1), engine.WithHandlerConcurrency(1))
-	release := make(chan struct{})
-	started := make(chan struct{}, 1)
-	e.OnMessage(func(*engine.Context) error {
-		select {
-		case started <- struct{}{}:
-		default:
-		}
-		<-release
-		return nil
-	})
+	started, release := blockOnMessage(e)
 	defer close(release)
 	if err := e.HandleEvent(msg(dm, ann, "running")); err != nil {
 		t.Fatal(err)
