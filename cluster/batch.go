@@ -135,13 +135,8 @@ func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects
 			}
 			r.Record = &record{j: j, log: d, epoch: epoch, seq: ack.Sequence, event: f.key}
 		case err := <-f.paf.Err():
-			maybe := !refused(err)
-			d.failed(f.w, maybe)
-			err = j.health.writeErr(ctx, "record event", err)
-			if maybe && !refused(err) {
-				err = &unknownWrite{err}
-			}
-			r.Err = err
+			r.Err = j.publishFailed(ctx, "record event", err)
+			d.failed(f.w, maybeWritten(r.Err))
 		case <-ctx.Done():
 			d.failed(f.w, true)
 			r.Err = &unknownWrite{ctx.Err()}

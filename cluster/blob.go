@@ -74,11 +74,7 @@ func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, pie
 		// Else the record may have been written all the same (its answer
 		// lost, or late): its object stays, for it, and goes with it; if
 		// it was not written, the next Recover removes the object.
-		err = j.health.writeErr(ctx, what, err)
-		if !refused(err) {
-			err = &unknownWrite{err}
-		}
-		return nil, "", err
+		return nil, "", j.publishFailed(ctx, what, err)
 	}
 	j.health.ok()
 	if ack.Duplicate && blob != "" {
@@ -86,6 +82,17 @@ func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, pie
 		blob = ""
 	}
 	return ack, blob, nil
+}
+
+// publishFailed returns the error of a record's publish that failed with
+// err: the store's (health.writeErr), an unknownWrite when the server may
+// have stored the record all the same (see maybeWritten).
+func (j *Journal) publishFailed(ctx context.Context, what string, err error) error {
+	err = j.health.writeErr(ctx, what, err)
+	if !refused(err) {
+		err = &unknownWrite{err}
+	}
+	return err
 }
 
 // unknownWrite wraps the error of a record's publish that the server may
