@@ -273,15 +273,7 @@ func (s *Shared) AppendEvent(ctx context.Context, ev platform.Event) (bool, erro
 // journal.EventBatcher; the one-process journal's, which Shared would
 // otherwise inherit, hands events to its own member).
 func (s *Shared) AppendEvents(ctx context.Context, evs []platform.Event) ([]bool, error) {
-	dups := make([]bool, 0, len(evs))
-	for _, ev := range evs {
-		dup, err := s.AppendEvent(ctx, ev)
-		if err != nil {
-			return dups, err
-		}
-		dups = append(dups, dup)
-	}
-	return dups, nil
+	return journal.AppendEach(ctx, s, evs)
 }
 
 // resultHeaders name, on a send in OUT, where its outcome goes.

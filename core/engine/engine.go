@@ -377,18 +377,15 @@ func (e *Engine) HandleEvents(evs []platform.Event) (int, error) {
 	if e.closed.Load() {
 		return 0, ErrEngineClosed
 	}
-	b, ok := e.journal.(journal.EventBatcher)
-	if !ok {
-		for i, ev := range evs {
-			if err := e.HandleEvent(ev); err != nil {
-				return i, err
-			}
-		}
-		return len(evs), nil
-	}
 	js := e.js
 	since := js.begin()
-	dups, err := b.AppendEvents(context.Background(), evs)
+	var dups []bool
+	var err error
+	if b, ok := e.journal.(journal.EventBatcher); ok {
+		dups, err = b.AppendEvents(context.Background(), evs)
+	} else {
+		dups, err = journal.AppendEach(context.Background(), e.journal, evs)
+	}
 	for _, dup := range dups {
 		if dup {
 			e.duplicates.Add(1)

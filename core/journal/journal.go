@@ -179,6 +179,23 @@ type EventBatcher interface {
 	AppendEvents(ctx context.Context, evs []platform.Event) (duplicates []bool, err error)
 }
 
+// AppendEach appends evs to j one by one with AppendEvent, as an
+// [EventBatcher] appends a batch: it stops at the first error, returning
+// whether each event before it was a duplicate. A journal that cannot
+// record a batch together implements AppendEvents with it; the engine
+// uses it for a journal that is no EventBatcher.
+func AppendEach(ctx context.Context, j Journal, evs []platform.Event) ([]bool, error) {
+	dups := make([]bool, 0, len(evs))
+	for _, ev := range evs {
+		dup, err := j.AppendEvent(ctx, ev)
+		if err != nil {
+			return dups, err
+		}
+		dups = append(dups, dup)
+	}
+	return dups, nil
+}
+
 // Member is the engine as its [Journal] sees it. Its methods are safe for
 // concurrent use.
 type Member interface {

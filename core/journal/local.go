@@ -146,18 +146,11 @@ func (l *Local) AppendEvents(ctx context.Context, evs []platform.Event) ([]bool,
 	if err != nil {
 		return nil, err
 	}
-	dups := make([]bool, 0, len(evs))
 	bl, ok := l.log.(EventBatchLog)
 	if !ok {
-		for _, ev := range evs {
-			dup, err := l.AppendEvent(ctx, ev)
-			if err != nil {
-				return dups, err
-			}
-			dups = append(dups, dup)
-		}
-		return dups, nil
+		return AppendEach(ctx, l, evs)
 	}
+	dups := make([]bool, 0, len(evs))
 	res := bl.RecordEvents(ctx, evs)
 	if len(res) != len(evs) {
 		return dups, fmt.Errorf("journal: the log gave %d outcomes for %d events", len(res), len(evs))
