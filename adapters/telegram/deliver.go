@@ -24,7 +24,7 @@ type runState struct {
 	name   string // the adapter's, every event's Platform
 	handle func(platform.Event) error
 	// handleAll, if not nil, takes a batch (Inbound.HandleAll): a poll's
-	// updates go to it together (deliverAll).
+	// updates go to it together (deliverAll); else handle takes each.
 	handleAll func([]platform.Event) (int, error)
 	taking    func() bool // Inbound.Taking: false once Receiving closed
 	username  string
@@ -39,54 +39,11 @@ type runState struct {
 	closed bool
 }
 
-// deliver hands u's events to handle in order, unless Run has ended. It
-// returns nil when u was taken: handle took every event of it, now or
-// before (a duplicate is dropped). Otherwise it returns the error with
-// which handle refused an event, or errRunEnded, and u is not recorded as
-// taken; the events of it handle took before the refusal are recorded,
-// and skipped when u is delivered again. A callback query is noted in
-// rs.presses as arrived, before handle sees it (a handler may answer it at
-// once), and forgotten again if handle refuses it; so is a pre-checkout query.
+// deliver delivers u alone (see deliverAll): nil when u was taken, else
+// the error with which an event of it was refused, or errRunEnded.
 func (rs *runState) deliver(u *update) error {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.closed || !rs.taking() {
-		// Run ends, or the engine takes no more (its Receiving closed
-		// a moment before Run's context ends): the update is left for
-		// the next Run, here or in another process.
-		return errRunEnded
-	}
-	done, whole := rs.taken.progress(u.UpdateID)
-	if whole {
-		rs.dropDuplicate(u)
-		return nil
-	}
-	now := time.Now()
-	evs := updateToEvents(rs.name, u, rs.username, now.UTC())
-	press := rs.notePress(u, now)
-	for i := done; i < len(evs); i++ {
-		if err := rs.handle(evs[i]); err != nil {
-			if platform.IsPermanent(err) {
-				// The engine can never take it (the journal refuses it
-				// for what it is), and logged it: asking again is futile.
-				rs.stats.refused.Add(1)
-				rs.log.Debug("telegram: an event the engine can never take is dropped",
-					zap.Int("update_id", u.UpdateID), zap.String("kind", string(evs[i].Kind)), zap.Error(err))
-				continue
-			}
-			if i > done {
-				rs.taken.record(u.UpdateID, i)
-			}
-			if press != "" {
-				rs.presses.forget(press)
-			}
-			rs.stats.refused.Add(1)
-			return err
-		}
-	}
-	rs.taken.record(u.UpdateID, takenWhole)
-	rs.stats.taken.Add(1)
-	return nil
+	_, err := rs.deliverAll([]*update{u})
+	return err
 }
 
 // dropDuplicate counts and logs u, an update taken whole before.
@@ -112,26 +69,26 @@ func (rs *runState) notePress(u *update, now time.Time) string {
 	return ""
 }
 
-// deliverAll delivers us, consecutive updates of one poll, as deliver
-// delivers each, but their events go to the engine together (handleAll),
-// recorded with one wait. It returns how many updates were taken from the
-// start: all and nil, or n and the error of us[n], as deliver returns it —
-// the events of us[n] taken before the refusal are recorded, and the
-// updates after it are not taken. Without handleAll, or for one update,
-// it calls deliver for each.
+// deliverAll hands the events of us, consecutive updates, to the engine
+// in order, together (handleAll, recorded with one wait; or handle for
+// each), unless Run has ended. It returns how many updates were taken from
+// the start: all and nil, or n and the error with which the engine refused
+// an event of us[n] (or errRunEnded). An update is taken once the engine
+// took every event of it, now or before (a duplicate is dropped); the
+// events of us[n] taken before the refusal are recorded, and skipped when
+// it is delivered again; the updates after it are not taken. An event the
+// engine can never take (a permanent refusal) is dropped and the rest go
+// on. A callback query is noted in rs.presses as arrived, before the
+// engine sees it (a handler may answer it at once), and forgotten again if
+// its update is not taken; so is a pre-checkout query.
 func (rs *runState) deliverAll(us []*update) (int, error) {
-	if rs.handleAll == nil || len(us) == 1 {
-		for i, u := range us {
-			if err := rs.deliver(u); err != nil {
-				return i, err
-			}
-		}
-		return len(us), nil
-	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.closed || !rs.taking() {
-		return 0, errRunEnded // as deliver
+		// Run ends, or the engine takes no more (its Receiving closed
+		// a moment before Run's context ends): the updates are left for
+		// the next Run, here or in another process.
+		return 0, errRunEnded
 	}
 	// Each update's events still to take are evs[first:first+n].
 	type part struct {
@@ -159,15 +116,17 @@ func (rs *runState) deliverAll(us []*update) (int, error) {
 	off := 0
 	var refusal error
 	for off < len(evs) {
-		n, err := rs.handleAll(evs[off:])
+		n, err := rs.takeAll(evs[off:])
 		off += min(max(n, 0), len(evs)-off)
 		if err == nil || off == len(evs) {
 			break
 		}
 		if platform.IsPermanent(err) {
+			// The engine can never take it (the journal refuses it for
+			// what it is), and logged it: asking again is futile.
 			rs.stats.refused.Add(1)
 			rs.log.Debug("telegram: an event the engine can never take is dropped",
-				zap.String("kind", string(evs[off].Kind)), zap.Error(err))
+				zap.String("event", evs[off].ID), zap.String("kind", string(evs[off].Kind)), zap.Error(err))
 			off++
 			continue
 		}
@@ -199,6 +158,20 @@ func (rs *runState) deliverAll(us []*update) (int, error) {
 		return k, refusal
 	}
 	return len(us), nil
+}
+
+// takeAll gives evs to the engine: to handleAll, or to handle one by one
+// as handleAll would.
+func (rs *runState) takeAll(evs []platform.Event) (int, error) {
+	if rs.handleAll != nil {
+		return rs.handleAll(evs)
+	}
+	for i, ev := range evs {
+		if err := rs.handle(ev); err != nil {
+			return i, err
+		}
+	}
+	return len(evs), nil
 }
 
 // close ends deliveries: once it returns, handle is not called again.

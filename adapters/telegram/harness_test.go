@@ -151,16 +151,7 @@ func runAdapter(t *testing.T, a *Adapter) *running {
 		return nil
 	}
 	go func() {
-		// A poll's updates go to HandleAll, as an engine's Inbound has it
-		// (deliver_batch_test.go tests refusals there).
-		r.done <- a.Run(ctx, platform.Inbound{Handle: handle, HandleAll: func(evs []platform.Event) (int, error) {
-			for i, ev := range evs {
-				if err := handle(ev); err != nil {
-					return i, err
-				}
-			}
-			return len(evs), nil
-		}})
+		r.done <- a.Run(ctx, platform.Inbound{Handle: handle})
 	}()
 	t.Cleanup(func() {
 		cancel()
