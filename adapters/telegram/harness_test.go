@@ -142,16 +142,15 @@ func runAdapter(t *testing.T, a *Adapter) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{events: make(chan platform.Event, 1000), cancel: cancel, done: make(chan error, 1)}
-	handle := func(ev platform.Event) error {
-		select {
-		case r.events <- ev:
-		default:
-			t.Errorf("event buffer full; dropped %+v", ev)
-		}
-		return nil
-	}
 	go func() {
-		r.done <- a.Run(ctx, platform.Inbound{Handle: handle})
+		r.done <- a.Run(ctx, platform.Inbound{Handle: func(ev platform.Event) error {
+			select {
+			case r.events <- ev:
+			default:
+				t.Errorf("event buffer full; dropped %+v", ev)
+			}
+			return nil
+		}})
 	}()
 	t.Cleanup(func() {
 		cancel()
