@@ -76,7 +76,7 @@ func encodeRecord(v any) ([][]byte, error) {
 			*l = bare
 		}
 	}
-	data, err := json.Marshal(v)
+	data, err := marshalRecord(v)
 	if err != nil || len(parts) == 0 {
 		return [][]byte{data}, err
 	}
@@ -94,6 +94,17 @@ func encodeRecord(v any) ([][]byte, error) {
 		pieces = append(pieces, h, p.data)
 	}
 	return pieces, nil
+}
+
+// marshalRecord returns v's JSON. A value with a MarshalJSON method (an
+// event) is asked for it directly: json.Marshal would check and copy what
+// the method wrote, which an event's record spent most of its encoding on
+// (its update's JSON in Raw scanned a second time).
+func marshalRecord(v any) ([]byte, error) {
+	if m, ok := v.(json.Marshaler); ok {
+		return m.MarshalJSON()
+	}
+	return json.Marshal(v)
 }
 
 // piecesLen returns the bytes of pieces together.

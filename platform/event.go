@@ -158,14 +158,21 @@ type eventJSON Event
 // "raw" when it is a json.RawMessage holding valid JSON (it is left out
 // otherwise).
 func (e Event) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(eventJSON(e))
 	raw, _ := e.Raw.(json.RawMessage)
-	if len(raw) == 0 || !json.Valid(raw) {
-		raw = nil
+	if err != nil || len(raw) == 0 || len(b) < 2 || !json.Valid(raw) {
+		return b, err
 	}
-	return json.Marshal(struct {
-		eventJSON
-		Raw json.RawMessage `json:"raw,omitempty"`
-	}{eventJSON(e), raw})
+	// "raw" is the object's last member, as it is: checked once above,
+	// where marshalling a struct that holds it checks and copies it again.
+	out := make([]byte, 0, len(b)+len(`,"raw":`)+len(raw))
+	out = append(out, b[:len(b)-1]...)
+	if len(b) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"raw":`...)
+	out = append(out, raw...)
+	return append(out, '}'), nil
 }
 
 // UnmarshalJSON reads e from JSON written by [Event.MarshalJSON]; a "raw"

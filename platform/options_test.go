@@ -91,13 +91,23 @@ func TestEventJSONRawRoundTrip(t *testing.T) {
 		Business:   &platform.BusinessConnection{ID: "bc", Enabled: true, CanReply: true},
 		MessageIDs: []string{"1", "2"},
 	}
+	// The journal calls MarshalJSON itself, without json.Marshal's check
+	// of what it wrote: it must be JSON as it is.
+	direct, err := ev.MarshalJSON()
+	if err != nil || !json.Valid(direct) {
+		t.Fatalf("MarshalJSON = %s, %v; want valid JSON", direct, err)
+	}
 	b, err := json.Marshal(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back platform.Event
+	var back, backDirect platform.Event
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
+	}
+	if err := json.Unmarshal(direct, &backDirect); err != nil || !reflect.DeepEqual(backDirect.Reactions, back.Reactions) ||
+		!json.Valid(backDirect.RawJSON()) {
+		t.Fatalf("MarshalJSON's JSON reads back as %+v, %v; want %+v", backDirect, err, back)
 	}
 	gotRaw, ok := back.Raw.(json.RawMessage)
 	if !ok {
@@ -228,6 +238,9 @@ func FuzzEventJSON(f *testing.F) {
 		b, err := json.Marshal(ev)
 		if err != nil {
 			return // a time out of range, as in any JSON of a time.Time
+		}
+		if direct, err := ev.MarshalJSON(); err != nil || !json.Valid(direct) {
+			t.Fatalf("MarshalJSON = %s, %v; want valid JSON", direct, err)
 		}
 		// Empty lists read from the input are left out when marshalled:
 		// from the first round trip on, nothing changes.
