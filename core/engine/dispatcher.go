@@ -41,7 +41,9 @@ type DispatcherConfig struct {
 	QueueSize int
 	// SendTimeout is the deadline of each run of a task, counted from the
 	// moment the run starts: a task runs once, a task that pauses once
-	// more per pause (see Submit). 0 means 30s.
+	// more per pause (see Submit). 0 means 30s. Without Hooks.OnDone,
+	// runs share a clock reading with Submits for up to a millisecond, so
+	// a deadline may come up to about that much sooner (never later).
 	SendTimeout time.Duration
 	// MaxLifetime bounds a task's whole life, counted from Submit: its
 	// time queued, its runs, and its pauses between runs. No run's context

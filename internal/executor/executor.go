@@ -62,7 +62,9 @@ type Config struct {
 	// moment the run starts: a task submitted with Submit runs once, a
 	// task that pauses once more per pause (see Submit). 0
 	// means 30s; a negative value means none (the tasks bound
-	// themselves).
+	// themselves). Unless Hooks.OnDone is set, runs share a reading of
+	// the clock with Submits for up to a millisecond (see stamp.go), so a
+	// deadline may come up to about that much sooner, never later.
 	RunTimeout time.Duration
 	// MaxLifetime bounds a task's whole life, counted from Submit: its
 	// time queued, its runs, and its pauses between runs. (Unless

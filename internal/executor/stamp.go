@@ -16,6 +16,13 @@ import (
 // task's life may end that much before its MaxLifetime, never after. With
 // Hooks.OnDone set, whose QueueLatency is measured from the stamp, every
 // Submit reads the clock.
+//
+// A run's deadline (RunTimeout from its start) counts from a stamp too,
+// read the same way: with Hooks.OnDone, whose RunLatency it measures, from
+// the clock, else shared, so that a run's deadline may come up to
+// stampTTL before RunTimeout after its start, never after. In
+// BenchmarkDispatcherThroughput the run's reading was a tenth of a task's
+// CPU; shared, a task costs 3–4% less.
 
 // stampTTL is how long Submits share a reading of the clock for their
 // stamps.
