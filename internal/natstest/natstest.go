@@ -70,7 +70,8 @@ type Server struct {
 }
 
 // Start starts a server and stops it when the test ends. It fails the test
-// if the server cannot be built or does not become ready.
+// if the server cannot be built or does not become ready. The server runs
+// on one processor unless the environment sets GOMAXPROCS (see serverEnv).
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	if opts.Dir == "" {
@@ -177,6 +178,7 @@ func (s *Server) start() {
 	var cmd *exec.Cmd
 	for tries := 1; ; tries++ {
 		cmd = exec.Command(bin, "-c", s.conf)
+		cmd.Env = serverEnv()
 		cmd.Stdout = lockedWriter{s}
 		cmd.Stderr = lockedWriter{s}
 		cmd.SysProcAttr = sysProcAttr()
@@ -227,6 +229,19 @@ func (s *Server) waitReady(exited <-chan struct{}) error {
 		case <-time.After(20 * time.Millisecond): // polls the port until the server listens
 		}
 	}
+}
+
+// serverEnv returns the environment of a server process: the test's, on
+// one processor (GOMAXPROCS=1) unless the test's environment sets
+// GOMAXPROCS. Tests run many processes at once, servers and the bots that
+// use them, and a process's idle processors looking for work cost CPU that
+// the processes working need.
+func serverEnv() []string {
+	env := os.Environ()
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+		env = append(env, "GOMAXPROCS=1")
+	}
+	return env
 }
 
 // lockedWriter appends the server's output to its log.
