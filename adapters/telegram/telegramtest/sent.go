@@ -119,7 +119,15 @@ type LinkPreview struct {
 func (s *Server) Sent(chatID int64) []SentMessage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return ofChat(s.sent, chatID, func(m SentMessage) int64 { return m.ChatID }, SentMessage.clone)
+	at := s.sentTo[chatID]
+	if len(at) == 0 {
+		return nil
+	}
+	out := make([]SentMessage, len(at))
+	for i, j := range at {
+		out[i] = s.sent[j].clone()
+	}
+	return out
 }
 
 // clone returns a copy of m that shares no memory with it.
@@ -196,13 +204,7 @@ func (s *Server) WaitSent(ctx context.Context, chatID int64, n int) ([]SentMessa
 func (s *Server) sentCount(chatID int64) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, m := range s.sent {
-		if m.ChatID == chatID {
-			n++
-		}
-	}
-	return n
+	return len(s.sentTo[chatID])
 }
 
 // CallbackAnswer is an answerCallbackQuery call the server received, as
@@ -305,6 +307,7 @@ func (s *Server) recordLocked(m *SentMessage) {
 	if m.FileID == "" && m.Kind != "text" {
 		m.FileID = s.storeFileLocked(storedFile{kind: m.Kind, name: m.FileName, data: m.FileData, url: m.FileURL})
 	}
+	s.sentTo[m.ChatID] = append(s.sentTo[m.ChatID], len(s.sent))
 	s.sent = append(s.sent, *m)
 	s.current[msgKey{m.ChatID, m.MessageID}] = *m
 	s.notifyLocked()

@@ -101,6 +101,7 @@ type Server struct {
 	messageIDs   map[int64]int
 	callbacks    int
 	sent         []SentMessage
+	sentTo       map[int64][]int        // the positions in sent of each chat's messages
 	current      map[msgKey]SentMessage // every message in sent, edits applied
 	edits        []Edit
 	answers      []CallbackAnswer
@@ -160,6 +161,7 @@ func NewServer(opts ...Option) *Server {
 		nextUpdateID: 1,
 		messageIDs:   make(map[int64]int),
 		current:      make(map[msgKey]SentMessage),
+		sentTo:       make(map[int64][]int),
 		files:        make(map[string]storedFile),
 		filePaths:    make(map[string]string),
 		deleted:      make(map[msgKey]bool),

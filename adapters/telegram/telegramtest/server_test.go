@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -221,6 +223,23 @@ func TestSendMessageRecorded(t *testing.T) {
 	}
 	if len(srv.Sent(43)) != 0 || len(srv.AllSent()) != 2 {
 		t.Fatal("messages recorded for the wrong chat")
+	}
+	// Chats interleaved: each chat's messages, in order, and only its own.
+	for i := range 6 {
+		chat := []string{"43", "-44"}[i%2]
+		call(t, srv, token, "sendMessage", url.Values{"chat_id": {chat}, "text": {strconv.Itoa(i)}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for chat, want := range map[int64][]string{43: {"0", "2", "4"}, -44: {"1", "3", "5"}, 42: {"<b>hi</b>", "two"}} {
+		got, err := srv.WaitSent(ctx, chat, len(want))
+		var texts []string
+		for _, m := range got {
+			texts = append(texts, m.Text)
+		}
+		if err != nil || !slices.Equal(texts, want) {
+			t.Errorf("WaitSent(%d) = %q, %v; want %q", chat, texts, err, want)
+		}
 	}
 
 	for _, tc := range []struct {
