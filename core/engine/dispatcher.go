@@ -41,9 +41,11 @@ type DispatcherConfig struct {
 	QueueSize int
 	// SendTimeout is the deadline of each run of a task, counted from the
 	// moment the run starts: a task runs once, a task that pauses once
-	// more per pause (see Submit). 0 means 30s. Without Hooks.OnDone,
-	// runs share a clock reading with Submits for up to a millisecond, so
-	// a deadline may come up to about that much sooner (never later).
+	// more per pause (see Submit). 0 means 30s. Without Hooks.OnDone, a
+	// SendTimeout of a second or more counts from a clock reading shared
+	// with Submits for a millisecond and as long as a busy scheduler
+	// delays the timer that ends it, so a deadline may come that much
+	// sooner (tens of milliseconds at most), never later.
 	SendTimeout time.Duration
 	// MaxLifetime bounds a task's whole life, counted from Submit: its
 	// time queued, its runs, and its pauses between runs. No run's context
@@ -52,9 +54,9 @@ type DispatcherConfig struct {
 	// it cannot wait out fails at once). 0 means 15 minutes: a chat's full
 	// queue of sends paced at Telegram's 20 a minute for a group, and a
 	// flood wait of a few minutes, fit in it. A negative value means no
-	// bound. Without Hooks.OnDone, Submits share a clock reading for up
-	// to a millisecond, so a life may end up to about that much sooner
-	// (never later).
+	// bound. Without Hooks.OnDone, Submits share a clock reading for a
+	// millisecond and as long as a busy scheduler delays the timer that
+	// ends it, so a life may end that much sooner (never later).
 	MaxLifetime time.Duration
 	// Recover, if not nil, is called with the value of every panic
 	// recovered from a task (or a hook), on the goroutine that recovered

@@ -62,16 +62,18 @@ type Config struct {
 	// moment the run starts: a task submitted with Submit runs once, a
 	// task that pauses once more per pause (see Submit). 0
 	// means 30s; a negative value means none (the tasks bound
-	// themselves). Unless Hooks.OnDone is set, runs share a reading of
-	// the clock with Submits for up to a millisecond (see stamp.go), so a
-	// deadline may come up to about that much sooner, never later.
+	// themselves). A RunTimeout of a second or more, unless Hooks.OnDone
+	// is set, counts from a reading of the clock shared with Submits for
+	// a millisecond and as long as a busy scheduler delays the timer that
+	// ends it (see stamp.go): a deadline may come that much sooner (tens
+	// of milliseconds at most), never later.
 	RunTimeout time.Duration
 	// MaxLifetime bounds a task's whole life, counted from Submit: its
 	// time queued, its runs, and its pauses between runs. (Unless
-	// Hooks.OnDone is set, Submits share a reading of the clock for up to
-	// a millisecond, so a life may be counted from up to about a
-	// millisecond before its Submit: it may end that much sooner, never
-	// later.)
+	// Hooks.OnDone is set, Submits share a reading of the clock for a
+	// millisecond and as long as a busy scheduler delays the timer that
+	// ends it, so a life may be counted from that much before its Submit:
+	// it may end that much sooner, never later.)
 	// No run's context lasts beyond it, so a task still queued then runs
 	// with an expired context, and a task may not pause past it
 	// (a platform's retry-after it cannot wait out fails at once). 0 means

@@ -548,12 +548,7 @@ func (d *Executor) runTask(key string, t task, rs *pauseState, queueLen int) (ou
 	if rs == nil && h.OnStart != nil {
 		d.protect(func() { h.OnStart(key) })
 	}
-	// The run's deadline counts from a stamp (see stamp.go): read from the
-	// clock with Hooks.OnDone, whose latencies it measures, else shared
-	// by the runs and Submits of up to stampTTL, so that the deadline may
-	// come that much before RunTimeout after the run's start, never after.
-	// Reading the clock was a tenth of a task's CPU here.
-	now := d.stamp()
+	now := d.runStart()
 	start := now
 	if rs != nil {
 		start, queueLen = rs.start, rs.queueLen
