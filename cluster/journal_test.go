@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"testing"
@@ -23,6 +24,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if load := os.Getenv(apartBotAPIEnv); load != "" {
+		os.Exit(serveApartBotAPI(load)) // this binary is BenchmarkBotReplies's fake Bot API
+	}
 	// As many at once as the processors, as the testing package would
 	// (the tests compute more than they wait), longest first.
 	cluster.TestQueue.SetUp(runtime.GOMAXPROCS(0))
