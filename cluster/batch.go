@@ -110,7 +110,7 @@ func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects
 		// late, could land after a record published after it.
 		opts := []jetstream.PublishOpt{jetstream.WithRetryAttempts(0)}
 		if ev.ID != "" {
-			opts = append(opts, jetstream.WithMsgID("ev:"+ev.Platform+":"+ev.ID))
+			opts = append(opts, jetstream.WithMsgID(eventMsgID(ev)))
 		}
 		w := d.begin()
 		paf, err := j.js.PublishMsgAsync(msg, opts...)

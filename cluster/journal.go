@@ -416,7 +416,7 @@ func (j *Journal) recordEvent(ctx context.Context, ev platform.Event, d *doneLog
 	}
 	var opts []jetstream.PublishOpt
 	if ev.ID != "" {
-		opts = append(opts, jetstream.WithMsgID("ev:"+ev.Platform+":"+ev.ID))
+		opts = append(opts, jetstream.WithMsgID(eventMsgID(ev)))
 	}
 	msg := nats.NewMsg(j.subject("in", ev.Platform, chatOf(ev)))
 	var w writing
@@ -439,6 +439,11 @@ func (j *Journal) recordEvent(ctx context.Context, ev platform.Event, d *doneLog
 	}
 	return &record{j: j, log: d, epoch: epoch, seq: ack.Sequence, event: key, blob: blob}, false, nil
 }
+
+// eventMsgID returns the Msg-Id of ev's record, by which JetStream drops
+// the platform's repeat of an event: the same whether the event was
+// recorded alone (recordEvent) or in a batch (RecordEvents).
+func eventMsgID(ev platform.Event) string { return "ev:" + ev.Platform + ":" + ev.ID }
 
 // chatOf returns the chat an event's subject names: its chat, or, for an
 // event without one, its user, as the engine's inbound queue does.
