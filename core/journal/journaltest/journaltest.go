@@ -365,6 +365,20 @@ func testBatches(t *testing.T, open func(t *testing.T) journal.Journal, f Featur
 			t.Fatalf("a batch of old and new events: duplicates %v, %v; want [true false true false]", dups, err)
 		}
 		r.m.waitFor(t, "the new events", func() bool { return len(r.m.events) == n+2 })
+		// An event is known by the same record either way: appended
+		// alone, it is a duplicate in a batch; appended in a batch, alone
+		// (a bot moving from a webhook to polling sees both).
+		alone := event("b-alone", "b.c", "alone")
+		if dup, err := r.j.AppendEvent(ctx, alone); err != nil || dup {
+			t.Fatalf("AppendEvent of a new event = %v, %v; want taken, not a duplicate", dup, err)
+		}
+		if dups, err := b.AppendEvents(ctx, []platform.Event{alone}); err != nil || !slices.Equal(dups, []bool{true}) {
+			t.Fatalf("a batch of an event appended alone: duplicates %v, %v; want [true]", dups, err)
+		}
+		if dup, err := r.j.AppendEvent(ctx, again[1]); err != nil || !dup {
+			t.Fatalf("AppendEvent of an event appended in a batch = %v, %v; want a duplicate", dup, err)
+		}
+		r.m.waitFor(t, "the event appended alone", func() bool { return len(r.m.events) == n+3 })
 	}
 	r.m.mu.Lock()
 	last := map[string]int{}
