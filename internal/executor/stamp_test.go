@@ -60,7 +60,7 @@ func TestRunStart(t *testing.T) {
 				got := make(chan time.Duration, 1)
 				mustSubmit(t, d, "c", func(ctx context.Context) error {
 					dl, _ := ctx.Deadline()
-					got <- dl.Sub(time.Now())
+					got <- time.Until(dl)
 					return nil
 				})
 				time.Sleep(stampTTL / 2) // the first run's reading, still shared
