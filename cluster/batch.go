@@ -78,10 +78,11 @@ func (j *Journal) RecordEvents(ctx context.Context, evs []platform.Event) []jour
 // wait for all, setting their outcomes in res.
 func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects []string, wave []int, res []journal.RecordedEvent) {
 	type inFlight struct {
-		i   int
-		paf jetstream.PubAckFuture
-		w   writing
-		key string
+		i    int
+		paf  jetstream.PubAckFuture
+		w    writing
+		key  string
+		size int
 	}
 	d := j.inDone
 	flight := make([]inFlight, 0, len(wave))
@@ -121,14 +122,14 @@ func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects
 			res[i].Err = j.health.writeErr(ctx, "record event", err)
 			continue
 		}
-		flight = append(flight, inFlight{i, paf, w, key})
+		flight = append(flight, inFlight{i, paf, w, key, len(msg.Data)})
 	}
 	for _, f := range flight {
 		r := &res[f.i]
 		select {
 		case ack := <-f.paf.Ok():
 			j.health.ok()
-			epoch := d.written(f.w, ack.Sequence, ack.Duplicate)
+			epoch := d.written(f.w, ack.Sequence, ack.Duplicate, f.size)
 			if ack.Duplicate {
 				r.Duplicate = true
 				continue

@@ -138,14 +138,50 @@ func FuzzDecodeSeqs(f *testing.F) {
 }
 
 // Records done are removed without a request each: notes name them, and
-// once the floor passes them one purge removes records and notes alike.
-// A record held keeps everything after it until it is done.
+// once the floor passes them one purge removes records and notes alike —
+// once it moved far enough, or once enough bytes were written. A record
+// held keeps everything after it until it is done.
 func TestDonePurgesBelowFloor(t *testing.T) {
+	parallel(t, 0)
+	for _, tc := range []struct {
+		name  string
+		every uint64
+		bytes int64
+	}{
+		{"records", 256, purgeBytes}, // 600 records done: due by their count
+		{"bytes", 1 << 62, 16 << 10}, // 600 records of 40 bytes and more: due by their size
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := doneCtx(t)
+			r := newRestartable(t)
+			j := r.open(ctx)
+			j.outDone.aboveAge = time.Hour // nothing deleted by itself
+			j.outDone.every, j.outDone.bytes = tc.every, tc.bytes
+			frozen := time.Now()
+			j.outDone.now = func() time.Time { return frozen } // never a purge for the time since the last
+			testPurgesBelowFloor(ctx, t, j)
+		})
+	}
+}
+
+// A stream of bounded size (Config.MaxBytes) has a purge due once a
+// quarter of its room was written, however little that is of purgeBytes.
+func TestDonePurgeBytesBounded(t *testing.T) {
 	parallel(t, 0)
 	ctx := doneCtx(t)
 	r := newRestartable(t)
-	j := r.open(ctx)
-	j.outDone.aboveAge = time.Hour // nothing deleted by itself
+	for i, tc := range []struct{ max, want int64 }{{0, purgeBytes}, {1 << 20, 256 << 10}, {64 << 20, purgeBytes}} {
+		j, err := Open(ctx, r.nc, Config{Bot: fmt.Sprint("b", i), MaxBytes: tc.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.inDone.bytes != tc.want || j.outDone.bytes != tc.want {
+			t.Errorf("MaxBytes %d: a purge due after %d and %d bytes; want %d", tc.max, j.inDone.bytes, j.outDone.bytes, tc.want)
+		}
+	}
+}
+
+func testPurgesBelowFloor(ctx context.Context, t *testing.T, j *Journal) {
 	first := recordSend(ctx, t, j, "c0", "held")
 	const n = 600
 	var wg sync.WaitGroup
@@ -405,10 +441,10 @@ func TestDoneNoteOutlivesItsRecords(t *testing.T) {
 func TestDoneHeapsBounded(t *testing.T) {
 	parallel(t, 0)
 	d := &doneLog{held: map[uint64]struct{}{}, flight: map[uint64]int{}}
-	d.written(d.begin(), 1, false) // held for good
-	d.failed(d.begin(), true)      // pinned for good
+	d.written(d.begin(), 1, false, 0) // held for good
+	d.failed(d.begin(), true)         // pinned for good
 	for seq := uint64(2); seq < 20000; seq++ {
-		d.written(d.begin(), seq, false)
+		d.written(d.begin(), seq, false, 0)
 		d.mu.Lock()
 		if floor := d.floorAfterLocked([]uint64{seq}); floor != 1 {
 			d.mu.Unlock()

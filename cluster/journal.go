@@ -223,6 +223,15 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	}
 	j.inDone = newDoneLog(js, j.in, "in."+cfg.Bot+".done", j.limited)
 	j.outDone = newDoneLog(js, j.out, "out."+cfg.Bot+".done", j.limited)
+	if cfg.MaxBytes > 0 {
+		// A purge due before a quarter of the stream's room holds what
+		// is done, so that a bot near its bound is seldom refused a write
+		// for room that done records hold (the probe's compaction would
+		// end that outage).
+		for _, d := range []*doneLog{j.inDone, j.outDone} {
+			d.bytes = min(d.bytes, max(cfg.MaxBytes/4, 1))
+		}
+	}
 	if j.dlq, err = stream("dlq", jetstream.LimitsPolicy); err != nil {
 		return nil, err
 	}
@@ -432,7 +441,7 @@ func (j *Journal) recordEvent(ctx context.Context, ev platform.Event, d *doneLog
 	}
 	var epoch uint64
 	if d != nil {
-		epoch = d.written(w, ack.Sequence, ack.Duplicate)
+		epoch = d.written(w, ack.Sequence, ack.Duplicate, len(msg.Data))
 	}
 	if ack.Duplicate {
 		return nil, true, nil
@@ -483,7 +492,7 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 		j.outDone.failed(w, maybeWritten(err))
 		return nil, journal.Appended{}, err
 	}
-	epoch := j.outDone.written(w, ack.Sequence, ack.Duplicate)
+	epoch := j.outDone.written(w, ack.Sequence, ack.Duplicate, len(msg.Data))
 	if ack.Duplicate {
 		return nil, j.duplicate(ctx, j.out, ack.Sequence, s.ID), nil
 	}
