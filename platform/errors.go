@@ -53,6 +53,16 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 // ([OutboundMessage] EditID) on a platform without message editing.
 var ErrUnsupported = errors.New("platform: not supported")
 
+// ErrBlocked is wrapped by the [Permanent] error an adapter returns for a
+// send to a chat that no longer takes the bot's messages: the user blocked
+// the bot or deleted their account, or the bot was removed from the group
+// or channel (Telegram's 403 Forbidden answers). Every send to the chat
+// fails so until it lets the bot back in ([EventBotUnblocked],
+// [EventBotAdded]): a bot that sends on its own (a broadcast, reminders)
+// takes such a chat off its list. Check it with errors.Is on a send's
+// error, a Future's or a dead letter's.
+var ErrBlocked = errors.New("platform: the chat does not take the bot's messages")
+
 // ErrAlreadyRunning is what an adapter's Run (and the engine's) returns
 // while another Run of it has not returned: each adapter package's
 // ErrAlreadyRunning is this value, so errors.Is matches either.

@@ -394,8 +394,8 @@ func TestEngineTelegram(t *testing.T) {
 			t.Errorf("dead letter = %+v; want the reply to chat %d after 1 attempt", dl, blocked)
 		}
 		var apiErr *APIError
-		if !platform.IsPermanent(dl.Err) || !errors.As(dl.Err, &apiErr) || apiErr.Code != 403 {
-			t.Errorf("dead letter error = %v; want a permanent 403", dl.Err)
+		if !platform.IsPermanent(dl.Err) || !errors.As(dl.Err, &apiErr) || apiErr.Code != 403 || !errors.Is(dl.Err, platform.ErrBlocked) {
+			t.Errorf("dead letter error = %v; want a permanent 403, platform.ErrBlocked", dl.Err)
 		}
 		if got := b.requests(blocked); got != 1 || len(b.srv.Sent(blocked)) != 0 {
 			t.Errorf("chat %d: %d requests, %d accepted; want 1 refused request", blocked, got, len(b.srv.Sent(blocked)))

@@ -62,6 +62,14 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("telegram: %s: %d %s", e.Method, e.Code, e.Description)
 }
 
+// Is reports whether e is target: a 403 Forbidden answer ("bot was blocked
+// by the user", "user is deactivated", "bot was kicked from the group
+// chat", "bot can't initiate conversation with a user") is
+// [platform.ErrBlocked].
+func (e *APIError) Is(target error) bool {
+	return target == platform.ErrBlocked && e.Code == http.StatusForbidden
+}
+
 // classify maps an error of a library call to method into Herald's error
 // kinds; status is the HTTP status of the response, or 0 if there was none.
 //

@@ -70,6 +70,9 @@ func TestClassify(t *testing.T) {
 			if got := errors.As(err, &ae); got != (tt.code > 0) || (got && ae.Code != tt.code) {
 				t.Errorf("APIError = %v (%+v); want code %d", got, ae, tt.code)
 			}
+			if blocked := errors.Is(err, platform.ErrBlocked); blocked != (tt.code == 403) {
+				t.Errorf("errors.Is(err, platform.ErrBlocked) = %v for %v", blocked, err)
+			}
 			if ae != nil && ae.Method != "sendMessage" {
 				t.Errorf("Method = %q", ae.Method)
 			}

@@ -198,6 +198,9 @@ func TestSendErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.contains) {
 				t.Errorf("error %q lacks %q", err, tt.contains)
 			}
+			if blocked := errors.Is(err, platform.ErrBlocked); blocked != (tt.code == 403) {
+				t.Errorf("errors.Is(err, platform.ErrBlocked) = %v for %v", blocked, err)
+			}
 			if len(h.srv.Sent(42)) != 0 {
 				t.Error("a failed send was delivered")
 			}

@@ -1,8 +1,10 @@
 // Command broadcast is a subscription bot: /subscribe and /unsubscribe
 // keep a chat on a list (a chat session), a job sends every subscribed
-// chat the news on a timer, and a chat that blocked the bot (Telegram's
-// EventBotBlocked) is taken off the list, so the broadcast stops sending
-// to it. It runs on Telegram with TELEGRAM_BOT_TOKEN, else on the browser
+// chat the news on a timer, and a chat that blocked the bot is taken off
+// the list, so the broadcast stops sending to it: when the platform says
+// so (Telegram's EventBotBlocked), or when a send to it fails with
+// platform.ErrBlocked (the update was missed, or came before the bot had
+// a journal). It runs on Telegram with TELEGRAM_BOT_TOKEN, else on the browser
 // chat:
 //
 //	TELEGRAM_BOT_TOKEN=123456:ABC... go run ./examples/broadcast
@@ -11,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -22,6 +25,7 @@ import (
 	"github.com/heraldbot/herald/adapters/telegram"
 	"github.com/heraldbot/herald/adapters/webchat"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/infra/future"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -88,10 +92,22 @@ func register(e *engine.Engine, platformName string, interval time.Duration, new
 			return err
 		}
 		text := news()
-		for _, id := range chats {
+		sends := make([]*future.Future[platform.SendResult], len(chats))
+		for i, id := range chats {
 			// Named after the chat and the broadcast: a run made again
 			// after a crash sends each chat its news once.
-			e.Send(platformName, platform.Chat{ID: id}, platform.TextMessage(text), engine.SendID("news:"+id+":"+text))
+			sends[i] = e.Send(platformName, platform.Chat{ID: id}, platform.TextMessage(text), engine.SendID("news:"+id+":"+text))
+		}
+		// The sends go out at the platform's pace, each chat's at once; a
+		// chat that no longer takes the bot's messages leaves the list.
+		for i, f := range sends {
+			if _, err := f.Wait(ctx); errors.Is(err, platform.ErrBlocked) {
+				if err := subscribed.Of(e, platformName, chats[i]).Delete(ctx); err != nil {
+					return err
+				}
+			} else if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 		return nil
 	})
