@@ -71,13 +71,14 @@ func TestReplaysRepeatNoEffect(t *testing.T) {
 
 // A handler run again that asks for other effects than its first run did
 // diverges: its conversation ends with ErrDiverged, to the error hook and
-// the log, and nothing is sent in its place.
+// the log, and nothing is sent in its place; the hook's own reply is.
 func TestReplayDivergenceEndsTheConversation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		core, logs := observer.New(zap.WarnLevel)
 		var hooked atomic.Value
 		e, mem := newEngine(t, engine.WithLogger(zap.New(core)), engine.WithOnError(func(c *engine.Context, err error) {
 			hooked.Store(err)
+			c.ReplyText("sorry")
 		}))
 		runs := 0
 		e.OnCommand("flaky", func(c *engine.Context) error {
@@ -91,8 +92,8 @@ func TestReplayDivergenceEndsTheConversation(t *testing.T) {
 		synctest.Wait()
 		mem.Say(dm, ann, "answer")
 		synctest.Wait()
-		if got := mem.Texts(dm.ID); !slices.Equal(got, []string{"run 1"}) {
-			t.Fatalf("chat got %q; want only the first run's send", got)
+		if got := mem.Texts(dm.ID); !slices.Equal(got, []string{"run 1", "sorry"}) {
+			t.Fatalf("chat got %q; want only the first run's send, then the error hook's", got)
 		}
 		if err, _ := hooked.Load().(error); !errors.Is(err, engine.ErrDiverged) {
 			t.Fatalf("the error hook got %v; want ErrDiverged", err)

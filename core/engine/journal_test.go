@@ -583,7 +583,7 @@ func TestDivergenceAfterRestart(t *testing.T) {
 		var hooked []error
 		mem2 := memory.New()
 		e2, err := engine.New(engine.WithAdapter(mem2), engine.WithJournal(journal.NewLocal(j)), engine.WithLogger(zap.New(core)),
-			engine.WithOnError(func(c *engine.Context, err error) { hooked = append(hooked, err) }))
+			engine.WithOnError(func(c *engine.Context, err error) { hooked = append(hooked, err); c.ReplyText("sorry") }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -602,6 +602,9 @@ func TestDivergenceAfterRestart(t *testing.T) {
 		}
 		if len(hooked) != 1 || !errors.Is(hooked[0], engine.ErrDiverged) {
 			t.Fatalf("the error hook got %v; want one ErrDiverged", hooked)
+		}
+		if !slices.Contains(mem2.Texts(dm.ID), "sorry") {
+			t.Fatalf("the error hook's reply was not sent: the chat got %q", mem2.Texts(dm.ID))
 		}
 		warned := logs.FilterMessageSnippet("diverged").All()
 		if len(warned) != 1 {

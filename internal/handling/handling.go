@@ -359,7 +359,9 @@ func (c *Ctx) take(kind effectKind, s uint64, what string) (*effect, int, error)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if r.diverged != nil {
+	if r.diverged != nil && sc.errs == 0 {
+		// The error hook, told of the divergence, still speaks: its
+		// effects are not the log's.
 		return nil, -1, r.diverged
 	}
 	if r.down != nil {
