@@ -96,6 +96,16 @@ func TestOnTheFakeBotAPI(t *testing.T) {
 	if sent[0].Text != "Tea or coffee?" || len(sent[0].Keyboard) != 1 {
 		t.Fatalf("/start sent %+v", sent[0])
 	}
+	// Ann presses "Coffee": the press is answered and the question edited.
+	query := srv.Press(7, ann, sent[0].MessageID, "drink:coffee")
+	if err := srv.WaitUntil(ctx, func() bool {
+		m, _ := srv.Message(7, sent[0].MessageID)
+		answers := srv.CallbackAnswers()
+		return m.Text == "You chose coffee." && len(answers) == 1 && answers[0].CallbackQueryID == query
+	}); err != nil {
+		m, _ := srv.Message(7, sent[0].MessageID)
+		t.Fatalf("after the press: %v (the message %q, answers %+v)", err, m.Text, srv.CallbackAnswers())
+	}
 	srv.Say(7, ann, "/twenty")
 	sent, err = srv.WaitSent(ctx, 7, 21)
 	if err != nil {

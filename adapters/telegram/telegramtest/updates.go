@@ -61,13 +61,31 @@ func (s *Server) SendUserMessage(chatID int64, from tgbotapi.User, text string) 
 	return s.pushLocked(s.userMessageLocked(chatID, from, text))
 }
 
-// Say is [Server.SendUserMessage] with Herald's own user: from.ID is the
-// user's Telegram ID in decimal (one that does not parse is 0), Name their
-// first name and Username their username. A bot's tests need not import
-// the Telegram library.
+// Say is [Server.SendUserMessage] with Herald's own user (see
+// [TelegramUser]). A bot's tests need not import the Telegram library.
 func (s *Server) Say(chatID int64, from platform.User, text string) int {
-	id, _ := strconv.ParseInt(from.ID, 10, 64)
-	return s.SendUserMessage(chatID, tgbotapi.User{ID: id, FirstName: from.Name, UserName: from.Username, IsBot: from.IsBot}, text)
+	return s.SendUserMessage(chatID, TelegramUser(from), text)
+}
+
+// Press is [Server.PushCallback] with Herald's own user (see
+// [TelegramUser]): from presses the inline button with callback data data
+// under the bot's message messageID in chat chatID (a [platform.SendResult]'s
+// MessageID, in decimal, or a [SentMessage]'s MessageID). It returns
+// the callback query's ID.
+func (s *Server) Press(chatID int64, from platform.User, messageID int, data string) string {
+	return s.PushCallback(chatID, TelegramUser(from), messageID, data)
+}
+
+// TelegramUser returns Herald's user u as the Telegram library's: u.ID is
+// the user's Telegram ID in decimal (one that does not parse is 0), Name
+// their first name and Username their username. With it a test passes
+// Herald's users to the methods that take the library's, without
+// importing the library:
+//
+//	srv.PushMyChatMember(7, telegramtest.TelegramUser(ann), "member", "kicked") // Ann blocks the bot
+func TelegramUser(u platform.User) tgbotapi.User {
+	id, _ := strconv.ParseInt(u.ID, 10, 64)
+	return tgbotapi.User{ID: id, FirstName: u.Name, UserName: u.Username, IsBot: u.IsBot}
 }
 
 // UserMessageUpdate is [Server.SendUserMessage] without the queueing: the
