@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -276,4 +277,34 @@ func TestSendAtWithIDOnce(t *testing.T) {
 	if len(waiting) != 1 {
 		t.Fatalf("scheduled %v; want one send", waiting)
 	}
+}
+
+// A handler that waits holds the rest of its event's handlers until its
+// conversation ends; a handler before it (a lower Priority) runs at once.
+// The chat's events meanwhile reach the matchers: here, Bob's in the group.
+func TestLaterHandlersWaitForTheConversation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, mem := newEngine(t)
+		e.OnCommand("ask", func(c *engine.Context) error {
+			a, err := c.Prompt(c.Context(), platform.TextMessage("?"))
+			if err != nil {
+				return err
+			}
+			c.ReplyText("answer " + a.Text)
+			return nil
+		})
+		e.OnMessage(func(c *engine.Context) error { c.ReplyText("first " + c.Text()); return nil }, engine.Priority(-1))
+		e.OnMessage(func(c *engine.Context) error { c.ReplyText("later " + c.Text()); return nil }, engine.Priority(1))
+		runEngine(t, e)
+		mem.Say(group, ann, "/ask")
+		synctest.Wait()
+		mem.Say(group, bob, "hello")
+		synctest.Wait()
+		mem.Say(group, ann, "42")
+		synctest.Wait()
+		want := []string{"first /ask", "?", "first hello", "later hello", "answer 42", "later /ask"}
+		if got := mem.Texts(group.ID); !slices.Equal(got, want) {
+			t.Fatalf("the group got %q; want %q", got, want)
+		}
+	})
 }

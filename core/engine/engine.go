@@ -102,7 +102,12 @@ type Stats struct {
 // different chats concurrently, at most WithHandlerConcurrency at once. The
 // matchers are tried in priority order; each one that accepts runs its
 // handler, until a Block matcher stops lower priorities. An event a
-// waiting conversation takes (Context.Next) goes to it instead.
+// waiting conversation takes (Context.Next) goes to it instead. A handler
+// that waits holds the rest of its event's handlers (the matchers after
+// it) until its conversation ends: they run then, after the events the
+// conversation took and those that came meanwhile. A handler that must
+// see every event at once (a log, a counter) goes before the
+// conversations (a lower Priority) or in WithMiddleware.
 //
 // Handlers may be registered at any time, also while the engine runs; an
 // event sees the matchers registered when its handling started. All methods
