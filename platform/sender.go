@@ -20,13 +20,18 @@ type SendRequest struct {
 // send), the chat it went to, and when the platform accepted it. When a long
 // text is split into several messages, MessageID is the last part's.
 // Raw is the platform's own answer, where an adapter gives it: the result
-// of a method call ([OutboundMessage] Call) as JSON. SendResult is
-// comparable.
+// of a method call ([OutboundMessage] Call) as JSON. Duplicate is set by
+// the engine, never by an adapter, on the result of a send the journal
+// knew as made before (an engine.SendID seen within its window, or a
+// handler's send repeated by its run again after a restart): that send
+// was not made now, and the other fields are the first one's when the
+// journal kept them, else empty. SendResult is comparable.
 type SendResult struct {
 	MessageID string    `json:"message_id,omitempty"`
 	ChatID    string    `json:"chat_id"`
 	SentAt    time.Time `json:"sent_at"`
 	Raw       RawJSON   `json:"raw,omitempty"`
+	Duplicate bool      `json:"duplicate,omitempty"`
 }
 
 // RawJSON is a JSON value kept as its text, as json.RawMessage is, but

@@ -100,6 +100,7 @@ func (e *Engine) queueSend(key string, s journal.Send, done func(platform.SendRe
 		if a.Delivered != nil {
 			res = *a.Delivered
 		}
+		res.Duplicate = true
 		f.Resolve(res, nil)
 		return f, nil
 	}

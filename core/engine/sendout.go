@@ -27,7 +27,9 @@ func (f sendOptionFunc) applySend(o *sendOptions) { f(o) }
 // the system that asked for it — sends it once: a send whose id the
 // journal saw within its duplicate window (an hour by default) and still
 // knows is not made again, and its Future resolves with the result of the
-// first when the engine has it, or an empty result. Ids are the bot's
+// first when the engine has it, or an empty result, with
+// platform.SendResult's Duplicate set either way (while the first is
+// being made after a restart, with its outcome). Ids are the bot's
 // own: choose them so that two different sends never share one. Without
 // a journal, SendID does nothing. Repeated use keeps the last; "" means
 // none.

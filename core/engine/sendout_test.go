@@ -209,18 +209,26 @@ func (j *idJournal) journaled() []journal.Send {
 }
 
 // With a journal, Engine.Send records the send before it returns; a send
-// repeated under its SendID is not made again.
+// repeated under its SendID is not made again, and its result says so.
 func TestEngineSendJournaled(t *testing.T) {
 	j := newIDJournal()
 	e, mem := newEngine(t, engine.WithJournal(journal.NewLocal(j)))
 	runEngine(t, e)
 	ctx := testCtx(t)
-	for range 2 {
-		if _, err := e.Send(mem.Name(), dm, platform.TextMessage("once"), engine.SendID("n-1")).Wait(ctx); err != nil {
+	for i := range 2 {
+		res, err := e.Send(mem.Name(), dm, platform.TextMessage("once"), engine.SendID("n-1")).Wait(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.Send(mem.Name(), dm, platform.TextMessage("twice")).Wait(ctx); err != nil {
+		if res.Duplicate != (i == 1) {
+			t.Fatalf("send %d under the same SendID: Duplicate %v", i+1, res.Duplicate)
+		}
+		res, err = e.Send(mem.Name(), dm, platform.TextMessage("twice")).Wait(ctx)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if res.Duplicate {
+			t.Fatal("a send without an id is never a duplicate")
 		}
 	}
 	if got, want := mem.Texts(dm.ID), []string{"once", "twice", "twice"}; !slices.Equal(got, want) {
