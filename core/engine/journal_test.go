@@ -348,6 +348,56 @@ func TestJournalRecoversAfterCrash(t *testing.T) {
 	})
 }
 
+// A send a forced shutdown cuts off, whose adapter says it must not be
+// made again (its request may have arrived, and the adapter avoids
+// duplicates: telegram.Config.AvoidDuplicates), is a dead letter, not
+// made again at the next start; the sends after it are.
+func TestJournalCutOffSendAvoidsDuplicates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		mem.SlowNext(dm.ID, time.Hour) // the first reply hangs: the process is stopped meanwhile
+		avoid := func(next platform.Sender) platform.Sender {
+			return platform.SenderFunc(func(ctx context.Context, req platform.SendRequest) (platform.SendResult, error) {
+				if ctx.Err() != nil {
+					return next.Send(ctx, req) // not begun: surely not delivered
+				}
+				res, err := next.Send(ctx, req)
+				if errors.Is(err, context.Canceled) {
+					err = platform.Permanent(platform.MaybeDelivered(err))
+				}
+				return res, err
+			})
+		}
+		e, _ := journaled(t, mem, j, engine.WithHandlerConcurrency(1), engine.WithSenderMiddleware(avoid))
+		sayID(mem, "1", "/count")
+		synctest.Wait()
+		crash(e)
+		if ev, sends := j.pending(); ev != 0 || sends != 2 {
+			t.Fatalf("after the forced stop the journal holds %d events and %d sends; want 0 and 2", ev, sends)
+		}
+		if got := len(j.dead); got != 1 {
+			t.Fatalf("%d dead letters; want the send cut off", got)
+		}
+
+		mem2 := memory.New()
+		e2, done := journaled(t, mem2, j)
+		if _, err := mem2.WaitSent(testCtx(t), dm.ID, 2); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := mem2.Texts(dm.ID); !slices.Equal(got, []string{"2", "3"}) {
+			t.Fatalf("after the restart the chat got %q; want 2, 3 (1 may have arrived)", got)
+		}
+		if dl := e2.DeadLetters(); len(dl) != 1 || dl[0].Request.Message.Text != "1" {
+			t.Fatalf("dead letters after the restart: %+v; want the send of 1", dl)
+		}
+		if err := e2.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	})
+}
+
 // A conversation survives a crash: the handler runs again on its event,
 // its question is not sent again, and the answer is greeted once.
 func TestJournalConversationSurvivesCrash(t *testing.T) {

@@ -214,9 +214,12 @@ func (t *sendTask) save() {
 
 // cancelledJournaled reports whether a journaled send ended because its
 // context was cancelled: a forced shutdown, after which the journal keeps
-// the send to make it at the next start. DeadLetters does not keep it.
+// the send to make it at the next start. DeadLetters does not keep it. A
+// send cut off with a permanent error is not kept: its adapter said it
+// must not be made again (its request may have arrived, and the adapter
+// avoids duplicates), and DeadLetters keeps it.
 func (t *sendTask) cancelledJournaled(ctx context.Context, err error) bool {
-	return t.rec != nil && errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
+	return t.rec != nil && errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) && !platform.IsPermanent(err)
 }
 
 // fenceKey carries a send's fence (journal.Outgoing.Fence) down its sender

@@ -440,8 +440,12 @@ func keepDeadLetters(store *DeadLetterStore) func(context.Context, Outcome) {
 			return
 		}
 		p := platform.ProgressOf(ctx)
-		if p != nil && peekState(p).journaled && errors.Is(o.Err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) {
-			return // a journal keeps the send, to make it at the next start
+		if p != nil && peekState(p).journaled && errors.Is(o.Err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) &&
+			!platform.IsPermanent(o.Err) {
+			// A journal keeps the send, to make it at the next start —
+			// unless its adapter said it must not be made again (a request
+			// that may have arrived, with AvoidDuplicates): a dead letter.
+			return
 		}
 		store.Add(DeadLetter{Request: o.Request, Attempts: o.Attempts, Err: o.Err, At: time.Now()})
 		if p != nil {
