@@ -374,21 +374,23 @@ type zapLogger struct {
 
 func (l zapLogger) Noticef(format string, v ...any) { l.s.Infof("nats: "+format, v...) }
 func (l zapLogger) Warnf(format string, v ...any) {
-	if expectedAfterCrash(format) {
-		l.s.Infof("nats: "+format, v...)
+	line := fmt.Sprintf(format, v...)
+	if expectedAfterCrash(line) {
+		l.s.Info("nats: " + line)
 		return
 	}
-	l.s.Warnf("nats: "+format, v...)
+	l.s.Warn("nats: " + line)
 }
 
-// expectedAfterCrash reports whether the server's warning format is one
-// it gives every time it opens a store that was not closed cleanly (a
+// expectedAfterCrash reports whether the server's warning line is one it
+// gives every time it opens a store that was not closed cleanly (a
 // SIGKILL, a power loss): the store's state file is older than its
-// blocks, and the server rebuilds it from them. That is the recovery
-// working, not a failure, so it is logged at info level.
-func expectedAfterCrash(format string) bool {
-	return strings.Contains(format, "Stream state outdated") ||
-		strings.Contains(format, "state is outdated; attempting to recover")
+// blocks ("prior state file"), and the server rebuilds it from them. That
+// is the recovery working, not a failure, so it is logged at info level.
+func expectedAfterCrash(line string) bool {
+	return strings.Contains(line, "Stream state outdated") ||
+		strings.Contains(line, "state is outdated; attempting to recover") ||
+		strings.Contains(line, "Recovering stream state from index errored: prior state file")
 }
 func (l zapLogger) Fatalf(format string, v ...any) { l.s.Errorf("nats: "+format, v...) }
 func (l zapLogger) Errorf(format string, v ...any) {

@@ -27,7 +27,7 @@
 //	                         by the bot's processes there: run several for one bot
 //	HERALD_BOT               the bot's name in NATS (default herald)
 //	HERALD_NODE              with NATS_URL: this process's name (default host-pid)
-//	GOMEMLIMIT               the Go runtime's soft memory limit (default here 96MiB)
+//	GOMEMLIMIT               the Go runtime's soft memory limit (default here 80MiB)
 //
 // A bad setting stops the bot with one line naming it and exit code 2. On
 // SIGINT or SIGTERM the bot stops taking events, sends every pending reply
