@@ -96,7 +96,7 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		{"ONEBOT_ACCESS_TOKEN", "onebot-access-token", "", "OneBot access token", &raw.onebotToken},
 		{"ONEBOT_AVOID_DUPLICATES", "onebot-avoid-duplicates", "false", "true: a reply whose send failed after it may have reached the OneBot implementation goes to the dead letters instead of being sent again (at most once instead of at least once)", &raw.onebotAvoidDups},
 		{"WEBCHAT_ADDR", "webchat-addr", "127.0.0.1:8080", `address of the browser chat (host:port), or "off" when another adapter is set`, &raw.webchatAddr},
-		{"METRICS_ADDR", "metrics-addr", "", "address to serve Prometheus /metrics on (host:port); off when empty", &raw.metricsAddr},
+		{"METRICS_ADDR", "metrics-addr", "", "address to serve Prometheus /metrics and the dead letters (GET /deadletters, POST /deadletters/replay) on (host:port); keep it on localhost or an internal network; off when empty", &raw.metricsAddr},
 		{"LOG_FORMAT", "log-format", "console", `log format: "console" or "json"`, &raw.logFormat},
 		{"SHUTDOWN_TIMEOUT", "shutdown-timeout", "30s", "how long to let pending replies finish on SIGINT/SIGTERM", &raw.shutdownTimeout},
 		{"DEAD_LETTERS_FILE", "dead-letters-file", "", "with DATA_DIR=off: file that keeps undelivered replies across restarts, saved at exit, replayed at start; off when empty", &raw.deadLettersFile},

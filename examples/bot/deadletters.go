@@ -2,15 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
+	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
 )
 
 // replayDeadLetters loads the dead letters a previous run saved in path,
@@ -58,4 +63,64 @@ func saveDeadLetters(e *engine.Engine, path string, log *zap.Logger) error {
 		log.Info("saved the replies that could not be delivered, for the next start", zap.String("file", path), zap.Int("dead_letters", n))
 	}
 	return nil
+}
+
+// deadLetterRoutes adds the operator's view of e's dead letters to mux,
+// beside /metrics (METRICS_ADDR): GET /deadletters lists them, oldest
+// first, as JSON — each message cut to 32 characters, as the logs cut it
+// — and POST /deadletters/replay sends them again (e.ReplayDeadLetters),
+// answering how many were queued (refused when it comes from a page of
+// another site). A replay that fails again is kept again.
+func deadLetterRoutes(mux *http.ServeMux, e *engine.Engine) {
+	type letter struct {
+		ID        string    `json:"id"`
+		Platform  string    `json:"platform"`
+		Chat      string    `json:"chat"`
+		Text      string    `json:"text,omitempty"`
+		Files     int       `json:"files,omitempty"`
+		Attempts  int       `json:"attempts"`
+		Error     string    `json:"error"`
+		Permanent bool      `json:"permanent"`
+		At        time.Time `json:"at"`
+	}
+	mux.HandleFunc("GET /deadletters", func(w http.ResponseWriter, r *http.Request) {
+		dls := e.DeadLetters()
+		out := struct {
+			DeadLetters []letter `json:"dead_letters"`
+			Dropped     uint64   `json:"dropped"`
+		}{DeadLetters: make([]letter, 0, len(dls)), Dropped: e.DeadLetterStore().Dropped()}
+		for _, dl := range dls {
+			l := letter{ID: dl.ID, Platform: dl.Request.Platform, Chat: dl.Request.Target.ID, Text: cut(dl.Request.Message.Text, 32),
+				Files: len(dl.Request.Message.Attachments), Attempts: dl.Attempts, At: dl.At, Permanent: platform.IsPermanent(dl.Err)}
+			if dl.Err != nil {
+				l.Error = dl.Err.Error()
+			}
+			out.DeadLetters = append(out.DeadLetters, l)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	// A page the operator's browser opens elsewhere cannot make it replay
+	// (a cross-site POST needs no preflight).
+	var csrf http.CrossOriginProtection
+	mux.Handle("POST /deadletters/replay", csrf.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := e.ReplayDeadLetters(r.Context())
+		out := struct {
+			Queued int    `json:"queued"`
+			Error  string `json:"error,omitempty"`
+		}{Queued: n}
+		if err != nil {
+			out.Error = err.Error()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})))
+}
+
+// cut returns s cut to n characters, with "…" when it was longer.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
 }

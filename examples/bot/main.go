@@ -18,7 +18,7 @@
 //	ONEBOT_ACCESS_TOKEN      OneBot access token
 //	ONEBOT_AVOID_DUPLICATES  true: dead-letter an ambiguous failure instead of sending again
 //	WEBCHAT_ADDR             browser chat address (default 127.0.0.1:8080; "off" to disable)
-//	METRICS_ADDR             serve Prometheus /metrics here (off by default)
+//	METRICS_ADDR             serve Prometheus /metrics and the dead letters here (off by default)
 //	LOG_FORMAT               console (default) or json
 //	SHUTDOWN_TIMEOUT         grace period for pending replies on SIGINT/SIGTERM (default 30s)
 //	DATA_DIR                 the journal's directory (default $XDG_STATE_HOME/herald; "off": memory only)
@@ -268,6 +268,7 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 	}
 
 	var metricsSrv *httpserve.Server
+	var metricsMux *http.ServeMux
 	var reg *prometheus.Registry
 	if cfg.metricsAddr != "" {
 		reg = prometheus.NewRegistry()
@@ -288,6 +289,7 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		metricsMux = mux // and the dead letters, once the engine is made
 		// A scraper needs few connections; a flood of idle ones is
 		// evicted rather than left to take the bot's file descriptors.
 		metricsSrv = httpserve.New(mux, httpserve.Limits{MaxConns: 16, WriteTimeout: 30 * time.Second}, nil)
@@ -319,6 +321,9 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 		return err
 	}
 
+	if metricsMux != nil {
+		deadLetterRoutes(metricsMux, e)
+	}
 	if cfg.deadLettersFile != "" {
 		if err := replayDeadLetters(ctx, e, cfg.deadLettersFile, log); err != nil {
 			return err

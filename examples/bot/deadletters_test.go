@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// The operator lists the dead letters on the metrics address, each
+// message cut as the logs cut it, and replays them once the chat takes
+// messages again; a replay from another site's page is refused.
+func TestDeadLetterRoutes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mem := memory.New()
+	var blocked atomic.Bool
+	blocked.Store(true)
+	mem.FailWhen(func(platform.SendRequest) error {
+		if blocked.Load() {
+			return platform.Permanent(errors.New("403 Forbidden: bot was blocked by the user"))
+		}
+		return nil
+	})
+	e, err := engine.New(engine.WithAdapter(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	long := strings.Repeat("é", 40)
+	if _, err := e.Send(mem.Name(), memory.Private("9"), platform.TextMessage(long)).Wait(ctx); err == nil {
+		t.Fatal("the send to a chat that blocked the bot succeeded")
+	}
+	mux := http.NewServeMux()
+	deadLetterRoutes(mux, e)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	type listing struct {
+		DeadLetters []struct {
+			Chat, Text, Error string
+			Attempts          int
+			Permanent         bool
+		} `json:"dead_letters"`
+	}
+	list := func() listing {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/deadletters")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var l listing
+		if err := json.NewDecoder(resp.Body).Decode(&l); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /deadletters: %d, %v", resp.StatusCode, err)
+		}
+		return l
+	}
+	l := list()
+	if len(l.DeadLetters) != 1 {
+		t.Fatalf("listed %+v; want one dead letter", l)
+	}
+	if dl := l.DeadLetters[0]; dl.Chat != "9" || dl.Text != strings.Repeat("é", 32)+"…" || !dl.Permanent || !strings.Contains(dl.Error, "blocked") || dl.Attempts != 1 {
+		t.Fatalf("listed %+v", dl)
+	}
+
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/deadletters/replay", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || len(list().DeadLetters) != 1 {
+		t.Fatalf("a replay from another site: %d; want 403 and the letter kept", resp.StatusCode)
+	}
+
+	blocked.Store(false)
+	resp, err = http.Post(srv.URL+"/deadletters/replay", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replayed struct{ Queued int }
+	err = json.NewDecoder(resp.Body).Decode(&replayed)
+	resp.Body.Close()
+	if err != nil || replayed.Queued != 1 {
+		t.Fatalf("POST /deadletters/replay: %+v, %v; want 1 queued", replayed, err)
+	}
+	if _, err := mem.WaitSent(ctx, "9", 1); err != nil {
+		t.Fatal(err)
+	}
+	if l := list(); len(l.DeadLetters) != 0 {
+		t.Fatalf("after the replay: %+v", l)
+	}
+	cancel()
+	<-done
+}
