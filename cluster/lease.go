@@ -60,6 +60,7 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 	s := r.s
 	for _, name := range r.m.Adapters() {
 		key := token(name)
+		s.leading.LoadOrStore(name, false) // contended: its gauge is 0 until held
 		if l := r.leads[name]; l != nil && l.lost() {
 			// It stopped taking sends: its consumer of OUT is gone (OUT
 			// created again, or the server lost it), or its lease was
@@ -69,7 +70,7 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 			l.release(rctx)
 			cancel()
 			delete(r.leads, name)
-			s.leading.Delete(name)
+			s.leading.Store(name, false)
 		}
 		if l := r.leads[name]; l != nil {
 			if time.Since(time.Unix(0, l.renewed.Load())) < s.cfg.LeaseTTL/3 {
@@ -92,7 +93,7 @@ func (r *membership) renewLeases(ctx context.Context, take bool) {
 			s.storeRefused(err)
 			l.lose()
 			delete(r.leads, name)
-			s.leading.Delete(name)
+			s.leading.Store(name, false)
 			continue
 		}
 		if !take {

@@ -113,7 +113,7 @@ type Shared struct {
 	takeovers, redeliveries, skipped atomic.Uint64
 	owned                            atomic.Int64
 	sendSeq                          atomic.Uint64 // numbers this member's sends, for their keys
-	leading                          sync.Map      // adapter name → true
+	leading                          sync.Map      // adapter name → whether this member holds its lease
 }
 
 var _ journal.Journal = (*Shared)(nil)
@@ -231,8 +231,10 @@ type SharedStats struct {
 // Stats returns the member's figures.
 func (s *Shared) Stats() SharedStats {
 	st := SharedStats{Partitions: int(s.owned.Load()), Takeovers: s.takeovers.Load(), Redeliveries: s.redeliveries.Load(), Skipped: s.skipped.Load()}
-	s.leading.Range(func(k, _ any) bool {
-		st.Leading = append(st.Leading, k.(string))
+	s.leading.Range(func(k, v any) bool {
+		if v.(bool) {
+			st.Leading = append(st.Leading, k.(string))
+		}
 		return true
 	})
 	slices.Sort(st.Leading)
@@ -665,6 +667,7 @@ func (r *membership) letGo() {
 	for name, l := range r.leads {
 		l.release(ctx)
 		delete(r.leads, name)
+		r.s.leading.Store(name, false)
 	}
 	_ = r.s.members.Delete(ctx, token(r.s.cfg.Node))
 }

@@ -194,8 +194,9 @@ func TestSharedThreeMembers(t *testing.T) {
 	// Once the partitions are settled: on a loaded machine a member may
 	// miss a heartbeat, and they move for a moment.
 	var sums map[string]float64
-	waitFor(t, "the collectors to count 8 partitions and 1 gateway", func() bool {
-		sums = map[string]float64{}
+	var series map[string]int
+	waitFor(t, "the collectors to count 8 partitions and 1 gateway, each member its gauge", func() bool {
+		sums, series = map[string]float64{}, map[string]int{}
 		families, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -203,10 +204,11 @@ func TestSharedThreeMembers(t *testing.T) {
 		for _, f := range families {
 			for _, m := range f.GetMetric() {
 				sums[f.GetName()] += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+				series[f.GetName()]++
 			}
 		}
-		return sums["herald_cluster_partitions"] == 8 && sums["herald_cluster_leading"] == 1
-	}, func() { t.Logf("collected %v", sums) })
+		return sums["herald_cluster_partitions"] == 8 && sums["herald_cluster_leading"] == 1 && series["herald_cluster_leading"] == len(members)
+	}, func() { t.Logf("collected %v in %v series", sums, series) })
 }
 
 // A member that dies (its connection cut, nothing handed over) loses
