@@ -15,14 +15,18 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
 // replayDeadLetters loads the dead letters a previous run saved in path,
 // if any, and sends them again through e: replies users are still owed.
 // Those that fail again become dead letters once more, and are saved at
-// exit.
-func replayDeadLetters(ctx context.Context, e *engine.Engine, path string, log *zap.Logger) error {
+// exit. A letter hold reports true for (a send that may have reached its
+// platform, of an adapter that avoids duplicates) is not sent again: it
+// stays a dead letter, for the operator to see (GET /deadletters) and
+// replay if they will, and is saved again at exit.
+func replayDeadLetters(ctx context.Context, e *engine.Engine, path string, log *zap.Logger, hold func(sender.DeadLetter) bool) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -38,9 +42,22 @@ func replayDeadLetters(ctx context.Context, e *engine.Engine, path string, log *
 	if n == 0 {
 		return nil
 	}
+	store := e.DeadLetterStore()
+	var held []sender.DeadLetter
+	for _, dl := range store.Drain() {
+		if hold(dl) {
+			held = append(held, dl)
+		} else {
+			store.Add(dl)
+		}
+	}
 	sent, err := e.ReplayDeadLetters(ctx)
+	for _, dl := range held {
+		store.Add(dl)
+	}
 	log.Info("replaying the replies a previous run could not deliver",
-		zap.String("file", path), zap.Int("loaded", n), zap.Int("queued", sent), zap.Error(err))
+		zap.String("file", path), zap.Int("loaded", n), zap.Int("queued", sent),
+		zap.Int("held", len(held)), zap.Error(err)) // held: they may have arrived
 	return nil
 }
 

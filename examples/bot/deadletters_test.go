@@ -1,18 +1,25 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -101,6 +108,49 @@ func TestDeadLetterRoutes(t *testing.T) {
 	}
 	if l := list(); len(l.DeadLetters) != 0 {
 		t.Fatalf("after the replay: %+v", l)
+	}
+	cancel()
+	<-done
+}
+
+// At start, the dead letters a previous run saved are sent again, except
+// those hold keeps (a send that may have arrived, where the operator asked
+// for at most once): they stay dead letters, and are not sent.
+func TestReplayDeadLettersHolds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mem := memory.New()
+	e, err := engine.New(engine.WithAdapter(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := sender.NewDeadLetterStore(10)
+	saved.Add(sender.DeadLetter{Request: platform.SendRequest{Platform: mem.Name(), Target: memory.Private("1"), Message: platform.TextMessage("maybe")},
+		Attempts: 1, Err: platform.Permanent(platform.MaybeDelivered(errors.New("connection reset"))), At: time.Now()})
+	saved.Add(sender.DeadLetter{Request: platform.SendRequest{Platform: mem.Name(), Target: memory.Private("1"), Message: platform.TextMessage("owed")},
+		Attempts: 5, Err: errors.New("giving up after 5 attempts"), At: time.Now()})
+	path := filepath.Join(t.TempDir(), "dead.jsonl")
+	var buf bytes.Buffer
+	if err := saved.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hold := func(dl sender.DeadLetter) bool { return errors.Is(dl.Err, platform.ErrMaybeDelivered) }
+	if err := replayDeadLetters(ctx, e, path, zap.NewNop(), hold); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	if _, err := mem.WaitSent(ctx, "1", 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := mem.Texts("1"); !slices.Equal(got, []string{"owed"}) {
+		t.Fatalf("sent %q; want only the reply that surely did not arrive", got)
+	}
+	if dl := e.DeadLetters(); len(dl) != 1 || dl[0].Request.Message.Text != "maybe" {
+		t.Fatalf("dead letters %+v; want the one held", dl)
 	}
 	cancel()
 	<-done

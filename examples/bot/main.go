@@ -65,6 +65,7 @@ import (
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/internal/httpserve"
 	"github.com/heraldbot/herald/middleware/sender"
+	"github.com/heraldbot/herald/platform"
 	"github.com/heraldbot/herald/plugins/count"
 	"github.com/heraldbot/herald/plugins/echo"
 	"github.com/heraldbot/herald/plugins/fileecho"
@@ -325,7 +326,21 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 		deadLetterRoutes(metricsMux, e)
 	}
 	if cfg.deadLettersFile != "" {
-		if err := replayDeadLetters(ctx, e, cfg.deadLettersFile, log); err != nil {
+		// A reply that may have arrived is not sent again where the
+		// operator asked for at most once.
+		hold := func(dl sender.DeadLetter) bool {
+			if !errors.Is(dl.Err, platform.ErrMaybeDelivered) {
+				return false
+			}
+			switch dl.Request.Platform {
+			case telegram.DefaultName:
+				return cfg.telegramAvoidDups
+			case onebot.DefaultName:
+				return cfg.onebotAvoidDups
+			}
+			return false
+		}
+		if err := replayDeadLetters(ctx, e, cfg.deadLettersFile, log, hold); err != nil {
 			return err
 		}
 	}

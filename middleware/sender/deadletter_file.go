@@ -6,34 +6,41 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/heraldbot/herald/platform"
 )
 
 // deadLetterJSON is one dead letter in JSON: the error becomes its text,
-// and whether it was permanent.
+// whether it was permanent, and the kinds of error callers branch on.
 type deadLetterJSON struct {
-	Request   platform.SendRequest `json:"request"`
-	Attempts  int                  `json:"attempts"`
-	Err       string               `json:"error,omitempty"`
-	Permanent bool                 `json:"permanent,omitempty"`
-	At        time.Time            `json:"at"`
+	Request        platform.SendRequest `json:"request"`
+	Attempts       int                  `json:"attempts"`
+	Err            string               `json:"error,omitempty"`
+	Permanent      bool                 `json:"permanent,omitempty"`
+	Blocked        bool                 `json:"blocked,omitempty"`
+	MaybeDelivered bool                 `json:"maybe_delivered,omitempty"`
+	At             time.Time            `json:"at"`
 }
 
-// MarshalJSON encodes dl without its ID: its error as its text, and
-// whether it was permanent ([platform.IsPermanent]).
+// MarshalJSON encodes dl without its ID: its error as its text, whether
+// it was permanent ([platform.IsPermanent]), and whether it matched
+// [platform.ErrBlocked] or [platform.ErrMaybeDelivered].
 func (dl DeadLetter) MarshalJSON() ([]byte, error) {
 	j := deadLetterJSON{Request: dl.Request, Attempts: dl.Attempts, At: dl.At}
 	if dl.Err != nil {
 		j.Err, j.Permanent = dl.Err.Error(), platform.IsPermanent(dl.Err)
+		j.Blocked, j.MaybeDelivered = errors.Is(dl.Err, platform.ErrBlocked), errors.Is(dl.Err, platform.ErrMaybeDelivered)
 	}
 	return json.Marshal(j)
 }
 
 // UnmarshalJSON decodes what MarshalJSON wrote: the error comes back as an
-// error with the saved text, permanent if it was. A letter without a
-// target chat is refused with an error wrapping ErrBadDeadLetters.
+// error with the saved text, permanent if it was, and matching
+// [platform.ErrBlocked] and [platform.ErrMaybeDelivered] if it did. A
+// letter without a target chat is refused with an error wrapping
+// ErrBadDeadLetters.
 func (dl *DeadLetter) UnmarshalJSON(b []byte) error {
 	var j deadLetterJSON
 	if err := json.Unmarshal(b, &j); err != nil {
@@ -44,13 +51,32 @@ func (dl *DeadLetter) UnmarshalJSON(b []byte) error {
 	}
 	*dl = DeadLetter{Request: j.Request, Attempts: j.Attempts, At: j.At}
 	if j.Err != "" {
-		dl.Err = errors.New(j.Err)
+		saved := &savedError{text: j.Err}
+		if j.Blocked {
+			saved.kinds = append(saved.kinds, platform.ErrBlocked)
+		}
+		if j.MaybeDelivered {
+			saved.kinds = append(saved.kinds, platform.ErrMaybeDelivered)
+		}
+		dl.Err = saved
 		if j.Permanent {
 			dl.Err = platform.Permanent(dl.Err)
 		}
 	}
 	return nil
 }
+
+// savedError is a dead letter's error read back: its text, matching the
+// kinds of error it matched when it was saved.
+type savedError struct {
+	text  string
+	kinds []error
+}
+
+func (e *savedError) Error() string { return e.text }
+
+// Is reports whether target is one of the kinds e matched.
+func (e *savedError) Is(target error) bool { return slices.Contains(e.kinds, target) }
 
 // Save writes the dead letters of s to w, oldest first, one JSON object a
 // line (see [DeadLetter.MarshalJSON]), and leaves them in s; a process

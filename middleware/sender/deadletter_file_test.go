@@ -3,6 +3,7 @@ package sender_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,7 +14,9 @@ import (
 )
 
 // Save and Load carry dead letters across a restart: requests, attempts,
-// times, error texts and permanence, in order, within the capacity.
+// times, error texts, permanence and the kinds callers branch on
+// (platform.ErrBlocked, platform.ErrMaybeDelivered), in order, within the
+// capacity.
 func TestDeadLetterSaveLoad(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	rich := platform.OutboundMessage{
@@ -25,32 +28,39 @@ func TestDeadLetterSaveLoad(t *testing.T) {
 	src.Add(sender.DeadLetter{Request: platform.SendRequest{Platform: "telegram", Target: platform.Chat{ID: "1", Type: platform.ChatGroup}, Message: rich},
 		Attempts: 5, Err: errors.New("sender: giving up after 5 attempts"), At: at})
 	src.Add(sender.DeadLetter{Request: platform.SendRequest{Platform: "webchat", Target: platform.Chat{ID: "2"}, Message: platform.TextMessage("x")},
-		Attempts: 1, Err: platform.Permanent(errors.New("blocked")), At: at.Add(time.Second)})
+		Attempts: 1, Err: platform.Permanent(fmt.Errorf("403: %w", platform.ErrBlocked)), At: at.Add(time.Second)})
+	src.Add(sender.DeadLetter{Request: platform.SendRequest{Platform: "telegram", Target: platform.Chat{ID: "3"}, Message: platform.TextMessage("y")},
+		Attempts: 1, Err: platform.Permanent(platform.MaybeDelivered(errors.New("reset"))), At: at.Add(2 * time.Second)})
 	var buf bytes.Buffer
 	if err := src.Save(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if src.Len() != 2 {
+	if src.Len() != 3 {
 		t.Fatal("Save took the letters out of the store")
 	}
 
 	dst := sender.NewDeadLetterStore(10)
 	n, err := dst.Load(&buf)
-	if err != nil || n != 2 {
+	if err != nil || n != 3 {
 		t.Fatalf("Load = %d, %v", n, err)
 	}
 	want, got := src.List(), dst.List()
 	for i := range want {
 		if !reflect.DeepEqual(got[i].Request, want[i].Request) || got[i].Attempts != want[i].Attempts || !got[i].At.Equal(want[i].At) ||
-			got[i].Err.Error() != want[i].Err.Error() || platform.IsPermanent(got[i].Err) != platform.IsPermanent(want[i].Err) {
+			got[i].Err.Error() != want[i].Err.Error() || platform.IsPermanent(got[i].Err) != platform.IsPermanent(want[i].Err) ||
+			errors.Is(got[i].Err, platform.ErrBlocked) != errors.Is(want[i].Err, platform.ErrBlocked) ||
+			errors.Is(got[i].Err, platform.ErrMaybeDelivered) != errors.Is(want[i].Err, platform.ErrMaybeDelivered) {
 			t.Fatalf("letter %d loaded as %+v; saved %+v", i, got[i], want[i])
 		}
+	}
+	if !errors.Is(got[1].Err, platform.ErrBlocked) || !errors.Is(got[2].Err, platform.ErrMaybeDelivered) || errors.Is(got[0].Err, platform.ErrBlocked) {
+		t.Fatalf("loaded errors %v, %v, %v: the kinds are lost", got[0].Err, got[1].Err, got[2].Err)
 	}
 
 	small := sender.NewDeadLetterStore(1)
 	var again bytes.Buffer
 	_ = src.Save(&again)
-	if n, err := small.Load(&again); n != 2 || err != nil || small.Len() != 1 || small.List()[0].Request.Target.ID != "2" {
+	if n, err := small.Load(&again); n != 3 || err != nil || small.Len() != 1 || small.List()[0].Request.Target.ID != "3" {
 		t.Fatalf("Load into a store of 1 = %d, %v, %+v; want the newest kept", n, err, small.List())
 	}
 	for _, bad := range []string{"not json\n", `{"request":{"target":{}}}` + "\n"} {
