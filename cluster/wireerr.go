@@ -31,6 +31,7 @@ var sentinels = []struct {
 	{"file_too_large", platform.ErrFileTooLarge},
 	{"already_answered", platform.ErrAlreadyAnswered},
 	{"maybe_delivered", platform.ErrMaybeDelivered},
+	{"blocked", platform.ErrBlocked},
 	{"would_exceed_deadline", platform.ErrWouldExceedDeadline},
 	{"deadline_exceeded", context.DeadlineExceeded},
 	{"canceled", context.Canceled},

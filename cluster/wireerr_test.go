@@ -29,6 +29,7 @@ func TestWireError(t *testing.T) {
 		{"flood", platform.NewRetryAfter(30*time.Second, errors.New("429")), false, 30 * time.Second, nil},
 		{"maybe delivered", platform.MaybeDelivered(fmt.Errorf("timeout: %w", context.DeadlineExceeded)), false, 0, []error{platform.ErrMaybeDelivered, context.DeadlineExceeded}},
 		{"answered", platform.Permanent(fmt.Errorf("%w", platform.ErrAlreadyAnswered)), true, 0, []error{platform.ErrAlreadyAnswered}},
+		{"blocked", platform.Permanent(fmt.Errorf("telegram: sendMessage: 403: %w", platform.ErrBlocked)), true, 0, []error{platform.ErrBlocked}},
 		{"lease lost", ErrLeaseLost, false, 0, []error{ErrLeaseLost}},
 		{"busy", errGatewayBusy, false, 0, []error{errGatewayBusy}},
 	}

@@ -114,6 +114,7 @@ type Stats struct {
 // are safe for concurrent use. An Engine must be created with New; the zero
 // value is not usable.
 type Engine struct {
+	replaying   sync.Mutex // held by ReplayDeadLetters
 	opts        options
 	log         *zap.Logger
 	out         *OutboundDispatcher
@@ -987,8 +988,13 @@ func (e *Engine) DeadLetterStore() *sender.DeadLetterStore { return e.deadLetter
 // It returns how many sends were resubmitted. Sends that could not be
 // resubmitted (the adapter is unknown, the chat's queue is full, the engine
 // is closed, or ctx ended) go back to the store, and their errors are
-// returned joined.
+// returned joined. Replays run one at a time: a call made while one runs
+// waits for it, and replays what is left — each letter is sent once.
 func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
+	// One replay at a time: two would both take a letter listed before
+	// either removed it, and send it twice.
+	e.replaying.Lock()
+	defer e.replaying.Unlock()
 	n := 0
 	var errs []error
 	for _, dl := range e.deadLetters.List() {

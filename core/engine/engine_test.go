@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -913,4 +914,37 @@ func (dupPlugin) Name() string { return "dup" }
 func (dupPlugin) Register(e *engine.Engine) error {
 	e.OnCommand("start", func(*engine.Context) error { return nil })
 	return nil
+}
+
+// Replays asked at once (a double click on an operator's button) send
+// each dead letter once.
+func TestDeadLettersReplayConcurrent(t *testing.T) {
+	e, mem := newEngine(t)
+	const n = 200 // within a chat's queue (256): none refused
+	for i := range n {
+		e.DeadLetterStore().Add(sender.DeadLetter{Request: platform.SendRequest{Platform: mem.Name(), Target: dm, Message: platform.TextMessage(strconv.Itoa(i))}})
+	}
+	runEngine(t, e)
+	var wg sync.WaitGroup
+	var queued atomic.Int64
+	for range 3 {
+		wg.Go(func() {
+			k, err := e.ReplayDeadLetters(testCtx(t))
+			if err != nil {
+				t.Error(err)
+			}
+			queued.Add(int64(k))
+		})
+	}
+	wg.Wait()
+	if queued.Load() != n {
+		t.Fatalf("replays queued %d sends; want %d", queued.Load(), n)
+	}
+	if _, err := mem.WaitSent(testCtx(t), dm.ID, n); err != nil {
+		t.Fatal(err)
+	}
+	must(t, e.Shutdown(testCtx(t)))
+	if got := len(mem.Texts(dm.ID)); got != n {
+		t.Fatalf("the chat got %d messages; want each of the %d letters once", got, n)
+	}
 }

@@ -653,8 +653,8 @@ func TestDivergenceAfterRestart(t *testing.T) {
 		if len(hooked) != 1 || !errors.Is(hooked[0], engine.ErrDiverged) {
 			t.Fatalf("the error hook got %v; want one ErrDiverged", hooked)
 		}
-		if !slices.Contains(mem2.Texts(dm.ID), "sorry") {
-			t.Fatalf("the error hook's reply was not sent: the chat got %q", mem2.Texts(dm.ID))
+		if n := countOf(mem2.Texts(dm.ID), "sorry"); n != 1 {
+			t.Fatalf("the error hook's reply was sent %d times: the chat got %q; want once", n, mem2.Texts(dm.ID))
 		}
 		warned := logs.FilterMessageSnippet("diverged").All()
 		if len(warned) != 1 {
@@ -720,4 +720,46 @@ func TestWaitBoundAcrossRestart(t *testing.T) {
 		}
 		<-done2
 	})
+}
+
+// A send repeated under its SendID while the first, taken up after a
+// restart, is being made resolves with the first's outcome, Duplicate
+// set; the chat gets it once.
+func TestSendIDRepeatWhileTakenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		mem.SlowNext(dm.ID, time.Hour) // the first send hangs: the process dies meanwhile
+		e, _ := journaled(t, mem, j)
+		synctest.Wait()
+		e.Send(mem.Name(), dm, platform.TextMessage("once"), engine.SendID("n-1"))
+		synctest.Wait()
+		crash(e)
+
+		mem2 := memory.New()
+		mem2.SlowNext(dm.ID, time.Second) // taken up, and being made when the repeat comes
+		e2, done := journaled(t, mem2, j)
+		synctest.Wait()
+		res, err := e2.Send(mem2.Name(), dm, platform.TextMessage("once"), engine.SendID("n-1")).Wait(testCtx(t))
+		if err != nil || !res.Duplicate || res.MessageID == "" {
+			t.Fatalf("the repeat resolved with %+v, %v; want the first's result, Duplicate set", res, err)
+		}
+		if got := mem2.Texts(dm.ID); !slices.Equal(got, []string{"once"}) {
+			t.Fatalf("the chat got %q; want the send once", got)
+		}
+		if err := e2.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	})
+}
+
+// countOf returns how many of texts are s.
+func countOf(texts []string, s string) int {
+	n := 0
+	for _, t := range texts {
+		if t == s {
+			n++
+		}
+	}
+	return n
 }

@@ -94,7 +94,15 @@ func (e *Engine) queueSend(key string, s journal.Send, done func(platform.SendRe
 		// before: that one is being made again, or was made.
 		js.ok(since)
 		if rf := js.replay(s.ID); rf != nil {
-			return rf, nil
+			// Taken up from the journal at the start, and being made: its
+			// outcome, said to be the first send's.
+			go func() {
+				<-rf.Done()
+				res, err := rf.Result()
+				res.Duplicate = true
+				f.Resolve(res, err)
+			}()
+			return f, nil
 		}
 		var res platform.SendResult
 		if a.Delivered != nil {
@@ -191,7 +199,9 @@ func (t *sendTask) run(ctx context.Context) error {
 	if !t.cancelledJournaled(ctx, err) {
 		var delivered *platform.SendResult
 		if err == nil && t.rec != nil && t.id != "" && (t.settled == nil || !t.settled()) {
-			delivered = &res // its handler may run again: remember it was sent
+			mark := res
+			mark.Duplicate = false // the engine's to set, for a repeat
+			delivered = &mark      // its handler may run again: remember it was sent
 		}
 		t.js.doneSend(t.rec, delivered)
 	}

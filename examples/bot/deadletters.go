@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -88,7 +90,25 @@ func saveDeadLetters(e *engine.Engine, path string, log *zap.Logger) error {
 // — and POST /deadletters/replay sends them again (e.ReplayDeadLetters),
 // answering how many were queued (refused when it comes from a page of
 // another site). A replay that fails again is kept again.
-func deadLetterRoutes(mux *http.ServeMux, e *engine.Engine) {
+//
+// Both answer only a request whose Host is an IP address, localhost or
+// host (METRICS_ADDR's host): a page whose domain an attacker points at
+// the bot's address (DNS rebinding) reads and replays nothing.
+func deadLetterRoutes(mux *http.ServeMux, e *engine.Engine, host string) {
+	local := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			name := r.Host
+			if hostOnly, _, err := net.SplitHostPort(r.Host); err == nil {
+				name = hostOnly
+			}
+			name = strings.Trim(name, "[]")
+			if net.ParseIP(name) == nil && !strings.EqualFold(name, "localhost") && (host == "" || !strings.EqualFold(name, host)) {
+				http.Error(w, "misdirected request", http.StatusMisdirectedRequest)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
 	type letter struct {
 		ID        string    `json:"id"`
 		Platform  string    `json:"platform"`
@@ -100,7 +120,7 @@ func deadLetterRoutes(mux *http.ServeMux, e *engine.Engine) {
 		Permanent bool      `json:"permanent"`
 		At        time.Time `json:"at"`
 	}
-	mux.HandleFunc("GET /deadletters", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /deadletters", local(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dls := e.DeadLetters()
 		out := struct {
 			DeadLetters []letter `json:"dead_letters"`
@@ -116,11 +136,11 @@ func deadLetterRoutes(mux *http.ServeMux, e *engine.Engine) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(out)
-	})
+	})))
 	// A page the operator's browser opens elsewhere cannot make it replay
 	// (a cross-site POST needs no preflight).
 	var csrf http.CrossOriginProtection
-	mux.Handle("POST /deadletters/replay", csrf.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("POST /deadletters/replay", local(csrf.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, err := e.ReplayDeadLetters(r.Context())
 		out := struct {
 			Queued int    `json:"queued"`
@@ -131,7 +151,7 @@ func deadLetterRoutes(mux *http.ServeMux, e *engine.Engine) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(out)
-	})))
+	}))))
 }
 
 // cut returns s cut to n characters, with "…" when it was longer.

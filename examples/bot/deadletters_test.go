@@ -49,7 +49,7 @@ func TestDeadLetterRoutes(t *testing.T) {
 		t.Fatal("the send to a chat that blocked the bot succeeded")
 	}
 	mux := http.NewServeMux()
-	deadLetterRoutes(mux, e)
+	deadLetterRoutes(mux, e, "")
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
@@ -81,9 +81,21 @@ func TestDeadLetterRoutes(t *testing.T) {
 		t.Fatalf("listed %+v", dl)
 	}
 
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/deadletters/replay", nil)
-	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	// A page whose domain an attacker pointed at the bot (DNS rebinding)
+	// reads nothing.
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/deadletters", nil)
+	req.Host = "evil.example:80"
 	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("GET /deadletters for Host evil.example: %d; want 421", resp.StatusCode)
+	}
+	req, _ = http.NewRequest(http.MethodPost, srv.URL+"/deadletters/replay", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

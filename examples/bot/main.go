@@ -323,7 +323,8 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 	}
 
 	if metricsMux != nil {
-		deadLetterRoutes(metricsMux, e)
+		host, _, _ := net.SplitHostPort(cfg.metricsAddr)
+		deadLetterRoutes(metricsMux, e, host)
 	}
 	if cfg.deadLettersFile != "" {
 		// A reply that may have arrived is not sent again where the
