@@ -920,9 +920,10 @@ func (dupPlugin) Register(e *engine.Engine) error {
 // each dead letter once.
 func TestDeadLettersReplayConcurrent(t *testing.T) {
 	e, mem := newEngine(t)
-	const n = 200 // within a chat's queue (256): none refused
+	const n, chats = 300, 30 // ten a chat: no chat's queue is full
 	for i := range n {
-		e.DeadLetterStore().Add(sender.DeadLetter{Request: platform.SendRequest{Platform: mem.Name(), Target: dm, Message: platform.TextMessage(strconv.Itoa(i))}})
+		chat := memory.Private(strconv.Itoa(i % chats))
+		e.DeadLetterStore().Add(sender.DeadLetter{Request: platform.SendRequest{Platform: mem.Name(), Target: chat, Message: platform.TextMessage(strconv.Itoa(i))}})
 	}
 	runEngine(t, e)
 	var wg sync.WaitGroup
@@ -940,11 +941,15 @@ func TestDeadLettersReplayConcurrent(t *testing.T) {
 	if queued.Load() != n {
 		t.Fatalf("replays queued %d sends; want %d", queued.Load(), n)
 	}
-	if _, err := mem.WaitSent(testCtx(t), dm.ID, n); err != nil {
-		t.Fatal(err)
+	for c := range chats {
+		if _, err := mem.WaitSent(testCtx(t), strconv.Itoa(c), n/chats); err != nil {
+			t.Fatal(err)
+		}
 	}
 	must(t, e.Shutdown(testCtx(t)))
-	if got := len(mem.Texts(dm.ID)); got != n {
-		t.Fatalf("the chat got %d messages; want each of the %d letters once", got, n)
+	for c := range chats {
+		if got := len(mem.Texts(strconv.Itoa(c))); got != n/chats {
+			t.Fatalf("chat %d got %d messages; want each of its %d letters once", c, got, n/chats)
+		}
 	}
 }
