@@ -133,7 +133,7 @@ func (s *Shared) interact(ctx context.Context, adapter string, in journal.Intera
 			if jerr := json.Unmarshal([]byte(msg.Header.Get(hdrError)), &w); jerr != nil {
 				return nil, fmt.Errorf("an undecodable error from the gateway: %w", jerr)
 			}
-			return nil, w.decode()
+			return nil, decodeError(w)
 		}
 		out = append(out, msg.Data...)
 		if limit >= 0 && int64(len(out)) > limit {

@@ -391,7 +391,7 @@ func (s *Shared) Join(ctx context.Context) error {
 			return
 		}
 		if done := s.takeResult(o.Key); done != nil {
-			done(o.Result, o.decode())
+			done(o.Result, decodeError(o.wireError))
 		}
 	})
 	if err != nil {

@@ -6,41 +6,34 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
+	"github.com/heraldbot/herald/internal/errwire"
 	"github.com/heraldbot/herald/platform"
 )
 
-// deadLetterJSON is one dead letter in JSON: the error becomes its text,
-// whether it was permanent, and the kinds of error callers branch on.
+// deadLetterJSON is one dead letter in JSON: its error written down (see
+// package errwire) — its text, whether it was permanent, the wait it
+// asked for and the errors callers branch on that it matched.
 type deadLetterJSON struct {
-	Request        platform.SendRequest `json:"request"`
-	Attempts       int                  `json:"attempts"`
-	Err            string               `json:"error,omitempty"`
-	Permanent      bool                 `json:"permanent,omitempty"`
-	Blocked        bool                 `json:"blocked,omitempty"`
-	MaybeDelivered bool                 `json:"maybe_delivered,omitempty"`
-	At             time.Time            `json:"at"`
+	Request  platform.SendRequest `json:"request"`
+	Attempts int                  `json:"attempts"`
+	errwire.Error
+	At time.Time `json:"at"`
 }
 
 // MarshalJSON encodes dl without its ID: its error as its text, whether
-// it was permanent ([platform.IsPermanent]), and whether it matched
-// [platform.ErrBlocked] or [platform.ErrMaybeDelivered].
+// it was permanent ([platform.IsPermanent]), the wait it asked for, and
+// which of the errors callers branch on it matched ([platform.ErrBlocked],
+// [platform.ErrMaybeDelivered] and the others of platform and context).
 func (dl DeadLetter) MarshalJSON() ([]byte, error) {
-	j := deadLetterJSON{Request: dl.Request, Attempts: dl.Attempts, At: dl.At}
-	if dl.Err != nil {
-		j.Err, j.Permanent = dl.Err.Error(), platform.IsPermanent(dl.Err)
-		j.Blocked, j.MaybeDelivered = errors.Is(dl.Err, platform.ErrBlocked), errors.Is(dl.Err, platform.ErrMaybeDelivered)
-	}
-	return json.Marshal(j)
+	return json.Marshal(deadLetterJSON{Request: dl.Request, Attempts: dl.Attempts, Error: errwire.Encode(dl.Err, errwire.Sentinels), At: dl.At})
 }
 
 // UnmarshalJSON decodes what MarshalJSON wrote: the error comes back as an
-// error with the saved text, permanent if it was, and matching
-// [platform.ErrBlocked] and [platform.ErrMaybeDelivered] if it did. A
-// letter without a target chat is refused with an error wrapping
-// ErrBadDeadLetters.
+// error with the saved text, permanent if it was, and matching the errors
+// it matched. A letter without a target chat is refused with an error
+// wrapping ErrBadDeadLetters.
 func (dl *DeadLetter) UnmarshalJSON(b []byte) error {
 	var j deadLetterJSON
 	if err := json.Unmarshal(b, &j); err != nil {
@@ -49,34 +42,9 @@ func (dl *DeadLetter) UnmarshalJSON(b []byte) error {
 	if j.Request.Target.ID == "" {
 		return fmt.Errorf("%w: no target chat", ErrBadDeadLetters)
 	}
-	*dl = DeadLetter{Request: j.Request, Attempts: j.Attempts, At: j.At}
-	if j.Err != "" {
-		saved := &savedError{text: j.Err}
-		if j.Blocked {
-			saved.kinds = append(saved.kinds, platform.ErrBlocked)
-		}
-		if j.MaybeDelivered {
-			saved.kinds = append(saved.kinds, platform.ErrMaybeDelivered)
-		}
-		dl.Err = saved
-		if j.Permanent {
-			dl.Err = platform.Permanent(dl.Err)
-		}
-	}
+	*dl = DeadLetter{Request: j.Request, Attempts: j.Attempts, Err: j.Decode(errwire.Sentinels), At: j.At}
 	return nil
 }
-
-// savedError is a dead letter's error read back: its text, matching the
-// kinds of error it matched when it was saved.
-type savedError struct {
-	text  string
-	kinds []error
-}
-
-func (e *savedError) Error() string { return e.text }
-
-// Is reports whether target is one of the kinds e matched.
-func (e *savedError) Is(target error) bool { return slices.Contains(e.kinds, target) }
 
 // Save writes the dead letters of s to w, oldest first, one JSON object a
 // line (see [DeadLetter.MarshalJSON]), and leaves them in s; a process
