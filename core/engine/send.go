@@ -8,6 +8,7 @@ import (
 
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -222,14 +223,11 @@ func (t *sendTask) save() {
 	}
 }
 
-// cancelledJournaled reports whether a journaled send ended because its
-// context was cancelled: a forced shutdown, after which the journal keeps
-// the send to make it at the next start. DeadLetters does not keep it. A
-// send cut off with a permanent error is not kept: its adapter said it
-// must not be made again (its request may have arrived, and the adapter
-// avoids duplicates), and DeadLetters keeps it.
+// cancelledJournaled reports whether a journaled send was cut off by a
+// forced shutdown and stays in the journal to be made at the next start
+// (sender.KeptForNextStart, by which DeadLetters does not keep it).
 func (t *sendTask) cancelledJournaled(ctx context.Context, err error) bool {
-	return t.rec != nil && errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) && !platform.IsPermanent(err)
+	return t.rec != nil && sender.KeptForNextStart(ctx, err)
 }
 
 // fenceKey carries a send's fence (journal.Outgoing.Fence) down its sender

@@ -2,7 +2,6 @@ package sender
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -440,12 +439,8 @@ func keepDeadLetters(store *DeadLetterStore) func(context.Context, Outcome) {
 			return
 		}
 		p := platform.ProgressOf(ctx)
-		if p != nil && peekState(p).journaled && errors.Is(o.Err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) &&
-			!platform.IsPermanent(o.Err) {
-			// A journal keeps the send, to make it at the next start —
-			// unless its adapter said it must not be made again (a request
-			// that may have arrived, with AvoidDuplicates): a dead letter.
-			return
+		if p != nil && peekState(p).journaled && KeptForNextStart(ctx, o.Err) {
+			return // a journal keeps the send, to make it at the next start
 		}
 		store.Add(DeadLetter{Request: o.Request, Attempts: o.Attempts, Err: o.Err, At: time.Now()})
 		if p != nil {

@@ -218,3 +218,27 @@ func TestDeadLettersNilStore(t *testing.T) {
 		t.Fatalf("DeadLetters(nil) = %T; want the sender unchanged", got)
 	}
 }
+
+// A journaled send cut off by a forced shutdown stays in its journal,
+// unless its adapter said it must not be made again (a permanent error).
+func TestKeptForNextStart(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	cut := fmt.Errorf("telegram: sendMessage: %w", context.Canceled)
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"cut off", cancelled, cut, true},
+		{"cut off, may have arrived, avoiding duplicates", cancelled, platform.Permanent(platform.MaybeDelivered(cut)), false},
+		{"cut off, may have arrived", cancelled, platform.MaybeDelivered(cut), true},
+		{"failed", cancelled, errors.New("500"), false},
+		{"cancelled below, context live", context.Background(), cut, false},
+	} {
+		if got := sender.KeptForNextStart(tc.ctx, tc.err); got != tc.want {
+			t.Errorf("%s: KeptForNextStart = %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}

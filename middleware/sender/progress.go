@@ -1,6 +1,9 @@
 package sender
 
 import (
+	"context"
+	"errors"
+
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -38,6 +41,18 @@ func peekState(p *platform.Progress) sendState {
 
 // MarkJournaled records in p that a journal keeps the send until its
 // outcome is final: a send cancelled before then (a forced shutdown) is
-// taken up again at the next start, so [DeadLetters] does not keep it.
-// The engine calls it for the sends its journal records.
+// taken up again at the next start (see [KeptForNextStart]), so
+// [DeadLetters] does not keep it. The engine calls it for the sends its
+// journal records.
 func MarkJournaled(p *platform.Progress) { stateOf(p).journaled = true }
+
+// KeptForNextStart reports whether a journaled send (see [MarkJournaled])
+// that ended with err, its context ctx, stays in its journal to be made
+// at the next start: a forced shutdown cancelled it (ctx and err both say
+// so), and err is not permanent — a send its adapter says must not be
+// made again (its request may have arrived, and the adapter avoids
+// duplicates) is a dead letter instead. The engine and [DeadLetters] both
+// decide by it, so a send is kept by exactly one of them.
+func KeptForNextStart(ctx context.Context, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled) && !platform.IsPermanent(err)
+}
