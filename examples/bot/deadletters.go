@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -127,7 +126,7 @@ func deadLetterRoutes(mux *http.ServeMux, e *engine.Engine, host string) {
 			Dropped     uint64   `json:"dropped"`
 		}{DeadLetters: make([]letter, 0, len(dls)), Dropped: e.DeadLetterStore().Dropped()}
 		for _, dl := range dls {
-			l := letter{ID: dl.ID, Platform: dl.Request.Platform, Chat: dl.Request.Target.ID, Text: cut(dl.Request.Message.Text, 32),
+			l := letter{ID: dl.ID, Platform: dl.Request.Platform, Chat: dl.Request.Target.ID, Text: sender.TextPrefix(dl.Request.Message.Text),
 				Files: len(dl.Request.Message.Attachments), Attempts: dl.Attempts, At: dl.At, Permanent: platform.IsPermanent(dl.Err)}
 			if dl.Err != nil {
 				l.Error = dl.Err.Error()
@@ -152,12 +151,4 @@ func deadLetterRoutes(mux *http.ServeMux, e *engine.Engine, host string) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(out)
 	}))))
-}
-
-// cut returns s cut to n characters, with "…" when it was longer.
-func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
 }

@@ -67,17 +67,18 @@ func logOutcomes(logger *zap.Logger) func(context.Context, Outcome) {
 		} else {
 			fields = append(fields, zap.String("message_id", o.Result.MessageID))
 		}
-		fields = append(fields, zap.String("text", textPrefix(o.Request.Message.Text, TextPrefixRunes)))
+		fields = append(fields, zap.String("text", TextPrefix(o.Request.Message.Text)))
 		ce.Write(fields...)
 	}
 }
 
-// textPrefix returns the first n runes of s, with "…" appended when s is
-// longer.
-func textPrefix(s string, n int) string {
+// TextPrefix returns what Logging writes of a message's text s: its first
+// TextPrefixRunes runes, with "…" appended when s is longer. Code that
+// shows sends to an operator (a list of dead letters) cuts them the same.
+func TextPrefix(s string) string {
 	i := 0
 	for j := range s {
-		if i == n {
+		if i == TextPrefixRunes {
 			return s[:j] + "…"
 		}
 		i++
