@@ -200,9 +200,7 @@ func (t *sendTask) run(ctx context.Context) error {
 	if !t.cancelledJournaled(ctx, err) {
 		var delivered *platform.SendResult
 		if err == nil && t.rec != nil && t.id != "" && (t.settled == nil || !t.settled()) {
-			mark := res
-			mark.Duplicate = false // the engine's to set, for a repeat
-			delivered = &mark      // its handler may run again: remember it was sent
+			delivered = &res // its handler may run again: remember it was sent
 		}
 		t.js.doneSend(t.rec, delivered)
 	}
