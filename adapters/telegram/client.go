@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -122,12 +123,19 @@ func (a *Adapter) request(ctx context.Context, method string, c tgbotapi.Chattab
 // Chattable for (or has one missing parameters, such as setWebhook's
 // secret_token).
 func (a *Adapter) makeRequest(ctx context.Context, method string, params tgbotapi.Params) (json.RawMessage, error) {
-	b, bc := a.bot(ctx)
-	resp, err := b.MakeRequest(method, params)
-	if err != nil {
-		return nil, a.failure(method, err, bc)
+	var result json.RawMessage
+	err := a.makeRequestTo(ctx, method, params, func(r json.RawMessage) { result = bytes.Clone(r) })
+	return result, err
+}
+
+// makeRequestTo is makeRequest handing the result to use, which must not
+// keep it (see [Adapter.post]).
+func (a *Adapter) makeRequestTo(ctx context.Context, method string, params tgbotapi.Params, use func(json.RawMessage)) error {
+	bc := &boundClient{ctx: ctx, hc: a.cfg.HTTPClient, red: a.red}
+	if err := a.post(bc, method, params, use); err != nil {
+		return a.failure(method, err, bc)
 	}
-	return resp.Result, nil
+	return nil
 }
 
 // upload calls method with params and files: as a multipart upload when
@@ -135,25 +143,31 @@ func (a *Adapter) makeRequest(ctx context.Context, method string, params tgbotap
 // parameters, like the library's Request does for a Chattable. Its errors
 // are [Adapter.request]'s.
 func (a *Adapter) upload(ctx context.Context, method string, params tgbotapi.Params, files []tgbotapi.RequestFile) (json.RawMessage, error) {
-	b, bc := a.bot(ctx)
-	var resp *tgbotapi.APIResponse
-	var err error
+	var result json.RawMessage
+	err := a.uploadTo(ctx, method, params, files, func(r json.RawMessage) { result = bytes.Clone(r) })
+	return result, err
+}
+
+// uploadTo is upload handing the result to use, which must not keep it
+// (see [Adapter.post]).
+func (a *Adapter) uploadTo(ctx context.Context, method string, params tgbotapi.Params, files []tgbotapi.RequestFile, use func(json.RawMessage)) error {
 	needsUpload := false
 	for _, f := range files {
 		needsUpload = needsUpload || f.Data.NeedsUpload()
 	}
-	if needsUpload {
-		resp, err = b.UploadFiles(method, params, files)
-	} else {
+	if !needsUpload {
 		for _, f := range files {
 			params[f.Name] = f.Data.SendData()
 		}
-		resp, err = b.MakeRequest(method, params)
+		return a.makeRequestTo(ctx, method, params, use)
 	}
+	b, bc := a.bot(ctx)
+	resp, err := b.UploadFiles(method, params, files)
 	if err != nil {
-		return nil, a.failure(method, err, bc)
+		return a.failure(method, err, bc)
 	}
-	return resp.Result, nil
+	use(resp.Result)
+	return nil
 }
 
 // failure maps err, the library's error for a call to method made through

@@ -793,12 +793,12 @@ func (a *Adapter) sendPart(ctx context.Context, dest *destination, p part) (tgbo
 	if err != nil {
 		return tgbotapi.Message{}, platform.Permanent(err)
 	}
-	raw, err := a.upload(ctx, method, params, files)
-	if err != nil {
+	var id int
+	var idErr error
+	if err := a.uploadTo(ctx, method, params, files, func(raw json.RawMessage) { id, idErr = messageIDOf(raw) }); err != nil {
 		return tgbotapi.Message{}, err
 	}
-	id, err := messageIDOf(raw)
-	if err != nil {
+	if err := idErr; err != nil {
 		// Telegram answered "ok": the message was delivered, and sending
 		// it again would deliver it twice. Only its ID is unknown.
 		a.limited.Warn("telegram: a message was delivered, but the answer's result is unreadable; its ID is unknown",

@@ -1,0 +1,174 @@
+package telegram
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+)
+
+// maxAnswerBytes bounds a Bot API answer read into memory. getUpdates's
+// answer, the largest (100 updates at most), stays far below it; a proxy
+// or a broken server answering without end is cut off here.
+const maxAnswerBytes = 64 << 20
+
+// maxPooledAnswer is the largest answer buffer kept for reuse: a send's
+// answer (its Message) is a few hundred bytes, getUpdates's can be many
+// kilobytes, and a rare large one is left to the GC.
+const maxPooledAnswer = 64 << 10
+
+// post calls method with params as an HTML form and hands the answer's
+// result to use, which must not keep it: it lies in a buffer the adapter
+// reuses once use returns. It does what tgbotapi's MakeRequest does (the
+// same URL, body and header, the same *tgbotapi.Error for an answer with
+// "ok": false), but the answer is read whole, which frees the connection
+// for the next request at once, into a reused buffer, and its result is
+// found without decoding it (see [answerResult]). Its errors are the
+// library's, for [Adapter.failure].
+func (a *Adapter) post(bc *boundClient, method string, params tgbotapi.Params, use func(json.RawMessage)) error {
+	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf(a.cfg.APIEndpoint, a.cfg.Token, method), strings.NewReader(encodeForm(params)))
+	if err != nil {
+		return a.red.Error(err) // its text may quote the URL, token and all
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := bc.Do(req)
+	if err != nil {
+		return err
+	}
+	buf, _ := a.answers.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	defer func() {
+		if buf.Cap() <= maxPooledAnswer {
+			buf.Reset()
+			a.answers.Put(buf)
+		}
+	}()
+	err = readAnswer(buf, resp)
+	_ = resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	result, err := answerResult(buf.Bytes())
+	if err != nil {
+		return err
+	}
+	use(result)
+	return nil
+}
+
+// encodeForm is url.Values.Encode of params, as the library sends them:
+// keys sorted, every key with its value, empty ones too.
+func encodeForm(params tgbotapi.Params) string {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var sb strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteByte('&')
+		}
+		sb.WriteString(url.QueryEscape(k))
+		sb.WriteByte('=')
+		sb.WriteString(url.QueryEscape(params[k]))
+	}
+	return sb.String()
+}
+
+// readAnswer reads resp's body whole into buf, up to maxAnswerBytes.
+func readAnswer(buf *bytes.Buffer, resp *http.Response) error {
+	if resp.ContentLength > 0 && resp.ContentLength <= maxAnswerBytes {
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead) // ReadFrom reads EOF without growing
+	}
+	n, err := buf.ReadFrom(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	if err != nil {
+		return err
+	}
+	if n > maxAnswerBytes {
+		return fmt.Errorf("answer over %d MiB", maxAnswerBytes>>20)
+	}
+	return nil
+}
+
+// okPrefix opens every successful answer of the Bot API's: Telegram writes
+// its JSON compact, "ok" first and "result" second.
+var okPrefix = []byte(`{"ok":true,"result":`)
+
+// answerResult returns the result of the Bot API answer body, or the
+// *tgbotapi.Error of an answer with "ok": false. An answer that opens with
+// okPrefix and closes right after one JSON value, as Telegram's do, gives
+// that value without a decode (the caller decodes what it needs of it,
+// which checks it); any other answer is decoded as the library decodes
+// it.
+func answerResult(body []byte) (json.RawMessage, error) {
+	if rest, ok := bytes.CutPrefix(bytes.TrimRight(body, " \t\r\n"), okPrefix); ok && len(rest) > 1 && rest[len(rest)-1] == '}' {
+		if v := rest[:len(rest)-1]; isOneValue(v) {
+			return v, nil
+		}
+	}
+	var resp tgbotapi.APIResponse
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&resp); err != nil {
+		return nil, err
+	}
+	if !resp.Ok {
+		e := &tgbotapi.Error{Code: resp.ErrorCode, Message: resp.Description}
+		if resp.Parameters != nil {
+			e.ResponseParameters = *resp.Parameters
+		}
+		return nil, e
+	}
+	return resp.Result, nil
+}
+
+// isOneValue reports whether v's brackets and strings make it one JSON
+// value and nothing around it: an object or an array whose last bracket
+// closes it at v's end, or a scalar with no comma, colon or bracket
+// outside a string. It checks the extent of a value, not its grammar
+// (the caller's decode does that): an answer with a field after its
+// result ({"ok":true,"result":{...},"x":1}) fails it.
+func isOneValue(v []byte) bool {
+	if len(v) == 0 || isSpace(v[0]) || isSpace(v[len(v)-1]) {
+		return false // a decode would drop the space from the value
+	}
+	depth, inString, escaped := 0, false, false
+	for i, c := range v {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth == 0 && i > 0 {
+				return false // a container after a scalar
+			}
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth < 0 || depth == 0 && i != len(v)-1 {
+				return false
+			}
+		case depth == 0 && (c == ',' || c == ':'):
+			return false
+		}
+	}
+	return depth == 0 && !inString
+}
+
+// isSpace reports whether c is JSON's white space.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
