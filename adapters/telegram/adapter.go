@@ -53,7 +53,7 @@ type Adapter struct {
 	receiving atomic.Bool
 	username  atomic.Pointer[string]
 
-	answers sync.Pool // *bytes.Buffer: Bot API answers being read (see post)
+	answers sync.Pool // *answerBuf: Bot API answers being read (see post)
 
 	taken   *ledger       // updates handed on, kept between runs
 	presses *pressTracker // button presses handed on, and their answers

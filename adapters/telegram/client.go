@@ -38,6 +38,7 @@ type boundClient struct {
 	unsent bool        // Do refused the request: the context had ended
 	traced atomic.Bool // the transport reported its progress (GetConn)
 	wrote  atomic.Bool // the transport wrote a whole request (WroteRequest without an error)
+	trace  httptrace.ClientTrace
 }
 
 // Do sends req with the bound context. When that context has ended
@@ -50,7 +51,7 @@ func (c *boundClient) Do(req *http.Request) (*http.Response, error) {
 		c.unsent = true
 		return nil, c.red.URLError(&url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err})
 	}
-	trace := &httptrace.ClientTrace{
+	c.trace = httptrace.ClientTrace{
 		GetConn: func(string) { c.traced.Store(true) },
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
@@ -58,7 +59,7 @@ func (c *boundClient) Do(req *http.Request) (*http.Response, error) {
 			}
 		},
 	}
-	resp, err := c.hc.Do(req.WithContext(httptrace.WithClientTrace(c.ctx, trace)))
+	resp, err := c.hc.Do(req.WithContext(httptrace.WithClientTrace(c.ctx, &c.trace)))
 	if err != nil {
 		return nil, c.red.URLError(err)
 	}

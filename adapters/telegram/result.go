@@ -41,22 +41,17 @@ func (a *Adapter) post(bc *boundClient, method string, params tgbotapi.Params, u
 	if err != nil {
 		return err
 	}
-	buf, _ := a.answers.Get().(*bytes.Buffer)
-	if buf == nil {
-		buf = new(bytes.Buffer)
+	ab, _ := a.answers.Get().(*answerBuf)
+	if ab == nil {
+		ab = new(answerBuf)
 	}
-	defer func() {
-		if buf.Cap() <= maxPooledAnswer {
-			buf.Reset()
-			a.answers.Put(buf)
-		}
-	}()
-	err = readAnswer(buf, resp)
+	defer a.putAnswerBuf(ab)
+	err = ab.read(resp)
 	_ = resp.Body.Close()
 	if err != nil {
 		return err
 	}
-	result, err := answerResult(buf.Bytes())
+	result, err := answerResult(ab.buf.Bytes())
 	if err != nil {
 		return err
 	}
@@ -84,12 +79,20 @@ func encodeForm(params tgbotapi.Params) string {
 	return sb.String()
 }
 
-// readAnswer reads resp's body whole into buf, up to maxAnswerBytes.
-func readAnswer(buf *bytes.Buffer, resp *http.Response) error {
+// answerBuf is where [Adapter.post] reads an answer, reused.
+type answerBuf struct {
+	buf   bytes.Buffer
+	limit io.LimitedReader // the body, cut at maxAnswerBytes + 1
+}
+
+// read reads resp's body whole into b.buf, up to maxAnswerBytes.
+func (b *answerBuf) read(resp *http.Response) error {
 	if resp.ContentLength > 0 && resp.ContentLength <= maxAnswerBytes {
-		buf.Grow(int(resp.ContentLength) + bytes.MinRead) // ReadFrom reads EOF without growing
+		b.buf.Grow(int(resp.ContentLength) + bytes.MinRead) // ReadFrom reads EOF without growing
 	}
-	n, err := buf.ReadFrom(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	b.limit = io.LimitedReader{R: resp.Body, N: maxAnswerBytes + 1}
+	n, err := b.buf.ReadFrom(&b.limit)
+	b.limit.R = nil
 	if err != nil {
 		return err
 	}
@@ -97,6 +100,14 @@ func readAnswer(buf *bytes.Buffer, resp *http.Response) error {
 		return fmt.Errorf("answer over %d MiB", maxAnswerBytes>>20)
 	}
 	return nil
+}
+
+// putAnswerBuf gives b back for reuse, unless it grew large.
+func (a *Adapter) putAnswerBuf(b *answerBuf) {
+	if b.buf.Cap() <= maxPooledAnswer {
+		b.buf.Reset()
+		a.answers.Put(b)
+	}
 }
 
 // okPrefix opens every successful answer of the Bot API's: Telegram writes
