@@ -44,13 +44,13 @@ type boundClient struct {
 // Do sends req with the bound context. When that context has ended
 // already, it fails without handing req to the transport.
 func (c *boundClient) Do(req *http.Request) (*http.Response, error) {
-	if err := c.ctx.Err(); err != nil {
-		if req.Body != nil {
-			_ = req.Body.Close() // as a transport would: it may be an upload's pipe
-		}
-		c.unsent = true
-		return nil, c.red.URLError(&url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err})
-	}
+	return c.doTraced(req.WithContext(c.tracedContext()))
+}
+
+// tracedContext returns the bound context with the trace that follows the
+// request through the transport (see mayHaveArrived). A request made
+// with it goes to doTraced as it is.
+func (c *boundClient) tracedContext() context.Context {
 	c.trace = httptrace.ClientTrace{
 		GetConn: func(string) { c.traced.Store(true) },
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
@@ -59,7 +59,19 @@ func (c *boundClient) Do(req *http.Request) (*http.Response, error) {
 			}
 		},
 	}
-	resp, err := c.hc.Do(req.WithContext(httptrace.WithClientTrace(c.ctx, &c.trace)))
+	return httptrace.WithClientTrace(c.ctx, &c.trace)
+}
+
+// doTraced is Do for a request made with tracedContext.
+func (c *boundClient) doTraced(req *http.Request) (*http.Response, error) {
+	if err := c.ctx.Err(); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close() // as a transport would: it may be an upload's pipe
+		}
+		c.unsent = true
+		return nil, c.red.URLError(&url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err})
+	}
+	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, c.red.URLError(err)
 	}

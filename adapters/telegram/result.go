@@ -32,12 +32,12 @@ const maxPooledAnswer = 64 << 10
 // found without decoding it (see [answerResult]). Its errors are the
 // library's, for [Adapter.failure].
 func (a *Adapter) post(bc *boundClient, method string, params tgbotapi.Params, use func(json.RawMessage)) error {
-	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf(a.cfg.APIEndpoint, a.cfg.Token, method), strings.NewReader(encodeForm(params)))
+	req, err := http.NewRequestWithContext(bc.tracedContext(), http.MethodPost, fmt.Sprintf(a.cfg.APIEndpoint, a.cfg.Token, method), strings.NewReader(encodeForm(params)))
 	if err != nil {
 		return a.red.Error(err) // its text may quote the URL, token and all
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := bc.Do(req)
+	resp, err := bc.doTraced(req) // made with its context: no copy of req
 	if err != nil {
 		return err
 	}
