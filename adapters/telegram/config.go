@@ -308,6 +308,11 @@ func (cfg Config) withDefaults() (Config, error) {
 		(u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return bad("APIEndpoint %q is not an http or https URL format", cfg.APIEndpoint)
 	}
+	if _, err := url.Parse(fmt.Sprintf(cfg.APIEndpoint, cfg.Token, "method")); err != nil {
+		// The token where the format puts it (a host's label, say) breaks
+		// the URL: every request would fail. The error quotes the token.
+		return bad("APIEndpoint %q makes no URL with the token in it", cfg.APIEndpoint)
+	}
 	if cfg.Name == "" {
 		cfg.Name = DefaultName
 	}

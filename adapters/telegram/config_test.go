@@ -63,6 +63,7 @@ func TestConfigErrors(t *testing.T) {
 		{"endpoint with one verb", Config{Token: token, APIEndpoint: "http://x/bot%s"}},
 		{"endpoint with another verb", Config{Token: token, APIEndpoint: "http://x/bot%s/%s/%d"}},
 		{"endpoint not http", Config{Token: token, APIEndpoint: "ftp://x/bot%s/%s"}},
+		{"endpoint broken by the token", Config{Token: token, APIEndpoint: "https://%s.example/%s"}},
 		{"mode", Config{Token: token, Mode: "carrier-pigeon"}},
 		{"negative poll timeout", Config{Token: token, PollTimeout: -time.Second}},
 		{"path", Config{Token: token, Webhook: WebhookConfig{Path: "hook"}}},

@@ -3,6 +3,7 @@ package telegram
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,7 +35,9 @@ const maxPooledAnswer = 64 << 10
 func (a *Adapter) post(bc *boundClient, method string, params tgbotapi.Params, use func(json.RawMessage)) error {
 	req, err := http.NewRequestWithContext(bc.tracedContext(), http.MethodPost, fmt.Sprintf(a.cfg.APIEndpoint, a.cfg.Token, method), strings.NewReader(encodeForm(params)))
 	if err != nil {
-		return a.red.Error(err) // its text may quote the URL, token and all
+		// Its text, and the *url.Error inside it, may quote the URL, token
+		// and all: only the redacted text is kept.
+		return errors.New(a.red.String(err.Error()))
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := bc.doTraced(req) // made with its context: no copy of req
@@ -46,12 +49,19 @@ func (a *Adapter) post(bc *boundClient, method string, params tgbotapi.Params, u
 		ab = new(answerBuf)
 	}
 	defer a.putAnswerBuf(ab)
-	err = ab.read(resp)
+	err = ab.read(resp, maxAnswerBytes)
 	_ = resp.Body.Close()
+	var result json.RawMessage
 	if err != nil {
-		return err
+		// The library decodes the answer's first JSON value and reads no
+		// further: a whole answer before a broken connection is the answer.
+		var derr error
+		if result, derr = decodeAnswer(ab.buf.Bytes()); derr == nil || isRefusal(derr) {
+			err = derr
+		}
+	} else {
+		result, err = answerResult(ab.buf.Bytes())
 	}
-	result, err := answerResult(ab.buf.Bytes())
 	if err != nil {
 		return err
 	}
@@ -82,22 +92,24 @@ func encodeForm(params tgbotapi.Params) string {
 // answerBuf is where [Adapter.post] reads an answer, reused.
 type answerBuf struct {
 	buf   bytes.Buffer
-	limit io.LimitedReader // the body, cut at maxAnswerBytes + 1
+	limit io.LimitedReader // the body, cut one byte past the bound
 }
 
-// read reads resp's body whole into b.buf, up to maxAnswerBytes.
-func (b *answerBuf) read(resp *http.Response) error {
-	if resp.ContentLength > 0 && resp.ContentLength <= maxAnswerBytes {
-		b.buf.Grow(int(resp.ContentLength) + bytes.MinRead) // ReadFrom reads EOF without growing
+// read reads resp's body whole into b.buf, up to max bytes. It grows the
+// buffer to the length the answer declares, up to maxPooledAnswer: a
+// declared length is not trusted further.
+func (b *answerBuf) read(resp *http.Response, max int64) error {
+	if n := resp.ContentLength; n > 0 {
+		b.buf.Grow(int(min(n+bytes.MinRead, maxPooledAnswer))) // +MinRead: ReadFrom reads EOF without growing
 	}
-	b.limit = io.LimitedReader{R: resp.Body, N: maxAnswerBytes + 1}
+	b.limit = io.LimitedReader{R: resp.Body, N: max + 1}
 	n, err := b.buf.ReadFrom(&b.limit)
 	b.limit.R = nil
 	if err != nil {
 		return err
 	}
-	if n > maxAnswerBytes {
-		return fmt.Errorf("answer over %d MiB", maxAnswerBytes>>20)
+	if n > max {
+		return fmt.Errorf("answer over %d bytes", max)
 	}
 	return nil
 }
@@ -116,16 +128,24 @@ var okPrefix = []byte(`{"ok":true,"result":`)
 
 // answerResult returns the result of the Bot API answer body, or the
 // *tgbotapi.Error of an answer with "ok": false. An answer that opens with
-// okPrefix and closes right after one JSON value, as Telegram's do, gives
-// that value without a decode (the caller decodes what it needs of it,
-// which checks it); any other answer is decoded as the library decodes
-// it.
+// okPrefix and closes right after one valid JSON value, as Telegram's do,
+// gives that value as it lies in body, without a decode; any other answer
+// is decoded as the library decodes it.
 func answerResult(body []byte) (json.RawMessage, error) {
 	if rest, ok := bytes.CutPrefix(bytes.TrimRight(body, " \t\r\n"), okPrefix); ok && len(rest) > 1 && rest[len(rest)-1] == '}' {
-		if v := rest[:len(rest)-1]; isOneValue(v) {
+		// json.Valid refuses what the library's decode refuses, a value
+		// nested too deep included; a space around the value the decode
+		// would drop.
+		if v := rest[:len(rest)-1]; !isSpace(v[0]) && !isSpace(v[len(v)-1]) && json.Valid(v) {
 			return v, nil
 		}
 	}
+	return decodeAnswer(body)
+}
+
+// decodeAnswer is answerResult by the library's decode: the first JSON
+// value of body, an APIResponse.
+func decodeAnswer(body []byte) (json.RawMessage, error) {
 	var resp tgbotapi.APIResponse
 	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&resp); err != nil {
 		return nil, err
@@ -140,45 +160,11 @@ func answerResult(body []byte) (json.RawMessage, error) {
 	return resp.Result, nil
 }
 
-// isOneValue reports whether v's brackets and strings make it one JSON
-// value and nothing around it: an object or an array whose last bracket
-// closes it at v's end, or a scalar with no comma, colon or bracket
-// outside a string. It checks the extent of a value, not its grammar
-// (the caller's decode does that): an answer with a field after its
-// result ({"ok":true,"result":{...},"x":1}) fails it.
-func isOneValue(v []byte) bool {
-	if len(v) == 0 || isSpace(v[0]) || isSpace(v[len(v)-1]) {
-		return false // a decode would drop the space from the value
-	}
-	depth, inString, escaped := 0, false, false
-	for i, c := range v {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth == 0 && i > 0 {
-				return false // a container after a scalar
-			}
-			depth++
-		case c == '}' || c == ']':
-			depth--
-			if depth < 0 || depth == 0 && i != len(v)-1 {
-				return false
-			}
-		case depth == 0 && (c == ',' || c == ':'):
-			return false
-		}
-	}
-	return depth == 0 && !inString
+// isRefusal reports whether err is the library's error for an answer with
+// "ok": false.
+func isRefusal(err error) bool {
+	var te *tgbotapi.Error
+	return errors.As(err, &te)
 }
 
 // isSpace reports whether c is JSON's white space.

@@ -1,20 +1,31 @@
 package telegram
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"testing"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/heraldbot/herald/platform"
 )
 
 func TestAnswerResult(t *testing.T) {
+	deep := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
 	for _, tc := range []struct {
 		name, body string
 		want       string // the result; "" when an error is expected
-		fast       bool   // found without a decode
+		fast       bool   // found without a decode: the result lies in the body
 	}{
 		{"message", `{"ok":true,"result":{"message_id":7,"chat":{"id":1,"type":"private"},"text":"}]\"{"}}`, `{"message_id":7,"chat":{"id":1,"type":"private"},"text":"}]\"{"}`, true},
 		{"the fake's newline", "{\"ok\":true,\"result\":[1,2]}\n", `[1,2]`, true},
@@ -25,24 +36,31 @@ func TestAnswerResult(t *testing.T) {
 		{"spaced", `{ "ok": true, "result": {"a": 1} }`, `{"a": 1}`, false},
 		{"a space before the result", `{"ok":true,"result": 0}`, `0`, false},
 		{"result first", `{"result":[],"ok":true}`, `[]`, false},
+		{"a bad scalar", `{"ok":true,"result":tru}`, "", false},
+		{"two strings", `{"ok":true,"result":"a" "b"}`, "", false},
+		{"an array without commas", `{"ok":true,"result":[1 2]}`, "", false},
+		{"nested too deep", `{"ok":true,"result":` + deep + `}`, "", false},
 		{"not JSON", `<html>Bad Gateway</html>`, "", false},
 		{"empty", ``, "", false},
 		{"cut", `{"ok":true,"result":{"message_id":7`, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := answerResult([]byte(tc.body))
+			body := []byte(tc.body)
+			got, err := answerResult(body)
 			if tc.want == "" {
 				if err == nil {
-					t.Fatalf("answerResult(%s) = %s, want an error", tc.body, got)
+					t.Fatalf("answerResult(%.80s) = %.80s, want an error", tc.body, got)
 				}
 				return
 			}
 			if err != nil || string(got) != tc.want {
 				t.Fatalf("answerResult(%s) = %s, %v; want %s", tc.body, got, err, tc.want)
 			}
-			rest, _ := bytes.CutPrefix([]byte(tc.body), okPrefix)
-			if fast := len(rest) < len(tc.body) && isOneValue(rest[:bytes.LastIndexByte(rest, '}')]); fast != tc.fast {
-				t.Errorf("fast path taken: %v, want %v", fast, tc.fast)
+			for i := range body {
+				body[i] = 'x'
+			}
+			if fast := got[0] == 'x'; fast != tc.fast {
+				t.Errorf("the result lies in the body: %v, want %v", fast, tc.fast)
 			}
 		})
 	}
@@ -79,6 +97,7 @@ func FuzzAnswerResult(f *testing.F) {
 		`{"ok":true,"result":{"message_id":7}}`, `{"ok":true,"result":true}`, "{\"ok\":true,\"result\":[]}\n",
 		`{"ok":true,"result":1,"description":"d"}`, `{"ok":false,"error_code":400,"description":"Bad Request"}`,
 		`{"ok":true,"result":"}"}`, `{"ok":true,"result":{"a":"\"}"}}`, `{"ok":true,"result":tru}`, `{"ok":true,"result":1}}`,
+		`{"ok":true,"result":"a" "b"}`, `{"ok":true,"result":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -96,8 +115,143 @@ func FuzzAnswerResult(f *testing.F) {
 			if !errors.As(err, &te) || te.Code != want.ErrorCode || te.Message != want.Description {
 				t.Fatalf("answerResult(%q) = %q, %v; the library reads a refusal %d %q", body, got, err, want.ErrorCode, want.Description)
 			}
-		case err == nil && json.Valid(got):
-			t.Fatalf("answerResult(%q) = %q, which is JSON, but the library cannot read the answer: %v", body, got, derr)
+		case err == nil:
+			t.Fatalf("answerResult(%q) = %q, but the library cannot read the answer: %v", body, got, derr)
 		}
 	})
+}
+
+// An answer is read up to its bound, and one byte more is refused; the
+// length an answer declares does not size the buffer past maxPooledAnswer.
+func TestAnswerBufBound(t *testing.T) {
+	for _, tc := range []struct {
+		size int
+		fail bool
+	}{{10, false}, {11, true}} {
+		var ab answerBuf
+		resp := &http.Response{Body: io.NopCloser(strings.NewReader(strings.Repeat(" ", tc.size))), ContentLength: 1 << 40}
+		err := ab.read(resp, 10)
+		if (err != nil) != tc.fail {
+			t.Errorf("a %d-byte answer under a bound of 10: %v", tc.size, err)
+		}
+		if ab.buf.Cap() > 2*maxPooledAnswer {
+			t.Errorf("a declared length of 1 TiB grew the buffer to %d bytes", ab.buf.Cap())
+		}
+	}
+}
+
+// A form call follows its request through the transport as Do does: a
+// failed sendMessage is said to be maybe delivered exactly when the
+// transport may have written it.
+func TestMakeRequestMayHaveArrived(t *testing.T) {
+	reset := errors.New("read: connection reset by peer")
+	for _, tc := range []struct {
+		name  string
+		trace func(*httptrace.ClientTrace)
+		want  bool
+	}{
+		{"not written", func(ct *httptrace.ClientTrace) { ct.GetConn("x") }, false},
+		{"written", func(ct *httptrace.ClientTrace) {
+			ct.GetConn("x")
+			ct.WroteRequest(httptrace.WroteRequestInfo{})
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				ct := httptrace.ContextClientTrace(r.Context())
+				if ct == nil {
+					t.Fatal("the request carries no trace")
+				}
+				tc.trace(ct)
+				return nil, reset
+			})
+			a, err := New(Config{Token: testToken, APIEndpoint: "http://api.invalid/bot%s/%s", HTTPClient: &http.Client{Transport: rt}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = a.makeRequest(context.Background(), "sendMessage", tgbotapi.Params{"chat_id": "1", "text": "hi"})
+			if err == nil {
+				t.Fatal("makeRequest succeeded")
+			}
+			assertNoToken(t, err)
+			if got := errors.Is(err, platform.ErrMaybeDelivered); got != tc.want {
+				t.Fatalf("makeRequest = %v: maybe delivered %v, want %v", err, got, tc.want)
+			}
+		})
+	}
+}
+
+// The library decodes an answer's first JSON value and reads no further;
+// a whole answer followed by a broken connection is still the answer, and
+// an answer cut short is an error.
+func TestMakeRequestAnswerBeforeBrokenConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       string // the result, or "" for an error
+		code       int    // the APIError's code for a refusal
+	}{
+		{"result", `{"ok":true,"result":{"message_id":7}}`, `{"message_id":7}`, 0},
+		{"refusal", `{"ok":false,"error_code":400,"description":"Bad Request: chat not found"}`, "", 400},
+		{"cut", `{"ok":true,"result":{"message_id":7`, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				_, _ = http.ReadRequest(bufio.NewReader(c))
+				// Content-Length says more than comes: the connection ends
+				// before the body does.
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(tc.body)+100, tc.body)
+			}()
+			a, err := New(Config{Token: testToken, APIEndpoint: "http://" + ln.Addr().String() + "/bot%s/%s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := a.makeRequest(context.Background(), "sendMessage", tgbotapi.Params{"chat_id": "1"})
+			var ae *APIError
+			switch {
+			case tc.want != "":
+				if err != nil || string(got) != tc.want {
+					t.Fatalf("makeRequest = %s, %v; want %s", got, err, tc.want)
+				}
+			case tc.code != 0:
+				if !errors.As(err, &ae) || ae.Code != tc.code {
+					t.Fatalf("makeRequest = %s, %v; want the APIError %d", got, err, tc.code)
+				}
+			default:
+				if err == nil {
+					t.Fatalf("makeRequest = %s, nil; want an error", got)
+				}
+			}
+			assertNoToken(t, err)
+		})
+	}
+}
+
+// A request that cannot be made (a URL the token breaks, which New
+// refuses) fails with an error that holds no token, in its text or in what
+// errors.As finds in it.
+func TestPostRequestErrorHidesToken(t *testing.T) {
+	a, err := New(Config{Token: testToken, APIEndpoint: "http://127.0.0.1:1/bot%s/%s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.cfg.APIEndpoint = "https://%s.example/%s" // as New would refuse it
+	_, err = a.makeRequest(context.Background(), "getMe", nil)
+	if err == nil {
+		t.Fatal("makeRequest succeeded")
+	}
+	assertNoToken(t, err)
+	var ue *url.Error
+	if errors.As(err, &ue) && strings.Contains(ue.URL, tokenPart) {
+		t.Fatalf("errors.As finds the URL with the token: %s", ue.URL)
+	}
 }
