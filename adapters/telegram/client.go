@@ -137,15 +137,15 @@ func (a *Adapter) request(ctx context.Context, method string, c tgbotapi.Chattab
 // secret_token).
 func (a *Adapter) makeRequest(ctx context.Context, method string, params tgbotapi.Params) (json.RawMessage, error) {
 	var result json.RawMessage
-	err := a.makeRequestTo(ctx, method, params, func(r json.RawMessage) { result = bytes.Clone(r) })
+	err := a.makeRequestTo(ctx, method, params, true, func(r json.RawMessage) { result = bytes.Clone(r) })
 	return result, err
 }
 
 // makeRequestTo is makeRequest handing the result to use, which must not
-// keep it (see [Adapter.post]).
-func (a *Adapter) makeRequestTo(ctx context.Context, method string, params tgbotapi.Params, use func(json.RawMessage)) error {
+// keep it; checked is post's.
+func (a *Adapter) makeRequestTo(ctx context.Context, method string, params tgbotapi.Params, checked bool, use func(json.RawMessage)) error {
 	bc := &boundClient{ctx: ctx, hc: a.cfg.HTTPClient, red: a.red}
-	if err := a.post(bc, method, params, use); err != nil {
+	if err := a.post(bc, method, params, checked, use); err != nil {
 		return a.failure(method, err, bc)
 	}
 	return nil
@@ -157,13 +157,13 @@ func (a *Adapter) makeRequestTo(ctx context.Context, method string, params tgbot
 // are [Adapter.request]'s.
 func (a *Adapter) upload(ctx context.Context, method string, params tgbotapi.Params, files []tgbotapi.RequestFile) (json.RawMessage, error) {
 	var result json.RawMessage
-	err := a.uploadTo(ctx, method, params, files, func(r json.RawMessage) { result = bytes.Clone(r) })
+	err := a.uploadTo(ctx, method, params, files, true, func(r json.RawMessage) { result = bytes.Clone(r) })
 	return result, err
 }
 
-// uploadTo is upload handing the result to use, which must not keep it
-// (see [Adapter.post]).
-func (a *Adapter) uploadTo(ctx context.Context, method string, params tgbotapi.Params, files []tgbotapi.RequestFile, use func(json.RawMessage)) error {
+// uploadTo is upload handing the result to use, which must not keep it;
+// checked is post's.
+func (a *Adapter) uploadTo(ctx context.Context, method string, params tgbotapi.Params, files []tgbotapi.RequestFile, checked bool, use func(json.RawMessage)) error {
 	needsUpload := false
 	for _, f := range files {
 		needsUpload = needsUpload || f.Data.NeedsUpload()
@@ -172,7 +172,7 @@ func (a *Adapter) uploadTo(ctx context.Context, method string, params tgbotapi.P
 		for _, f := range files {
 			params[f.Name] = f.Data.SendData()
 		}
-		return a.makeRequestTo(ctx, method, params, use)
+		return a.makeRequestTo(ctx, method, params, checked, use)
 	}
 	b, bc := a.bot(ctx)
 	resp, err := b.UploadFiles(method, params, files)

@@ -30,9 +30,9 @@ const maxPooledAnswer = 64 << 10
 // same URL, body and header, the same *tgbotapi.Error for an answer with
 // "ok": false), but the answer is read whole, which frees the connection
 // for the next request at once, into a reused buffer, and its result is
-// found without decoding it (see [answerResult]). Its errors are the
-// library's, for [Adapter.failure].
-func (a *Adapter) post(bc *boundClient, method string, params tgbotapi.Params, use func(json.RawMessage)) error {
+// found without decoding it (see [answerResult]; checked is its). Its
+// errors are the library's, for [Adapter.failure].
+func (a *Adapter) post(bc *boundClient, method string, params tgbotapi.Params, checked bool, use func(json.RawMessage)) error {
 	req, err := http.NewRequestWithContext(bc.tracedContext(), http.MethodPost, fmt.Sprintf(a.cfg.APIEndpoint, a.cfg.Token, method), strings.NewReader(encodeForm(params)))
 	if err != nil {
 		// Its text, and the *url.Error inside it, may quote the URL, token
@@ -60,7 +60,7 @@ func (a *Adapter) post(bc *boundClient, method string, params tgbotapi.Params, u
 			err = derr
 		}
 	} else {
-		result, err = answerResult(ab.buf.Bytes())
+		result, err = answerResult(ab.buf.Bytes(), checked)
 	}
 	if err != nil {
 		return err
@@ -128,19 +128,61 @@ var okPrefix = []byte(`{"ok":true,"result":`)
 
 // answerResult returns the result of the Bot API answer body, or the
 // *tgbotapi.Error of an answer with "ok": false. An answer that opens with
-// okPrefix and closes right after one valid JSON value, as Telegram's do,
-// gives that value as it lies in body, without a decode; any other answer
-// is decoded as the library decodes it.
-func answerResult(body []byte) (json.RawMessage, error) {
+// okPrefix and closes right after one JSON value, as Telegram's do, gives
+// that value as it lies in body, without a decode; any other answer is
+// decoded as the library decodes it. Checked, the value must be valid JSON
+// (json.Valid refuses what the library's decode refuses, a value nested
+// too deep included), for a caller that keeps or passes on the result, or
+// ignores it; unchecked, only its extent is found (see isOneValue), for a
+// caller that reads what it needs of it and refuses what it cannot read.
+func answerResult(body []byte, checked bool) (json.RawMessage, error) {
 	if rest, ok := bytes.CutPrefix(bytes.TrimRight(body, " \t\r\n"), okPrefix); ok && len(rest) > 1 && rest[len(rest)-1] == '}' {
-		// json.Valid refuses what the library's decode refuses, a value
-		// nested too deep included; a space around the value the decode
-		// would drop.
-		if v := rest[:len(rest)-1]; !isSpace(v[0]) && !isSpace(v[len(v)-1]) && json.Valid(v) {
+		if v := rest[:len(rest)-1]; isOneValue(v) && (!checked || json.Valid(v)) {
 			return v, nil
 		}
 	}
 	return decodeAnswer(body)
+}
+
+// isOneValue reports whether v's brackets and strings make it one JSON
+// value and nothing around it: an object or an array whose last bracket
+// closes it at v's end, or a scalar with no comma, colon, bracket or space
+// outside a string. It checks the extent of a value, not its grammar: an
+// answer with a field after its result ({"ok":true,"result":{...},"x":1})
+// fails it, {"ok":true,"result":tru} passes.
+func isOneValue(v []byte) bool {
+	if len(v) == 0 || isSpace(v[0]) || isSpace(v[len(v)-1]) {
+		return false // a decode would drop the space from the value
+	}
+	depth, inString, escaped := 0, false, false
+	for i, c := range v {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth == 0 && i > 0 {
+				return false // a container after a scalar
+			}
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth < 0 || depth == 0 && i != len(v)-1 {
+				return false
+			}
+		case depth == 0 && (c == ',' || c == ':' || isSpace(c)):
+			return false
+		}
+	}
+	return depth == 0 && !inString
 }
 
 // decodeAnswer is answerResult by the library's decode: the first JSON

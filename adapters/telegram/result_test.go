@@ -22,52 +22,60 @@ import (
 
 func TestAnswerResult(t *testing.T) {
 	deep := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
+	const same = "same"
 	for _, tc := range []struct {
 		name, body string
-		want       string // the result; "" when an error is expected
+		want       string // the result, checked; "" when an error is expected
+		unchecked  string // the result unchecked, if not the same
 		fast       bool   // found without a decode: the result lies in the body
 	}{
-		{"message", `{"ok":true,"result":{"message_id":7,"chat":{"id":1,"type":"private"},"text":"}]\"{"}}`, `{"message_id":7,"chat":{"id":1,"type":"private"},"text":"}]\"{"}`, true},
-		{"the fake's newline", "{\"ok\":true,\"result\":[1,2]}\n", `[1,2]`, true},
-		{"scalar", `{"ok":true,"result":true}`, `true`, true},
-		{"string with escapes", `{"ok":true,"result":"a\\\"b"}`, `"a\\\"b"`, true},
-		{"a field after the result", `{"ok":true,"result":true,"description":"Webhook was set"}`, `true`, false},
-		{"an object's field after the result", `{"ok":true,"result":{"a":1},"ok":false,"description":"x"}`, "", false},
-		{"spaced", `{ "ok": true, "result": {"a": 1} }`, `{"a": 1}`, false},
-		{"a space before the result", `{"ok":true,"result": 0}`, `0`, false},
-		{"result first", `{"result":[],"ok":true}`, `[]`, false},
-		{"a bad scalar", `{"ok":true,"result":tru}`, "", false},
-		{"two strings", `{"ok":true,"result":"a" "b"}`, "", false},
-		{"an array without commas", `{"ok":true,"result":[1 2]}`, "", false},
-		{"nested too deep", `{"ok":true,"result":` + deep + `}`, "", false},
-		{"not JSON", `<html>Bad Gateway</html>`, "", false},
-		{"empty", ``, "", false},
-		{"cut", `{"ok":true,"result":{"message_id":7`, "", false},
+		{"message", `{"ok":true,"result":{"message_id":7,"chat":{"id":1,"type":"private"},"text":"}]\"{"}}`, `{"message_id":7,"chat":{"id":1,"type":"private"},"text":"}]\"{"}`, same, true},
+		{"the fake's newline", "{\"ok\":true,\"result\":[1,2]}\n", `[1,2]`, same, true},
+		{"scalar", `{"ok":true,"result":true}`, `true`, same, true},
+		{"string with escapes", `{"ok":true,"result":"a\\\"b"}`, `"a\\\"b"`, same, true},
+		{"a field after the result", `{"ok":true,"result":true,"description":"Webhook was set"}`, `true`, same, false},
+		{"an object's field after the result", `{"ok":true,"result":{"a":1},"ok":false,"description":"x"}`, "", same, false},
+		{"spaced", `{ "ok": true, "result": {"a": 1} }`, `{"a": 1}`, same, false},
+		{"a space before the result", `{"ok":true,"result": 0}`, `0`, same, false},
+		{"result first", `{"result":[],"ok":true}`, `[]`, same, false},
+		{"a bad scalar", `{"ok":true,"result":tru}`, "", `tru`, false},
+		{"two strings", `{"ok":true,"result":"a" "b"}`, "", same, false},
+		{"an array without commas", `{"ok":true,"result":[1 2]}`, "", `[1 2]`, false},
+		{"nested too deep", `{"ok":true,"result":` + deep + `}`, "", deep, false},
+		{"not JSON", `<html>Bad Gateway</html>`, "", same, false},
+		{"empty", ``, "", same, false},
+		{"cut", `{"ok":true,"result":{"message_id":7`, "", same, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			body := []byte(tc.body)
-			got, err := answerResult(body)
-			if tc.want == "" {
-				if err == nil {
-					t.Fatalf("answerResult(%.80s) = %.80s, want an error", tc.body, got)
+		for _, checked := range []bool{true, false} {
+			want := tc.want
+			if !checked && tc.unchecked != same {
+				want = tc.unchecked
+			}
+			t.Run(fmt.Sprintf("%s/checked=%v", tc.name, checked), func(t *testing.T) {
+				body := []byte(tc.body)
+				got, err := answerResult(body, checked)
+				if want == "" {
+					if err == nil {
+						t.Fatalf("answerResult(%.80s) = %.80s, want an error", tc.body, got)
+					}
+					return
 				}
-				return
-			}
-			if err != nil || string(got) != tc.want {
-				t.Fatalf("answerResult(%s) = %s, %v; want %s", tc.body, got, err, tc.want)
-			}
-			for i := range body {
-				body[i] = 'x'
-			}
-			if fast := got[0] == 'x'; fast != tc.fast {
-				t.Errorf("the result lies in the body: %v, want %v", fast, tc.fast)
-			}
-		})
+				if err != nil || string(got) != want {
+					t.Fatalf("answerResult(%.80s) = %.80s, %v; want %.80s", tc.body, got, err, want)
+				}
+				for i := range body {
+					body[i] = 'x'
+				}
+				if fast := got[0] == 'x'; fast != (tc.fast || want != tc.want) {
+					t.Errorf("the result lies in the body: %v, want %v", fast, !fast)
+				}
+			})
+		}
 	}
 }
 
 func TestAnswerResultRefusal(t *testing.T) {
-	_, err := answerResult([]byte(`{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}`))
+	_, err := answerResult([]byte(`{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}`), true)
 	var te *tgbotapi.Error
 	if !errors.As(err, &te) || te.Code != 429 || te.Message != "Too Many Requests: retry after 3" || te.RetryAfter != 3 {
 		t.Fatalf("answerResult = %#v, want the library's *tgbotapi.Error with code, description and retry_after", err)
@@ -102,21 +110,25 @@ func FuzzAnswerResult(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, err := answerResult(body)
 		var want tgbotapi.APIResponse
 		derr := json.NewDecoder(bytes.NewReader(body)).Decode(&want)
-		switch {
-		case derr == nil && want.Ok:
-			if err != nil || !bytes.Equal(got, want.Result) {
-				t.Fatalf("answerResult(%q) = %q, %v; the library reads %q", body, got, err, want.Result)
+		for _, checked := range []bool{true, false} {
+			got, err := answerResult(body, checked)
+			switch {
+			case derr == nil && want.Ok:
+				if err != nil || !bytes.Equal(got, want.Result) {
+					t.Fatalf("answerResult(%q, %v) = %q, %v; the library reads %q", body, checked, got, err, want.Result)
+				}
+			case derr == nil:
+				var te *tgbotapi.Error
+				if !errors.As(err, &te) || te.Code != want.ErrorCode || te.Message != want.Description {
+					t.Fatalf("answerResult(%q, %v) = %q, %v; the library reads a refusal %d %q", body, checked, got, err, want.ErrorCode, want.Description)
+				}
+			case err == nil && (checked || json.Valid(got)):
+				// Unchecked, a result the library cannot read may be given
+				// only if a decode of it fails too.
+				t.Fatalf("answerResult(%q, %v) = %q, but the library cannot read the answer: %v", body, checked, got, derr)
 			}
-		case derr == nil:
-			var te *tgbotapi.Error
-			if !errors.As(err, &te) || te.Code != want.ErrorCode || te.Message != want.Description {
-				t.Fatalf("answerResult(%q) = %q, %v; the library reads a refusal %d %q", body, got, err, want.ErrorCode, want.Description)
-			}
-		case err == nil:
-			t.Fatalf("answerResult(%q) = %q, but the library cannot read the answer: %v", body, got, derr)
 		}
 	})
 }

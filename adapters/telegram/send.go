@@ -795,7 +795,9 @@ func (a *Adapter) sendPart(ctx context.Context, dest *destination, p part) (tgbo
 	}
 	var id int
 	var idErr error
-	if err := a.uploadTo(ctx, method, params, files, func(raw json.RawMessage) { id, idErr = messageIDOf(raw) }); err != nil {
+	// Unchecked: "ok" says the message was delivered, and only its ID is
+	// read of the result.
+	if err := a.uploadTo(ctx, method, params, files, false, func(raw json.RawMessage) { id, idErr = messageIDOf(raw) }); err != nil {
 		return tgbotapi.Message{}, err
 	}
 	if err := idErr; err != nil {
