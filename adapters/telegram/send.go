@@ -304,8 +304,11 @@ func threadOf(target platform.Chat) (int, error) {
 // again.
 func (a *Adapter) sendPartTo(ctx context.Context, dest *destination, p part) (tgbotapi.Message, error) {
 	msg, err := a.sendPart(ctx, dest, p)
-	var ae *APIError
-	if err != nil && !dest.migrated && errors.As(err, &ae) && ae.MigrateToChatID != 0 {
+	if err == nil || dest.migrated {
+		return msg, err
+	}
+	var ae *APIError // escapes to errors.As: declared on the failure's path only
+	if errors.As(err, &ae) && ae.MigrateToChatID != 0 {
 		dest.migrated = true
 		a.limited.Warn("telegram: the group became a supergroup; sending to the new chat",
 			zap.String("chat_id", dest.chatID), zap.Int64("new_chat_id", ae.MigrateToChatID))

@@ -200,7 +200,8 @@ func (t *sendTask) run(ctx context.Context) error {
 	if !t.cancelledJournaled(ctx, err) {
 		var delivered *platform.SendResult
 		if err == nil && t.rec != nil && t.id != "" && (t.settled == nil || !t.settled()) {
-			delivered = &res // its handler may run again: remember it was sent
+			sent := res       // a copy on the heap here, not res on every send's
+			delivered = &sent // its handler may run again: remember it was sent
 		}
 		t.js.doneSend(t.rec, delivered)
 	}
