@@ -69,12 +69,13 @@ func botBinary(t *testing.T) string {
 
 // e2eParallel is how many end-to-end tests run at once unless -parallel
 // says (see queue): they spend most of their time waiting (for takeovers,
-// for Telegram's budget), not computing, so more than the processors. Ten
-// at once took the package from 42 s to 35 s alone, but on a loaded
-// machine (the package three times beside the cluster and browser tests)
-// the tests bound by real time failed: a paused gateway's send landing
-// late, a NATS server's store freed before the test gave the room back.
-const e2eParallel = 6
+// for Telegram's budget), not computing, so more than the processors.
+// Eight at once take the package alone from 41 s (six) to 34 s on 2 cores,
+// the same CPU. Ten took it to 35 s, but on a loaded machine (the package
+// three times beside the cluster and browser tests) the tests bound by
+// real time failed: a paused gateway's send landing late, a NATS server's
+// store freed before the test gave the room back.
+const e2eParallel = 8
 
 func TestMain(m *testing.M) {
 	queue.SetUp(e2eParallel)
