@@ -100,7 +100,9 @@ type answerBuf struct {
 // declared length is not trusted further.
 func (b *answerBuf) read(resp *http.Response, max int64) error {
 	if n := resp.ContentLength; n > 0 {
-		b.buf.Grow(int(min(n+bytes.MinRead, maxPooledAnswer))) // +MinRead: ReadFrom reads EOF without growing
+		// +MinRead: ReadFrom reads EOF without growing. n is bounded
+		// first: a hostile length near the largest int64 must not wrap.
+		b.buf.Grow(int(min(n, maxPooledAnswer-bytes.MinRead)) + bytes.MinRead)
 	}
 	b.limit = io.LimitedReader{R: resp.Body, N: max + 1}
 	n, err := b.buf.ReadFrom(&b.limit)

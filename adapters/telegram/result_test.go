@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -137,17 +138,18 @@ func FuzzAnswerResult(f *testing.F) {
 // length an answer declares does not size the buffer past maxPooledAnswer.
 func TestAnswerBufBound(t *testing.T) {
 	for _, tc := range []struct {
-		size int
-		fail bool
-	}{{10, false}, {11, true}} {
+		size     int
+		declared int64
+		fail     bool
+	}{{10, 10, false}, {11, 11, true}, {10, 1 << 40, false}, {10, math.MaxInt64, false}, {10, -1, false}} {
 		var ab answerBuf
-		resp := &http.Response{Body: io.NopCloser(strings.NewReader(strings.Repeat(" ", tc.size))), ContentLength: 1 << 40}
+		resp := &http.Response{Body: io.NopCloser(strings.NewReader(strings.Repeat(" ", tc.size))), ContentLength: tc.declared}
 		err := ab.read(resp, 10)
 		if (err != nil) != tc.fail {
 			t.Errorf("a %d-byte answer under a bound of 10: %v", tc.size, err)
 		}
 		if ab.buf.Cap() > 2*maxPooledAnswer {
-			t.Errorf("a declared length of 1 TiB grew the buffer to %d bytes", ab.buf.Cap())
+			t.Errorf("a declared length of %d grew the buffer to %d bytes", tc.declared, ab.buf.Cap())
 		}
 	}
 }
