@@ -139,7 +139,9 @@ var okPrefix = []byte(`{"ok":true,"result":`)
 // caller that reads what it needs of it and refuses what it cannot read.
 func answerResult(body []byte, checked bool) (json.RawMessage, error) {
 	if rest, ok := bytes.CutPrefix(bytes.TrimRight(body, " \t\r\n"), okPrefix); ok && len(rest) > 1 && rest[len(rest)-1] == '}' {
-		if v := rest[:len(rest)-1]; isOneValue(v) && (!checked || json.Valid(v)) {
+		v := rest[:len(rest)-1]
+		// json.Valid finds the extent too: checked, one scan, not two.
+		if checked && !isSpace(v[0]) && !isSpace(v[len(v)-1]) && json.Valid(v) || !checked && isOneValue(v) {
 			return v, nil
 		}
 	}
