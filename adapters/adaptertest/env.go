@@ -12,11 +12,15 @@ import (
 	"github.com/heraldbot/herald/platform"
 )
 
+// promptly bounds how long Send and Run may take to react to the end of
+// their context, and how long Send may take to refuse a message. A
+// variable only for the package's own tests (export_test.go): a child
+// process that runs the suite against a send that never returns waits it
+// out.
+var promptly = 5 * time.Second
+
 // Time bounds of the suite.
 const (
-	// promptly bounds how long Send and Run may take to react to the end
-	// of their context, and how long Send may take to refuse a message.
-	promptly = 5 * time.Second
 	// patience bounds every wait for a delivery.
 	patience = 30 * time.Second
 	// stallCancelAfter is how long a held-up send runs before the suite

@@ -113,7 +113,7 @@ func (f *fake) send(ctx context.Context, req platform.SendRequest) (platform.Sen
 	case adaptertest.FaultTransient:
 		return platform.SendResult{}, errors.New("fake: internal error")
 	case adaptertest.FaultStall:
-		if f.defect == "stall ignores context" {
+		if f.defect == stallDefect {
 			time.Sleep(time.Hour)
 		}
 		<-ctx.Done()
