@@ -93,7 +93,13 @@ type shared struct {
 func (s *shared) browser(exe string) (context.Context, error) {
 	s.once.Do(func() {
 		opts := append(chromedp.DefaultExecAllocatorOptions[:],
-			chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless)
+			chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless,
+			// Two renderer processes for every test's pages, not one per
+			// browser context: a profile's storage stays its own (that is
+			// the context, not the process), and the browser tests take
+			// 12–15% less CPU (21–24 against 25–29 core-seconds, run in
+			// turn four times).
+			chromedp.Flag("renderer-process-limit", "2"))
 		actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 		bctx, bcancel := chromedp.NewContext(actx)
 		s.mu.Lock()
