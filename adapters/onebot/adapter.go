@@ -231,20 +231,26 @@ func (a *Adapter) register(c *conn) (old *conn, ok bool) {
 // not stopping. The caller holds mu.
 func (a *Adapter) acceptingLocked() bool { return a.running && !a.stopping }
 
-// identify records that c is bot id's connection, returning the connection
-// it replaces, if any.
-func (a *Adapter) identify(c *conn, id int64) (old *conn) {
+// identify records that c is bot id's connection, unless it has a self ID
+// already (learned is then false), and returns the connection it replaces,
+// if any. The ID and the route are set under one lock: a connection that
+// Bots lists under an ID is the one a send for that ID takes, never a
+// moment before.
+func (a *Adapter) identify(c *conn, id int64) (learned bool, old *conn) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !c.selfID.CompareAndSwap(0, id) {
+		return false, nil
+	}
 	if _, open := a.conns[c]; !open {
-		return nil
+		return true, nil
 	}
 	old = a.bySelf[id]
 	if old == c {
-		return nil
+		return true, nil
 	}
 	a.bySelf[id] = c
-	return old
+	return true, old
 }
 
 // unregister forgets a closed connection.

@@ -255,9 +255,12 @@ func (c *conn) learnSelfID(id int64) {
 		c.rateLog(zapcore.WarnLevel, "onebot: event self_id differs from the connection's", zap.Int64("event_self_id", id))
 		return
 	}
-	c.selfID.Store(id)
+	learned, old := c.a.identify(c, id)
+	if !learned {
+		return
+	}
 	c.log.Info("onebot: bot identified", zap.Int64("self_id", id))
-	if old := c.a.identify(c, id); old != nil {
+	if old != nil {
 		old.close(errReplaced)
 	}
 }
