@@ -7,10 +7,10 @@ import (
 	"github.com/heraldbot/herald/internal/testmain"
 )
 
-// TestMain runs 8 parallel tests at once (most wait for Telegram's
+// TestMain runs 16 parallel tests at once (most wait for Telegram's
 // pacing, in real time), and fails the run if the tests leave goroutines
 // behind.
 func TestMain(m *testing.M) {
-	testmain.Parallel(8)
+	testmain.Parallel(16)
 	leakcheck.VerifyTestMain(m)
 }
