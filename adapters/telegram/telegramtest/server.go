@@ -388,20 +388,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (hangUp bool) {
 		writeError(w, http.StatusBadRequest, "Bad Request: "+err.Error(), nil)
 		return false
 	}
+	authorized := token != "" && (s.token == "" || token == s.token)
+	req := Request{Method: method, Params: params}
+	req.ChatID, _ = s.chatID(params.Get("chat_id"))
+	// The request and its call are recorded with one notification: a
+	// WaitUntil woken by the count must find the call too (recorded after
+	// it, a wait on Calls missed it until the next change, if any).
 	s.mu.Lock()
 	s.requests[method]++
+	if authorized {
+		s.calls = append(s.calls, Call{Method: method, ChatID: req.ChatID, Params: cloneValues(params), At: time.Now()})
+	}
 	s.notifyLocked()
 	s.mu.Unlock()
 
-	if token == "" || (s.token != "" && token != s.token) {
+	if !authorized {
 		writeError(w, http.StatusUnauthorized, "Unauthorized", nil)
 		return false
 	}
-	req := Request{Method: method, Params: params}
-	req.ChatID, _ = s.chatID(params.Get("chat_id"))
-	s.mu.Lock()
-	s.calls = append(s.calls, Call{Method: method, ChatID: req.ChatID, Params: cloneValues(params), At: time.Now()})
-	s.mu.Unlock()
 	f := s.matchFault(req)
 	if f == nil {
 		f = s.throttle(req)
