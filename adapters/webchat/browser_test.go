@@ -228,14 +228,34 @@ func (b *browser) open(url string) {
 	b.waitFor("the connection", connected)
 }
 
-// waitFor polls the page until the JavaScript expression is true.
+// waitFor polls the page until the JavaScript expression is true. A poll
+// the page's JavaScript context went away under (a reload's navigation
+// replaced it, or chromedp had not yet seen the new one when the poll
+// began) starts again in the new context, within the same bound.
 func (b *browser) waitFor(what, expr string) {
 	b.t.Helper()
-	_, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr,
-		chromedp.WithPollingInterval(25*time.Millisecond), chromedp.WithPollingTimeout(pollTimeout)))
-	if err != nil {
-		b.t.Fatalf("waiting for %s: %v (page: %s)", what, err, b.describe())
+	deadline := time.Now().Add(pollTimeout)
+	for {
+		_, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr,
+			chromedp.WithPollingInterval(25*time.Millisecond), chromedp.WithPollingTimeout(max(time.Until(deadline), time.Millisecond))))
+		if err == nil {
+			return
+		}
+		if !contextLost(err) || time.Now().After(deadline) {
+			b.t.Fatalf("waiting for %s: %v (page: %s)", what, err, b.describe())
+		}
+		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// contextLost reports whether err, a poll's, says the page's JavaScript
+// context it ran in is gone: Chromium's answers when a navigation
+// destroyed it, or when the poll named a context already replaced.
+func contextLost(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Cannot find context with specified id") ||
+		strings.Contains(s, "Execution context was destroyed") ||
+		strings.Contains(s, "Inspected target navigated or closed")
 }
 
 // describe returns what the page shows, for failure messages.
