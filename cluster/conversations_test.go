@@ -72,7 +72,9 @@ func TestManyConversationsAcrossRestart(t *testing.T) {
 	}
 	for i := range n {
 		if _, err := mem.WaitSent(ctx, chat(i), 1); err != nil {
-			t.Fatalf("chat %d: %v", i, err)
+			// Received below n says the engine refused events (the memory
+			// adapter does not offer them again, as a platform would).
+			t.Fatalf("chat %d: %v (engine: %+v)", i, err, e.Stats())
 		}
 	}
 	stop(srv, e, done)
@@ -85,7 +87,7 @@ func TestManyConversationsAcrossRestart(t *testing.T) {
 	for i := range n {
 		sent, err := mem2.WaitSent(ctx, chat(i), 1)
 		if err != nil {
-			t.Fatalf("chat %d: %v", i, err)
+			t.Fatalf("chat %d: %v (engine: %+v)", i, err, e2.Stats())
 		}
 		if want := fmt.Sprintf("Hello, U%d!", i); len(sent) != 1 || sent[0].Message.Text != want {
 			t.Fatalf("chat %d after the restart got %q; want only %q", i, mem2.Texts(chat(i)), want)
