@@ -45,7 +45,7 @@ const blobGrace = 10 * time.Minute
 // acknowledgement and the object's name, "" for none. A record over
 // Config.MaxRecord is refused with an error wrapping
 // journal.ErrUnrecordable.
-func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, pieces [][]byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, string, error) {
+func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, pieces [][]byte, id string) (*jetstream.PubAck, string, error) {
 	if err := j.health.gate(); err != nil {
 		return nil, "", err
 	}
@@ -66,7 +66,7 @@ func (j *Journal) putRecord(ctx context.Context, what string, msg *nats.Msg, pie
 	} else {
 		msg.Data = joinPieces(pieces)
 	}
-	ack, err := j.js.PublishMsg(ctx, msg, opts...)
+	ack, err := publishRecord(ctx, j.nc, msg, id)
 	if err != nil {
 		if blob != "" && refused(err) {
 			j.dropBlob(blob)

@@ -423,16 +423,16 @@ func (j *Journal) recordEvent(ctx context.Context, ev platform.Event, d *doneLog
 	if j.handledBefore(key) {
 		return nil, true, nil // handled before a restart, handed on again
 	}
-	var opts []jetstream.PublishOpt
+	var id string
 	if ev.ID != "" {
-		opts = append(opts, jetstream.WithMsgID(eventMsgID(ev)))
+		id = eventMsgID(ev)
 	}
 	msg := nats.NewMsg(j.subject("in", ev.Platform, chatOf(ev)))
 	var w writing
 	if d != nil {
 		w = d.begin()
 	}
-	ack, blob, err := j.putRecord(ctx, "record event", msg, pieces, opts...)
+	ack, blob, err := j.putRecord(ctx, "record event", msg, pieces, id)
 	if err != nil {
 		if d != nil {
 			d.failed(w, maybeWritten(err))
@@ -480,14 +480,14 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 	if err != nil {
 		return nil, journal.Appended{}, platform.Permanent(fmt.Errorf("cluster: send: %w: %w", journal.ErrUnrecordable, err))
 	}
-	var opts []jetstream.PublishOpt
+	var id string
 	if s.ID != "" {
-		opts = append(opts, jetstream.WithMsgID("send:"+s.ID))
+		id = "send:" + s.ID
 	}
 	msg := nats.NewMsg(j.subject("out", s.Request.Platform, s.Request.Target.ID))
 	setSum(msg, s)
 	w := j.outDone.begin()
-	ack, blob, err := j.putRecord(ctx, "record send", msg, pieces, opts...)
+	ack, blob, err := j.putRecord(ctx, "record send", msg, pieces, id)
 	if err != nil {
 		j.outDone.failed(w, maybeWritten(err))
 		return nil, journal.Appended{}, err
@@ -822,7 +822,7 @@ func (j *Journal) Keep(dl sender.DeadLetter) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	msg := nats.NewMsg(j.subject("dlq", dl.Request.Platform, dl.Request.Target.ID))
-	ack, _, err := j.putRecord(ctx, "keep dead letter", msg, pieces)
+	ack, _, err := j.putRecord(ctx, "keep dead letter", msg, pieces, "")
 	if err != nil {
 		return "", err
 	}

@@ -309,9 +309,9 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 	msg.Header.Set(hdrReply, s.results)
 	msg.Header.Set(hdrKey, key)
 	setSum(msg, snd)
-	var opts []jetstream.PublishOpt
+	var id string
 	if snd.ID != "" {
-		opts = append(opts, jetstream.WithMsgID("send:"+snd.ID))
+		id = "send:" + snd.ID
 	}
 	if snd.Done != nil {
 		// Before the publish: the gateway may answer before it returns.
@@ -319,7 +319,7 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 		s.pending[key] = snd.Done
 		s.pmu.Unlock()
 	}
-	ack, _, err := s.putRecord(ctx, "record send", msg, pieces, opts...)
+	ack, _, err := s.putRecord(ctx, "record send", msg, pieces, id)
 	if err != nil || ack.Duplicate {
 		s.takeResult(key)
 	}
