@@ -37,8 +37,15 @@ type ticket struct {
 // reads -parallel as m.Run starts, and a bound of its own below the
 // queue's would hold tests the queue waits for. A queue not set up leaves
 // its tests to the testing package (Run is then t.Parallel).
+//
+// Under -fuzz it does nothing (Run is then t.Parallel): -parallel is then
+// the number of fuzzing processes, which a thousand would swamp.
 func (q *Queue) SetUp(limit int) {
-	if n, set := parallelFlag(); set && n > 0 {
+	n, set := parallelFlag()
+	if fuzzing() {
+		return
+	}
+	if set && n > 0 {
 		limit = n
 	}
 	q.mu.Lock()

@@ -12,10 +12,19 @@ import (
 // their time waiting (for a platform's pacing, for takeovers), not
 // computing, more than the processors, which is the default. It parses
 // the command line's flags; call it from TestMain, before m.Run.
+//
+// Under -fuzz it does nothing: -parallel is then the number of fuzzing
+// processes, which the processors bound.
 func Parallel(n int) {
-	if _, set := parallelFlag(); !set {
+	if _, set := parallelFlag(); !set && !fuzzing() {
 		_ = flag.Set("test.parallel", strconv.Itoa(n))
 	}
+}
+
+// fuzzing reports whether the command line asks to fuzz (-fuzz).
+func fuzzing() bool {
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
 }
 
 // parallelFlag parses the command line's flags if nobody did, and returns
