@@ -1,40 +1,93 @@
 package cluster
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldbot/herald/cluster/embedded"
 )
 
-// libraryPubAck reads data as the jetstream library's PublishMsg does.
-func libraryPubAck(data []byte) (*jetstream.PubAck, error) {
-	var r struct {
-		Type  string              `json:"type"`
-		Error *jetstream.APIError `json:"error,omitempty"`
-		*jetstream.PubAck
-	}
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, jetstream.ErrInvalidJSAck
-	}
-	if r.Error != nil {
-		return nil, fmt.Errorf("nats: %w", r.Error)
-	}
-	if r.PubAck == nil || r.PubAck.Stream == "" {
-		return nil, jetstream.ErrInvalidJSAck
-	}
-	return r.PubAck, nil
+// ackPeer answers every publish to ackSubject on an embedded server with
+// the answer set last, and keeps the last message it answered: the jetstream
+// library's PublishMsg, the oracle, and publishRecord read the same answers.
+type ackPeer struct {
+	nc *nats.Conn
+	js jetstream.JetStream
+
+	mu     sync.Mutex
+	answer []byte
+	got    *nats.Msg
 }
 
-// readPubAck reads every answer as the library does, and the acks the
-// server writes for a record without a JSON decode.
-func TestReadPubAck(t *testing.T) {
+const ackSubject = "acks.test"
+
+func newAckPeer(tb testing.TB) *ackPeer {
+	tb.Helper()
+	srv, err := embedded.Start(embedded.Config{Dir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &ackPeer{nc: nc, js: js}
+	if _, err := nc.Subscribe(ackSubject, func(m *nats.Msg) {
+		p.mu.Lock()
+		answer := p.answer
+		p.got = m
+		p.mu.Unlock()
+		_ = m.Respond(answer)
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// both publishes to subject through the library and through publishRecord
+// with the peer answering answer, and fails tb if they read it apart.
+func (p *ackPeer) both(tb testing.TB, subject string, answer []byte) (*jetstream.PubAck, error) {
+	tb.Helper()
+	p.mu.Lock()
+	p.answer = answer
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	want, wantErr := p.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: []byte("r")})
+	got, err := publishRecord(ctx, p.nc, &nats.Msg{Subject: subject, Data: []byte("r")}, "")
+	var apiErr *jetstream.APIError
+	if !reflect.DeepEqual(got, want) || fmt.Sprint(err) != fmt.Sprint(wantErr) ||
+		errors.As(err, &apiErr) != errors.As(wantErr, &apiErr) {
+		tb.Fatalf("answer %q: publishRecord = %+v, %v; the library's PublishMsg %+v, %v", answer, got, err, want, wantErr)
+	}
+	return got, err
+}
+
+// publishRecord reads every answer as the library's PublishMsg does (the
+// same ack, the same error and kind of error), and the acks the server
+// writes for a record without a JSON decode.
+func TestPublishRecordReadsAsTheLibrary(t *testing.T) {
+	p := newAckPeer(t)
 	tests := []struct {
-		data  string
-		plain bool // read by plainPubAck
+		answer string
+		plain  bool // read by plainPubAck
 	}{
 		{`{"stream":"HERALD_IN_bot","seq":1}`, true},
 		{`{"stream":"S","seq":18446744073709551615}`, true},
@@ -56,40 +109,45 @@ func TestReadPubAck(t *testing.T) {
 		{`{"error":{"code":400,"err_code":10060,"description":"expected stream does not match"}}`, false},
 		{`{"seq":3}`, false},
 		{`not json`, false},
-		{``, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.data, func(t *testing.T) {
-			_, plain := plainPubAck([]byte(tt.data))
-			if plain != tt.plain {
-				t.Errorf("plainPubAck read it: %v; want %v", plain, tt.plain)
-			}
-			got, err := readPubAck([]byte(tt.data))
-			want, wantErr := libraryPubAck([]byte(tt.data))
-			if !reflect.DeepEqual(got, want) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
-				t.Errorf("readPubAck = %+v, %v; the library reads %+v, %v", got, err, want, wantErr)
-			}
-			var apiErr *jetstream.APIError
-			if errors.As(err, &apiErr) != errors.As(wantErr, &apiErr) {
-				t.Errorf("readPubAck's error %v is an APIError: %v; the library's %v", err, errors.As(err, &apiErr), wantErr)
-			}
-		})
+		if _, plain := plainPubAck([]byte(tt.answer)); plain != tt.plain {
+			t.Errorf("plainPubAck(%q) read it: %v; want %v", tt.answer, plain, tt.plain)
+		}
+		p.both(t, ackSubject, []byte(tt.answer))
+	}
+
+	// The message ID goes as the library's WithMsgID sets it.
+	p.mu.Lock()
+	p.answer = []byte(`{"stream":"S","seq":5}`)
+	p.mu.Unlock()
+	if _, err := publishRecord(context.Background(), p.nc, nats.NewMsg(ackSubject), "send:7"); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	id := p.got.Header.Get(jetstream.MsgIDHeader)
+	p.mu.Unlock()
+	if id != "send:7" {
+		t.Errorf("the message ID sent is %q; want send:7", id)
+	}
+
+	// No stream: tried again, then the library's error (ErrNoStreamResponse).
+	if _, err := p.both(t, "nobody.listens", nil); !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		t.Errorf("a publish nobody answers: %v; want ErrNoStreamResponse", err)
 	}
 }
 
-// FuzzReadPubAck holds readPubAck to the library's reading of any answer.
-func FuzzReadPubAck(f *testing.F) {
+// FuzzPublishRecord holds publishRecord's reading of any answer to the
+// library's PublishMsg.
+func FuzzPublishRecord(f *testing.F) {
 	for _, s := range []string{
 		`{"stream":"S","seq":1}`, `{"stream":"S","seq":42,"duplicate": true}`,
 		`{"stream":"S","domain":"d","seq":7}`, `{"error":{"code":503,"err_code":10077,"description":"x"}}`,
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := readPubAck(data)
-		want, wantErr := libraryPubAck(data)
-		if !reflect.DeepEqual(got, want) || fmt.Sprint(err) != fmt.Sprint(wantErr) {
-			t.Fatalf("readPubAck(%q) = %+v, %v; the library reads %+v, %v", data, got, err, want, wantErr)
-		}
+	p := newAckPeer(f)
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		p.both(t, ackSubject, answer)
 	})
 }
