@@ -84,6 +84,7 @@ func (p *ackPeer) both(tb testing.TB, subject string, answer []byte) (*jetstream
 // same ack, the same error and kind of error), and the acks the server
 // writes for a record without a JSON decode.
 func TestPublishRecordReadsAsTheLibrary(t *testing.T) {
+	parallel(t, time.Second)
 	p := newAckPeer(t)
 	tests := []struct {
 		answer string
