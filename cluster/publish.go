@@ -25,8 +25,8 @@ const publishTimeout = 5 * time.Second
 // wrapped as "nats: …"; an answer that is no ack is
 // jetstream.ErrInvalidJSAck — but reads the ack the server writes for a
 // record without decoding JSON (see plainPubAck), and sets the one header
-// itself: the library's decode and options were a fifth of the client's
-// CPU for a record.
+// itself: BenchmarkJournalEvent takes 3–5% less CPU an event than with
+// the library's decode and options.
 func publishRecord(ctx context.Context, nc *nats.Conn, msg *nats.Msg, id string) (*jetstream.PubAck, error) {
 	if id != "" {
 		if msg.Header == nil {
