@@ -22,13 +22,13 @@ import (
 
 // restartable is an embedded server whose store outlives it.
 type restartable struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 	srv *embedded.Server
 	nc  *nats.Conn
 }
 
-func newRestartable(t *testing.T) *restartable {
+func newRestartable(t testing.TB) *restartable {
 	r := &restartable{t: t, dir: t.TempDir()}
 	r.start()
 	t.Cleanup(r.stop)

@@ -11,8 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/heraldbot/herald/cluster/embedded"
 )
 
 // ackPeer answers every publish to ackSubject on an embedded server with
@@ -31,16 +29,7 @@ const ackSubject = "acks.test"
 
 func newAckPeer(tb testing.TB) *ackPeer {
 	tb.Helper()
-	srv, err := embedded.Start(embedded.Config{Dir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(nc.Close)
+	nc := newRestartable(tb).nc
 	js, err := jetstream.New(nc)
 	if err != nil {
 		tb.Fatal(err)
