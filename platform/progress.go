@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldbot/herald/infra/backoff"
+	"github.com/heraldbot/herald/internal/lazyctx"
 )
 
 // ErrWouldExceedDeadline is returned by [Progress.Wait] when a wait cannot
@@ -172,7 +173,9 @@ type progressKey struct{}
 // WithProgress returns a child of ctx that carries p, for one run of p's
 // send.
 func WithProgress(ctx context.Context, p *Progress) context.Context {
-	return context.WithValue(ctx, progressKey{}, p)
+	// A value context the dispatcher's lazy contexts see through: a send's
+	// attempt armed below it leaves its task's context unarmed.
+	return lazyctx.WithValue(ctx, progressKey{}, p)
 }
 
 // ProgressOf returns the Progress ctx carries, or nil.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/infra/future"
+	"github.com/heraldbot/herald/internal/lazyctx"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
@@ -184,7 +185,7 @@ func (t *sendTask) run(ctx context.Context) error {
 		t.progress.Started = time.Now()
 	}
 	if t.fence != nil {
-		ctx = context.WithValue(ctx, fenceKey{}, t.fence)
+		ctx = lazyctx.WithValue(ctx, fenceKey{}, t.fence) // see platform.WithProgress
 	}
 	res, err := t.s.Send(platform.WithProgress(ctx, &t.progress), t.req)
 	returned = true

@@ -77,7 +77,7 @@ func WithDeadline(parent context.Context, now, deadline time.Time) *Context {
 // Its state moves once, by compare-and-swap, from nil (unarmed, not ended)
 // to an armed stdlib context, or to the error it ended with unarmed: the
 // parent's, or Canceled after Release. So it takes no lock, and it is
-// three words.
+// four words.
 //
 // INVARIANT: once Err has returned a non-nil error it keeps returning that
 // error, and Done returns a closed channel. Tested in lazyctx_test.go.
@@ -90,6 +90,9 @@ type Context struct {
 	b        *Clock
 	deadline int64                    // offset from b.epoch
 	state    atomic.Pointer[ctxState] // nil until armed or ended
+	// kids are the cancel functions of contexts below it armed beside it
+	// (see arm), which Release calls; released once it has.
+	kids atomic.Pointer[kid]
 }
 
 // ctxState is a task context's state once armed or ended.
@@ -98,6 +101,25 @@ type ctxState struct {
 	cancel context.CancelFunc // ctx's cancel function
 	err    error              // the error it ended with unarmed
 }
+
+// besideState is the state of a context armed beside unarmed contexts
+// above it (see arm), with the parent its stdlib context was made under
+// and its entry in the first such context's kids, in one allocation.
+type besideState struct {
+	ctxState
+	parent besideParent
+	kid    kid
+}
+
+// kid is an entry in a Context's list of kids.
+type kid struct {
+	cancel context.CancelFunc
+	next   *kid
+}
+
+// released ends the list of kids of a released Context: a kid added
+// after it is cancelled at once.
+var released = new(kid)
 
 // The states of contexts that ended unarmed with the two errors a
 // context may end with; each is read-only.
@@ -182,11 +204,117 @@ func (c *Context) check() error {
 
 // arm records an armed stdlib context as the state, unless another state
 // was recorded first, and returns the recorded state.
+//
+// A context whose parent is, through value contexts of this package
+// (WithValue), an unarmed Context — a send's attempt under its task's
+// context — is armed beside it rather than under it, so that the one
+// above stays unarmed: its stdlib context is made under the first
+// ancestor that is neither, with the earliest deadline on the way, and
+// registered with each unarmed Context on the way, whose Release cancels
+// it. It ends when a stdlib child of theirs would: at the earliest
+// deadline, when that ancestor ends, or when one of them is released;
+// its values are its parent's. Arming it under its parent would arm each
+// of them, each a timer and a registration of its own.
 func (c *Context) arm() *ctxState {
-	a := new(ctxState)
-	a.ctx, a.cancel = context.WithDeadline(c.b.parent, c.b.at(c.deadline))
-	return c.settle(a)
+	deadline := c.b.at(c.deadline)
+	above, lazies := c.b.parent, 0
+	for walking := true; walking; {
+		switch p := above.(type) {
+		case *valueCtx:
+			above = p.Context
+		case *Context:
+			if p.state.Load() != nil {
+				walking = false // armed or ended: an ordinary parent
+				break
+			}
+			lazies++
+			if d := p.b.at(p.deadline); d.Before(deadline) {
+				deadline = d
+			}
+			above = p.b.parent
+		default:
+			walking = false
+		}
+	}
+	if lazies == 0 {
+		a := new(ctxState)
+		a.ctx, a.cancel = context.WithDeadline(c.b.parent, deadline)
+		return c.settle(a)
+	}
+	b := &besideState{parent: besideParent{Context: above, values: c.b.parent}}
+	a := &b.ctxState
+	a.ctx, a.cancel = context.WithDeadline(&b.parent, deadline)
+	if s := c.settle(a); s != a {
+		return s
+	}
+	// Registered with each after it is recorded, so that a Release of c
+	// racing with this cancels it either way.
+	first := true
+	for p := c.b.parent; p != above; {
+		switch q := p.(type) {
+		case *valueCtx:
+			p = q.Context
+		case *Context:
+			k := &b.kid
+			if !first {
+				k = &kid{}
+			}
+			first = false
+			k.cancel = a.cancel
+			q.adopt(k)
+			p = q.b.parent
+		}
+	}
+	return a
 }
+
+// adopt adds k to c's kids, or, c released, cancels it at once.
+func (c *Context) adopt(k *kid) {
+	for {
+		next := c.kids.Load()
+		if next == released {
+			k.cancel()
+			return
+		}
+		k.next = next
+		if c.kids.CompareAndSwap(next, k) {
+			return
+		}
+	}
+}
+
+// besideParent is the parent of a context armed beside the unarmed
+// contexts above it (see arm): it ends with the first ancestor above
+// them and has the values of the context's own parent.
+type besideParent struct {
+	context.Context
+	values context.Context
+}
+
+func (p *besideParent) Value(key any) any { return p.values.Value(key) }
+
+// WithValue is context.WithValue(parent, key, val) that a Context below
+// it sees through (see arm). Like context.WithValue's, key must be
+// comparable and should be a type of the caller's own.
+func WithValue(parent context.Context, key, val any) context.Context {
+	return &valueCtx{Context: parent, key: key, val: val}
+}
+
+// valueCtx is a context made by WithValue.
+type valueCtx struct {
+	context.Context
+	key, val any
+}
+
+func (v *valueCtx) Value(key any) any {
+	if key == v.key {
+		return v.val
+	}
+	return v.Context.Value(key)
+}
+
+// String names the context's type, as the stdlib's contexts do.
+func (v *valueCtx) String() string { return "lazyctx.WithValue" }
 
 // settle records s as the state unless another was recorded first, and
 // returns the recorded state; an armed s that lost is cancelled.
@@ -208,6 +336,9 @@ func (c *Context) settle(s *ctxState) *ctxState {
 func (c *Context) Release() {
 	if s := c.settle(endedCanceled); s.cancel != nil {
 		s.cancel()
+	}
+	for k := c.kids.Swap(released); k != nil && k != released; k = k.next {
+		k.cancel()
 	}
 }
 

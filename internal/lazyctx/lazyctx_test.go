@@ -209,3 +209,160 @@ func TestWithDeadlineAllocs(t *testing.T) {
 		t.Fatalf("%v allocations; want 1", allocs)
 	}
 }
+
+// attemptUnder returns a send's attempt context as the sender Timeout
+// makes it, under a Progress value (WithValue) under task.
+func attemptUnder(task context.Context, key, val any, d time.Duration) *Context {
+	now := time.Now()
+	return WithDeadline(WithValue(task, key, val), now, now.Add(d))
+}
+
+// An attempt under a task's context, through WithValue, arms beside it:
+// the task stays unarmed, and the attempt still ends when it is released,
+// when the root ends (with its cause) or at the earlier deadline, and
+// sees every value on the way.
+func TestArmedBeside(t *testing.T) {
+	type rootKey struct{}
+	type valKey struct{}
+	t.Run("released", func(t *testing.T) {
+		root, cancel := context.WithCancel(context.WithValue(context.Background(), rootKey{}, "root"))
+		defer cancel()
+		task := newTaskContext(root, time.Now().Add(time.Hour))
+		a := attemptUnder(task, valKey{}, "progress", time.Minute)
+		done := a.Done()
+		if task.state.Load() != nil {
+			t.Fatal("arming the attempt armed the task's context")
+		}
+		if a.Value(valKey{}) != "progress" || a.Value(rootKey{}) != "root" {
+			t.Fatalf("values %v, %v", a.Value(valKey{}), a.Value(rootKey{}))
+		}
+		fired := make(chan struct{})
+		defer context.AfterFunc(a, func() { close(fired) })()
+		child, stop := context.WithCancel(a)
+		defer stop()
+		select {
+		case <-done:
+			t.Fatal("attempt ended before its task")
+		default:
+		}
+		task.Release()
+		<-done
+		<-fired
+		<-child.Done()
+		if !errors.Is(a.Err(), context.Canceled) || !errors.Is(context.Cause(a), context.Canceled) {
+			t.Fatalf("Err = %v, Cause = %v", a.Err(), context.Cause(a))
+		}
+		a.Release()
+	})
+	t.Run("root", func(t *testing.T) {
+		root, cancel := context.WithCancelCause(context.Background())
+		task := newTaskContext(root, time.Now().Add(time.Hour))
+		a := attemptUnder(task, valKey{}, 1, time.Minute)
+		_ = a.Done()
+		cause := errors.New("force close")
+		cancel(cause)
+		<-a.Done()
+		if !errors.Is(a.Err(), context.Canceled) || !errors.Is(context.Cause(a), cause) {
+			t.Fatalf("Err = %v, Cause = %v", a.Err(), context.Cause(a))
+		}
+		a.Release()
+		task.Release()
+	})
+	t.Run("task deadline", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			task := newTaskContext(context.Background(), start.Add(time.Second))
+			a := attemptUnder(task, valKey{}, 1, time.Hour)
+			if dl, _ := a.Deadline(); !dl.Equal(start.Add(time.Second)) {
+				t.Fatalf("Deadline = %v", dl)
+			}
+			<-a.Done()
+			if got := time.Since(start); got != time.Second || !errors.Is(a.Err(), context.DeadlineExceeded) {
+				t.Fatalf("ended after %v with %v; want 1s, DeadlineExceeded", got, a.Err())
+			}
+			a.Release()
+			task.Release()
+		})
+	})
+	t.Run("own deadline", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			task := newTaskContext(context.Background(), start.Add(time.Hour))
+			a := attemptUnder(task, valKey{}, 1, time.Second)
+			<-a.Done()
+			if got := time.Since(start); got != time.Second || !errors.Is(a.Err(), context.DeadlineExceeded) {
+				t.Fatalf("ended after %v with %v; want 1s, DeadlineExceeded", got, a.Err())
+			}
+			if task.Err() != nil {
+				t.Fatalf("task ended with its attempt: %v", task.Err())
+			}
+			a.Release()
+			task.Release()
+		})
+	})
+	t.Run("task ended first", func(t *testing.T) {
+		task := newTaskContext(context.Background(), time.Now().Add(time.Hour))
+		task.Release()
+		a := attemptUnder(task, valKey{}, 1, time.Minute)
+		<-a.Done()
+		if !errors.Is(a.Err(), context.Canceled) {
+			t.Fatalf("Err = %v", a.Err())
+		}
+	})
+	t.Run("nested", func(t *testing.T) {
+		task := newTaskContext(context.Background(), time.Now().Add(time.Hour))
+		outer := attemptUnder(task, valKey{}, 1, time.Minute)
+		inner := attemptUnder(outer, rootKey{}, 2, time.Minute)
+		_ = inner.Done()
+		if task.state.Load() != nil || outer.state.Load() != nil {
+			t.Fatal("arming the inner attempt armed a context above it")
+		}
+		if inner.Value(valKey{}) != 1 || inner.Value(rootKey{}) != 2 {
+			t.Fatal("values not seen through")
+		}
+		outer.Release()
+		<-inner.Done()
+		inner.Release()
+		task.Release()
+	})
+}
+
+// However an attempt's arming and its task's Release interleave, the
+// attempt ends.
+func TestArmedBesideRacesRelease(t *testing.T) {
+	type key struct{}
+	for range 1000 {
+		task := newTaskContext(context.Background(), time.Now().Add(time.Hour))
+		a := attemptUnder(task, key{}, 1, time.Hour)
+		go task.Release()
+		<-a.Done()
+		a.Release()
+	}
+}
+
+// BenchmarkArmAttempt arms and releases a send's attempt and its task's
+// context, the attempt under a value of WithValue (beside: the task stays
+// unarmed) or of context.WithValue (under: arming the attempt arms the
+// task).
+func BenchmarkArmAttempt(b *testing.B) {
+	type key struct{}
+	root, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, bc := range []struct {
+		name string
+		with func(context.Context, any, any) context.Context
+	}{{"beside", WithValue}, {"under", context.WithValue}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			clock := NewClock(root, time.Now())
+			for b.Loop() {
+				task := clock.New(clock.Now() + int64(time.Hour))
+				now := time.Now()
+				a := WithDeadline(bc.with(task, key{}, 1), now, now.Add(time.Minute))
+				_ = a.Done()
+				a.Release()
+				task.Release()
+			}
+		})
+	}
+}
