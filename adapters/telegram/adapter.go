@@ -54,6 +54,7 @@ type Adapter struct {
 	username  atomic.Pointer[string]
 
 	answers sync.Pool // *answerBuf: Bot API answers being read (see post)
+	urls    urlCache  // methods' URLs (see post)
 
 	taken   *ledger       // updates handed on, kept between runs
 	presses *pressTracker // button presses handed on, and their answers

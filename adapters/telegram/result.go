@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 )
@@ -33,7 +34,7 @@ const maxPooledAnswer = 64 << 10
 // found without decoding it (see [answerResult]; checked is its). Its
 // errors are the library's, for [Adapter.failure].
 func (a *Adapter) post(bc *boundClient, method string, params tgbotapi.Params, checked bool, use func(json.RawMessage)) error {
-	req, err := http.NewRequestWithContext(bc.tracedContext(), http.MethodPost, fmt.Sprintf(a.cfg.APIEndpoint, a.cfg.Token, method), strings.NewReader(encodeForm(params)))
+	req, err := http.NewRequestWithContext(bc.tracedContext(), http.MethodPost, a.urls.get(a.cfg.APIEndpoint, a.cfg.Token, method), strings.NewReader(encodeForm(params)))
 	if err != nil {
 		// Its text, and the *url.Error inside it, may quote the URL, token
 		// and all: only the redacted text is kept.
@@ -72,21 +73,91 @@ func (a *Adapter) post(bc *boundClient, method string, params tgbotapi.Params, c
 // encodeForm is url.Values.Encode of params, as the library sends them:
 // keys sorted, every key with its value, empty ones too.
 func encodeForm(params tgbotapi.Params) string {
-	keys := make([]string, 0, len(params))
-	for k := range params {
+	var small [16]string // a send's parameters fit: no allocation
+	keys, n := small[:0], 0
+	for k, v := range params {
 		keys = append(keys, k)
+		n += 2 + escapedLen(k) + escapedLen(v)
 	}
 	slices.Sort(keys)
 	var sb strings.Builder
+	sb.Grow(n)
 	for i, k := range keys {
 		if i > 0 {
 			sb.WriteByte('&')
 		}
-		sb.WriteString(url.QueryEscape(k))
+		writeQueryEscape(&sb, k)
 		sb.WriteByte('=')
-		sb.WriteString(url.QueryEscape(params[k]))
+		writeQueryEscape(&sb, params[k])
 	}
 	return sb.String()
+}
+
+// escapedLen returns the length of url.QueryEscape(s).
+func escapedLen(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != ' ' && escapes(c) {
+			n += 2
+		}
+	}
+	return n
+}
+
+// writeQueryEscape writes url.QueryEscape(s) to sb: letters, digits and
+// "-_.~" as they are, a space as "+", every other byte as %XX.
+func writeQueryEscape(sb *strings.Builder, s string) {
+	const hex = "0123456789ABCDEF"
+	kept := 0 // s[kept:i] is written as it is
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !escapes(c) {
+			continue
+		}
+		sb.WriteString(s[kept:i])
+		if c == ' ' {
+			sb.WriteByte('+')
+		} else {
+			sb.WriteByte('%')
+			sb.WriteByte(hex[c>>4])
+			sb.WriteByte(hex[c&15])
+		}
+		kept = i + 1
+	}
+	sb.WriteString(s[kept:])
+}
+
+// escapes reports whether url.QueryEscape changes c.
+func escapes(c byte) bool {
+	return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '_' || c == '.' || c == '~')
+}
+
+// urlCache holds the URLs of the Bot API methods an adapter called, so
+// that a request does not format its URL again. It keeps at most
+// maxCachedURLs: a method name a bot passes on from elsewhere cannot
+// grow it without bound.
+type urlCache struct {
+	m sync.Map // method → URL
+	n atomic.Int32
+}
+
+// maxCachedURLs bounds a urlCache; the Bot API has about 170 methods, a
+// bot calls a few dozen.
+const maxCachedURLs = 256
+
+// get returns method's URL under endpoint (Config.APIEndpoint) with token.
+func (c *urlCache) get(endpoint, token, method string) string {
+	if u, ok := c.m.Load(method); ok {
+		return u.(string)
+	}
+	u := fmt.Sprintf(endpoint, token, method)
+	if c.n.Load() < maxCachedURLs {
+		if _, loaded := c.m.LoadOrStore(method, u); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return u
 }
 
 // answerBuf is where [Adapter.post] reads an answer, reused.

@@ -95,6 +95,57 @@ func TestEncodeForm(t *testing.T) {
 	if got := encodeForm(nil); got != "" {
 		t.Fatalf("encodeForm(nil) = %q", got)
 	}
+	many := tgbotapi.Params{}
+	for i := range 40 { // more than encodeForm's keys on the stack
+		many[fmt.Sprintf("k%d é", i)] = fmt.Sprintf("%d ~ü\x00", i)
+	}
+	if got, want := encodeForm(many), formOf(many); got != want {
+		t.Fatalf("encodeForm of 40 = %q, want %q", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = encodeForm(params) }); n != 1 {
+		t.Errorf("encodeForm of 4 parameters: %v allocations; want 1", n)
+	}
+}
+
+// formOf is url.Values.Encode of params.
+func formOf(params tgbotapi.Params) string {
+	v := url.Values{}
+	for k, s := range params {
+		v.Set(k, s)
+	}
+	return v.Encode()
+}
+
+// FuzzEncodeForm holds encodeForm to url.Values.Encode.
+func FuzzEncodeForm(f *testing.F) {
+	f.Add("text", "a&b=c d", "chat_id", "-100")
+	f.Add("", "", "x y", "\xff%+")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		params := tgbotapi.Params{k1: v1, k2: v2}
+		if got, want := encodeForm(params), formOf(params); got != want {
+			t.Fatalf("encodeForm = %q, want %q", got, want)
+		}
+	})
+}
+
+// A method's URL is the endpoint formatted with the token and the method,
+// from the cache or not, and the cache stays bounded.
+func TestURLCache(t *testing.T) {
+	const endpoint = "https://example.test/bot%s/%s"
+	var c urlCache
+	for i := range 2 * maxCachedURLs {
+		m := fmt.Sprintf("method%d", i)
+		for range 2 {
+			if got, want := c.get(endpoint, "1:tok", m), fmt.Sprintf(endpoint, "1:tok", m); got != want {
+				t.Fatalf("get(%q) = %q, want %q", m, got, want)
+			}
+		}
+	}
+	n := 0
+	c.m.Range(func(any, any) bool { n++; return true })
+	if n != maxCachedURLs || c.n.Load() != maxCachedURLs {
+		t.Fatalf("%d URLs cached (count %d); want %d", n, c.n.Load(), maxCachedURLs)
+	}
 }
 
 // FuzzAnswerResult holds answerResult to the library's decode of the same
