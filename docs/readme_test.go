@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/heraldbot/herald/internal/race"
 )
 
 // goBlock matches a fenced Go block of Markdown.
@@ -145,7 +147,14 @@ func TestReadmeSnippetsBuild(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), src.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "vet", "./"+filepath.Base(dir))
+	args := []string{"vet", "./" + filepath.Base(dir)}
+	if race.Enabled {
+		// Type-checked against the packages as this test's own build
+		// compiled them (go test -race ./... has, by now): without
+		// -race, vet would compile the repository's packages once more.
+		args = []string{"vet", "-race", "./" + filepath.Base(dir)}
+	}
+	cmd := exec.Command("go", args...)
 	cmd.Dir = ".."
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the snippets do not build or go vet finds fault with them: %v\n%s\n(numbered from 0 in order: README.md's, then docs/*.md's)", err, out)
