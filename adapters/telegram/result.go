@@ -152,10 +152,19 @@ func (c *urlCache) get(endpoint, token, method string) string {
 		return u.(string)
 	}
 	u := fmt.Sprintf(endpoint, token, method)
-	if c.n.Load() < maxCachedURLs {
-		if _, loaded := c.m.LoadOrStore(method, u); !loaded {
-			c.n.Add(1)
+	for {
+		// A place taken before the URL is stored: however many calls
+		// race, the cache never holds more than maxCachedURLs.
+		n := c.n.Load()
+		if n >= maxCachedURLs {
+			return u
 		}
+		if c.n.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	if _, loaded := c.m.LoadOrStore(method, u); loaded {
+		c.n.Add(-1) // another call stored it first
 	}
 	return u
 }

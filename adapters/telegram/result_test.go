@@ -14,6 +14,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -145,6 +146,22 @@ func TestURLCache(t *testing.T) {
 	c.m.Range(func(any, any) bool { n++; return true })
 	if n != maxCachedURLs || c.n.Load() != maxCachedURLs {
 		t.Fatalf("%d URLs cached (count %d); want %d", n, c.n.Load(), maxCachedURLs)
+	}
+	// Calls racing for the last places take no more than there are.
+	var r urlCache
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range maxCachedURLs {
+				r.get(endpoint, "1:tok", fmt.Sprintf("m%d", (i*8+g)%(maxCachedURLs+64)))
+			}
+		})
+	}
+	wg.Wait()
+	n = 0
+	r.m.Range(func(any, any) bool { n++; return true })
+	if n > maxCachedURLs || int(r.n.Load()) != n {
+		t.Fatalf("%d URLs cached (count %d) after racing calls; want at most %d, counted", n, r.n.Load(), maxCachedURLs)
 	}
 }
 
