@@ -268,38 +268,32 @@ func TestArmedBeside(t *testing.T) {
 		a.Release()
 		task.Release()
 	})
-	t.Run("task deadline", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			start := time.Now()
-			task := newTaskContext(context.Background(), start.Add(time.Second))
-			a := attemptUnder(task, valKey{}, 1, time.Hour)
-			if dl, _ := a.Deadline(); !dl.Equal(start.Add(time.Second)) {
-				t.Fatalf("Deadline = %v", dl)
-			}
-			<-a.Done()
-			if got := time.Since(start); got != time.Second || !errors.Is(a.Err(), context.DeadlineExceeded) {
-				t.Fatalf("ended after %v with %v; want 1s, DeadlineExceeded", got, a.Err())
-			}
-			a.Release()
-			task.Release()
+	// The earlier deadline ends the attempt, its task's or its own; the
+	// task lives on when it is the attempt's.
+	for _, dl := range []struct {
+		name          string
+		task, attempt time.Duration
+	}{{"task deadline", time.Second, time.Hour}, {"own deadline", time.Hour, time.Second}} {
+		t.Run(dl.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				task := newTaskContext(context.Background(), start.Add(dl.task))
+				a := attemptUnder(task, valKey{}, 1, dl.attempt)
+				if d, _ := a.Deadline(); !d.Equal(start.Add(time.Second)) {
+					t.Fatalf("Deadline = %v", d)
+				}
+				<-a.Done()
+				if got := time.Since(start); got != time.Second || !errors.Is(a.Err(), context.DeadlineExceeded) {
+					t.Fatalf("ended after %v with %v; want 1s, DeadlineExceeded", got, a.Err())
+				}
+				if dl.task > time.Second && task.Err() != nil {
+					t.Fatalf("task ended with its attempt: %v", task.Err())
+				}
+				a.Release()
+				task.Release()
+			})
 		})
-	})
-	t.Run("own deadline", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			start := time.Now()
-			task := newTaskContext(context.Background(), start.Add(time.Hour))
-			a := attemptUnder(task, valKey{}, 1, time.Second)
-			<-a.Done()
-			if got := time.Since(start); got != time.Second || !errors.Is(a.Err(), context.DeadlineExceeded) {
-				t.Fatalf("ended after %v with %v; want 1s, DeadlineExceeded", got, a.Err())
-			}
-			if task.Err() != nil {
-				t.Fatalf("task ended with its attempt: %v", task.Err())
-			}
-			a.Release()
-			task.Release()
-		})
-	})
+	}
 	t.Run("task ended first", func(t *testing.T) {
 		task := newTaskContext(context.Background(), time.Now().Add(time.Hour))
 		task.Release()
