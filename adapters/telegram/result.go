@@ -238,20 +238,14 @@ func isOneValue(v []byte) bool {
 	if len(v) == 0 || isSpace(v[0]) || isSpace(v[len(v)-1]) {
 		return false // a decode would drop the space from the value
 	}
-	depth, inString, escaped := 0, false, false
-	for i, c := range v {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
+	depth := 0
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
 		case c == '"':
-			inString = true
+			// Most of a message is strings: skipped to their ends at once.
+			if i = closingQuote(v, i+1); i < 0 {
+				return false
+			}
 		case c == '{' || c == '[':
 			if depth == 0 && i > 0 {
 				return false // a container after a scalar
@@ -266,7 +260,28 @@ func isOneValue(v []byte) bool {
 			return false
 		}
 	}
-	return depth == 0 && !inString
+	return depth == 0
+}
+
+// closingQuote returns the index in v of the quote that closes a string
+// whose contents start at from, or -1 if none does: the first quote after
+// an even run of backslashes (none included), which escape each other.
+func closingQuote(v []byte, from int) int {
+	for i := from; ; {
+		q := bytes.IndexByte(v[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += i
+		k := q - 1
+		for k >= from && v[k] == '\\' {
+			k--
+		}
+		if (q-1-k)%2 == 0 {
+			return q
+		}
+		i = q + 1 // an escaped quote
+	}
 }
 
 // decodeAnswer is answerResult by the library's decode: the first JSON

@@ -337,3 +337,68 @@ func TestPostRequestErrorHidesToken(t *testing.T) {
 		t.Fatalf("errors.As finds the URL with the token: %s", ue.URL)
 	}
 }
+
+// oneValueByByte is isOneValue read a byte at a time, strings included:
+// the reference FuzzIsOneValue holds isOneValue's skipping of strings to.
+func oneValueByByte(v []byte) bool {
+	if len(v) == 0 || isSpace(v[0]) || isSpace(v[len(v)-1]) {
+		return false
+	}
+	depth, inString, escaped := 0, false, false
+	for i, c := range v {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth == 0 && i > 0 {
+				return false
+			}
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth < 0 || depth == 0 && i != len(v)-1 {
+				return false
+			}
+		case depth == 0 && (c == ',' || c == ':' || isSpace(c)):
+			return false
+		}
+	}
+	return depth == 0 && !inString
+}
+
+func FuzzIsOneValue(f *testing.F) {
+	for _, s := range []string{
+		`{"message_id":7,"text":"a \"b\" \\"}`, `"\\\\"`, `"\\\""`, `"\\"x"`, `"abc`, `["a\\\\\"]"]`,
+		`{"a":"}"}x`, `true`, `1 2`, `[]`, `{}}`, `"\\`, `""`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if got, want := isOneValue(v), oneValueByByte(v); got != want {
+			t.Fatalf("isOneValue(%q) = %v, read a byte at a time %v", v, got, want)
+		}
+	})
+}
+
+// BenchmarkIsOneValue finds the extent of a sendMessage result as
+// Telegram writes it.
+func BenchmarkIsOneValue(b *testing.B) {
+	v := []byte(`{"message_id":4711,"from":{"id":123456789,"is_bot":true,"first_name":"Herald","username":"herald_bot"},` +
+		`"chat":{"id":987654321,"first_name":"Ann","last_name":"Lee","username":"annlee","type":"private"},` +
+		`"date":1765000000,"text":"pong \"quoted\" and a longer line of text, as a bot writes it",` +
+		`"reply_markup":{"inline_keyboard":[[{"text":"Yes","callback_data":"yes"},{"text":"No","callback_data":"no"}]]}}`)
+	for b.Loop() {
+		if !isOneValue(v) {
+			b.Fatal("not one value")
+		}
+	}
+}
