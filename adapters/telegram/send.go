@@ -614,6 +614,9 @@ func markupOf(m platform.OutboundMessage) (any, error) {
 }
 
 func keyboard(rows [][]platform.Button) (*tgbotapi.InlineKeyboardMarkup, error) {
+	if len(rows) == 0 {
+		return nil, nil // most messages: nothing to allocate
+	}
 	kb := &tgbotapi.InlineKeyboardMarkup{InlineKeyboard: make([][]tgbotapi.InlineKeyboardButton, 0, len(rows))}
 	for r, row := range rows {
 		out := make([]tgbotapi.InlineKeyboardButton, 0, len(row))
