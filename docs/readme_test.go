@@ -149,9 +149,9 @@ func TestReadmeSnippetsBuild(t *testing.T) {
 	}
 	args := []string{"vet", "./" + filepath.Base(dir)}
 	if race.Enabled {
-		// Type-checked against the packages as this test's own build
-		// compiled them (go test -race ./... has, by now): without
-		// -race, vet would compile the repository's packages once more.
+		// vet then reads the repository's packages as go test -race
+		// ./... compiles them for its own tests, instead of compiling
+		// them all once more without the race detector.
 		args = []string{"vet", "-race", "./" + filepath.Base(dir)}
 	}
 	cmd := exec.Command("go", args...)
