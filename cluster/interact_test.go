@@ -176,9 +176,22 @@ func TestSharedInteractionsThroughTheGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var failed uint64
+	for _, m := range members {
+		failed += m.e.Stats().HandlerErrors
+	}
+	zero := uint64(0)
 	for _, a := range answers {
-		if !strings.HasPrefix(a.Callback.Text, "pressed on ") {
-			t.Errorf("answer %+v", a.Callback)
+		switch {
+		case strings.HasPrefix(a.Callback.Text, "pressed on "):
+		case a.Callback == platform.CallbackAnswer{} && zero < failed:
+			// A handler whose answer could not reach the gateway in time
+			// (the machine stalled, the lease moved) failed, and the
+			// engine gave its press the zero answer a press is owed:
+			// only as many as handlers failed.
+			zero++
+		default:
+			t.Errorf("answer %+v (%d handlers failed, %d zero answers before it)", a.Callback, failed, zero)
 		}
 	}
 	// Made by the gateway: the one found above, or, should the lease move
