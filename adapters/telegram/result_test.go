@@ -338,53 +338,33 @@ func TestPostRequestErrorHidesToken(t *testing.T) {
 	}
 }
 
-// oneValueByByte is isOneValue read a byte at a time, strings included:
-// the reference FuzzIsOneValue holds isOneValue's skipping of strings to.
-func oneValueByByte(v []byte) bool {
-	if len(v) == 0 || isSpace(v[0]) || isSpace(v[len(v)-1]) {
-		return false
-	}
-	depth, inString, escaped := 0, false, false
-	for i, c := range v {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth == 0 && i > 0 {
-				return false
-			}
-			depth++
-		case c == '}' || c == ']':
-			depth--
-			if depth < 0 || depth == 0 && i != len(v)-1 {
-				return false
-			}
-		case depth == 0 && (c == ',' || c == ':' || isSpace(c)):
-			return false
+// closingQuoteByByte is closingQuote read a byte at a time, each
+// backslash escaping the byte after it: the reference FuzzClosingQuote
+// holds closingQuote's jumps from quote to quote to.
+func closingQuoteByByte(v []byte, from int) int {
+	for i := from; i < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			i++ // the escaped byte
+		case '"':
+			return i
 		}
 	}
-	return depth == 0 && !inString
+	return -1
 }
 
-func FuzzIsOneValue(f *testing.F) {
+func FuzzClosingQuote(f *testing.F) {
 	for _, s := range []string{
-		`{"message_id":7,"text":"a \"b\" \\"}`, `"\\\\"`, `"\\\""`, `"\\"x"`, `"abc`, `["a\\\\\"]"]`,
-		`{"a":"}"}x`, `true`, `1 2`, `[]`, `{}}`, `"\\`, `""`,
+		`"a \"b\" \\"`, `"\\\\"`, `"\\\""`, `"\\"x"`, `"abc`, `"a\\\"]"]`, `"\\`, `""`, `"\"`,
 	} {
-		f.Add([]byte(s))
+		f.Add([]byte(s), 1)
 	}
-	f.Fuzz(func(t *testing.T, v []byte) {
-		if got, want := isOneValue(v), oneValueByByte(v); got != want {
-			t.Fatalf("isOneValue(%q) = %v, read a byte at a time %v", v, got, want)
+	f.Fuzz(func(t *testing.T, v []byte, from int) {
+		if from < 0 || from > len(v) {
+			return
+		}
+		if got, want := closingQuote(v, from), closingQuoteByByte(v, from); got != want {
+			t.Fatalf("closingQuote(%q, %d) = %d, read a byte at a time %d", v, from, got, want)
 		}
 	})
 }
