@@ -3,12 +3,14 @@ package telegram
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heraldbot/herald/platform"
 )
@@ -35,6 +37,39 @@ func post(t *testing.T, url, secret, body string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// postUnsent posts a request that declares a body of n bytes and sends
+// none, and returns the answer's status: for a body the handler refuses
+// unread. A client writing such a body races the server, which answers
+// and closes the connection: the client may see its write fail (a broken
+// pipe) before it reads the answer.
+func postUnsent(t *testing.T, url string, n int64) int {
+	t.Helper()
+	body := stalledBody(make(chan struct{}))
+	defer close(body) // the request's write ends once the answer came
+	req, err := http.NewRequest(http.MethodPost, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = n
+	req.Header.Set("Content-Type", "application/json")
+	// Bounded: a handler that read the body would wait for it forever.
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// stalledBody is a request body whose reads wait until it is closed by
+// its maker, then fail.
+type stalledBody chan struct{}
+
+func (b stalledBody) Read([]byte) (int, error) {
+	<-b
+	return 0, io.ErrUnexpectedEOF
 }
 
 func TestWebhookRun(t *testing.T) {
@@ -166,7 +201,7 @@ func TestWebhookHandlerMounted(t *testing.T) {
 	if ev := r.next(t, 1)[0]; ev.Text != "mounted" {
 		t.Fatalf("event %+v", ev)
 	}
-	if got := post(t, ts.URL, "", strings.Repeat(" ", maxUpdateBody+1)); got != http.StatusRequestEntityTooLarge {
+	if got := postUnsent(t, ts.URL, maxUpdateBody+1); got != http.StatusRequestEntityTooLarge {
 		t.Fatalf("oversized body: %d; want 413", got)
 	}
 	if err := r.stop(t); err != nil {
