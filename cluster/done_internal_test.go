@@ -888,3 +888,43 @@ func TestDoneGroupLingersWhileBusy(t *testing.T) {
 		t.Fatal("busy with no note written for busyWithin")
 	}
 }
+
+// A record's Done bounds its own requests: the engine calls it with a
+// context that never ends, and with the server gone (the client waiting
+// to reconnect, its writes unanswered) each Done — the one that writes
+// its group's note, the ones that wait for it, and one that marks its send
+// delivered first — returns an outage in the journal's own time.
+func TestDoneBoundedWithoutDeadline(t *testing.T) {
+	parallel(t, 0)
+	ctx := doneCtx(t)
+	r := newRestartable(t)
+	j := r.open(ctx)
+	var recs []journal.Record
+	for i := range 3 {
+		rec, _, err := j.RecordSend(ctx, journal.Send{ID: fmt.Sprint("bounded/", i), Request: textTo("c", fmt.Sprint("s", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	r.srv.Shutdown() // the connection stays, unanswered
+	errs := make(chan error, len(recs))
+	for i, rec := range recs {
+		var delivered *platform.SendResult
+		if i == 0 {
+			delivered = &platform.SendResult{MessageID: "m0"}
+		}
+		go func() { errs <- rec.Done(context.Background(), delivered) }()
+	}
+	bound := time.After(publishTimeout + opTimeout + 10*time.Second)
+	for range recs {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, journal.ErrOutage) {
+				t.Errorf("Done with the server gone: %v; want an outage", err)
+			}
+		case <-bound:
+			t.Fatal("a Done with a context that never ends still waits for a server that is gone")
+		}
+	}
+}

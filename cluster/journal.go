@@ -575,17 +575,17 @@ type record struct {
 // later.
 func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error {
 	j := r.j
-	var errs []error
+	var markErr error
 	if delivered != nil && r.id != "" {
 		id, m := r.id, markData{SendResult: *delivered, Sum: r.sum, What: r.what}
-		errs = append(errs, j.finish(ctx, func(ctx context.Context) error { return j.putMark(ctx, id, m) }))
+		markErr = j.finish(ctx, func(ctx context.Context) error { return j.putMark(ctx, id, m) })
 	}
 	log, epoch, seq, blob, saved, mark := r.log, r.epoch, r.seq, r.blob, r.saved, r.event
 	if log == nil || log.mark == nil {
 		j.markHandled(mark) // else with its group's note
 		mark = ""
 	}
-	errs = append(errs, j.finish(ctx, func(ctx context.Context) error {
+	err := j.finish(ctx, func(ctx context.Context) error {
 		if log != nil {
 			if err := log.done(ctx, epoch, seq, mark); err != nil {
 				return err
@@ -598,9 +598,9 @@ func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error
 			}
 		}
 		return nil
-	}))
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w (kept; finished once the store takes writes again)", err)
+	})
+	if markErr != nil || err != nil {
+		return fmt.Errorf("%w (kept; finished once the store takes writes again)", errors.Join(markErr, err))
 	}
 	return nil
 }

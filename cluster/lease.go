@@ -456,16 +456,15 @@ type outRecord struct {
 // for sure).
 func (r *outRecord) Done(ctx context.Context, delivered *platform.SendResult) error {
 	s := r.l.s
-	var errs []error
+	var markErr error
 	marked := false
 	if delivered != nil && r.id != "" {
 		id, m := r.id, markData{SendResult: *delivered, Sum: r.sum, What: r.what}
-		err := s.finish(ctx, func(ctx context.Context) error { return s.putMark(ctx, id, m) })
-		marked = err == nil
-		errs = append(errs, err)
+		markErr = s.finish(ctx, func(ctx context.Context) error { return s.putMark(ctx, id, m) })
+		marked = markErr == nil
 	}
 	msg, seq, saved, blob := r.msg, r.seq, r.saved, r.blob
-	errs = append(errs, s.finish(ctx, func(ctx context.Context) error {
+	err := s.finish(ctx, func(ctx context.Context) error {
 		if marked {
 			// The mark is stored: an acknowledgement lost on the way
 			// costs a redelivery, which the mark answers with no send
@@ -482,9 +481,9 @@ func (r *outRecord) Done(ctx context.Context, delivered *platform.SendResult) er
 		}
 		s.dropBlob(blob)
 		return nil
-	}))
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w (kept; finished once the store takes writes again)", err)
+	})
+	if markErr != nil || err != nil {
+		return fmt.Errorf("%w (kept; finished once the store takes writes again)", errors.Join(markErr, err))
 	}
 	return nil
 }

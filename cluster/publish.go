@@ -34,12 +34,19 @@ func publishRecord(ctx context.Context, nc *nats.Conn, msg *nats.Msg, id string)
 		}
 		msg.Header.Set(jetstream.MsgIDHeader, id)
 	}
-	if _, ok := ctx.Deadline(); !ok {
+	request := func() (*nats.Msg, error) { return nc.RequestMsgWithContext(ctx, msg) }
+	if ctx.Done() == nil {
+		// A context that never ends (the engine's): the request is bounded
+		// by the client's own timer, which it takes from a pool, instead
+		// of a context of its own made and cancelled for each record.
+		deadline := time.Now().Add(publishTimeout)
+		request = func() (*nats.Msg, error) { return nc.RequestMsg(msg, time.Until(deadline)) }
+	} else if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, publishTimeout)
 		defer cancel()
 	}
-	resp, err := nc.RequestMsgWithContext(ctx, msg)
+	resp, err := request()
 	for try := 0; errors.Is(err, nats.ErrNoResponders) && try < jetstream.DefaultPubRetryAttempts; try++ {
 		// A stream between leaders answers nothing for a moment.
 		wait := time.NewTimer(jetstream.DefaultPubRetryWait)
@@ -48,7 +55,7 @@ func publishRecord(ctx context.Context, nc *nats.Conn, msg *nats.Msg, id string)
 		case <-wait.C:
 		}
 		wait.Stop()
-		resp, err = nc.RequestMsgWithContext(ctx, msg)
+		resp, err = request()
 	}
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {

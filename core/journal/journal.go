@@ -345,7 +345,9 @@ type Record interface {
 	// journal could not remove the record now: a journal that is a
 	// [Waiter] keeps what is left to do and does it once it is back, with
 	// nothing more asked of the caller; the record may be handed over
-	// again if the process ends before then.
+	// again if the process ends before then. The engine calls it with a
+	// context that never ends: Done bounds each of its requests itself,
+	// and returns in bounded time whatever ctx.
 	Done(ctx context.Context, delivered *platform.SendResult) error
 	// Save records how far a send got (the parts of a long text delivered,
 	// a wait it is in), so that a send taken up again after a restart goes
