@@ -580,27 +580,43 @@ func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error
 		id, m := r.id, markData{SendResult: *delivered, Sum: r.sum, What: r.what}
 		markErr = j.finish(ctx, func(ctx context.Context) error { return j.putMark(ctx, id, m) })
 	}
-	log, epoch, seq, blob, saved, mark := r.log, r.epoch, r.seq, r.blob, r.saved, r.event
-	if log == nil || log.mark == nil {
-		j.markHandled(mark) // else with its group's note
-		mark = ""
+	rm := removal{j: j, log: r.log, epoch: r.epoch, seq: r.seq, blob: r.blob, saved: r.saved, mark: r.event}
+	if rm.log == nil || rm.log.mark == nil {
+		j.markHandled(rm.mark) // else with its group's note
+		rm.mark = ""
 	}
-	err := j.finish(ctx, func(ctx context.Context) error {
-		if log != nil {
-			if err := log.done(ctx, epoch, seq, mark); err != nil {
-				return err
-			}
-		}
-		j.dropBlob(blob)
-		if saved {
-			if err := j.progress.Purge(ctx, progressKey(seq)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-				return outage("done: progress", err)
-			}
-		}
-		return nil
-	})
+	err := rm.do(ctx) // as finish does, without a closure on every Done
+	if errors.Is(err, journal.ErrOutage) {
+		j.health.later(rm.do, err)
+	}
 	if markErr != nil || err != nil {
 		return fmt.Errorf("%w (kept; finished once the store takes writes again)", errors.Join(markErr, err))
+	}
+	return nil
+}
+
+// removal is the part of a record's Done that removes it: its done note
+// (with its handled mark, if any), its object and its progress.
+type removal struct {
+	j          *Journal
+	log        *doneLog // nil for none
+	epoch, seq uint64
+	blob       string
+	saved      bool
+	mark       string // written with the note; "" for none
+}
+
+func (rm removal) do(ctx context.Context) error {
+	if rm.log != nil {
+		if err := rm.log.done(ctx, rm.epoch, rm.seq, rm.mark); err != nil {
+			return err
+		}
+	}
+	rm.j.dropBlob(rm.blob)
+	if rm.saved {
+		if err := rm.j.progress.Purge(ctx, progressKey(rm.seq)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return outage("done: progress", err)
+		}
 	}
 	return nil
 }
