@@ -123,6 +123,7 @@ type Journal struct {
 
 	inDone, outDone *doneLog // see done.go
 
+	sentSubject    string              // $KV.sent_B.
 	handled        jetstream.KeyValue  // see handled.go
 	handledSubject string              // $KV.handled_B.
 	recent         map[string]struct{} // the last handled marks Open read
@@ -252,6 +253,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: sent bucket: %w", err)
 	}
+	j.sentSubject = "$KV.sent_" + cfg.Bot + "."
 	j.effects, err = j.keyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:   "effects_" + cfg.Bot,
 		TTL:      cfg.DuplicateWindow,
@@ -484,10 +486,9 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 	if s.ID != "" {
 		id = "send:" + s.ID
 	}
-	msg := nats.NewMsg(j.subject("out", s.Request.Platform, s.Request.Target.ID))
-	setSum(msg, s)
+	msg := sendMsg(j.subject("out", s.Request.Platform, s.Request.Target.ID), id, s)
 	w := j.outDone.begin()
-	ack, blob, err := j.putRecord(ctx, "record send", msg, pieces, id)
+	ack, blob, err := j.putRecord(ctx, "record send", msg, pieces, "") // its Msg-Id set
 	if err != nil {
 		j.outDone.failed(w, maybeWritten(err))
 		return nil, journal.Appended{}, err
@@ -514,13 +515,17 @@ func (j *Journal) mark(ctx context.Context, id string) (markData, bool, error) {
 	}
 }
 
-// putMark marks the send id delivered with m.
+// putMark marks the send id delivered with m: a put into the sent bucket,
+// published as a record is (publishRecord), not through the library's
+// KeyValue.Put, which decodes its answer as JSON and, under the engine's
+// context that never ends, makes a context of its own for each mark.
 func (j *Journal) putMark(ctx context.Context, id string, m markData) error {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("cluster: mark: %w", err)
 	}
-	if _, err := j.sent.Put(ctx, markKey(id), data); err != nil {
+	msg := &nats.Msg{Subject: j.sentSubject + markKey(id), Data: data}
+	if _, err := publishRecord(ctx, j.nc, msg, ""); err != nil {
 		return outage("mark delivered", err)
 	}
 	return nil

@@ -305,21 +305,18 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 		return journal.Appended{}, platform.Permanent(fmt.Errorf("cluster: send: %w: %w", journal.ErrUnrecordable, err))
 	}
 	key := s.cfg.Node + "/" + strconv.FormatUint(s.sendSeq.Add(1), 10)
-	msg := nats.NewMsg(s.subject("out", snd.Request.Platform, snd.Request.Target.ID))
-	msg.Header.Set(hdrReply, s.results)
-	msg.Header.Set(hdrKey, key)
-	setSum(msg, snd)
 	var id string
 	if snd.ID != "" {
 		id = "send:" + snd.ID
 	}
+	msg := sendMsg(s.subject("out", snd.Request.Platform, snd.Request.Target.ID), id, snd, hdrReply, s.results, hdrKey, key)
 	if snd.Done != nil {
 		// Before the publish: the gateway may answer before it returns.
 		s.pmu.Lock()
 		s.pending[key] = snd.Done
 		s.pmu.Unlock()
 	}
-	ack, _, err := s.putRecord(ctx, "record send", msg, pieces, id)
+	ack, _, err := s.putRecord(ctx, "record send", msg, pieces, "") // its Msg-Id set
 	if err != nil || ack.Duplicate {
 		s.takeResult(key)
 	}

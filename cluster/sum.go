@@ -20,13 +20,39 @@ const (
 	hdrWhat = "Herald-What"
 )
 
-// setSum puts a send's Sum and What on its record's message.
-func setSum(msg *nats.Msg, s journal.Send) {
-	if s.Sum == 0 {
-		return
+// sendMsg returns the message of a send's record to subject, with its
+// headers: its Msg-Id (unless id is ""), its Sum and What (unless Sum is 0)
+// and pairs more (name, value, …) — the values in one allocation, and Sum
+// and What formatted into one string.
+func sendMsg(subject, id string, s journal.Send, pairs ...string) *nats.Msg {
+	n := len(pairs) / 2
+	if id != "" {
+		n++
 	}
-	msg.Header.Set(hdrSum, strconv.FormatUint(s.Sum, 16))
-	msg.Header.Set(hdrWhat, strconv.Quote(s.What))
+	if s.Sum != 0 {
+		n += 2
+	}
+	h := make(nats.Header, n)
+	vals := make([]string, 0, n)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	if id != "" {
+		set(jetstream.MsgIDHeader, id)
+	}
+	if s.Sum != 0 {
+		var buf [64]byte
+		b := strconv.AppendUint(buf[:0], s.Sum, 16)
+		mid := len(b)
+		both := string(strconv.AppendQuote(b, s.What))
+		set(hdrSum, both[:mid])
+		set(hdrWhat, both[mid:])
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		set(pairs[i], pairs[i+1])
+	}
+	return &nats.Msg{Subject: subject, Header: h}
 }
 
 // sumOf reads a record's Sum and What from its headers; zero for a record
