@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrNotReady is returned by [Future.Result] while the Future is unresolved.
@@ -29,7 +30,14 @@ var ErrNotReady = errors.New("future: not ready")
 // A Future must be created with [New]; the zero value is not usable. All
 // methods are safe for concurrent use by any number of goroutines.
 type Future[T any] struct {
-	once sync.Once
+	// resolved is set once val and err are, under mu: read without mu, it
+	// orders those reads after their writes.
+	resolved atomic.Bool
+	mu       sync.Mutex
+	// done is made by the first who asks for it before the resolution
+	// (Done, or a Wait that blocks), and closed by Resolve: most Futures
+	// are resolved before anyone waits, or never waited for, and never
+	// make it.
 	done chan struct{}
 	val  T
 	err  error
@@ -37,18 +45,18 @@ type Future[T any] struct {
 
 // New returns an unresolved Future.
 func New[T any]() *Future[T] {
-	return &Future[T]{done: make(chan struct{})}
+	return &Future[T]{}
 }
 
 // Resolved returns a Future already resolved with val and err.
 func Resolved[T any](val T, err error) *Future[T] {
-	f := &Future[T]{done: closed, val: val, err: err}
-	f.once.Do(func() {}) // resolved: a later Resolve changes nothing
+	f := &Future[T]{val: val, err: err}
+	f.resolved.Store(true)
 	return f
 }
 
-// closed is the Done channel of every Future made resolved: closed once,
-// shared, and never closed again (Resolve's once has run).
+// closed is the Done channel of a Future resolved before anyone asked for
+// one: closed once, shared, never closed again.
 var closed = func() chan struct{} {
 	c := make(chan struct{})
 	close(c)
@@ -59,26 +67,29 @@ var closed = func() chan struct{} {
 // returns true if this call resolved the Future and false if it had already
 // been resolved, in which case val and err are discarded.
 func (f *Future[T]) Resolve(val T, err error) bool {
-	resolved := false
-	f.once.Do(func() {
-		f.val, f.err = val, err
+	f.mu.Lock()
+	if f.resolved.Load() {
+		f.mu.Unlock()
+		return false
+	}
+	f.val, f.err = val, err
+	f.resolved.Store(true)
+	if f.done != nil {
 		close(f.done)
-		resolved = true
-	})
-	return resolved
+	}
+	f.mu.Unlock()
+	return true
 }
 
 // Wait blocks until the Future is resolved and returns its value and error,
 // or until ctx ends and returns the zero value and ctx.Err(). When the Future
 // is already resolved, Wait returns its result even if ctx has ended.
 func (f *Future[T]) Wait(ctx context.Context) (T, error) {
-	select {
-	case <-f.done:
+	if f.resolved.Load() {
 		return f.val, f.err
-	default:
 	}
 	select {
-	case <-f.done:
+	case <-f.Done():
 		return f.val, f.err
 	case <-ctx.Done():
 		var zero T
@@ -89,24 +100,15 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 // Result returns the Future's value and error without blocking. Before the
 // Future is resolved it returns the zero value and [ErrNotReady].
 func (f *Future[T]) Result() (T, error) {
-	select {
-	case <-f.done:
+	if f.resolved.Load() {
 		return f.val, f.err
-	default:
-		var zero T
-		return zero, ErrNotReady
 	}
+	var zero T
+	return zero, ErrNotReady
 }
 
 // IsDone reports whether the Future has been resolved.
-func (f *Future[T]) IsDone() bool {
-	select {
-	case <-f.done:
-		return true
-	default:
-		return false
-	}
-}
+func (f *Future[T]) IsDone() bool { return f.resolved.Load() }
 
 // MustWait is like [Future.Wait] but panics if Wait returns an error. It is
 // meant for tests and programs where a failure is a bug.
@@ -119,4 +121,17 @@ func (f *Future[T]) MustWait(ctx context.Context) T {
 }
 
 // Done returns a channel that is closed when the Future is resolved.
-func (f *Future[T]) Done() <-chan struct{} { return f.done }
+func (f *Future[T]) Done() <-chan struct{} {
+	if f.resolved.Load() {
+		return closed
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.resolved.Load() {
+		return closed
+	}
+	if f.done == nil {
+		f.done = make(chan struct{})
+	}
+	return f.done
+}

@@ -144,3 +144,43 @@ func TestConcurrentWaitersAndResolvers(t *testing.T) {
 		}
 	}
 }
+
+// TestDoneChannel: the channel of Done, asked for before the resolution,
+// is one for every caller and closed by it; asked for after, it is closed
+// at once; and the value is there to read once it is.
+func TestDoneChannel(t *testing.T) {
+	f := future.New[int]()
+	early, again := f.Done(), f.Done()
+	if early != again {
+		t.Fatal("Done before the resolution returned two channels")
+	}
+	select {
+	case <-early:
+		t.Fatal("Done closed before the resolution")
+	default:
+	}
+	go f.Resolve(7, nil)
+	<-early
+	if v, err := f.Result(); v != 7 || err != nil || !f.IsDone() {
+		t.Fatalf("after Done closed: %d, %v, done %v; want 7, nil, true", v, err, f.IsDone())
+	}
+	select {
+	case <-f.Done():
+	default:
+		t.Fatal("Done after the resolution is not closed")
+	}
+	select {
+	case <-future.Resolved(1, nil).Done():
+	default:
+		t.Fatal("a Resolved Future's Done is not closed")
+	}
+}
+
+// BenchmarkResolve is a send's Future that nobody waits for: made, then
+// resolved (Run: go test -bench=Resolve -benchmem ./infra/future).
+func BenchmarkResolve(b *testing.B) {
+	b.ReportAllocs()
+	for range b.N {
+		future.New[int]().Resolve(1, nil)
+	}
+}
