@@ -424,10 +424,17 @@ func (d *doneLog) done(ctx context.Context, epoch, seq uint64, mark string) erro
 		<-d.turn
 		return g.err
 	}
+	end := ctx.Done()
+	if end == nil {
+		// The engine's context, which never ends: the leader's turn is
+		// bounded.
+		<-g.done
+		return g.err
+	}
 	select {
 	case <-g.done:
 		return g.err
-	case <-ctx.Done():
+	case <-end:
 		// The note is still being written: the record is not known done.
 		// The caller keeps the work for the store's return (outage).
 		return outage("done", ctx.Err())
