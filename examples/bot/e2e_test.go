@@ -165,6 +165,9 @@ func botEnv(env ...string) []string {
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
 		out = append(out, "GOMAXPROCS=1")
 	}
+	if _, set := os.LookupEnv("GOTRACEBACK"); !set {
+		out = append(out, "GOTRACEBACK=all") // a stuck bot's SIGQUIT (startBot) prints every goroutine
+	}
 	return append(out, env...)
 }
 
@@ -192,6 +195,16 @@ func startBot(t *testing.T, env ...string) *botProcess {
 		select {
 		case <-p.done:
 		default:
+			if t.Failed() {
+				// A bot still running when its test failed may be stuck:
+				// SIGQUIT has it print every goroutine's stack (see botEnv)
+				// to the stderr logged below.
+				_ = cmd.Process.Signal(syscall.SIGQUIT)
+				select {
+				case <-p.done:
+				case <-time.After(5 * time.Second):
+				}
+			}
 			_ = cmd.Process.Kill()
 			<-p.done
 		}
