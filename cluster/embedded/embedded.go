@@ -259,9 +259,7 @@ func (s *Server) watch() {
 		// store failed stays failed until it is loaded again. Logged once
 		// off: a write after the line is refused.
 		old := s.ns.Load()
-		if err := old.ShutdownJetStream(); err != nil {
-			s.log.Error("embedded: JetStream did not stop", zap.Error(err))
-		}
+		s.stopJetStream(old.ShutdownJetStream)
 		s.log.Warn("embedded: the store could not write (its disk is full?); JetStream is off until there is room",
 			zap.String("dir", s.dir))
 		if !s.waitRoom() {
@@ -281,6 +279,32 @@ func (s *Server) watch() {
 		s.ns.Store(ns)
 		s.log.Info("embedded: room on the disk again; JetStream is back", zap.Duration("after", time.Since(off).Round(time.Millisecond)),
 			zap.Int64("max_store", s.maxStore.Load()))
+	}
+}
+
+// stopSlow is how long the watch waits for JetStream to stop before it
+// says it still waits: a server that does not stop answers nothing
+// meanwhile, and the journal's calls only time out.
+const stopSlow = 30 * time.Second
+
+// stopJetStream runs stop (the server's ShutdownJetStream) and waits for
+// it, logging an error if it failed, and one if it has not returned after
+// stopSlow.
+func (s *Server) stopJetStream(stop func() error) {
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	slow := time.NewTimer(stopSlow)
+	defer slow.Stop()
+	var err error
+	select {
+	case err = <-stopped:
+	case <-slow.C:
+		s.log.Error("embedded: JetStream has not stopped since the store could not write; the journal's calls time out until it does",
+			zap.Duration("waited", stopSlow), zap.String("dir", s.dir))
+		err = <-stopped
+	}
+	if err != nil {
+		s.log.Error("embedded: JetStream did not stop", zap.Error(err))
 	}
 }
 

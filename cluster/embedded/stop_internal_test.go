@@ -1,0 +1,52 @@
+package embedded
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// A JetStream that does not stop when the store failed is said once, after
+// stopSlow, and the watch goes on waiting for it; one that stops in time,
+// or fails to, is logged as before.
+func TestStopJetStreamSaysWhenSlow(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		takes    time.Duration
+		err      error
+		wantSlow bool
+	}{
+		{name: "in time", takes: stopSlow - time.Second},
+		{name: "failed", takes: time.Second, err: errors.New("no")},
+		{name: "slow", takes: 3 * stopSlow, wantSlow: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				core, logs := observer.New(zap.InfoLevel)
+				s := &Server{log: zap.New(core), dir: "store"}
+				start := time.Now()
+				s.stopJetStream(func() error {
+					time.Sleep(tc.takes)
+					return tc.err
+				})
+				if waited := time.Since(start); waited != tc.takes {
+					t.Errorf("returned after %v; want after stop's %v", waited, tc.takes)
+				}
+				slow := logs.FilterMessageSnippet("has not stopped").All()
+				if got := len(slow) == 1; got != tc.wantSlow || len(slow) > 1 {
+					t.Errorf("%d lines saying it has not stopped; want slow %v", len(slow), tc.wantSlow)
+				}
+				if tc.wantSlow && slow[0].ContextMap()["waited"] != stopSlow {
+					t.Errorf("said after %v; want %v", slow[0].ContextMap()["waited"], stopSlow)
+				}
+				if failed := logs.FilterMessageSnippet("did not stop").Len(); failed != map[bool]int{false: 0, true: 1}[tc.err != nil] {
+					t.Errorf("%d lines saying it did not stop; want one for an error", failed)
+				}
+			})
+		})
+	}
+}
