@@ -24,7 +24,9 @@ import (
 // than it keeps): permanent, the event dropped, the send failed.
 var ErrJournal = errors.New("engine: journal refused")
 
-// journalOpTimeout bounds one call to a record.
+// journalOpTimeout bounds a record's Save, and the records a handling run
+// again after an outage writes anew. A record's Done bounds itself (see
+// journalState.done).
 const journalOpTimeout = 10 * time.Second
 
 // journalState is the engine's side of its journal.
