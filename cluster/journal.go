@@ -53,7 +53,7 @@ import (
 const (
 	DefaultBot             = "herald"
 	DefaultDuplicateWindow = time.Hour
-	DefaultPartitions      = 64
+	DefaultPartitions      = 16
 )
 
 // Config configures [Open]. The zero value is a valid configuration.
@@ -76,10 +76,11 @@ type Config struct {
 
 	// Partitions is how many partitions IN's events are split into by
 	// chat, for the processes of a bot to share (see Shared): at most that
-	// many processes handle events at once. Each is a consumer the server
-	// keeps: fewer cost less CPU per event (16 take 10–20% less than
-	// 64 in BenchmarkSharedReplies). It is fixed when IN is created: an
-	// existing IN keeps its own. 0 means DefaultPartitions (64).
+	// many processes handle events at once. Each is a consumer whose state
+	// the server writes to a file up to ten times a second while it is
+	// busy: fewer cost less CPU per event (16 take 10–20% less than 64 in
+	// BenchmarkSharedReplies). It is fixed when IN is created: an existing
+	// IN keeps its own. 0 means DefaultPartitions (16).
 	Partitions int
 
 	// Logger receives the journal's failures that are no call's error

@@ -23,6 +23,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/cluster"
 	"github.com/heraldbot/herald/internal/natstest"
 	"github.com/heraldbot/herald/internal/testport"
 )
@@ -128,7 +129,7 @@ func waitSpread(ctx context.Context, t *testing.T, nodes []*node) *node {
 				gws = append(gws, n)
 			}
 		}
-		if spread && total == 64 && len(gws) == 1 {
+		if spread && total == cluster.DefaultPartitions && len(gws) == 1 {
 			return gws[0]
 		}
 		select {
