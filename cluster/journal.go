@@ -124,6 +124,8 @@ type Journal struct {
 
 	inDone, outDone *doneLog // see done.go
 
+	inAnchor, outAnchor string // the subjects of IN's and OUT's anchors (see anchor.go)
+
 	sentSubject    string              // $KV.sent_B.
 	handled        jetstream.KeyValue  // see handled.go
 	handledSubject string              // $KV.handled_B.
@@ -223,6 +225,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	if j.out, err = stream("out", jetstream.WorkQueuePolicy); err != nil {
 		return nil, err
 	}
+	j.inAnchor, j.outAnchor = anchorSubject("in", cfg.Bot), anchorSubject("out", cfg.Bot)
 	j.inDone = newDoneLog(js, j.in, "in."+cfg.Bot+".done", j.limited)
 	j.outDone = newDoneLog(js, j.out, "out."+cfg.Bot+".done", j.limited)
 	if cfg.MaxBytes > 0 {
@@ -801,9 +804,14 @@ func (j *Journal) notes(ctx context.Context, d *doneLog) (map[uint64]uint64, err
 	return noted, err
 }
 
-// each calls f for every message s holds, in order.
+// each calls f for every message s holds, in order, but anchors.
 func (j *Journal) each(ctx context.Context, s jetstream.Stream, f func(*jetstream.RawStreamMsg) error) error {
-	return j.eachOn(ctx, s, ">", f)
+	return j.eachOn(ctx, s, ">", func(m *jetstream.RawStreamMsg) error {
+		if j.isAnchor(m.Subject) {
+			return nil
+		}
+		return f(m)
+	})
 }
 
 // eachOn calls f for every message s holds on subject, in order.

@@ -464,6 +464,7 @@ func (r *outRecord) Done(ctx context.Context, delivered *platform.SendResult) er
 		marked = markErr == nil
 	}
 	msg, seq, saved, blob := r.msg, r.seq, r.saved, r.blob
+	s.outAnchored.acked.Add(1)
 	err := s.finish(ctx, func(ctx context.Context) error {
 		if marked {
 			// The mark is stored: an acknowledgement lost on the way

@@ -309,6 +309,7 @@ func (p *partition) forget(rec *partRecord) {
 func (r *partRecord) Done(ctx context.Context, _ *platform.SendResult) error {
 	r.p.forget(r)
 	r.p.s.markHandled(r.event)
+	r.p.s.inAnchored.acked.Add(1)
 	if r.blob == "" {
 		return r.msg.Ack()
 	}

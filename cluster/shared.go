@@ -110,6 +110,10 @@ type Shared struct {
 	pmu     sync.Mutex
 	pending map[string]func(platform.SendResult, error)
 
+	// inAnchored and outAnchored count this member's acknowledgements on
+	// IN and OUT, for their anchors (see anchor.go).
+	inAnchored, outAnchored anchored
+
 	takeovers, redeliveries, skipped atomic.Uint64
 	owned                            atomic.Int64
 	sendSeq                          atomic.Uint64 // numbers this member's sends, for their keys
@@ -160,6 +164,8 @@ func OpenShared(ctx context.Context, nc *nats.Conn, cfg SharedConfig) (*Shared, 
 	log = log.With(zap.String("node", cfg.Node))
 	s := &Shared{Journal: j, cfg: cfg, nc: nc, log: log, warn: ratelog.New(log, time.Minute),
 		results: "herald." + j.cfg.Bot + ".result." + token(cfg.Node), pending: map[string]func(platform.SendResult, error){}}
+	s.inAnchored.stream, s.inAnchored.subject = j.in, j.inAnchor
+	s.outAnchored.stream, s.outAnchored.subject = j.out, j.outAnchor
 	// Memory-backed: heartbeats go on while the file store refuses writes
 	// (its disk full). A server restarted without it has it created
 	// again by the first heartbeat that fails (see assets).
@@ -399,9 +405,14 @@ func (s *Shared) Join(ctx context.Context) error {
 	run := &membership{s: s, m: m, parts: map[int]*partition{}, leads: map[string]*lead{}, handing: map[int]bool{}}
 	hctx, stopBeating := context.WithCancel(context.Background())
 	beating := make(chan struct{})
+	anchoring := make(chan struct{})
 	go func() {
 		defer close(beating)
 		run.heartbeat(hctx)
+	}()
+	go func() {
+		defer close(anchoring)
+		run.anchor(hctx)
 	}()
 	listening := run.listen(ctx)
 	err = run.loop(ctx)
@@ -422,6 +433,7 @@ func (s *Shared) Join(ctx context.Context) error {
 	<-kept
 	stopBeating()
 	<-beating
+	<-anchoring
 	run.letGo()
 	listening.Wait()
 	return err
