@@ -437,9 +437,11 @@ func (c *Context) Download(ctx stdctx.Context, att platform.Attachment, maxBytes
 }
 
 // UserError is an error whose Text may be shown to the user, for
-// [Context.ReplyError]. Err is the cause, for the log. A handler that
-// returns one has answered its user ("no such note"): the engine logs it
-// at info level and does not count it among the handler errors.
+// [Context.ReplyError]. Err is the cause, for the log. A handler returns
+// one to answer its user ("no such note"), not as a failure: the engine
+// logs it at info level, does not count it among the handler errors, and
+// hands it to the error hook (engine.WithOnError), which shows Text with
+// ReplyError — with no hook, the engine says nothing to the user.
 type UserError struct {
 	Text string
 	Err  error

@@ -10,17 +10,22 @@ import (
 
 // The handler's side of Herald — the Context and what a handler does
 // through it — is package core/context; these are its names, so that a
-// handler file imports package engine alone.
+// handler file imports package engine alone. Their methods are documented
+// there: go doc github.com/heraldbot/herald/core/context Context.
 
-// Context is what a handler receives for one event: see [hctx.Context].
+// Context is what a handler receives for one event: its methods (Reply,
+// Prompt, Next, Answer, Edit, Download, …) are those of [hctx.Context],
+// documented in package github.com/heraldbot/herald/core/context.
 type Context = hctx.Context
 
-// UserError is an error whose Text may be shown to the user (see
-// [hctx.UserError]).
+// UserError is an error whose Text may be shown to the user by the error
+// hook (see [hctx.UserError] in package
+// github.com/heraldbot/herald/core/context).
 type UserError = hctx.UserError
 
 // ReplyTexts are the words ReplySuccess and ReplyError add (see
-// [hctx.ReplyTexts] and WithReplyTexts).
+// [hctx.ReplyTexts] in package github.com/heraldbot/herald/core/context,
+// and WithReplyTexts).
 type ReplyTexts = hctx.ReplyTexts
 
 // NewUserError returns a *UserError with the given user-facing text and
@@ -30,14 +35,16 @@ func NewUserError(text string, cause error) error { return hctx.NewUserError(tex
 // Once runs fn once for the handling of c's event, as one of its effects,
 // and returns what fn returned; a run again of the handler (a
 // conversation's replay, a run after a crash) gets the recorded result
-// back. See [hctx.Once].
+// back. See [hctx.Once] in package github.com/heraldbot/herald/core/context.
 func Once[T any](c *Context, name string, fn func(ctx context.Context) (T, error)) (T, error) {
 	return hctx.Once(c, name, fn)
 }
 
 // SessionKey names a piece of state of type T kept for each chat or each
-// user across events (see [hctx.SessionKey]); Session is that state for
-// one chat or user, for code outside handlers.
+// user across events (see [hctx.SessionKey] in package
+// github.com/heraldbot/herald/core/context, for its Get, Update, Delete,
+// Of and IDs); Session is that state for one chat or user, for code outside
+// handlers.
 type (
 	SessionKey[T any] = hctx.SessionKey[T]
 	Session[T any]    = hctx.Session[T]

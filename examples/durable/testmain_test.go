@@ -3,7 +3,9 @@ package main
 import (
 	"testing"
 
-	"github.com/heraldbot/herald/internal/leakcheck"
+	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
+// TestMain fails the tests if they leave goroutines behind: every engine a
+// test starts is shut down before it returns.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

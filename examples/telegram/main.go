@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -36,8 +37,7 @@ func run() error {
 	if err != nil {
 		return err // a missing or malformed token is refused here, never printed
 	}
-	e, err := engine.New(engine.WithAdapter(tg), engine.WithLogger(log),
-		engine.WithOnError(func(c *engine.Context, err error) { c.ReplyError(err) }))
+	e, err := engine.New(append(options(), engine.WithAdapter(tg), engine.WithLogger(log))...)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,24 @@ func register(e *engine.Engine) {
 		if err != nil { // engine.ErrWaiting while it waits: return it, as any error
 			return err
 		}
-		c.ReplyText("Welcome, " + name.Text + "!")
-		return nil
+		for { // asks again until the answer is a number; /cancel ends it (see options)
+			age, err := c.Prompt(c.Context(), platform.TextMessage("How old are you, "+name.Text+"?"))
+			if err != nil {
+				return err
+			}
+			if n, err := strconv.Atoi(age.Text); err == nil {
+				c.ReplyText(fmt.Sprintf("Welcome, %s (%d)!", name.Text, n))
+				return nil
+			}
+		}
 	}, engine.Description("a two-step conversation"))
+}
+
+// options are the bot's engine options besides its adapter and logger,
+// its tests' too: /cancel ends a conversation that waits.
+func options() []engine.Option {
+	return []engine.Option{
+		engine.WithOnError(func(c *engine.Context, err error) { c.ReplyError(err) }),
+		engine.WithCancelCommand("cancel", "Cancelled."),
+	}
 }

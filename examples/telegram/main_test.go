@@ -16,12 +16,12 @@ import (
 
 // The bot's handlers, tested on the in-memory adapter as a bot author
 // tests theirs: a command with buttons, a press edits the menu, and a
-// conversation.
+// conversation that asks again until the answer fits, and one cancelled.
 func TestHandlers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	mem := memory.New()
-	e, err := engine.New(engine.WithAdapter(mem))
+	e, err := engine.New(append(options(), engine.WithAdapter(mem))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +46,16 @@ func TestHandlers(t *testing.T) {
 	if _, err := mem.WaitSent(ctx, chat.ID, 3); err != nil {
 		t.Fatal(err)
 	}
-	mem.Say(chat, ann, "Ann")
-	if _, err := mem.WaitSent(ctx, chat.ID, 4); err != nil {
-		t.Fatal(err)
+	// Each answer after the question before it, as a user answers.
+	for i, answer := range []string{"Ann", "old enough", "30", "/register", "/cancel"} {
+		mem.Say(chat, ann, answer)
+		if _, err := mem.WaitSent(ctx, chat.ID, 4+i); err != nil {
+			t.Fatal(err)
+		}
 	}
-	want := []string{"Tea or coffee?", "You chose coffee.", "What is your name?", "Welcome, Ann!"}
+	want := []string{"Tea or coffee?", "You chose coffee.",
+		"What is your name?", "How old are you, Ann?", "How old are you, Ann?", "Welcome, Ann (30)!",
+		"What is your name?", "Cancelled."}
 	if got := mem.Texts(chat.ID); !slices.Equal(got, want) {
 		t.Fatalf("the chat got %q; want %q", got, want)
 	}

@@ -90,7 +90,8 @@ type UserFile struct {
 
 // SendUserFile makes from send f to the chat chatID, and queues the
 // update for getUpdates, with the file as Telegram describes it: a photo
-// in two sizes (a 90-pixel thumbnail and the whole, both holding f.Data),
+// in its sizes, smallest first (a thumbnail whose longer side is 90
+// pixels, for a photo larger than that, then the whole; both hold f.Data),
 // an animation also as a document, each with a file ID the bot can
 // download with getFile or send again. It returns the update's ID.
 func (s *Server) SendUserFile(chatID int64, from tgbotapi.User, f UserFile) int {
@@ -133,16 +134,31 @@ func (s *Server) userFileUpdateLocked(chatID int64, from tgbotapi.User, f UserFi
 		if w == 0 || h == 0 {
 			w, h = 640, 480
 		}
-		thumb := s.storeFileLocked(storedFile{kind: f.Kind, data: data})
-		msg.Photo = []tgbotapi.PhotoSize{
-			{FileID: thumb, FileUniqueID: "u" + thumb, Width: 90, Height: 90 * h / w, FileSize: len(f.Data)},
-			{FileID: id, FileUniqueID: "u" + id, Width: w, Height: h, FileSize: len(f.Data)},
+		whole := tgbotapi.PhotoSize{FileID: id, FileUniqueID: "u" + id, Width: w, Height: h, FileSize: len(f.Data)}
+		msg.Photo = []tgbotapi.PhotoSize{whole}
+		if tw, th, ok := thumbnailSize(w, h); ok {
+			thumb := s.storeFileLocked(storedFile{kind: f.Kind, data: data})
+			msg.Photo = []tgbotapi.PhotoSize{{FileID: thumb, FileUniqueID: "u" + thumb, Width: tw, Height: th, FileSize: len(f.Data)}, whole}
 		}
 	default:
 		setMedia(msg, f.Kind, id, name, f.MIMEType, len(f.Data), f.Width, f.Height, secs)
 	}
 	s.userMsgs[msgKey{chatID, msg.MessageID}] = true
 	return tgbotapi.Update{Message: msg}
+}
+
+// thumbnailSize returns the size of the thumbnail Telegram makes of a w×h
+// photo — its longer side 90 pixels — and false when the photo is no
+// larger than that (Telegram never makes a size larger than the photo).
+func thumbnailSize(w, h int) (tw, th int, ok bool) {
+	const side = 90
+	if max(w, h) <= side {
+		return 0, 0, false
+	}
+	if w >= h {
+		return side, max(1, side*h/w), true
+	}
+	return max(1, side*w/h), side, true
 }
 
 // getFile answers getFile for a file the server holds: its file_path for

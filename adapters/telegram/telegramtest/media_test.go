@@ -2,6 +2,7 @@ package telegramtest_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,7 +12,41 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/heraldbot/herald/adapters/telegram/telegramtest"
+	"github.com/heraldbot/herald/platform"
 )
+
+// A user's photo comes in Telegram's sizes, smallest first: a thumbnail
+// whose longer side is 90 pixels, then the whole; a photo no larger than
+// the thumbnail comes in one size.
+func TestUserPhotoSizes(t *testing.T) {
+	for _, tc := range []struct {
+		w, h int
+		want [][2]int
+	}{
+		{0, 0, [][2]int{{90, 67}, {640, 480}}},
+		{800, 600, [][2]int{{90, 67}, {800, 600}}},
+		{60, 200, [][2]int{{27, 90}, {60, 200}}},
+		{1000, 5, [][2]int{{90, 1}, {1000, 5}}},
+		{90, 40, [][2]int{{90, 40}}},
+		{32, 32, [][2]int{{32, 32}}},
+	} {
+		srv := telegramtest.NewServer(telegramtest.WithToken(token))
+		srv.SayFile(5, platform.User{ID: "9", Name: "Ann"}, telegramtest.UserFile{Kind: "photo", Data: []byte("jpeg"), Width: tc.w, Height: tc.h})
+		_, ar := call(t, srv, token, "getUpdates", nil)
+		srv.Close()
+		us := updates(t, ar)
+		if from := us[0].Message.From; from == nil || from.ID != 9 || from.FirstName != "Ann" {
+			t.Fatalf("the photo is from %+v; want Ann, 9", from)
+		}
+		var got [][2]int
+		for _, p := range us[0].Message.Photo {
+			got = append(got, [2]int{p.Width, p.Height})
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("a %d×%d photo's sizes = %v; want %v", tc.w, tc.h, got, tc.want)
+		}
+	}
+}
 
 // A user's file is described as Telegram does, and getFile and the file
 // URL give its bytes; files over 20 MB are refused by getFile.

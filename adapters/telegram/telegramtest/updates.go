@@ -67,6 +67,13 @@ func (s *Server) Say(chatID int64, from platform.User, text string) int {
 	return s.SendUserMessage(chatID, TelegramUser(from), text)
 }
 
+// SayFile is [Server.SendUserFile] with Herald's own user (see
+// [TelegramUser]): from sends f to the chat chatID. It returns the
+// update's ID.
+func (s *Server) SayFile(chatID int64, from platform.User, f UserFile) int {
+	return s.SendUserFile(chatID, TelegramUser(from), f)
+}
+
 // Press is [Server.PushCallback] with Herald's own user (see
 // [TelegramUser]): from presses the inline button with callback data data
 // under the bot's message messageID in chat chatID (a [platform.SendResult]'s
