@@ -9,25 +9,29 @@
 //
 //	stream IN_B   in.B.<platform>.<chat>    an event, until handled  (work queue; Msg-Id ev:<platform>:<event id>)
 //	stream OUT_B  out.B.<platform>.<chat>   a send, until final      (work queue; Msg-Id the send's id)
-//	              in.B.done, out.B.done     which records are done, until purged (see done.go)
+//	              in.B.done, out.B.done     which records are done, until purged
+//	              in.B._anchor, out.B._anchor  one message no consumer takes (shared journals: keeps a drained stream's block)
 //	stream DLQ_B  dlq.B.<platform>.<chat>   a dead letter            (kept until replayed or purged)
 //	bucket progress_B  <OUT sequence>       how far a waiting send got
 //	bucket sent_B      <send id>            a send delivered while its event was still handled (TTL: the window)
 //	bucket effects_B   <effect id>          a handler's Once result (TTL: the window)
 //	bucket handled_B   <platform>:<event id> an event handled (no value; TTL: the window)
-//	objects blobs_B    r-<unique>            a record larger than a message (see putRecord)
+//	objects blobs_B    r-<unique>            a record larger than a message (the message names it)
 //
 // Platform names and chat IDs are escaped into subject tokens (a "." or a
-// space cannot be in one). Events and sends are JSON. JetStream drops a
-// publish whose Msg-Id it saw within the duplicate window
-// (Config.DuplicateWindow) and still holds; a send delivered while its
+// space cannot be in one). Events and sends are JSON (the bytes of the
+// files they carry follow it, outside). JetStream drops a publish whose
+// Msg-Id it saw within the duplicate window (Config.DuplicateWindow) and
+// still holds; a send delivered while its
 // event was still being handled is marked in sent_B. Together they make a
 // handler that runs again after a crash repeat no send.
 //
 // Every stream and bucket is created again when it is found missing (a
-// server restarted without it, a new cluster): see assets. A store that
-// refuses writes (unreachable, its disk or limit full) is an outage the
-// journal lives through by itself: see health.
+// server restarted without it, a new cluster). A store that refuses writes
+// (unreachable, its disk or limit full) is an outage the journal lives
+// through by itself: one log line; new events and sends refused at once
+// with an error wrapping journal.ErrOutage, in order; what was left to
+// finish done once the store is back (Journal.WaitRecording waits for it).
 package cluster
 
 import (

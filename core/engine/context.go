@@ -14,18 +14,16 @@ import (
 // there: go doc github.com/heraldbot/herald/core/context Context.
 
 // Context is what a handler receives for one event: its methods (Reply,
-// Prompt, Next, Answer, Edit, Download, …) are those of [hctx.Context],
-// documented in package github.com/heraldbot/herald/core/context.
+// Prompt, Next, Answer, Edit, Download, …) are documented in package
+// github.com/heraldbot/herald/core/context, whose Context it is.
 type Context = hctx.Context
 
 // UserError is an error whose Text may be shown to the user by the error
-// hook (see [hctx.UserError] in package
-// github.com/heraldbot/herald/core/context).
+// hook (see UserError in package github.com/heraldbot/herald/core/context).
 type UserError = hctx.UserError
 
-// ReplyTexts are the words ReplySuccess and ReplyError add (see
-// [hctx.ReplyTexts] in package github.com/heraldbot/herald/core/context,
-// and WithReplyTexts).
+// ReplyTexts are the words ReplySuccess and ReplyError add (see ReplyTexts
+// in package github.com/heraldbot/herald/core/context, and WithReplyTexts).
 type ReplyTexts = hctx.ReplyTexts
 
 // NewUserError returns a *UserError with the given user-facing text and
@@ -35,20 +33,22 @@ func NewUserError(text string, cause error) error { return hctx.NewUserError(tex
 // Once runs fn once for the handling of c's event, as one of its effects,
 // and returns what fn returned; a run again of the handler (a
 // conversation's replay, a run after a crash) gets the recorded result
-// back. See [hctx.Once] in package github.com/heraldbot/herald/core/context.
+// back. See Once in package github.com/heraldbot/herald/core/context.
 func Once[T any](c *Context, name string, fn func(ctx context.Context) (T, error)) (T, error) {
 	return hctx.Once(c, name, fn)
 }
 
 // SessionKey names a piece of state of type T kept for each chat or each
-// user across events (see [hctx.SessionKey] in package
-// github.com/heraldbot/herald/core/context, for its Get, Update, Delete,
-// Of and IDs); Session is that state for one chat or user, for code outside
-// handlers.
-type (
-	SessionKey[T any] = hctx.SessionKey[T]
-	Session[T any]    = hctx.Session[T]
-)
+// user across events: NewChatSession and NewUserSession make one. Its
+// methods (Get, Update, Delete in a handler; Of and IDs outside) are
+// documented in package github.com/heraldbot/herald/core/context.
+type SessionKey[T any] = hctx.SessionKey[T]
+
+// Session is a SessionKey's state for one chat or user, for code outside
+// handlers (a job, a broadcast): SessionKey.Of returns it. Its methods
+// (Get, Update, Delete) are documented in package
+// github.com/heraldbot/herald/core/context.
+type Session[T any] = hctx.Session[T]
 
 // NewChatSession returns the key of a state of type T kept per chat (per
 // platform and chat ID), which expires ttl after its last update (0:

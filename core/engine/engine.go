@@ -124,6 +124,10 @@ type Engine struct {
 	counters    *sender.Counters
 	deadLetters *sender.DeadLetterStore
 
+	// handedOver counts the sends and events the journal handed over
+	// held (Outgoing.Held, Incoming.Held): Run logs those of its Recover.
+	handedOver struct{ sends, events atomic.Int64 }
+
 	// journal is what the engine runs on (WithJournal; one that keeps
 	// nothing by default), and js the engine's side of it.
 	journal journal.Journal
@@ -776,9 +780,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("engine: Run: %w", ErrAlreadyRunning)
 	}
+	sends0, events0 := e.handedOver.sends.Load(), e.handedOver.events.Load()
 	backend, kept, err := e.journal.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("engine: journal: %w", err)
+	}
+	if sends, events := e.handedOver.sends.Load()-sends0, e.handedOver.events.Load()-events0; sends > 0 || events > 0 || len(kept) > 0 {
+		// What a crash or a stop left: an operator sees the journal at work.
+		e.log.Info("engine: taking up what the journal held",
+			zap.Int64("sends", sends), zap.Int64("events", events), zap.Int("dead_letters", len(kept)))
 	}
 	if backend != nil {
 		e.deadLetters.SetBackend(backend, func(err error) { e.js.failed("dead letter", err) })

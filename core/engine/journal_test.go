@@ -314,7 +314,7 @@ func TestJournalDuplicateEvent(t *testing.T) {
 }
 
 // After a crash, the next engine sends what was not sent, each chat in
-// order, once.
+// order, once, and logs what it took up.
 func TestJournalRecoversAfterCrash(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem, j := memory.New(), newMemJournal()
@@ -329,7 +329,8 @@ func TestJournalRecoversAfterCrash(t *testing.T) {
 		}
 
 		mem2 := memory.New()
-		e2, done := journaled(t, mem2, j)
+		core, logs := observer.New(zap.InfoLevel)
+		e2, done := journaled(t, mem2, j, engine.WithLogger(zap.New(core)))
 		sent, err := mem2.WaitSent(testCtx(t), dm.ID, 3)
 		if err != nil {
 			t.Fatal(err)
@@ -337,6 +338,11 @@ func TestJournalRecoversAfterCrash(t *testing.T) {
 		synctest.Wait()
 		if got := mem2.Texts(dm.ID); !slices.Equal(got, []string{"1", "2", "3"}) {
 			t.Fatalf("after the restart the chat got %q (%d sends); want 1, 2, 3 once", got, len(sent))
+		}
+		// The operator reads what the restart took up.
+		if took := logs.FilterMessage("engine: taking up what the journal held").All(); len(took) != 1 ||
+			took[0].ContextMap()["sends"] != int64(3) || took[0].ContextMap()["events"] != int64(0) {
+			t.Fatalf("the restart logged %+v; want one line of 3 sends and 0 events", took)
 		}
 		if ev, sends := j.pending(); ev != 0 || sends != 0 {
 			t.Fatalf("%d events and %d sends still pending", ev, sends)

@@ -33,12 +33,21 @@ func (m *member) Adapters() []string {
 }
 
 // Deliver implements journal.Member.
-func (m *member) Deliver(in journal.Incoming) error { return m.engine().enqueue(in) }
+func (m *member) Deliver(in journal.Incoming) error {
+	e := m.engine()
+	if in.Held {
+		e.handedOver.events.Add(1)
+	}
+	return e.enqueue(in)
+}
 
 // Make implements journal.Member: it queues the send in the
 // OutboundDispatcher, through the adapter's sender chain.
 func (m *member) Make(out journal.Outgoing) error {
 	e := m.engine()
+	if out.Held {
+		e.handedOver.sends.Add(1)
+	}
 	t, err := e.sendTaskOf(out)
 	if err != nil {
 		return err
