@@ -28,6 +28,7 @@ const prelude = `package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -55,6 +56,7 @@ import (
 var (
 	_ = context.Background
 	_ = json.Unmarshal
+	_ = errors.Is
 	_ = fmt.Sprint
 	_ = os.Getenv
 	_ = signal.NotifyContext
