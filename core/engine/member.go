@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/heraldbot/herald/core/journal"
+	"github.com/heraldbot/herald/infra/backoff"
 	"github.com/heraldbot/herald/infra/future"
 	"github.com/heraldbot/herald/internal/handling"
 	"github.com/heraldbot/herald/middleware/sender"
@@ -119,7 +122,14 @@ func (m *member) Lead(ctx, conn context.Context, name string) error {
 	receiving := make(chan struct{})
 	defer context.AfterFunc(ctx, func() { close(receiving) })()
 	if cs, ok := a.(platform.CommandSetter); ok {
-		e.setCommands(actx, cs)
+		// Beside the adapter's run, not before it: a platform that does
+		// not answer at start delays no event.
+		var menu sync.WaitGroup
+		menu.Go(func() { e.setCommands(actx, cs) })
+		defer func() {
+			cancel()
+			menu.Wait()
+		}()
 	}
 	err := a.Run(actx, platform.Inbound{Handle: e.handleFrom, HandleAll: e.handleAllFrom, Receiving: receiving, Stop: e.stopCtx})
 	switch {
@@ -179,12 +189,20 @@ func (m *member) Interact(ctx context.Context, name string, in journal.Interacti
 	return m.engine().interactHere(ctx, name, in)
 }
 
-// setCommandsTimeout bounds the call that sets an adapter's commands menu.
-const setCommandsTimeout = 10 * time.Second
+// setCommandsTimeout bounds each call that sets an adapter's commands
+// menu; a call that failed is made again after setCommandsRetry doubling
+// up to setCommandsMaxRetry (jittered), until one succeeds.
+const (
+	setCommandsTimeout  = 10 * time.Second
+	setCommandsRetry    = time.Second
+	setCommandsMaxRetry = 5 * time.Minute
+)
 
 // setCommands makes the registered commands, with their descriptions, cs's
 // menu of commands (Telegram's setMyCommands), as the account's leader
-// starts: a failure is logged, and the bot runs without the menu.
+// starts. A failure is logged once and the call made again, with backoff,
+// until it succeeds, its error is permanent (a menu the platform refuses),
+// or ctx ends; the bot runs meanwhile, without the menu.
 func (e *Engine) setCommands(ctx context.Context, cs platform.CommandSetter) {
 	var cmds []platform.Command
 	seen := make(map[string]bool)
@@ -195,9 +213,27 @@ func (e *Engine) setCommands(ctx context.Context, cs platform.CommandSetter) {
 		seen[m.Words[0]] = true
 		cmds = append(cmds, platform.Command{Name: m.Words[0], Description: m.Description})
 	}
-	ctx, cancel := context.WithTimeout(ctx, setCommandsTimeout)
-	defer cancel()
-	if err := cs.SetCommands(ctx, cmds, platform.CommandScope{}); err != nil && ctx.Err() == nil {
-		e.log.Warn("engine: setting the commands menu failed", zap.String("adapter", cs.Name()), zap.Error(err))
+	for attempt := 0; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, setCommandsTimeout)
+		err := cs.SetCommands(cctx, cmds, platform.CommandScope{})
+		cancel()
+		switch {
+		case err == nil:
+			if attempt > 0 {
+				e.log.Info("engine: the commands menu is set", zap.String("adapter", cs.Name()), zap.Int("attempts", attempt+1))
+			}
+			return
+		case ctx.Err() != nil:
+			return
+		case platform.IsPermanent(err):
+			e.log.Warn("engine: setting the commands menu failed; the bot runs without it", zap.String("adapter", cs.Name()), zap.Error(err))
+			return
+		case attempt == 0:
+			e.log.Warn("engine: setting the commands menu failed; trying again", zap.String("adapter", cs.Name()), zap.Error(err))
+		}
+		wait := backoff.EqualJitter(backoff.Exponential(attempt, setCommandsRetry, setCommandsMaxRetry), rand.Float64())
+		if !backoff.Sleep(ctx, wait) {
+			return
+		}
 	}
 }
