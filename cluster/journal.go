@@ -22,9 +22,9 @@
 // space cannot be in one). Events and sends are JSON (the bytes of the
 // files they carry follow it, outside). JetStream drops a publish whose
 // Msg-Id it saw within the duplicate window (Config.DuplicateWindow) and
-// still holds; a send delivered while its
-// event was still being handled is marked in sent_B. Together they make a
-// handler that runs again after a crash repeat no send.
+// still holds; a send delivered while its event was still being handled is
+// marked in sent_B. Together they make a handler that runs again after a
+// crash repeat no send.
 //
 // Every stream and bucket is created again when it is found missing (a
 // server restarted without it, a new cluster). A store that refuses writes
