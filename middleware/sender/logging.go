@@ -11,9 +11,7 @@ import (
 const TextPrefixRunes = 32
 
 // Logging returns a decorator that writes one line per send to logger when
-// the send is over: at Debug level on success at the first attempt, at
-// Info level on success after more than one (the platform pushed back: a
-// 429's wait, a flaky network), at Warn level on failure.
+// the send is over: at Debug level on success, at Warn level on failure.
 //
 // The line's message is "sender: send" and its fields are:
 //
@@ -43,11 +41,8 @@ func logOutcomes(logger *zap.Logger) func(context.Context, Outcome) {
 	}
 	return func(_ context.Context, o Outcome) {
 		level := zapcore.DebugLevel
-		switch {
-		case o.Err != nil:
+		if o.Err != nil {
 			level = zapcore.WarnLevel
-		case o.Attempts > 1:
-			level = zapcore.InfoLevel // retried: an operator sees the platform push back
 		}
 		ce := logger.Check(level, "sender: send")
 		if ce == nil {
