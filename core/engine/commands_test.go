@@ -17,7 +17,8 @@ import (
 )
 
 // menuAdapter is a memory adapter with a commands menu whose first fails
-// calls fail with err.
+// calls fail with err, or, with err nil, never answer (until their
+// context ends).
 type menuAdapter struct {
 	*memory.Adapter
 	mu    sync.Mutex
@@ -29,11 +30,17 @@ type menuAdapter struct {
 
 func (a *menuAdapter) SetCommands(ctx context.Context, cmds []platform.Command, _ platform.CommandScope) error {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.calls++
 	if a.calls <= a.fails {
-		return a.err
+		err := a.err
+		a.mu.Unlock()
+		if err == nil {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return err
 	}
+	defer a.mu.Unlock()
 	a.menu = cmds
 	return nil
 }
@@ -45,20 +52,26 @@ func (a *menuAdapter) state() (calls int, menu []platform.Command) {
 }
 
 // The commands menu is set beside the adapter's run, not before it: a
-// platform that fails the call delays no event. A failure that may pass is
-// logged once and the call made again, with backoff, until it succeeds; a
+// platform that fails the call, or does not answer it, delays no event. A
+// failure that may pass is logged once and the call made again, with
+// backoff (a 429's retry-after when longer), until it succeeds; a
 // permanent one (a menu the platform refuses) is not made again.
 func TestCommandsMenuRetried(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		err       error
-		wantCalls int
+		err       error // nil: the call never answers
+		callsAt20 int   // calls made 20 s after the start
+		wantCalls int   // calls made after an hour
 		wantMenu  bool
 		wantLogs  []string
 	}{
-		{"transient", errors.New("connection refused"), 4, true, []string{
+		{"transient", errors.New("connection refused"), 4, 4, true, []string{
 			"engine: setting the commands menu failed; trying again", "engine: the commands menu is set"}},
-		{"permanent", platform.Permanent(errors.New("400 Bad Request")), 1, false, []string{
+		{"silent", nil, 2, 4, true, []string{
+			"engine: setting the commands menu failed; trying again", "engine: the commands menu is set"}},
+		{"flood wait", platform.NewRetryAfter(30*time.Second, nil), 1, 4, true, []string{
+			"engine: setting the commands menu failed; trying again", "engine: the commands menu is set"}},
+		{"permanent", platform.Permanent(errors.New("400 Bad Request")), 1, 1, false, []string{
 			"engine: setting the commands menu failed; the bot runs without it"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,13 +87,21 @@ func TestCommandsMenuRetried(t *testing.T) {
 				done := make(chan error, 1)
 				go func() { done <- e.Run(ctx) }()
 
+				start := time.Now()
 				chat := memory.Private("1")
 				a.Say(chat, memory.User("1", "Ann"), "/ping")
 				if _, err := a.WaitSent(ctx, chat.ID, 1); err != nil {
 					t.Fatal(err)
 				}
+				if took := time.Since(start); took > time.Second {
+					t.Fatalf("the first reply took %v (fake time): the menu held the adapter up", took)
+				}
 				if calls, menu := a.state(); menu != nil {
 					t.Fatalf("the menu was set (%d calls) before the first event was answered; the first calls fail", calls)
+				}
+				time.Sleep(20*time.Second - time.Since(start))
+				if calls, _ := a.state(); calls != tc.callsAt20 {
+					t.Fatalf("%d calls 20 s after the start; want %d", calls, tc.callsAt20)
 				}
 				time.Sleep(time.Hour) // fake time: the retries' backoff passes
 				calls, menu := a.state()

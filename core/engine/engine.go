@@ -785,8 +785,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine: journal: %w", err)
 	}
-	if sends, events := e.handedOver.sends.Load()-sends0, e.handedOver.events.Load()-events0; sends > 0 || events > 0 || len(kept) > 0 {
-		// What a crash or a stop left: an operator sees the journal at work.
+	if sends, events := e.handedOver.sends.Load()-sends0, e.handedOver.events.Load()-events0; sends > 0 || events > 0 {
+		// What a crash or a stop left to a one-process journal: an
+		// operator sees the journal at work. (A shared journal hands
+		// over through its partitions and gateway, which log their own.)
 		e.log.Info("engine: taking up what the journal held",
 			zap.Int64("sends", sends), zap.Int64("events", events), zap.Int("dead_letters", len(kept)))
 	}

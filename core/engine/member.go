@@ -106,9 +106,9 @@ func (e *Engine) sendTaskOf(out journal.Outgoing) (*sendTask, error) {
 
 // Lead implements journal.Member: it runs the adapter named name — its
 // Run, taking events until ctx ends and keeping its connection for the
-// sends still being made until conn ends — and, first, sets its commands
-// menu (platform.CommandSetter). What the adapter does on its way out is
-// bounded by the engine's shutdown timeout (Inbound.Stop). An adapter
+// sends still being made until conn ends — and, beside it, sets its
+// commands menu (platform.CommandSetter). What the adapter does on its way
+// out is bounded by the engine's shutdown timeout (Inbound.Stop). An adapter
 // that fails for good stops the engine.
 func (m *member) Lead(ctx, conn context.Context, name string) error {
 	e := m.engine()
@@ -191,7 +191,8 @@ func (m *member) Interact(ctx context.Context, name string, in journal.Interacti
 
 // setCommandsTimeout bounds each call that sets an adapter's commands
 // menu; a call that failed is made again after setCommandsRetry doubling
-// up to setCommandsMaxRetry (jittered), until one succeeds.
+// up to setCommandsMaxRetry (jittered: half to all of it), or after the
+// retry-after of a 429 when that is longer, until one succeeds.
 const (
 	setCommandsTimeout  = 10 * time.Second
 	setCommandsRetry    = time.Second
@@ -232,6 +233,9 @@ func (e *Engine) setCommands(ctx context.Context, cs platform.CommandSetter) {
 			e.log.Warn("engine: setting the commands menu failed; trying again", zap.String("adapter", cs.Name()), zap.Error(err))
 		}
 		wait := backoff.EqualJitter(backoff.Exponential(attempt, setCommandsRetry, setCommandsMaxRetry), rand.Float64())
+		if after, ok := platform.RetryAfterOf(err); ok && after > wait {
+			wait = after // a 429: exactly what the platform asked for
+		}
 		if !backoff.Sleep(ctx, wait) {
 			return
 		}

@@ -92,10 +92,9 @@ func (o options) withDefaults() options {
 }
 
 // WithReplyTexts sets the words Context.ReplySuccess and ReplyError add
-// to a reply (core/context's DefaultReplyTexts, "⚠️ " and "✅ ", unless
-// set): each field is
-// used as given, an empty Apology meaning a plain "Sorry, something went
-// wrong.". Repeated use keeps the last.
+// to a reply (core/context's DefaultReplyTexts, "✅ " and "⚠️ ", unless
+// set): each field is used as given, an empty Apology meaning a plain
+// "Sorry, something went wrong.". Repeated use keeps the last.
 func WithReplyTexts(t ReplyTexts) Option {
 	return optionFunc(func(o *options) { o.replyTexts, o.textsSet = t, true })
 }
