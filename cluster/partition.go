@@ -349,13 +349,16 @@ func (p *partition) release(ctx context.Context) {
 		case <-ctx.Done():
 		}
 	}
-	uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	p.mu.Lock()
+	left := len(p.pending)
+	p.mu.Unlock()
+	uctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	if err := p.s.in.UnpinConsumer(uctx, p.name, pinGroup); err != nil {
 		p.s.log.Debug("cluster: unpin", zap.String("consumer", p.name), zap.Error(err))
 	}
 	var err error
-	if ctx.Err() != nil {
+	if left > 0 {
 		// Events still in hand past the hand-over's time (a conversation
 		// waiting for an answer this member no longer pulls): the next
 		// owner takes them up again, as from a member gone.
@@ -363,7 +366,12 @@ func (p *partition) release(ctx context.Context) {
 	} else {
 		err = p.s.claims.Delete(uctx, strconv.Itoa(p.n), jetstream.LastRevision(p.claim))
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+		// Another member claimed it since (it counted this one gone):
+		// there is nothing left to give up.
+		p.s.log.Debug("cluster: a partition's claim moved on before it was given up", zap.Int("partition", p.n))
+	case err != nil:
 		p.s.warn.Warn("cluster: cannot give a partition's claim up; it moves once this member is gone", zap.Int("partition", p.n), zap.Error(err))
 	}
 }

@@ -667,8 +667,14 @@ func (r *membership) stopTaking() {
 func (r *membership) letGo() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// The member drained what it took before (Join): the events its
+	// partitions still hold wait for an answer it no longer takes (a
+	// conversation), so they are handed over at once, not waited for —
+	// while they were, the leases below stayed here and nobody sent.
+	now, stop := context.WithCancel(ctx)
+	stop()
 	for p, part := range r.parts {
-		part.release(ctx)
+		part.release(now)
 		delete(r.parts, p)
 	}
 	r.releasing.Wait()

@@ -328,3 +328,64 @@ func TestSharedHandoverWaitsForHandler(t *testing.T) {
 		t.Fatalf("/slow ran %d times for %d chats", n, chats)
 	}
 }
+
+// A member that leaves with conversations waiting for their users hands
+// their partitions and its lease over at once: it drained what it was
+// running, and what waits for an answer it no longer takes is the next
+// owner's. (It waited five seconds for them before, holding its lease:
+// nobody sent meanwhile.) The other member resumes each conversation with
+// its user's answer, asking nothing twice.
+func TestSharedLeaveWithConversationsWaiting(t *testing.T) {
+	parallel(t, 5*time.Second)
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	mem := memory.New()
+	ask := func(e *engine.Engine) {
+		e.OnCommand("ask", func(c *engine.Context) error {
+			a, err := c.Prompt(c.Context(), platform.TextMessage("name?"))
+			if err != nil {
+				return err
+			}
+			c.ReplyText("hi " + a.Text)
+			return nil
+		})
+	}
+	a := startMember(t, srv.s, mem, "a")
+	ask(a.e)
+	waitFor(t, "a to lead", func() bool { return len(a.j.Stats().Leading) == 1 })
+	b := startMember(t, srv.s, mem, "b")
+	ask(b.e)
+	if gw := waitSpread(t, []*member{a, b}); gw != a {
+		t.Fatalf("the gateway is %s; want a, which started first", gw.name)
+	}
+	const chats = 16
+	chat := func(c int) platform.Chat { return memory.Private(fmt.Sprint(500 + c)) }
+	for c := range chats {
+		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat(c), From: memory.User(chat(c).ID, "u"), Text: "/ask"})
+	}
+	for c := range chats {
+		if _, err := mem.WaitSent(ctxFor(t), chat(c).ID, 1); err != nil {
+			t.Fatalf("chat %s: %v", chat(c).ID, err)
+		}
+	}
+	if a.j.Stats().Partitions == 0 {
+		t.Fatal("a owns no partition")
+	}
+	start := time.Now()
+	a.stop(t)
+	// Generous for a loaded machine: the leave takes milliseconds.
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("a took %v to leave; its conversations were waited for", took)
+	}
+	for c := range chats {
+		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat(c), From: memory.User(chat(c).ID, "u"), Text: "Ann"})
+	}
+	for c := range chats {
+		id := chat(c).ID
+		if _, err := mem.WaitSent(ctxFor(t), id, 2); err != nil {
+			t.Fatalf("chat %s: %v: %q", id, err, mem.Texts(id))
+		}
+		if got := mem.Texts(id); !slices.Equal(got, []string{"name?", "hi Ann"}) {
+			t.Fatalf("chat %s got %q; want the question once, then the greeting", id, got)
+		}
+	}
+}
