@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/heraldbot/herald/cluster"
 	"github.com/heraldbot/herald/cluster/embedded"
 	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -386,6 +388,49 @@ func TestSharedLeaveWithConversationsWaiting(t *testing.T) {
 		}
 		if got := mem.Texts(id); !slices.Equal(got, []string{"name?", "hi Ann"}) {
 			t.Fatalf("chat %s got %q; want the question once, then the greeting", id, got)
+		}
+	}
+}
+
+// A dead letter that two processes of the bot hold (the one that made it,
+// and one that started after it and found it in the journal) is sent once
+// when both replay their letters: the second replay's send is one the
+// journal saw, and goes nowhere.
+func TestSharedDeadLetterReplayedOnce(t *testing.T) {
+	parallel(t, 3*time.Second)
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	mem := memory.New()
+	a := startMember(t, srv.s, mem, "a")
+	waitFor(t, "a to lead", func() bool { return len(a.j.Stats().Leading) == 1 })
+	chat := memory.Private("600")
+	a.e.DeadLetterStore().Add(sender.DeadLetter{
+		Request:  platform.SendRequest{Platform: mem.Name(), Target: chat, Message: platform.TextMessage("letter")},
+		Attempts: 3, Err: errors.New("timeout"), At: time.Now(),
+	})
+	b := startMember(t, srv.s, mem, "b")
+	waitSpread(t, []*member{a, b})
+	if got := b.e.DeadLetters(); len(got) != 1 || got[0].Request.Message.Text != "letter" {
+		t.Fatalf("b restored %+v; want the letter a kept", got)
+	}
+	if n, err := a.e.ReplayDeadLetters(ctxFor(t)); n != 1 || err != nil {
+		t.Fatalf("a replayed %d: %v", n, err)
+	}
+	if _, err := mem.WaitSent(ctxFor(t), chat.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.e.ReplayDeadLetters(ctxFor(t)); n != 1 || err != nil {
+		t.Fatalf("b replayed %d: %v", n, err)
+	}
+	// Made after b's replay: a second "letter" would come before it.
+	if _, err := b.e.Send(mem.Name(), chat, platform.TextMessage("after")).Wait(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := mem.Texts(chat.ID); !slices.Equal(got, []string{"letter", "after"}) {
+		t.Fatalf("the chat got %q; want the letter once, then the message sent after the replays", got)
+	}
+	for _, m := range []*member{a, b} {
+		if got := m.e.DeadLetters(); len(got) != 0 {
+			t.Errorf("%s still holds %+v", m.name, got)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -961,6 +962,15 @@ func (e *Engine) forceClose(err error) {
 	e.out.ForceClose()
 }
 
+// replayID names the replay of dl for the journal: its id in the store
+// (the journal's, shared by the bot's processes) and the time it failed,
+// so that a store's own ids, which start again with each process, name
+// no other letter. Its "dlq/" is no adapter's name, as a handler's send's
+// "platform:event/n" and SendID's "out/" are not.
+func replayID(dl sender.DeadLetter) string {
+	return "dlq/" + dl.ID + "/" + strconv.FormatInt(dl.At.UnixNano(), 10)
+}
+
 // inStats returns the inbound executor's statistics.
 func (e *Engine) inStats() DispatcherStats { return DispatcherStats(e.in.Stats()) }
 
@@ -1002,6 +1012,13 @@ func (e *Engine) DeadLetterStore() *sender.DeadLetterStore { return e.deadLetter
 // is closed, or ctx ended) go back to the store, and their errors are
 // returned joined. Replays run one at a time: a call made while one runs
 // waits for it, and replays what is left — each letter is sent once.
+//
+// With a journal, a replayed letter's send has an id of its own (see
+// SendID): a letter that the journal saw replayed within its duplicate
+// window is not sent again — one that the store of another process of
+// the bot replayed (each lists the letters it made and those the journal
+// held when it started), or that a crash right after its replay left in
+// the store.
 func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
 	// One replay at a time: two would both take a letter listed before
 	// either removed it, and send it twice.
@@ -1015,7 +1032,7 @@ func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
 			break
 		}
 		req := dl.Request
-		if _, err := e.queueSend(handling.ChatKey(req.Platform, req.Target.ID), journal.Send{Request: req}, nil); err != nil {
+		if _, err := e.queueSend(handling.ChatKey(req.Platform, req.Target.ID), journal.Send{ID: replayID(dl), Request: req}, nil); err != nil {
 			errs = append(errs, fmt.Errorf("engine: replay to %s:%s: %w", req.Platform, req.Target.ID, err))
 			continue
 		}
