@@ -372,9 +372,20 @@ func (e *Engine) HandleEvent(ev platform.Event) error {
 	}
 	js.ok(since)
 	if dup {
-		e.duplicates.Add(1)
+		e.seenBefore(&ev)
 	}
 	return nil
+}
+
+// seenBefore counts and logs ev, which the journal recorded before: the
+// platform delivered it again, or something gave the engine another event
+// under an ID the journal saw within its duplicate window (a fake Bot API
+// started anew, whose update IDs start again, against an old data
+// directory). It is not handled again.
+func (e *Engine) seenBefore(ev *platform.Event) {
+	e.duplicates.Add(1)
+	e.limitedLog.Info("engine: an event the journal recorded before was not handled again",
+		zap.String("platform", ev.Platform), zap.String("event", ev.ID), zap.String("chat", ev.Chat.ID))
 }
 
 // HandleEvents gives evs to the handlers in order, as HandleEvent gives
@@ -397,9 +408,9 @@ func (e *Engine) HandleEvents(evs []platform.Event) (int, error) {
 	} else {
 		dups, err = journal.AppendEach(context.Background(), e.journal, evs)
 	}
-	for _, dup := range dups {
+	for i, dup := range dups {
 		if dup {
-			e.duplicates.Add(1)
+			e.seenBefore(&evs[i])
 		}
 	}
 	n := len(dups)

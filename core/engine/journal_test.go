@@ -289,26 +289,35 @@ func TestJournalRecordsAndDones(t *testing.T) {
 	})
 }
 
-// An event recorded before is a duplicate: taken, not handled again.
+// An event recorded before is a duplicate: taken, not handled again, and
+// said once at info level, however many come.
 func TestJournalDuplicateEvent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem, j := memory.New(), newMemJournal()
-		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(journal.NewLocal(j)))
+		core, logs := observer.New(zap.InfoLevel)
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(journal.NewLocal(j)), engine.WithLogger(zap.New(core)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.OnCommand("count", func(c *engine.Context) error { c.ReplyText("x"); return nil })
 		ev := platform.Event{ID: "7", Platform: mem.Name(), Kind: platform.EventMessage, Chat: dm, From: ann, Text: "/count"}
-		for range 2 {
+		for range 3 {
 			if err := e.HandleEvent(ev); err != nil {
 				t.Fatal(err)
 			}
 		}
+		if n, err := e.HandleEvents([]platform.Event{ev}); n != 1 || err != nil {
+			t.Fatalf("HandleEvents: %d, %v", n, err)
+		}
 		if err := e.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(mem.Sent(dm.ID)); n != 1 || e.Stats().Duplicates != 1 {
-			t.Fatalf("%d replies, %d duplicates; want 1 and 1", n, e.Stats().Duplicates)
+		if n := len(mem.Sent(dm.ID)); n != 1 || e.Stats().Duplicates != 3 {
+			t.Fatalf("%d replies, %d duplicates; want 1 and 3", n, e.Stats().Duplicates)
+		}
+		said := logs.FilterMessageSnippet("recorded before").All()
+		if len(said) != 1 || said[0].ContextMap()["event"] != "7" {
+			t.Fatalf("logged %+v; want one line naming the event", said)
 		}
 	})
 }
