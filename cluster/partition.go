@@ -40,7 +40,8 @@ type partition struct {
 
 	mu      sync.Mutex
 	pending map[*partRecord]struct{}
-	drained chan struct{} // closed when pending empties, if someone waits
+	parked  int           // those of pending whose handlings wait for their users (journal.Parker)
+	drained chan struct{} // closed when every one pending is parked, if someone waits
 }
 
 // unfinished is the claim of a partition given up with events in hand.
@@ -48,10 +49,11 @@ const unfinished = "-"
 
 // partRecord is an event a partition delivered: done is an ack.
 type partRecord struct {
-	p     *partition
-	msg   jetstream.Msg
-	event string // its handled key
-	blob  string // the object holding its bytes, or ""
+	p      *partition
+	msg    jetstream.Msg
+	event  string // its handled key
+	blob   string // the object holding its bytes, or ""
+	parked bool   // its handling waits for its user; under p.mu
 }
 
 // take claims partition p and starts pulling it, or returns nil while
@@ -296,11 +298,42 @@ func (p *partition) inProgress() {
 func (p *partition) forget(rec *partRecord) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if _, ok := p.pending[rec]; !ok {
+		return
+	}
 	delete(p.pending, rec)
-	if len(p.pending) == 0 && p.drained != nil {
+	if rec.parked {
+		rec.parked = false
+		p.parked--
+	}
+	p.settledLocked()
+}
+
+// settledLocked closes drained once every event pending waits for its
+// user: what release waits for. p.mu is held.
+func (p *partition) settledLocked() {
+	if len(p.pending) == p.parked && p.drained != nil {
 		close(p.drained)
 		p.drained = nil
 	}
+}
+
+// Parked notes whether the event's handling waits for its user (see
+// journal.Parker): a partition handed over does not wait for it.
+func (r *partRecord) Parked(waiting bool) {
+	p := r.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.pending[r]; !ok || r.parked == waiting {
+		return
+	}
+	r.parked = waiting
+	if waiting {
+		p.parked++
+	} else {
+		p.parked--
+	}
+	p.settledLocked()
 }
 
 // Done acknowledges the event: the server removes it. An event with an
@@ -330,13 +363,15 @@ func (p *partition) halt() {
 }
 
 // release gives the partition up: it stops pulling, waits (until ctx
-// ends) for the events it delivered to be done, and unpins the consumer,
-// so that the next owner gets them at once and in order.
+// ends) for the events it delivered to be done — but for those whose
+// handlings wait for their users, which wait for an event it no longer
+// pulls —, and unpins the consumer, so that the next owner gets them at
+// once and in order.
 func (p *partition) release(ctx context.Context) {
 	p.halt()
 	p.mu.Lock()
 	var wait chan struct{}
-	if len(p.pending) > 0 {
+	if len(p.pending) > p.parked {
 		if p.drained == nil {
 			p.drained = make(chan struct{})
 		}

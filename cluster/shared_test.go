@@ -341,21 +341,11 @@ func TestSharedLeaveWithConversationsWaiting(t *testing.T) {
 	parallel(t, 5*time.Second)
 	srv := startServer(t, t.TempDir(), embedded.Config{})
 	mem := memory.New()
-	ask := func(e *engine.Engine) {
-		e.OnCommand("ask", func(c *engine.Context) error {
-			a, err := c.Prompt(c.Context(), platform.TextMessage("name?"))
-			if err != nil {
-				return err
-			}
-			c.ReplyText("hi " + a.Text)
-			return nil
-		})
-	}
 	a := startMember(t, srv.s, mem, "a")
-	ask(a.e)
+	askName(a.e)
 	waitFor(t, "a to lead", func() bool { return len(a.j.Stats().Leading) == 1 })
 	b := startMember(t, srv.s, mem, "b")
-	ask(b.e)
+	askName(b.e)
 	if gw := waitSpread(t, []*member{a, b}); gw != a {
 		t.Fatalf("the gateway is %s; want a, which started first", gw.name)
 	}
@@ -378,17 +368,71 @@ func TestSharedLeaveWithConversationsWaiting(t *testing.T) {
 	if took := time.Since(start); took > 4*time.Second {
 		t.Errorf("a took %v to leave; its conversations were waited for", took)
 	}
+	answerNames(t, ctxFor(t), mem, chats, chat)
+}
+
+// askName registers /ask, a conversation: it asks the user's name, and
+// greets them by it.
+func askName(e *engine.Engine) {
+	e.OnCommand("ask", func(c *engine.Context) error {
+		a, err := c.Prompt(c.Context(), platform.TextMessage("name?"))
+		if err != nil {
+			return err
+		}
+		c.ReplyText("hi " + a.Text)
+		return nil
+	})
+}
+
+// answerNames answers askName's question in each of the chats, and checks
+// that each got the question once, then its greeting, before ctx ends.
+func answerNames(t *testing.T, ctx context.Context, mem *memory.Adapter, chats int, chat func(int) platform.Chat) {
+	t.Helper()
 	for c := range chats {
 		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat(c), From: memory.User(chat(c).ID, "u"), Text: "Ann"})
 	}
 	for c := range chats {
 		id := chat(c).ID
-		if _, err := mem.WaitSent(ctxFor(t), id, 2); err != nil {
+		if _, err := mem.WaitSent(ctx, id, 2); err != nil {
 			t.Fatalf("chat %s: %v: %q", id, err, mem.Texts(id))
 		}
 		if got := mem.Texts(id); !slices.Equal(got, []string{"name?", "hi Ann"}) {
 			t.Fatalf("chat %s got %q; want the question once, then the greeting", id, got)
 		}
+	}
+}
+
+// A partition that moves to a member joining, while conversations of its
+// chats wait for their users, is handed over at once: what waits for an
+// answer that its member no longer pulls is not waited for (it was, 30
+// seconds, the partition's chats answered by no one meanwhile). The new
+// owner resumes each conversation with its user's answer.
+func TestSharedRebalanceWithConversationsWaiting(t *testing.T) {
+	parallel(t, 4*time.Second)
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	mem := memory.New()
+	a := startMember(t, srv.s, mem, "a")
+	askName(a.e)
+	waitFor(t, "a to own every partition", func() bool { return a.j.Stats().Partitions == 8 && len(a.j.Stats().Leading) == 1 })
+	const chats = 16
+	chat := func(c int) platform.Chat { return memory.Private(fmt.Sprint(700 + c)) }
+	for c := range chats {
+		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat(c), From: memory.User(chat(c).ID, "u"), Text: "/ask"})
+	}
+	for c := range chats {
+		if _, err := mem.WaitSent(ctxFor(t), chat(c).ID, 1); err != nil {
+			t.Fatalf("chat %s: %v", chat(c).ID, err)
+		}
+	}
+	b := startMember(t, srv.s, mem, "b")
+	askName(b.e)
+	waitSpread(t, []*member{a, b})
+	// Far below the 30 s a partition's hand-over waited for them.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	answerNames(t, ctx, mem, chats, chat)
+	if b.j.Stats().Takeovers == 0 {
+		t.Error("b took no partition over unfinished")
 	}
 }
 

@@ -334,6 +334,20 @@ type Appended struct {
 	What string
 }
 
+// Parker is implemented by the Record of an event that its journal may
+// hand to another member while this one has it (package cluster's shared
+// journal moves a partition so when a member joins or leaves). Before it
+// hands events over, such a journal waits for the handlings of those it
+// delivered to end — but for a handling that waits for its user (a
+// conversation between two of its events): that one ends only with an
+// event the member no longer takes once the chat moves, and the next
+// member runs it again. The engine calls Parked(true) when the event's
+// handling starts waiting so, and Parked(false) when it runs again, in
+// that order, for its own event and for those its waits took.
+type Parker interface {
+	Parked(waiting bool)
+}
+
 // Record is one event or send a [Journal] holds.
 type Record interface {
 	// Done removes the record: the event's handling ended, or the send's

@@ -188,6 +188,24 @@ func (h *Handling) settled() bool {
 	return h.settledOK
 }
 
+// tellParked tells the records of h's events that implement
+// journal.Parker whether h waits for its user (see Waits: called under
+// its lock, so that the records hear parks and unparks in their order).
+func (h *Handling) tellParked(waiting bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p, ok := h.rec.(journal.Parker); ok {
+		p.Parked(waiting)
+	}
+	if h.x != nil {
+		for _, r := range h.x.taken {
+			if p, ok := r.(journal.Parker); ok {
+				p.Parked(waiting)
+			}
+		}
+	}
+}
+
 // Waiting returns h's wait after a run that waits, or nil.
 func (h *Handling) Waiting() *Wait {
 	h.mu.Lock()

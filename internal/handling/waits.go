@@ -101,6 +101,7 @@ func (ws *Waits) parkLocked(w *Wait) (resume bool) {
 		last.next = w
 	}
 	w.parked = true
+	w.h.tellParked(true)
 	ws.n++
 	ws.seq++
 	w.seq = ws.seq
@@ -135,6 +136,7 @@ func (ws *Waits) unparkLocked(w *Wait) bool {
 		return false
 	}
 	w.parked = false
+	w.h.tellParked(false)
 	key := w.conv()
 	if first := ws.waiting[key]; first == w {
 		if w.next == nil {

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -126,6 +127,43 @@ func TestWaitsQuestionFailed(t *testing.T) {
 		ws.questionFailed(h, 2, boom)
 		if err := h.questionError(2); !errors.Is(err, boom) {
 			t.Fatalf("questionError = %v; want the failure kept for the wait", err)
+		}
+	})
+}
+
+// parkerRecord is a journal.Record that hears whether its handling waits.
+type parkerRecord struct {
+	journal.Record
+	heard []bool
+}
+
+func (r *parkerRecord) Parked(waiting bool) { r.heard = append(r.heard, waiting) }
+
+// The records of a waiting handling's events — its own and those its
+// waits took — hear when it parks and when it runs again, once each, in
+// that order; a Park after Close (the engine stops) tells them nothing.
+func TestWaitsTellRecordsParked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ws := (&resumed{}).waits()
+		own, took := &parkerRecord{}, &parkerRecord{}
+		ev := platform.Event{Platform: "p", ID: "1", Chat: platform.Chat{ID: "c"}, From: platform.User{ID: "ann"}}
+		h := New(ev, own, false)
+		h.extraLocked().taken = append(h.extraLocked().taken, took)
+		w := &Wait{h: h, deadline: time.Now().Add(time.Second), question: -1, index: -1}
+		ws.Park(w)
+		ws.Park(w) // parked already: nothing new
+		if !ws.Unpark(w) || ws.Unpark(w) {
+			t.Fatal("Unpark: want true once, then false")
+		}
+		ws.Park(w)
+		time.Sleep(2 * time.Second) // its deadline: resumed
+		synctest.Wait()
+		ws.Close()
+		ws.Park(w)
+		for name, r := range map[string]*parkerRecord{"own": own, "taken": took} {
+			if want := []bool{true, false, true, false}; !slices.Equal(r.heard, want) {
+				t.Errorf("the %s record heard %v; want %v", name, r.heard, want)
+			}
 		}
 	})
 }
