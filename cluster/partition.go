@@ -54,6 +54,7 @@ type partRecord struct {
 	event  string // its handled key
 	blob   string // the object holding its bytes, or ""
 	parked bool   // its handling waits for its user; under p.mu
+	handed bool   // handed over with its partition while it waited; under p.mu
 }
 
 // take claims partition p and starts pulling it, or returns nil while
@@ -318,6 +319,14 @@ func (p *partition) settledLocked() {
 	}
 }
 
+// HandedOver reports whether the event went to the partition's next
+// owner while its handling waited (see journal.Parker).
+func (r *partRecord) HandedOver() bool {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	return r.handed
+}
+
 // Parked notes whether the event's handling waits for its user (see
 // journal.Parker): a partition handed over does not wait for it.
 func (r *partRecord) Parked(waiting bool) {
@@ -386,6 +395,9 @@ func (p *partition) release(ctx context.Context) {
 	}
 	p.mu.Lock()
 	left := len(p.pending)
+	for r := range p.pending {
+		r.handed = true // the next owner runs its handling again
+	}
 	p.mu.Unlock()
 	uctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()

@@ -56,7 +56,7 @@ func startMemberWith(t *testing.T, s *embedded.Server, name string, adapter func
 }
 
 // startMemberOn starts a member on the connection connect makes.
-func startMemberOn(t *testing.T, connect func() (*nats.Conn, error), name string, adapter func(*cluster.Shared) platform.Adapter) *member {
+func startMemberOn(t *testing.T, connect func() (*nats.Conn, error), name string, adapter func(*cluster.Shared) platform.Adapter, opts ...engine.Option) *member {
 	t.Helper()
 	nc, err := connect()
 	if err != nil {
@@ -69,8 +69,8 @@ func startMemberOn(t *testing.T, connect func() (*nats.Conn, error), name string
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.WithAdapter(adapter(j)), engine.WithJournal(j), engine.WithShutdownTimeout(10*time.Second),
-		engine.WithLogger(cfg.Logger))
+	e, err := engine.New(append([]engine.Option{engine.WithAdapter(adapter(j)), engine.WithJournal(j), engine.WithShutdownTimeout(10 * time.Second),
+		engine.WithLogger(cfg.Logger)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,4 +477,68 @@ func TestSharedDeadLetterReplayedOnce(t *testing.T) {
 			t.Errorf("%s still holds %+v", m.name, got)
 		}
 	}
+}
+
+// A conversation handed over with its partition while it waited is the
+// new owner's alone: when its wait ends on the member that handed it over
+// (here its deadline, sooner there), that member drops it rather than
+// running it again — which would have told the user it timed out while
+// the new owner still waits for the answer.
+func TestSharedHandedOverWaitNotRunAgain(t *testing.T) {
+	parallel(t, 6*time.Second)
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	mem := memory.New()
+	ask := func(e *engine.Engine) {
+		e.OnCommand("ask", func(c *engine.Context) error {
+			a, err := c.Prompt(c.Context(), platform.TextMessage("name?"))
+			if err != nil {
+				c.ReplyText("timed out")
+				return nil
+			}
+			c.ReplyText("hi " + a.Text)
+			return nil
+		})
+	}
+	const wait = 3 * time.Second
+	a := startMemberOn(t, func() (*nats.Conn, error) { return srv.s.Connect() }, "a",
+		func(*cluster.Shared) platform.Adapter { return mem }, engine.WithConversationWait(wait))
+	ask(a.e)
+	waitFor(t, "a to own every partition", func() bool { return a.j.Stats().Partitions == 8 && len(a.j.Stats().Leading) == 1 })
+	const chats = 16
+	chat := func(c int) platform.Chat { return memory.Private(fmt.Sprint(800 + c)) }
+	asked := time.Now()
+	for c := range chats {
+		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat(c), From: memory.User(chat(c).ID, "u"), Text: "/ask"})
+	}
+	for c := range chats {
+		if _, err := mem.WaitSent(ctxFor(t), chat(c).ID, 1); err != nil {
+			t.Fatalf("chat %s: %v", chat(c).ID, err)
+		}
+	}
+	b := startMember(t, srv.s, mem, "b") // waits an hour
+	ask(b.e)
+	waitSpread(t, []*member{a, b})
+	time.Sleep(time.Until(asked.Add(wait + time.Second))) // a's waits ended
+	// The chats a kept timed out there; those handed to b wait on: each
+	// gets its greeting when its user answers.
+	for c := range chats {
+		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat(c), From: memory.User(chat(c).ID, "u"), Text: "Ann"})
+	}
+	greeted := 0
+	for c := range chats {
+		id := chat(c).ID
+		if _, err := mem.WaitSent(ctxFor(t), id, 2); err != nil {
+			t.Fatalf("chat %s: %v: %q", id, err, mem.Texts(id))
+		}
+		switch got := mem.Texts(id); {
+		case slices.Equal(got, []string{"name?", "hi Ann"}):
+			greeted++
+		case !slices.Equal(got, []string{"name?", "timed out"}):
+			t.Fatalf("chat %s got %q; want the question, then its greeting (b) or its time-out (a)", id, got)
+		}
+	}
+	if greeted == 0 || b.j.Stats().Takeovers == 0 {
+		t.Fatalf("%d chats greeted, %d partitions taken over unfinished: the waits handed over timed out on a", greeted, b.j.Stats().Takeovers)
+	}
+	waitFor(t, "a to count its handed-over events out", func() bool { return a.e.Stats().Journal.Events == 0 })
 }

@@ -204,7 +204,13 @@ func New(opts ...Option) (*Engine, error) {
 		func(key string, task func()) error {
 			return e.in.Push(key, func(context.Context) error { task(); return nil })
 		},
-		func(h *handling.Handling, resume error) { e.runHandling(h, handling.Start{Resume: resume}, false) })
+		func(h *handling.Handling, resume error) {
+			if h.HandedOver() {
+				e.dropHandling(h)
+				return
+			}
+			e.runHandling(h, handling.Start{Resume: resume}, false)
+		})
 	e.outage = newAfterOutage(e)
 	e.state = newStateful(e)
 	e.stopCtx, e.endStop = context.WithCancel(context.Background())
@@ -516,6 +522,20 @@ func (e *Engine) runHandling(h *handling.Handling, s handling.Start, inner bool)
 		e.endHandling(h)
 	}
 	return r
+}
+
+// dropHandling ends h here without running it again and without marking
+// its events done: its journal handed them to another member while it
+// waited, which runs it again (see journal.Parker). They are counted out.
+func (e *Engine) dropHandling(h *handling.Handling) {
+	h.End(func(own journal.Record, taken []journal.Record) bool {
+		n := len(taken)
+		if own != nil {
+			n++
+		}
+		e.js.events.Add(-int64(n))
+		return false
+	})
 }
 
 // endHandling ends h for good: its presses unanswered are answered, and

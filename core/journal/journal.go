@@ -346,6 +346,11 @@ type Appended struct {
 // that order, for its own event and for those its waits took.
 type Parker interface {
 	Parked(waiting bool)
+	// HandedOver reports whether the journal handed the event to another
+	// member while its handling waited: the engine then drops the
+	// handling instead of running it again when its wait ends (its
+	// deadline), leaving the record as it is.
+	HandedOver() bool
 }
 
 // Record is one event or send a [Journal] holds.

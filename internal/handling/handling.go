@@ -206,6 +206,25 @@ func (h *Handling) tellParked(waiting bool) {
 	}
 }
 
+// HandedOver reports whether the journal handed one of h's events to
+// another member while h waited (see journal.Parker): h must not run here
+// again.
+func (h *Handling) HandedOver() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p, ok := h.rec.(journal.Parker); ok && p.HandedOver() {
+		return true
+	}
+	if h.x != nil {
+		for _, r := range h.x.taken {
+			if p, ok := r.(journal.Parker); ok && p.HandedOver() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Waiting returns h's wait after a run that waits, or nil.
 func (h *Handling) Waiting() *Wait {
 	h.mu.Lock()

@@ -138,6 +138,7 @@ type parkerRecord struct {
 }
 
 func (r *parkerRecord) Parked(waiting bool) { r.heard = append(r.heard, waiting) }
+func (r *parkerRecord) HandedOver() bool    { return false }
 
 // The records of a waiting handling's events — its own and those its
 // waits took — hear when it parks and when it runs again, once each, in
