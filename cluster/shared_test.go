@@ -351,14 +351,7 @@ func TestSharedLeaveWithConversationsWaiting(t *testing.T) {
 	}
 	const chats = 16
 	chat := func(c int) platform.Chat { return memory.Private(fmt.Sprint(500 + c)) }
-	for c := range chats {
-		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat(c), From: memory.User(chat(c).ID, "u"), Text: "/ask"})
-	}
-	for c := range chats {
-		if _, err := mem.WaitSent(ctxFor(t), chat(c).ID, 1); err != nil {
-			t.Fatalf("chat %s: %v", chat(c).ID, err)
-		}
-	}
+	askAll(t, mem, chats, chat)
 	if a.j.Stats().Partitions == 0 {
 		t.Fatal("a owns no partition")
 	}
@@ -384,12 +377,32 @@ func askName(e *engine.Engine) {
 	})
 }
 
+// say emits text from the user of chat's own, as the adapter takes an
+// event in.
+func say(mem *memory.Adapter, chat platform.Chat, text string) {
+	mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: memory.User(chat.ID, "u"), Text: text})
+}
+
+// askAll says /ask in each of the chats, and waits for askName's question
+// in each.
+func askAll(t *testing.T, mem *memory.Adapter, chats int, chat func(int) platform.Chat) {
+	t.Helper()
+	for c := range chats {
+		say(mem, chat(c), "/ask")
+	}
+	for c := range chats {
+		if _, err := mem.WaitSent(ctxFor(t), chat(c).ID, 1); err != nil {
+			t.Fatalf("chat %s: %v", chat(c).ID, err)
+		}
+	}
+}
+
 // answerNames answers askName's question in each of the chats, and checks
 // that each got the question once, then its greeting, before ctx ends.
 func answerNames(t *testing.T, ctx context.Context, mem *memory.Adapter, chats int, chat func(int) platform.Chat) {
 	t.Helper()
 	for c := range chats {
-		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat(c), From: memory.User(chat(c).ID, "u"), Text: "Ann"})
+		say(mem, chat(c), "Ann")
 	}
 	for c := range chats {
 		id := chat(c).ID
@@ -416,14 +429,7 @@ func TestSharedRebalanceWithConversationsWaiting(t *testing.T) {
 	waitFor(t, "a to own every partition", func() bool { return a.j.Stats().Partitions == 8 && len(a.j.Stats().Leading) == 1 })
 	const chats = 16
 	chat := func(c int) platform.Chat { return memory.Private(fmt.Sprint(700 + c)) }
-	for c := range chats {
-		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat(c), From: memory.User(chat(c).ID, "u"), Text: "/ask"})
-	}
-	for c := range chats {
-		if _, err := mem.WaitSent(ctxFor(t), chat(c).ID, 1); err != nil {
-			t.Fatalf("chat %s: %v", chat(c).ID, err)
-		}
-	}
+	askAll(t, mem, chats, chat)
 	b := startMember(t, srv.s, mem, "b")
 	askName(b.e)
 	waitSpread(t, []*member{a, b})
@@ -507,14 +513,7 @@ func TestSharedHandedOverWaitNotRunAgain(t *testing.T) {
 	const chats = 16
 	chat := func(c int) platform.Chat { return memory.Private(fmt.Sprint(800 + c)) }
 	asked := time.Now()
-	for c := range chats {
-		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat(c), From: memory.User(chat(c).ID, "u"), Text: "/ask"})
-	}
-	for c := range chats {
-		if _, err := mem.WaitSent(ctxFor(t), chat(c).ID, 1); err != nil {
-			t.Fatalf("chat %s: %v", chat(c).ID, err)
-		}
-	}
+	askAll(t, mem, chats, chat)
 	b := startMember(t, srv.s, mem, "b") // waits an hour
 	ask(b.e)
 	waitSpread(t, []*member{a, b})
@@ -522,7 +521,7 @@ func TestSharedHandedOverWaitNotRunAgain(t *testing.T) {
 	// The chats a kept timed out there; those handed to b wait on: each
 	// gets its greeting when its user answers.
 	for c := range chats {
-		mem.Emit(platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat(c), From: memory.User(chat(c).ID, "u"), Text: "Ann"})
+		say(mem, chat(c), "Ann")
 	}
 	greeted := 0
 	for c := range chats {
