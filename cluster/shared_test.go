@@ -541,3 +541,27 @@ func TestSharedHandedOverWaitNotRunAgain(t *testing.T) {
 	}
 	waitFor(t, "a to count its handed-over events out", func() bool { return a.e.Stats().Journal.Events == 0 })
 }
+
+// A partition that went to another member while a conversation of it
+// waited, and came back (that member left), brings the conversation back
+// as its event, run again: the wait left from before it went is dropped
+// when the user's answer comes, and the one run again takes it. Each chat
+// gets its greeting once, and the member holds nothing after.
+func TestSharedPartitionBackWithConversationsWaiting(t *testing.T) {
+	parallel(t, 5*time.Second)
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	mem := memory.New()
+	a := startMember(t, srv.s, mem, "a")
+	askName(a.e)
+	waitFor(t, "a to own every partition", func() bool { return a.j.Stats().Partitions == 8 && len(a.j.Stats().Leading) == 1 })
+	const chats = 16
+	chat := func(c int) platform.Chat { return memory.Private(fmt.Sprint(900 + c)) }
+	askAll(t, mem, chats, chat)
+	b := startMember(t, srv.s, mem, "b")
+	askName(b.e)
+	waitSpread(t, []*member{a, b})
+	b.stop(t)
+	waitFor(t, "a to own every partition again", func() bool { return a.j.Stats().Partitions == 8 })
+	answerNames(t, ctxFor(t), mem, chats, chat)
+	waitFor(t, "a to hold no event", func() bool { return a.e.Stats().Journal.Events == 0 })
+}

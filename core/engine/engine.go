@@ -663,6 +663,13 @@ func (e *Engine) offerTo(waits []*handling.Wait, ev *platform.Event, rec journal
 		if !e.waits.Unpark(w) {
 			continue
 		}
+		if w.Handling().HandedOver() {
+			// Its partition went to another member while it waited, and
+			// came back: the member runs it again from its event, handed
+			// over anew; this one is dropped.
+			e.dropHandling(w.Handling())
+			continue
+		}
 		r := e.runHandling(w.Handling(), handling.Start{Offer: ev, OfferRec: rec}, false)
 		if r.OfferTaken() {
 			e.awaited.Add(1)
