@@ -20,7 +20,7 @@ func (s *Shared) Collector() prometheus.Collector {
 		s:          s,
 		partitions: prometheus.NewDesc("herald_cluster_partitions", "Partitions of the bot's chats this process owns.", nil, node),
 		leading:    prometheus.NewDesc("herald_cluster_leading", "1 for each platform account this process is the gateway of, 0 for the others it contends for.", []string{"adapter"}, node),
-		takeovers:  prometheus.NewDesc("herald_cluster_takeovers_total", "Partitions taken from a process that was gone, and leases taken while other processes were live.", nil, node),
+		takeovers:  prometheus.NewDesc("herald_cluster_takeovers_total", "Partitions taken from a process that was gone or handed over with events in hand, and leases taken while other processes were live.", nil, node),
 		redo:       prometheus.NewDesc("herald_cluster_redeliveries_total", "Events and sends received that had been delivered before.", nil, node),
 		skipped:    prometheus.NewDesc("herald_cluster_skipped_total", "Events and sends found done already: events given again by the platform, sends a dead gateway had made.", nil, node),
 	}

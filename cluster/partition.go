@@ -379,21 +379,21 @@ func (p *partition) halt() {
 func (p *partition) release(ctx context.Context) {
 	p.halt()
 	p.mu.Lock()
-	var wait chan struct{}
-	if len(p.pending) > p.parked {
+	// Checked again under the lock it is decided in: a wait that ended
+	// meanwhile (its deadline) runs its handling, which is waited for;
+	// once marked handed over, one that ends is dropped (HandedOver).
+	for len(p.pending) > p.parked && ctx.Err() == nil {
 		if p.drained == nil {
 			p.drained = make(chan struct{})
 		}
-		wait = p.drained
-	}
-	p.mu.Unlock()
-	if wait != nil {
+		wait := p.drained
+		p.mu.Unlock()
 		select {
 		case <-wait:
 		case <-ctx.Done():
 		}
+		p.mu.Lock()
 	}
-	p.mu.Lock()
 	left := len(p.pending)
 	for r := range p.pending {
 		r.handed = true // the next owner runs its handling again

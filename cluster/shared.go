@@ -221,9 +221,10 @@ type SharedStats struct {
 	// Leading lists the platform accounts whose lease it holds now.
 	Leading []string
 	// Takeovers counts the partitions it took from a member that was
-	// gone, and the leases it took while other members were live: from a
-	// gateway gone, or one that gave its lease up as it left (the lease
-	// does not tell the two apart).
+	// gone or that handed them over with events in hand (conversations
+	// waiting for their users), and the leases it took while other
+	// members were live: from a gateway gone, or one that gave its lease
+	// up as it left (the lease does not tell the two apart).
 	Takeovers uint64
 	// Redeliveries counts events and sends it got that the server had
 	// delivered before (to a member that died, or to this one before a

@@ -1047,8 +1047,8 @@ func (e *Engine) DeadLetterStore() *sender.DeadLetterStore { return e.deadLetter
 //
 // It returns how many sends were resubmitted. Sends that could not be
 // resubmitted (the adapter is unknown, the chat's queue is full, the engine
-// is closed, or ctx ended) go back to the store, and their errors are
-// returned joined. Replays run one at a time: a call made while one runs
+// is closed, or ctx ended) go back to the store, as its newest letters,
+// and their errors are returned joined. Replays run one at a time: a call made while one runs
 // waits for it, and replays what is left — each letter is sent once.
 //
 // With a journal, a replayed letter's send has an id of its own (see
@@ -1072,6 +1072,12 @@ func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
 		req := dl.Request
 		if _, err := e.queueSend(handling.ChatKey(req.Platform, req.Target.ID), journal.Send{ID: replayID(dl), Request: req}, nil); err != nil {
 			errs = append(errs, fmt.Errorf("engine: replay to %s:%s: %w", req.Platform, req.Target.ID, err))
+			// Kept anew, under an id of its own: the journal may know the
+			// refused replay's id (recorded, then removed when the
+			// dispatcher refused it), and would take the next for it.
+			if e.deadLetters.Remove(dl.ID) > 0 {
+				e.deadLetters.Add(dl)
+			}
 			continue
 		}
 		e.deadLetters.Remove(dl.ID)

@@ -778,3 +778,46 @@ func countOf(texts []string, s string) int {
 	}
 	return n
 }
+
+// A replay the dispatcher refuses (its chat's queue is full) keeps its
+// letter under a new id: the journal knows the refused replay's send id,
+// and would take the next replay of the letter for it, and send nothing.
+// Every letter arrives once (one refused after those queued).
+func TestJournalReplayRefusedKeepsLetter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		e, done := journaled(t, mem, j, engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1}))
+		synctest.Wait() // Run took up the journal: its letters are kept there
+		for _, text := range []string{"a", "b", "c"} {
+			e.DeadLetterStore().Add(sender.DeadLetter{Request: platform.SendRequest{Platform: mem.Name(), Target: dm,
+				Message: platform.TextMessage(text)}, Attempts: 1, Err: errors.New("timeout"), At: time.Now()})
+		}
+		mem.SlowNext(dm.ID, time.Second)
+		if n, err := e.ReplayDeadLetters(context.Background()); err == nil || n == 3 {
+			t.Fatalf("first replay: %d, %v; want some refused by the full queue", n, err)
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		for range 5 { // what is left, until none is: a queue of one may refuse again
+			if e.DeadLetterStore().Len() == 0 {
+				break
+			}
+			_, _ = e.ReplayDeadLetters(context.Background())
+			time.Sleep(3 * time.Second)
+			synctest.Wait()
+		}
+		// A letter refused comes after those queued before it.
+		if got := slices.Sorted(slices.Values(mem.Texts(dm.ID))); !slices.Equal(got, []string{"a", "b", "c"}) {
+			t.Fatalf("the chat got %q; want each letter once", mem.Texts(dm.ID))
+		}
+		if got := e.DeadLetters(); len(got) != 0 {
+			t.Fatalf("still kept: %+v", got)
+		}
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
