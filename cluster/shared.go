@@ -672,12 +672,11 @@ func (r *membership) letGo() {
 	defer cancel()
 	// The member drained what it took before (Join): the events its
 	// partitions still hold wait for an answer it no longer takes (a
-	// conversation), so they are handed over at once, not waited for —
-	// while they were, the leases below stayed here and nobody sent.
-	now, stop := context.WithCancel(ctx)
-	stop()
+	// conversation), and are handed over at once, not waited for — while
+	// they were, the leases below stayed here and nobody sent. A handling
+	// still running (the drain's bound ran out) is waited for a little.
 	for p, part := range r.parts {
-		part.release(now)
+		part.release(ctx)
 		delete(r.parts, p)
 	}
 	r.releasing.Wait()
