@@ -1046,10 +1046,11 @@ func (e *Engine) DeadLetterStore() *sender.DeadLetterStore { return e.deadLetter
 // kept again.
 //
 // It returns how many sends were resubmitted. Sends that could not be
-// resubmitted (the adapter is unknown, the chat's queue is full, the engine
-// is closed, or ctx ended) go back to the store, as its newest letters,
-// and their errors are returned joined. Replays run one at a time: a call made while one runs
-// waits for it, and replays what is left — each letter is sent once.
+// resubmitted (the adapter is unknown, the journal refused, the chat's
+// queue is full, the engine is closed, or ctx ended) go back to the store
+// (those the dispatcher refused as its newest letters), and their errors
+// are returned joined. Replays run one at a time: a call made while one
+// runs waits for it, and replays what is left — each letter is sent once.
 //
 // With a journal, a replayed letter's send has an id of its own (see
 // SendID): a letter that the journal saw replayed within its duplicate
@@ -1072,10 +1073,11 @@ func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
 		req := dl.Request
 		if _, err := e.queueSend(handling.ChatKey(req.Platform, req.Target.ID), journal.Send{ID: replayID(dl), Request: req}, nil); err != nil {
 			errs = append(errs, fmt.Errorf("engine: replay to %s:%s: %w", req.Platform, req.Target.ID, err))
-			// Kept anew, under an id of its own: the journal may know the
-			// refused replay's id (recorded, then removed when the
-			// dispatcher refused it), and would take the next for it.
-			if e.deadLetters.Remove(dl.ID) > 0 {
+			// Refused by the dispatcher, the replay was recorded, then
+			// removed: the journal knows its id, and would take the next
+			// replay for it. The letter is kept anew, under an id of its
+			// own. (A journal that refused recorded nothing.)
+			if !errors.Is(err, ErrJournal) && !errors.Is(err, ErrNoSender) && e.deadLetters.Remove(dl.ID) > 0 {
 				e.deadLetters.Add(dl)
 			}
 			continue

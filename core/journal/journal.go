@@ -343,7 +343,8 @@ type Appended struct {
 // event the member no longer takes once the chat moves, and the next
 // member runs it again. The engine calls Parked(true) when the event's
 // handling starts waiting so, and Parked(false) when it runs again, in
-// that order, for its own event and for those its waits took.
+// that order, for its own event and for those its waits took. It calls
+// both under locks of its own: they must not block, nor call the engine.
 type Parker interface {
 	Parked(waiting bool)
 	// HandedOver reports whether the journal handed the event to another
