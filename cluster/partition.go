@@ -54,7 +54,7 @@ type partRecord struct {
 	event  string // its handled key
 	blob   string // the object holding its bytes, or ""
 	parked bool   // its handling waits for its user; under p.mu
-	handed bool   // handed over with its partition while it waited; under p.mu
+	handed bool   // handed over with its partition before its handling ended; under p.mu
 }
 
 // take claims partition p and starts pulling it, or returns nil while
@@ -320,7 +320,7 @@ func (p *partition) settledLocked() {
 }
 
 // HandedOver reports whether the event went to the partition's next
-// owner while its handling waited (see journal.Parker).
+// owner before its handling ended (see journal.Parker).
 func (r *partRecord) HandedOver() bool {
 	r.p.mu.Lock()
 	defer r.p.mu.Unlock()
@@ -372,10 +372,10 @@ func (p *partition) halt() {
 }
 
 // release gives the partition up: it stops pulling, waits (until ctx
-// ends) for the events it delivered to be done — but for those whose
-// handlings wait for their users, which wait for an event it no longer
-// pulls —, and unpins the consumer, so that the next owner gets them at
-// once and in order.
+// ends) for the handlings of the events it delivered to end or to wait
+// for their users (an event it no longer pulls would end those), marks
+// the events still in hand handed over, and unpins the consumer, so that
+// the next owner gets them at once and in order.
 func (p *partition) release(ctx context.Context) {
 	p.halt()
 	p.mu.Lock()
