@@ -415,6 +415,24 @@ func answerNames(t *testing.T, ctx context.Context, mem *memory.Adapter, chats i
 	}
 }
 
+// convChats is how many chats the conversations' tests ask in.
+const convChats = 16
+
+// aloneWithConversations starts member a alone on a server of its own,
+// owning every partition and leading, with askName's conversation waiting
+// in convChats chats numbered from base, which chat names.
+func aloneWithConversations(t *testing.T, base int) (srv *server, mem *memory.Adapter, a *member, chat func(int) platform.Chat) {
+	t.Helper()
+	srv = startServer(t, t.TempDir(), embedded.Config{})
+	mem = memory.New()
+	a = startMember(t, srv.s, mem, "a")
+	askName(a.e)
+	waitFor(t, "a to own every partition", func() bool { return a.j.Stats().Partitions == 8 && len(a.j.Stats().Leading) == 1 })
+	chat = func(c int) platform.Chat { return memory.Private(fmt.Sprint(base + c)) }
+	askAll(t, mem, convChats, chat)
+	return srv, mem, a, chat
+}
+
 // A partition that moves to a member joining, while conversations of its
 // chats wait for their users, is handed over at once: what waits for an
 // answer that its member no longer pulls is not waited for (it was, 30
@@ -422,14 +440,7 @@ func answerNames(t *testing.T, ctx context.Context, mem *memory.Adapter, chats i
 // owner resumes each conversation with its user's answer.
 func TestSharedRebalanceWithConversationsWaiting(t *testing.T) {
 	parallel(t, 4*time.Second)
-	srv := startServer(t, t.TempDir(), embedded.Config{})
-	mem := memory.New()
-	a := startMember(t, srv.s, mem, "a")
-	askName(a.e)
-	waitFor(t, "a to own every partition", func() bool { return a.j.Stats().Partitions == 8 && len(a.j.Stats().Leading) == 1 })
-	const chats = 16
-	chat := func(c int) platform.Chat { return memory.Private(fmt.Sprint(700 + c)) }
-	askAll(t, mem, chats, chat)
+	srv, mem, a, chat := aloneWithConversations(t, 700)
 	joined := time.Now()
 	b := startMember(t, srv.s, mem, "b")
 	askName(b.e)
@@ -438,7 +449,7 @@ func TestSharedRebalanceWithConversationsWaiting(t *testing.T) {
 	if took := time.Since(joined); took > 15*time.Second {
 		t.Errorf("the partitions took %v to spread", took)
 	}
-	answerNames(t, ctxFor(t), mem, chats, chat)
+	answerNames(t, ctxFor(t), mem, convChats, chat)
 	if b.j.Stats().Takeovers == 0 {
 		t.Error("b took no partition over unfinished")
 	}
@@ -551,19 +562,12 @@ func TestSharedHandedOverWaitNotRunAgain(t *testing.T) {
 // gets its greeting once, and the member holds nothing after.
 func TestSharedPartitionBackWithConversationsWaiting(t *testing.T) {
 	parallel(t, 5*time.Second)
-	srv := startServer(t, t.TempDir(), embedded.Config{})
-	mem := memory.New()
-	a := startMember(t, srv.s, mem, "a")
-	askName(a.e)
-	waitFor(t, "a to own every partition", func() bool { return a.j.Stats().Partitions == 8 && len(a.j.Stats().Leading) == 1 })
-	const chats = 16
-	chat := func(c int) platform.Chat { return memory.Private(fmt.Sprint(900 + c)) }
-	askAll(t, mem, chats, chat)
+	srv, mem, a, chat := aloneWithConversations(t, 900)
 	b := startMember(t, srv.s, mem, "b")
 	askName(b.e)
 	waitSpread(t, []*member{a, b})
 	b.stop(t)
 	waitFor(t, "a to own every partition again", func() bool { return a.j.Stats().Partitions == 8 })
-	answerNames(t, ctxFor(t), mem, chats, chat)
+	answerNames(t, ctxFor(t), mem, convChats, chat)
 	waitFor(t, "a to hold no event", func() bool { return a.e.Stats().Journal.Events == 0 })
 }
