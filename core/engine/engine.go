@@ -205,11 +205,9 @@ func New(opts ...Option) (*Engine, error) {
 			return e.in.Push(key, func(context.Context) error { task(); return nil })
 		},
 		func(h *handling.Handling, resume error) {
-			if h.HandedOver() {
-				e.dropHandling(h)
-				return
+			if !e.droppedHandedOver(h) {
+				e.runHandling(h, handling.Start{Resume: resume}, false)
 			}
-			e.runHandling(h, handling.Start{Resume: resume}, false)
 		})
 	e.outage = newAfterOutage(e)
 	e.state = newStateful(e)
@@ -524,10 +522,14 @@ func (e *Engine) runHandling(h *handling.Handling, s handling.Start, inner bool)
 	return r
 }
 
-// dropHandling ends h here without running it again and without marking
-// its events done: its journal handed them to another member while it
-// waited, which runs it again (see journal.Parker). They are counted out.
-func (e *Engine) dropHandling(h *handling.Handling) {
+// droppedHandedOver ends h here, and reports true, if its journal handed
+// its events to another member while it waited (see journal.Parker): that
+// member runs it again, and this one must not. Its events are counted
+// out, not marked done.
+func (e *Engine) droppedHandedOver(h *handling.Handling) bool {
+	if !h.HandedOver() {
+		return false
+	}
 	h.End(func(own journal.Record, taken []journal.Record) bool {
 		n := len(taken)
 		if own != nil {
@@ -536,6 +538,7 @@ func (e *Engine) dropHandling(h *handling.Handling) {
 		e.js.events.Add(-int64(n))
 		return false
 	})
+	return true
 }
 
 // endHandling ends h for good: its presses unanswered are answered, and
@@ -663,11 +666,10 @@ func (e *Engine) offerTo(waits []*handling.Wait, ev *platform.Event, rec journal
 		if !e.waits.Unpark(w) {
 			continue
 		}
-		if w.Handling().HandedOver() {
+		if e.droppedHandedOver(w.Handling()) {
 			// Its partition went to another member while it waited, and
 			// came back: the member runs it again from its event, handed
-			// over anew; this one is dropped.
-			e.dropHandling(w.Handling())
+			// over anew.
 			continue
 		}
 		r := e.runHandling(w.Handling(), handling.Start{Offer: ev, OfferRec: rec}, false)
