@@ -60,20 +60,22 @@ func readBotAndEcho(t *testing.T, c *client, n int) ([]message, int) {
 	return msgs, largest
 }
 
-// TestLargeFileKeepsItsTab sends a file of 3.5 MiB from a tab three
-// times, to the real engine running the fileecho plugin: its echo and the
-// bot's answer, each of which was a frame of 4.9 MB that dropped the tab
-// three times in three, now come by reference in frames of a few hundred
-// bytes, the tab fetches both files whole, and the tab stays connected. A
+// TestLargeFileKeepsItsTab sends a file of 900 KiB from a tab three
+// times, to the real engine running the fileecho plugin, the tab's queue
+// bound at 1 MiB: its echo and the bot's answer, each of which was a frame
+// of 1.2 MB, over the bound (3.5 MiB files in a 4 MiB queue dropped the
+// tab three times in three), now come by reference in frames of a few
+// hundred bytes, the tab fetches both files whole, and the tab stays
+// connected. A
 // tab that opens the chat later finds all six messages in the history and
 // fetches their files with its own key, while the key of the tab that has
 // closed no longer works.
 func TestLargeFileKeepsItsTab(t *testing.T) {
 	t.Parallel()
-	ec := startEngine(t, webchat.Config{QueueBytes: 4 << 20}, func(e *engine.Engine) error { return e.Use(fileecho.New()) })
+	ec := startEngine(t, webchat.Config{QueueBytes: 1 << 20}, func(e *engine.Engine) error { return e.Use(fileecho.New()) })
 	a := ec.a
 	tab := connect(t, a, hello{Name: "Ann"})
-	data := randomBytes(1, 3584<<10)
+	data := randomBytes(1, 900<<10)
 	var ids []string
 	for i := range 3 {
 		tab.send(t, fileFrame(platform.AttachDocument, "big.bin", "", data, ""))
