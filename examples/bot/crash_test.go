@@ -316,7 +316,7 @@ func (w *webhookPusher) stop() {
 // SIGKILL of the bot in durable mode: after the restart the note is
 // listed, and the reminder comes once, when due.
 func TestE2ECrashNoteAndRemind(t *testing.T) {
-	runParallel(t, 17*time.Second)
+	runParallel(t, 10*time.Second)
 	srv := telegramtest.NewServer()
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -330,12 +330,15 @@ func TestE2ECrashNoteAndRemind(t *testing.T) {
 	}
 	p := startBot(t, env...)
 	const chat = 4100
+	// The reminder is due 8 s after it is asked, after the restart unless
+	// the machine is slow enough to start the bot later than that: it then
+	// comes at the start, once all the same.
 	ann := tgbotapi.User{ID: chat, FirstName: "Ann"}
 	srv.SendUserMessage(chat, ann, "/note add buy milk")
 	if _, err := srv.WaitSent(ctx, chat, 1); err != nil {
 		t.Fatal(err)
 	}
-	srv.SendUserMessage(chat, ann, "/remind 15s tea")
+	srv.SendUserMessage(chat, ann, "/remind 8s tea")
 	sent, err := srv.WaitSent(ctx, chat, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -386,8 +389,8 @@ func TestE2ECrashNoteAndRemind(t *testing.T) {
 		t.Fatalf("chat got %q; want the note listed and the reminder once", got)
 	}
 	for _, m := range srv.Sent(chat) {
-		if strings.HasPrefix(m.Text, "⏰") && m.At.Sub(asked) < 14*time.Second {
-			t.Fatalf("the reminder came %v after it was asked; want 15 s", m.At.Sub(asked))
+		if strings.HasPrefix(m.Text, "⏰") && m.At.Sub(asked) < 7*time.Second {
+			t.Fatalf("the reminder came %v after it was asked; want 8 s", m.At.Sub(asked))
 		}
 	}
 }
