@@ -99,6 +99,7 @@ func New(h http.Handler, lim Limits, errorLog *log.Logger) *Server {
 	if lim.MaxConns > 0 {
 		s.ln = &listener{max: lim.MaxConns, conns: make(map[*conn]struct{})}
 		s.HTTP.ConnState = s.ln.track
+		s.HTTP.RegisterOnShutdown(s.ln.closeWaiting)
 	}
 	return s
 }
@@ -208,6 +209,30 @@ func (l *listener) oldestIdleLocked() *conn {
 		oldest.once.Do(func() {})
 	}
 	return oldest
+}
+
+// closeWaiting closes the connections with no request in progress: the
+// server's Shutdown runs it once its listeners are closed. Shutdown closes
+// those idle between requests itself, but waits up to 5 s for one that has
+// not sent its first request yet, in case that request is on its way
+// (golang.org/issue/22682): the spare connection a browser opens ahead of
+// a request it may never make held each stop of a server it had visited
+// (the browser chat's) for 5 s. A request that does arrive on such a
+// connection now gets no answer, as one arriving a moment after the stop
+// would: its client tries again (Telegram sends an unanswered webhook
+// update again).
+func (l *listener) closeWaiting() {
+	l.mu.Lock()
+	var waiting []*conn
+	for c := range l.conns {
+		if !c.active {
+			waiting = append(waiting, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range waiting {
+		c.Close()
+	}
 }
 
 // track is the server's ConnState hook: it marks which connections are

@@ -36,6 +36,18 @@ func start(t *testing.T, lim Limits, h http.Handler) (*Server, string) {
 	return s, ln.Addr().String()
 }
 
+// serving reports whether a connection of s has a request in progress.
+func (s *Server) serving() bool {
+	s.ln.mu.Lock()
+	defer s.ln.mu.Unlock()
+	for c := range s.ln.conns {
+		if c.active {
+			return true
+		}
+	}
+	return false
+}
+
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	_, _ = io.WriteString(w, "ok")
@@ -180,5 +192,66 @@ func TestLimitsDefaults(t *testing.T) {
 	off := Limits{ReadHeaderTimeout: -1, ReadTimeout: -1, IdleTimeout: -1, MaxConns: -1, WriteTimeout: -1}.normalized()
 	if off != (Limits{}) {
 		t.Fatalf("negative = %+v; want all off", off)
+	}
+}
+
+// TestShutdownClosesUnusedConnections: a connection that never sent a
+// request (a browser's spare one) does not hold Shutdown, which net/http
+// otherwise waits 5 s on; the one serving a request is let finish.
+func TestShutdownClosesUnusedConnections(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	s := New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		_, _ = io.WriteString(w, "ok")
+	}), Limits{}, nil)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+
+	spare, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spare.Close()
+	busy, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	if _, err := io.WriteString(busy, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); s.Open() != 2 || !s.serving(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open, a request in progress: %v; want 2 and true", s.Open(), s.serving())
+		}
+	}
+
+	// Shutdown's own wait for a connection that sent nothing is 5 s: with
+	// it, this context ends first.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- s.HTTP.Shutdown(ctx) }()
+	if err := spare.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := spare.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the unused connection: read %d bytes, %v; want it closed (EOF)", n, err)
+	}
+	close(release)
+	resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
+	if err != nil {
+		t.Fatalf("the request in progress: %v; want its answer", err)
+	}
+	resp.Body.Close()
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown = %v; want nil, before its context's end", err)
+	}
+	if err := <-done; err != http.ErrServerClosed {
+		t.Fatalf("Serve = %v; want http.ErrServerClosed", err)
 	}
 }
