@@ -82,14 +82,15 @@ func blobCount(t *testing.T, nc *nats.Conn) int {
 
 // The large files' sizes, each larger than a NATS message (1 MB): a
 // 20 MB and a 4 MiB file sent, a 3 MiB one received. Under the race
-// detector, which makes every byte copied cost many times as much, 5 MB,
-// 2 MiB and 2 MiB: still each larger than a message, in many chunks (CI
-// runs the full sizes without it too).
+// detector, which makes every byte copied cost many times as much (its
+// work on the copies was half these tests' CPU at 5 MB, 2 MiB and 2 MiB),
+// 3 MB, 1.5 MiB and 1.5 MiB: still each larger than a message, in many
+// chunks (CI runs the full sizes without it too).
 var bigFile, mediumFile, uploadFile = 20_000_000, 4 << 20, 3 << 20
 
 func init() {
 	if race.Enabled {
-		bigFile, mediumFile, uploadFile = 5_000_000, 2<<20, 2<<20
+		bigFile, mediumFile, uploadFile = 3_000_000, 3<<19, 3<<19
 	}
 }
 
