@@ -13,7 +13,10 @@
 // again; the Server sees it, turns JetStream off (every call then fails
 // at once), and once there is room starts the server again, its streams
 // loaded from the disk, while the connections from Connect reconnect to
-// it by themselves: one log line each way.
+// it by themselves: one log line each way. One case it cannot live
+// through: nats-server (2.15) can deadlock when the disk fills while it
+// compacts a stream (a purge), and its JetStream then never stops; see
+// [Server.Stuck].
 package embedded
 
 import (
@@ -101,6 +104,11 @@ type Server struct {
 	watched chan struct{}
 	stop    sync.Once
 
+	// stuck is closed when JetStream has not stopped stopSlow after the
+	// store failed (see Stuck).
+	stuck     chan struct{}
+	stuckOnce sync.Once
+
 	// conns are the connections Connect made and not closed yet, which
 	// Shutdown closes: they would reconnect for ever.
 	mu    sync.Mutex
@@ -148,7 +156,7 @@ func Start(cfg Config) (*Server, error) {
 		log = zap.NewNop()
 	}
 	s := &Server{unlock: unlock, dir: dir, cfg: cfg, log: log,
-		failed: make(chan struct{}, 1), quit: make(chan struct{}), watched: make(chan struct{})}
+		failed: make(chan struct{}, 1), quit: make(chan struct{}), watched: make(chan struct{}), stuck: make(chan struct{})}
 	ns, err := s.start()
 	if err != nil {
 		unlock()
@@ -299,8 +307,11 @@ func (s *Server) stopJetStream(stop func() error) {
 	select {
 	case err = <-stopped:
 	case <-slow.C:
-		s.log.Error("embedded: JetStream has not stopped since the store could not write; the journal's calls time out until it does",
+		s.log.Error("embedded: JetStream has not stopped since the store could not write: the server is stuck, and "+
+			"nothing more can be recorded in this process; the process should end and start again (what the store "+
+			"acknowledged is on the disk)",
 			zap.Duration("waited", stopSlow), zap.String("dir", s.dir))
+		s.stuckOnce.Do(func() { close(s.stuck) })
 		err = <-stopped
 	}
 	if err != nil {
@@ -334,6 +345,20 @@ func drain(c chan struct{}) {
 	}
 }
 
+// Stuck returns a channel closed when the server's JetStream has not
+// stopped 30 s after its store could not write. nats-server can deadlock
+// when the disk fills while it compacts a stream (as the journal's purges
+// do): the stream's lock is never released, its JetStream cannot stop, and
+// the server can neither record nor shut down. Nothing brings it back in
+// this process: the process should end — without waiting for a clean stop
+// of what records through the server, which would wait in vain — and start
+// again once there is room; what the store acknowledged is on the disk and
+// is taken up, as after a crash. The example bot exits with code 1. A
+// Shutdown of a stuck server closes the connections and returns without
+// waiting for the server; the directory stays locked until the process
+// ends.
+func (s *Server) Stuck() <-chan struct{} { return s.stuck }
+
 // Dir returns the store's directory, as an absolute path.
 func (s *Server) Dir() string { return s.dir }
 
@@ -360,13 +385,25 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 // free. It may be called more than once.
 func (s *Server) Shutdown() {
 	s.stop.Do(func() { close(s.quit) })
-	<-s.watched
+	stuck := false
+	select {
+	case <-s.watched:
+	default:
+		select {
+		case <-s.watched:
+		case <-s.stuck:
+			stuck = true
+		}
+	}
 	s.mu.Lock()
 	conns := s.conns
 	s.conns = nil
 	s.mu.Unlock()
 	for _, nc := range conns {
 		nc.Close()
+	}
+	if stuck {
+		return // its shutdown would wait for the stream it cannot stop
 	}
 	ns := s.ns.Load()
 	ns.Shutdown()

@@ -139,6 +139,9 @@ type durability struct {
 	opts    []engine.Option
 	shared  *cluster.Shared
 	release func()
+	// stuck, with the embedded server, is closed when it is stuck (see
+	// embedded.Server.Stuck); nil otherwise.
+	stuck <-chan struct{}
 }
 
 // openDurability opens what the configuration asks for: a journal,
@@ -178,6 +181,9 @@ func openDurability(ctx context.Context, cfg config, log *zap.Logger) (d durabil
 		if srv != nil {
 			srv.Shutdown()
 		}
+	}
+	if srv != nil {
+		d.stuck = srv.Stuck()
 	}
 	defer func() {
 		if err != nil {
@@ -307,6 +313,11 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 		return err
 	}
 	defer dur.release()
+	if dur.stuck != nil {
+		served := make(chan struct{})
+		defer close(served)
+		go exitWhenStuck(dur.stuck, served, log)
+	}
 	opts = append(opts, dur.opts...)
 	if dur.shared != nil && reg != nil {
 		if err := reg.Register(dur.shared.Collector()); err != nil {
@@ -384,6 +395,21 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 	}
 	log.Info("stopped cleanly", zap.Uint64("replies_delivered", st.Sends.Delivered))
 	return nil
+}
+
+// exitWhenStuck ends the process with code 1 when the embedded server is
+// stuck (before served is closed): it can record nothing more, nor stop,
+// and a clean stop would wait for it in vain; a supervisor (systemd,
+// Docker's restart policy) starts the bot again, which takes up what the
+// store acknowledged, as after a crash.
+func exitWhenStuck(stuck, served <-chan struct{}, log *zap.Logger) {
+	select {
+	case <-stuck:
+		log.Error("bot: the embedded NATS server is stuck; exiting with code 1 to be started again (what it recorded stays in DATA_DIR)")
+		_ = log.Sync()
+		os.Exit(1)
+	case <-served:
+	}
 }
 
 func newLogger(format string, w io.Writer) (*zap.Logger, error) {
