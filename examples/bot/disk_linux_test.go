@@ -22,7 +22,7 @@ func TestE2EDiskFullEmbedded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	metrics := testport.Addr(t)
-	p := startBot(t,
+	bot := supervise(ctx, t,
 		"TELEGRAM_BOT_TOKEN="+crashToken,
 		"TELEGRAM_API_ENDPOINT="+srv.Endpoint(),
 		"WEBCHAT_ADDR=off",
@@ -39,5 +39,5 @@ func TestE2EDiskFullEmbedded(t *testing.T) {
 	// nothing by the wait.
 	run := newDiskRun(srv, 40000)
 	run.met = []string{embeddedOff, journalRefuses}
-	run.scenario(ctx, t, p, metrics, func() func() { return testdisk.Fill(t, disk) })
+	run.scenario(ctx, t, bot, metrics, func() func() { return testdisk.Fill(t, disk) })
 }

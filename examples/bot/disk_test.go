@@ -97,7 +97,7 @@ func (r *diskRun) confirmed() int {
 // scenario runs the disk-full scenario on the bot p, whose metrics are at
 // metrics: fill fills the store and returns the function that gives the
 // room back. It checks every reply and returns what it measured.
-func (r *diskRun) scenario(ctx context.Context, t *testing.T, p *botProcess, metrics string, fill func() (restore func())) {
+func (r *diskRun) scenario(ctx context.Context, t *testing.T, bot *supervisor, metrics string, fill func() (restore func())) {
 	t.Helper()
 	r.first.send(ctx, 0)
 	// The first wave is handled: every chat has its first reply and no
@@ -132,7 +132,7 @@ func (r *diskRun) scenario(ctx context.Context, t *testing.T, p *botProcess, met
 	if len(met) == 0 {
 		met = []string{journalRefuses}
 	}
-	if err := (&lineWaiter{p.stderr}).waitAny(ctx, met...); err != nil {
+	if err := (&lineWaiter{bot.current().stderr}).waitAny(ctx, met...); err != nil {
 		t.Fatalf("the bot never met the full store: %v", err)
 	}
 	r.sendSecond()
@@ -166,14 +166,26 @@ func (r *diskRun) scenario(ctx context.Context, t *testing.T, p *botProcess, met
 			}
 		}
 	}
+	p := bot.current()
 	var journalBack time.Duration = -1
 	if ts := logTimes(&node{p: p}, journalTakes); len(ts) > 0 {
 		journalBack = ts[len(ts)-1].Sub(back)
 	}
 	t.Logf("the journal recorded again %v after the room's return; every chat had its next reply within %v",
 		journalBack.Round(time.Millisecond), slowest.Round(time.Millisecond))
-	if code := p.stop(t, 90*time.Second); code != 0 {
+	if code := bot.stop(t, 90*time.Second); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM; want 0", code)
+	}
+	if n := bot.restarts(); n > 0 {
+		// nats-server deadlocked (see embedded.Server.Stuck): the bot
+		// exited and was started again, as after a crash: what it had
+		// recorded is answered, a reply at most once more per chat.
+		dups := r.first.checkAfterRestarts(t, 1+n) + r.again.checkAfterRestarts(t, 1+n)
+		t.Logf("the embedded server was stuck: the bot exited and was started again %d time(s); lost 0, sent twice %d", n, dups)
+		if confirmedWhileFull != 0 {
+			t.Errorf("%d updates were confirmed to Telegram while the journal refused", confirmedWhileFull)
+		}
+		return
 	}
 	dups := r.first.check(t, 1) + r.again.check(t, 1)
 	logs := p.stderr.String()
@@ -253,7 +265,7 @@ func TestE2EDiskFullNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	newDiskRun(srv, 30000).scenario(ctx, t, n.p, n.metrics, func() func() { return fillStream(ctx, t, nc) })
+	newDiskRun(srv, 30000).scenario(ctx, t, &supervisor{p: n.p}, n.metrics, func() func() { return fillStream(ctx, t, nc) })
 }
 
 // startLimitedNATS starts a NATS server with JetStream on a loopback port,

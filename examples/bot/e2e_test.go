@@ -175,6 +175,17 @@ func botEnv(env ...string) []string {
 // of the test's own unless env sets DATA_DIR or NATS_URL.
 func startBot(t *testing.T, env ...string) *botProcess {
 	t.Helper()
+	p, err := launchBot(t, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// launchBot is startBot returning its error instead of failing the test,
+// for a goroutine of the test's (see supervise).
+func launchBot(t *testing.T, env ...string) (*botProcess, error) {
+	t.Helper()
 	cmd := exec.Command(botBinary(t))
 	if !slices.ContainsFunc(env, func(kv string) bool {
 		return strings.HasPrefix(kv, "DATA_DIR=") || strings.HasPrefix(kv, "NATS_URL=")
@@ -185,7 +196,7 @@ func startBot(t *testing.T, env ...string) *botProcess {
 	p := &botProcess{cmd: cmd, stdout: newLineBuffer(), stderr: newLineBuffer(), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	go func() {
 		p.err = cmd.Wait()
@@ -212,7 +223,7 @@ func startBot(t *testing.T, env ...string) *botProcess {
 			t.Logf("bot stderr:\n%s", p.stderr.String())
 		}
 	})
-	return p
+	return p, nil
 }
 
 // stop sends SIGTERM and returns the exit code.

@@ -284,6 +284,46 @@ func (r scaleRun) check(t *testing.T, maxRepeats int) int {
 	return dups
 }
 
+// checkAfterRestarts is check for a run whose bot was started again after
+// it exited while its journal could not record (see supervisor): the sends
+// whose done marks were refused are made again after a start, so a chat's
+// replies may go back to an earlier one and on from there, in order, at
+// most maxRewinds times (a repeat of one reply is such a rewind too); no
+// reply is missing or out of order otherwise. It returns the replies sent
+// more than once.
+func (r scaleRun) checkAfterRestarts(t *testing.T, maxRewinds int) int {
+	t.Helper()
+	dups := 0
+	for c := range r.chats {
+		id := r.first + int64(c)
+		sent := r.srv.Sent(id)
+		got := texts(sent)
+		rewinds, high, prev := 0, 0, 0
+		for i, s := range got {
+			v, err := strconv.Atoi(s)
+			switch {
+			case err != nil || v < 1 || v > r.count:
+				t.Fatalf("chat %d: reply %d is %q; want 1 to %d", id, i, s, r.count)
+			case v <= prev:
+				rewinds++
+			case v != prev+1:
+				t.Fatalf("chat %d got %q; want the replies in order, going back at most to an earlier one", id, got)
+			}
+			if v > high+1 {
+				t.Fatalf("chat %d got %q: a reply skipped", id, got)
+			}
+			prev, high = v, max(high, v)
+		}
+		if high != r.count || rewinds > maxRewinds {
+			t.Fatalf("chat %d got %q; want 1 to %d, going back at most %d times", id, got, r.count, maxRewinds)
+		}
+		dups += len(got) - r.count
+		checkRate(t, fmt.Sprint("chat ", id), sent, tgPerChatSecond, tgChatBurst, chatSlack)
+	}
+	t.Logf("%d replies, %d sent again after a start", r.total(), dups)
+	return dups
+}
+
 // checkRate fails unless sent (in the order accepted) kept to a token
 // bucket of rate per second and burst: burst+k sends span at least the
 // k/rate seconds of rateWindow, less slack.
