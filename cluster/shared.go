@@ -534,11 +534,32 @@ func (r *membership) keepAlive(ctx context.Context) {
 	}
 }
 
-func (r *membership) liveMembers(ctx context.Context) ([]string, error) {
-	keys, err := r.s.members.Keys(ctx)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		keys, err = nil, nil
+// memberKeys returns the keys of the members bucket kv, sorted, once each.
+// It lists them with ListKeys, which ends with ctx: KeyValue.Keys waits,
+// past its context, for the end of the keys it was told of, which never
+// comes when the last of them runs out (a member's heartbeat expiring, as
+// a dead member's does) between the start of the listing and its delivery:
+// a member's loop stopped there for good (seen once, in
+// TestSharedMemberDies: 9 minutes in Keys), its partitions no longer
+// following the members and its Join never returning.
+func memberKeys(ctx context.Context, kv jetstream.KeyValue) ([]string, error) {
+	l, err := kv.ListKeys(ctx)
+	if err != nil {
+		return nil, err
 	}
+	var keys []string
+	for k := range l.Keys() { // closed when all are listed, or ctx ends
+		keys = append(keys, k)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys), nil
+}
+
+func (r *membership) liveMembers(ctx context.Context) ([]string, error) {
+	keys, err := memberKeys(ctx, r.s.members)
 	if err != nil {
 		return nil, err
 	}
