@@ -94,9 +94,10 @@ func (r *diskRun) confirmed() int {
 	return n
 }
 
-// scenario runs the disk-full scenario on the bot p, whose metrics are at
-// metrics: fill fills the store and returns the function that gives the
-// room back. It checks every reply and returns what it measured.
+// scenario runs the disk-full scenario on the bot that bot keeps, whose
+// metrics are at metrics: fill fills the store and returns the function
+// that gives the room back. It checks every reply and logs what it
+// measured.
 func (r *diskRun) scenario(ctx context.Context, t *testing.T, bot *supervisor, metrics string, fill func() (restore func())) {
 	t.Helper()
 	r.first.send(ctx, 0)
@@ -178,8 +179,9 @@ func (r *diskRun) scenario(ctx context.Context, t *testing.T, bot *supervisor, m
 	}
 	if n := bot.restarts(); n > 0 {
 		// nats-server deadlocked (see embedded.Server.Stuck): the bot
-		// exited and was started again, as after a crash: what it had
-		// recorded is answered, a reply at most once more per chat.
+		// exited and was started again, as after a crash. Everything is
+		// answered, in order; the replies made while the store refused
+		// their records of being done are made again after the start.
 		dups := r.first.checkAfterRestarts(t, 1+n) + r.again.checkAfterRestarts(t, 1+n)
 		t.Logf("the embedded server was stuck: the bot exited and was started again %d time(s); lost 0, sent twice %d", n, dups)
 		if confirmedWhileFull != 0 {

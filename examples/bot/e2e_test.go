@@ -183,7 +183,9 @@ func startBot(t *testing.T, env ...string) *botProcess {
 }
 
 // launchBot is startBot returning its error instead of failing the test,
-// for a goroutine of the test's (see supervise).
+// for a goroutine of the test's (see supervise), whose env must then set
+// DATA_DIR or NATS_URL (a temporary directory is made by the test) and
+// whose bot binary was built already.
 func launchBot(t *testing.T, env ...string) (*botProcess, error) {
 	t.Helper()
 	cmd := exec.Command(botBinary(t))
