@@ -46,7 +46,10 @@ type Limits struct {
 	// connection that has waited longest without a request in progress
 	// (idle between requests, or not yet sent one) is closed to make
 	// room; with none such, the new connection is closed at once. 0 means
-	// 256.
+	// 256. The connections it counts are also the ones the server's
+	// Shutdown closes at once when they have no request in progress (see
+	// closeWaiting); with no cap (negative), Shutdown waits as net/http's
+	// does, up to 5 s for a connection that has sent nothing yet.
 	MaxConns int
 }
 
