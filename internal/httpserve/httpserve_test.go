@@ -3,6 +3,7 @@ package httpserve
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -251,7 +252,7 @@ func TestShutdownClosesUnusedConnections(t *testing.T) {
 	if err := <-shut; err != nil {
 		t.Fatalf("Shutdown = %v; want nil, before its context's end", err)
 	}
-	if err := <-done; err != http.ErrServerClosed {
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 		t.Fatalf("Serve = %v; want http.ErrServerClosed", err)
 	}
 }
