@@ -134,7 +134,9 @@ func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects
 				r.Duplicate = true
 				continue
 			}
-			r.Record = &record{j: j, log: d, epoch: epoch, seq: ack.Sequence, event: f.key}
+			rec := &record{j: j, log: d, epoch: epoch, seq: ack.Sequence, event: f.key}
+			j.holdable(rec, &evs[f.i])
+			r.Record = rec
 		case err := <-f.paf.Err():
 			r.Err = j.publishFailed(ctx, "record event", err)
 			d.failed(f.w, maybeWritten(r.Err))

@@ -24,7 +24,8 @@
 // Msg-Id it saw within the duplicate window (Config.DuplicateWindow) and
 // still holds; a send delivered while its event was still being handled is
 // marked in sent_B. Together they make a handler that runs again after a
-// crash repeat no send.
+// crash repeat no send. A handler's send in one process usually has no
+// record in OUT: its event's record in IN keeps it (see cover.go).
 //
 // Every stream and bucket is created again when it is found missing (a
 // server restarted without it, a new cluster). A store that refuses writes
@@ -41,6 +42,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -130,6 +132,12 @@ type Journal struct {
 
 	inAnchor, outAnchor string // the subjects of IN's and OUT's anchors (see anchor.go)
 
+	// covers holds the records of events whose handlings' sends the
+	// journal covers, by coverKey (see cover.go); nil for a journal that
+	// covers none.
+	coverMu sync.Mutex
+	covers  map[string]*record
+
 	sentSubject    string              // $KV.sent_B.
 	handled        jetstream.KeyValue  // see handled.go
 	handledSubject string              // $KV.handled_B.
@@ -189,6 +197,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	j := &Journal{cfg: cfg, js: js, nc: nc, limited: ratelog.New(log, time.Minute), assets: &assets{js: js}, blobGrace: blobGrace}
 	j.health = &health{log: log, probe: j.probe, closed: nc.IsClosed}
 	j.Local = journal.NewLocal(j)
+	j.covers = make(map[string]*record)
 	stream := func(kind string, retention jetstream.RetentionPolicy) (jetstream.Stream, error) {
 		sc := jetstream.StreamConfig{
 			Name:        strings.ToUpper(kind) + "_" + cfg.Bot,
@@ -456,7 +465,11 @@ func (j *Journal) recordEvent(ctx context.Context, ev platform.Event, d *doneLog
 	if ack.Duplicate {
 		return nil, true, nil
 	}
-	return &record{j: j, log: d, epoch: epoch, seq: ack.Sequence, event: key, blob: blob}, false, nil
+	rec := &record{j: j, log: d, epoch: epoch, seq: ack.Sequence, event: key, blob: blob}
+	if d != nil {
+		j.holdable(rec, &ev)
+	}
+	return rec, false, nil
 }
 
 // eventMsgID returns the Msg-Id of ev's record, by which JetStream drops
@@ -478,6 +491,11 @@ func chatOf(ev platform.Event) string {
 func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Record, journal.Appended, error) {
 	if err := j.health.gate(); err != nil {
 		return nil, journal.Appended{}, err
+	}
+	if s.Covered && !s.Repeat && s.ID != "" {
+		if c := j.cover(s); c != nil {
+			return c, journal.Appended{}, nil
+		}
 	}
 	if s.Repeat && s.ID != "" {
 		if m, ok, err := j.mark(ctx, s.ID); err != nil {
@@ -578,6 +596,15 @@ type record struct {
 	saved bool   // a progress entry exists for it
 	sum   uint64 // a send's Sum and What (journal.Send)
 	what  string
+
+	// For the record of an event whose handling's sends it covers (see
+	// cover.go): its key among the journal's covers, and, under the
+	// journal's coverMu, the covered sends not final, whether its removal
+	// was asked for meanwhile, and the records to remove with it.
+	coverKey string
+	held     int
+	asked    bool
+	taken    []journal.Record
 }
 
 // Done removes the message, its object and a send's progress, after
@@ -587,6 +614,14 @@ type record struct {
 // made again after a restart, for sure), and the record refused is removed
 // later.
 func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error {
+	if r.coverKey != "" && r.holdDone(nil) {
+		return nil // removed by the last covered send's Done
+	}
+	return r.done(ctx, delivered)
+}
+
+// done is Done, the record no longer covering sends.
+func (r *record) done(ctx context.Context, delivered *platform.SendResult) error {
 	j := r.j
 	var markErr error
 	if delivered != nil && r.id != "" {

@@ -546,6 +546,10 @@ func (e *Engine) droppedHandedOver(h *handling.Handling) bool {
 func (e *Engine) endHandling(h *handling.Handling) {
 	h.AnswerPresses((*env)(e), e.limitedLog)
 	h.End(func(own journal.Record, taken []journal.Record) bool {
+		if hd, ok := own.(journal.Holder); ok && len(taken) > 0 {
+			// Removed with its own, which may wait for its covered sends.
+			return e.js.doneEventWith(hd, taken)
+		}
 		ok := true
 		for _, r := range taken {
 			ok = e.js.doneEvent(r) && ok

@@ -120,6 +120,20 @@ func (js *journalState) doneEvent(rec journal.Record) bool {
 	return ok
 }
 
+// doneEventWith is doneEvent for the record of an event and those of
+// the events its handling took, removed together (journal.Holder).
+func (js *journalState) doneEventWith(rec journal.Holder, taken []journal.Record) bool {
+	since := js.begin()
+	err := rec.DoneWith(context.Background(), taken)
+	js.events.Add(-int64(1 + len(taken)))
+	if err != nil {
+		js.failed("done", err)
+		return false
+	}
+	js.ok(since)
+	return true
+}
+
 func (js *journalState) doneSend(rec journal.Record, delivered *platform.SendResult) {
 	if rec != nil {
 		js.done(rec, delivered)

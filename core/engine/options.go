@@ -269,7 +269,9 @@ func WithBotUsername(name string) Option {
 // With such a journal, HandleEvent records an event before it returns, so
 // an adapter tells the platform an event was taken only once it is
 // recorded; Reply, Send and Edit record the send before they return its
-// Future. At start, Run takes up what j holds: the dead letters, then the
+// Future — a handler's own send in one process is kept by its event's
+// record instead (journal.Send.Covered), which then stays until the
+// send's outcome is final. At start, Run takes up what j holds: the dead letters, then the
 // sends not done, each chat's in order, then the events whose handling
 // did not end. A handler run again on such an event repeats its effects
 // with the same ids (the event's ID and their number), which j

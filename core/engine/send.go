@@ -200,7 +200,7 @@ func (t *sendTask) run(ctx context.Context) error {
 	// it for the next start (and it is no dead letter).
 	if !t.cancelledJournaled(ctx, err) {
 		var delivered *platform.SendResult
-		if err == nil && t.rec != nil && t.id != "" && (t.settled == nil || !t.settled()) {
+		if err == nil && t.rec != nil && t.id != "" && (t.settled == nil || covered(t.rec) || !t.settled()) {
 			sent := res       // a copy on the heap here, not res on every send's
 			delivered = &sent // its handler may run again: remember it was sent
 		}
@@ -208,6 +208,13 @@ func (t *sendTask) run(ctx context.Context) error {
 	}
 	t.resolve(res, err)
 	return err
+}
+
+// covered reports whether rec is a covered send's (journal.Covering),
+// which decides itself whether a delivered send needs a mark.
+func covered(rec journal.Record) bool {
+	c, ok := rec.(journal.Covering)
+	return ok && c.Covered()
 }
 
 // save records a paused send's progress in the journal, so that a restart

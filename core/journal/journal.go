@@ -320,6 +320,42 @@ type Send struct {
 	// made there before is found out.
 	Sum  uint64
 	What string
+	// Covered says the send is made by a handler of this process while
+	// its event's handling runs (its ID begins with the event's platform
+	// and ID, then a "/"): the journal may keep it under the event's
+	// record instead of a record of its own (a Local over a log whose
+	// RecordSend covers it). The event's record then stays until the
+	// handling ended and the send's outcome is final (its Record is a
+	// [Holder], the send's a [Covering]), so that a crash before then runs
+	// the handler again, which makes the send again under the same ID;
+	// the send's Record marks it delivered unless the event's removal
+	// follows at once. A send with Repeat set is never covered: it may
+	// have been made before the crash, which only a record of its own
+	// tells.
+	Covered bool
+}
+
+// Covering is implemented by the Record of a covered send (Send.Covered)
+// that the journal keeps under its event's record instead of a record of
+// its own. Its Done wants the send's result whenever the send was
+// delivered, whether or not the handling ended: the record itself tells
+// whether a mark is needed (the event's record is not removed right
+// after) or not (this was the last send the event's removal waited for).
+type Covering interface {
+	Record
+	Covered() bool
+}
+
+// Holder is implemented by an event's Record whose removal may wait for
+// the covered sends of its handling (Send.Covered) to be final: Done then
+// returns at once, and the removal is made by the last of those sends'
+// Done. DoneWith is Done for the record and those of the events its
+// handling took (a conversation's answers), removed together with it, so
+// that a crash before the covered sends are final runs the handling again
+// with every event it took.
+type Holder interface {
+	Record
+	DoneWith(ctx context.Context, taken []Record) error
 }
 
 // Appended is what [Journal.AppendSend] did.

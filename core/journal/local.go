@@ -24,7 +24,9 @@ type Log interface {
 	// RecordSend records s (its Done aside). A send whose ID was recorded
 	// before and is not done is a duplicate, not recorded again; so is one
 	// marked delivered (see Record.Done), whose result it then returns —
-	// it looks for marks only for a send with Repeat set.
+	// it looks for marks only for a send with Repeat set. A covered send
+	// (Send.Covered) may be kept under its event's record instead, its
+	// Record then a [Covering].
 	RecordSend(ctx context.Context, s Send) (Record, Appended, error)
 	// Pending returns what is recorded and not done: the sends, then the
 	// events, each in the order they were recorded, and the dead letters.

@@ -80,7 +80,9 @@ func (c *Ctx) send(key string, chat platform.Chat, msg platform.OutboundMessage,
 			return f, pos
 		}
 	}
-	js := journal.Send{ID: id, Request: req, Repeat: r.recovered, Settled: h.settled}
+	// A send of a run on an event taken up again may have been made
+	// before: it is recorded on its own, never covered by the event.
+	js := journal.Send{ID: id, Request: req, Repeat: r.recovered, Settled: h.settled, Covered: !r.recovered && id != ""}
 	if sc := c.scope(); sc.errs == 0 && !sc.middleware {
 		// The handlers' sends are checked against what a run before a
 		// restart sent at their place; the error hook's are not: what it

@@ -1,0 +1,165 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/heraldbot/herald/adapters/memory"
+	"github.com/heraldbot/herald/cluster"
+	"github.com/heraldbot/herald/cluster/embedded"
+	"github.com/heraldbot/herald/core/engine"
+	"github.com/heraldbot/herald/platform"
+)
+
+// A handler's replies are covered by its event's record (no record of
+// their own): across a crash, a reply delivered before it is not made
+// again — it was marked, whether delivered while its handler ran or after
+// — and one that was waiting out a platform's retry-after (a record of
+// its own made when it saved its wait) is taken up from its record and
+// made once, in its place, before the replies after it.
+func TestCoveredRepliesAcrossCrash(t *testing.T) {
+	parallel(t, 4*time.Second)
+	for _, tc := range []struct {
+		name string
+		wait bool // the handler waits for its first reply's delivery
+	}{{"handler waits", true}, {"handler returns at once", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx := ctxFor(t)
+			chat, user := memory.Private("1"), memory.User("1", "Ann")
+			start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
+				srv := startServer(t, dir, embedded.Config{})
+				e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.OnCommand("three", func(c *engine.Context) error {
+					f := c.ReplyText("1")
+					if tc.wait {
+						if _, err := f.Wait(c.Context()); err != nil {
+							return err
+						}
+					}
+					c.ReplyText("2")
+					c.ReplyText("3")
+					return nil
+				})
+				done := make(chan error, 1)
+				go func() { done <- e.Run(context.Background()) }()
+				return srv, e, done
+			}
+			mem := memory.New()
+			// The first reply goes through; the second is told to come back
+			// in 2 s: it saves its wait, and the process dies meanwhile.
+			mem.FailNext(chat.ID, nil, platform.NewRetryAfter(2*time.Second, errors.New("429")))
+			srv, e, done := start(mem)
+			mem.Emit(platform.Event{ID: "1", Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: user, Text: "/three"})
+			waitLong(ctx, t, "the second reply's wait to be saved", func() bool {
+				return mem.Calls(chat.ID) >= 2 && streamMsgs(ctx, t, srv, "OUT_"+cluster.DefaultBot) > 0
+			})
+			sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			_ = e.Shutdown(sctx)
+			cancel()
+			<-done
+			srv.stop()
+			if got := mem.Texts(chat.ID); !slices.Equal(got, []string{"1"}) {
+				t.Fatalf("before the crash: %q; want only the first reply", got)
+			}
+
+			mem2 := memory.New()
+			srv2, e2, done2 := start(mem2)
+			if _, err := mem2.WaitSent(ctx, chat.ID, 2); err != nil {
+				t.Fatalf("%v: %q", err, mem2.Texts(chat.ID))
+			}
+			if err := e2.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			<-done2
+			srv2.stop()
+			if got := mem2.Texts(chat.ID); !slices.Equal(got, []string{"2", "3"}) {
+				t.Fatalf("after the restart: %q; want the second and third replies, once each", got)
+			}
+		})
+	}
+}
+
+// A conversation's event and the answer its wait took stay in the journal
+// together while its last reply, covered by them, is not made: a crash
+// then runs the conversation again with its answer, and the reply is made
+// once, without asking again.
+func TestCoveredConversationKeepsItsAnswer(t *testing.T) {
+	parallel(t, 2*time.Second)
+	dir := t.TempDir()
+	ctx := ctxFor(t)
+	chat, user := memory.Private("1"), memory.User("1", "Ann")
+	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
+		srv := startServer(t, dir, embedded.Config{})
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.OnCommand("greet", func(c *engine.Context) error {
+			c.ReplyText("Your name?")
+			answer, err := c.Next(c.Context(), nil)
+			if err != nil {
+				return err
+			}
+			c.ReplyText("Hello, " + answer.Text + "!")
+			return nil
+		})
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		return srv, e, done
+	}
+	mem := memory.New()
+	srv, e, done := start(mem)
+	mem.Emit(platform.Event{ID: "1", Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: user, Text: "/greet"})
+	if _, err := mem.WaitSent(ctx, chat.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	mem.SlowNext(chat.ID, time.Hour) // the greeting hangs: the process dies meanwhile
+	mem.Emit(platform.Event{ID: "2", Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: user, Text: "Ann"})
+	waitLong(ctx, t, "the greeting to start", func() bool { return mem.Calls(chat.ID) >= 2 })
+	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_ = e.Shutdown(sctx)
+	cancel()
+	<-done
+	srv.stop()
+
+	mem2 := memory.New()
+	srv2, e2, done2 := start(mem2)
+	if _, err := mem2.WaitSent(ctx, chat.ID, 1); err != nil {
+		t.Fatalf("no greeting after the restart: %v", err)
+	}
+	if err := e2.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done2
+	srv2.stop()
+	if got := mem2.Texts(chat.ID); !slices.Equal(got, []string{"Hello, Ann!"}) {
+		t.Fatalf("after the restart: %q; want the greeting alone", got)
+	}
+}
+
+// streamMsgs returns how many messages the stream named name holds.
+func streamMsgs(ctx context.Context, t *testing.T, srv *server, name string) uint64 {
+	t.Helper()
+	js, err := jetstream.New(srv.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
