@@ -18,8 +18,9 @@ import (
 // send. What a send record would add, the journal keeps otherwise:
 //
 //   - a covered send delivered while the event's record stays after it is
-//     marked delivered in sent_B, as a send record's Done marks it, so that
-//     the handler run again after a crash does not make it a second time;
+//     marked delivered in sent_B, so that the handler run again after a
+//     crash does not make it a second time — the marks of many chats' sends
+//     in one message (see marks.go);
 //     the last one the event's removal waits for needs no mark — the
 //     event's removal, made before that send's Done returns and so before
 //     its chat's next send starts, says the handling is done for good;
@@ -161,7 +162,7 @@ func (c *coveredSend) Done(ctx context.Context, delivered *platform.SendResult) 
 		errs = append(errs, doneAll(ctx, ev, taken))
 	case delivered != nil:
 		id, m := c.s.ID, markData{SendResult: *delivered, Sum: c.s.Sum, What: c.s.What}
-		errs = append(errs, j.finish(ctx, func(ctx context.Context) error { return j.putMark(ctx, id, m) }))
+		errs = append(errs, j.finish(ctx, func(context.Context) error { return j.markW.mark(id, m) }))
 	}
 	return errors.Join(errs...)
 }

@@ -14,6 +14,7 @@
 //	stream DLQ_B  dlq.B.<platform>.<chat>   a dead letter            (kept until replayed or purged)
 //	bucket progress_B  <OUT sequence>       how far a waiting send got
 //	bucket sent_B      <send id>            a send delivered while its event was still handled (TTL: the window)
+//	                   n.<unique>           the same for many covered sends at once (see marks.go)
 //	bucket effects_B   <effect id>          a handler's Once result (TTL: the window)
 //	bucket handled_B   <platform>:<event id> an event handled (no value; TTL: the window)
 //	objects blobs_B    r-<unique>            a record larger than a message (the message names it)
@@ -137,6 +138,8 @@ type Journal struct {
 	// covers none.
 	coverMu sync.Mutex
 	covers  map[string]*record
+	marks   map[string]markData // the groups' marks Pending read (marks.go)
+	markW   *markWriter
 
 	sentSubject    string              // $KV.sent_B.
 	handled        jetstream.KeyValue  // see handled.go
@@ -198,6 +201,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	j.health = &health{log: log, probe: j.probe, closed: nc.IsClosed}
 	j.Local = journal.NewLocal(j)
 	j.covers = make(map[string]*record)
+	j.markW = newMarkWriter(j)
 	stream := func(kind string, retention jetstream.RetentionPolicy) (jetstream.Stream, error) {
 		sc := jetstream.StreamConfig{
 			Name:        strings.ToUpper(kind) + "_" + cfg.Bot,
@@ -498,6 +502,9 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 		}
 	}
 	if s.Repeat && s.ID != "" {
+		if m, ok := j.groupMarkOf(s.ID); ok {
+			return nil, journal.Appended{Duplicate: true, Delivered: &m.SendResult, Sum: m.Sum, What: m.What}, nil
+		}
 		if m, ok, err := j.mark(ctx, s.ID); err != nil {
 			return nil, journal.Appended{}, err
 		} else if ok {
@@ -712,6 +719,8 @@ func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
 		return journal.Pending{}, fmt.Errorf("cluster: recover events: %w", err)
 	}
 	var outHeld, inHeld []uint64
+	var oldest time.Time          // when the first event held was recorded
+	heldKeys := map[string]bool{} // their coverKeys
 	var outLast, inLast uint64
 	outEpoch, inEpoch := j.outDone.current(), j.inDone.current()
 	named := map[string]bool{}
@@ -767,11 +776,20 @@ func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
 			return err
 		}
 		inHeld = append(inHeld, m.Sequence)
+		if oldest.IsZero() {
+			oldest = m.Time
+		}
+		if ev.ID != "" {
+			heldKeys[coverKey(ev)] = true
+		}
 		rec.Events = append(rec.Events, journal.Incoming{Event: ev, Record: &record{j: j, log: j.inDone, epoch: inEpoch, seq: m.Sequence, event: handledKey(ev), blob: blob}})
 		return nil
 	})
 	if err != nil {
 		return journal.Pending{}, fmt.Errorf("cluster: recover events: %w", err)
+	}
+	if err := j.loadMarks(ctx, oldest.Add(-markSkew), heldKeys); err != nil {
+		return journal.Pending{}, fmt.Errorf("cluster: recover the marks of delivered sends: %w", err)
 	}
 	j.outDone.adopt(outHeld, outLast, outNoted)
 	j.inDone.adopt(inHeld, inLast, inNoted)

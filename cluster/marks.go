@@ -1,0 +1,176 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// The delivered marks of covered sends (see cover.go) are written many to
+// one message of the sent bucket's stream, under the key n.<unique> (no
+// send's key has a "."), its value their JSON: while one group is being
+// written, the marks that come meanwhile wait for the next, which one of
+// them writes for all (a group commit), so that a bot answering many
+// chats at once writes one message for many of their replies. Each mark
+// is stored before its Done returns, and so before its chat's next send
+// starts.
+//
+// They are read back only at a restart, for the events taken up again:
+// Pending reads the groups written since the oldest of those events was
+// recorded (less markSkew), the marks of the sends of those events alone.
+// A group lives as long as a mark of its own (the bucket's TTL, the
+// duplicate window).
+
+// markSkew is how much earlier than the oldest event taken up Pending
+// starts reading the groups of marks: the server's clock stamps both, and
+// a mark is written after its event.
+const markSkew = time.Minute
+
+// markWriter writes groups of marks. It is safe for concurrent use.
+type markWriter struct {
+	j    *Journal
+	turn chan struct{} // held by the one writing a group
+
+	mu   sync.Mutex
+	next *markGroup
+}
+
+// markGroup is the marks one message takes.
+type markGroup struct {
+	marks []groupMark
+	done  chan struct{} // closed once written (or failed)
+	err   error
+}
+
+// groupMark is one mark of a group: a send's id and its markData.
+type groupMark struct {
+	ID   string   `json:"id"`
+	Mark markData `json:"m"`
+}
+
+func newMarkWriter(j *Journal) *markWriter {
+	return &markWriter{j: j, turn: make(chan struct{}, 1)}
+}
+
+// mark marks the send id delivered with m, in the next group written; it
+// returns once the group is stored, or failed (an error wrapping
+// journal.ErrOutage).
+func (w *markWriter) mark(id string, m markData) error {
+	w.mu.Lock()
+	g := w.next
+	if g == nil {
+		g = &markGroup{done: make(chan struct{})}
+		w.next = g
+	}
+	g.marks = append(g.marks, groupMark{id, m})
+	w.mu.Unlock()
+	for {
+		select {
+		case <-g.done:
+			return g.err
+		case w.turn <- struct{}{}:
+			w.mu.Lock()
+			next := w.next
+			w.next = nil
+			w.mu.Unlock()
+			if next != nil {
+				next.err = w.write(next.marks)
+				close(next.done)
+			}
+			<-w.turn
+		}
+	}
+}
+
+// write stores marks in one message, waited for.
+func (w *markWriter) write(marks []groupMark) error {
+	data, err := json.Marshal(marks)
+	if err != nil {
+		return fmt.Errorf("cluster: marks: %w", err)
+	}
+	msg := &nats.Msg{Subject: w.j.sentSubject + marksPrefix + nuid.Next(), Data: data}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := publishRecord(ctx, w.j.nc, msg, ""); err != nil {
+		return outage("mark delivered", err)
+	}
+	return nil
+}
+
+// loadMarks reads the marks of the groups the sent bucket holds from
+// since on whose send ids begin with one of keys (events' coverKeys), for
+// the sends of those events run again (groupMarkOf).
+func (j *Journal) loadMarks(ctx context.Context, since time.Time, keys map[string]bool) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	stream, err := j.js.Stream(ctx, "KV_sent_"+j.cfg.Bot)
+	if err != nil {
+		return err
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	last := info.State.LastSeq
+	if info.State.Msgs == 0 {
+		return nil
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{j.sentSubject + marksPrefix + ">"},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &since,
+	})
+	if err != nil {
+		return err
+	}
+	found := map[string]markData{}
+	for {
+		batch, err := cons.FetchNoWait(256)
+		if err != nil {
+			return err
+		}
+		n, end := 0, false
+		for m := range batch.Messages() {
+			n++
+			if meta, err := m.Metadata(); err == nil && meta.Sequence.Stream >= last {
+				end = true
+			}
+			var marks []groupMark
+			if json.Unmarshal(m.Data(), &marks) != nil {
+				continue // a bad group: its sends are made again
+			}
+			for _, gm := range marks {
+				if slash := strings.LastIndexByte(gm.ID, '/'); slash >= 0 && keys[gm.ID[:slash]] {
+					found[gm.ID] = gm.Mark
+				}
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return err
+		}
+		if n == 0 || end {
+			break
+		}
+	}
+	j.coverMu.Lock()
+	j.marks = found
+	j.coverMu.Unlock()
+	return nil
+}
+
+// groupMarkOf returns the mark of the send id read by loadMarks, if any.
+func (j *Journal) groupMarkOf(id string) (markData, bool) {
+	j.coverMu.Lock()
+	defer j.coverMu.Unlock()
+	m, ok := j.marks[id]
+	return m, ok
+}
