@@ -323,6 +323,17 @@ func (l *lead) send(msg jetstream.Msg) {
 		if errors.Is(err, ErrLeaseLost) || reply == "" {
 			return // the next gateway makes it, and answers
 		}
+		if reply == s.results {
+			// This member's own send: heard here, without a message. Its
+			// error is the one a member elsewhere would hear.
+			if done := s.takeResult(key); done != nil {
+				if err != nil {
+					err = decodeError(encodeError(err))
+				}
+				done(res, err)
+			}
+			return
+		}
 		o := outcome{Key: key, Result: res, wireError: encodeError(err)}
 		if b, merr := json.Marshal(o); merr == nil {
 			_ = s.nc.Publish(reply, b)

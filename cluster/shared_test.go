@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -570,4 +571,55 @@ func TestSharedPartitionBackWithConversationsWaiting(t *testing.T) {
 	waitFor(t, "a to own every partition again", func() bool { return a.j.Stats().Partitions == 8 })
 	answerNames(t, ctxFor(t), mem, convChats, chat)
 	waitFor(t, "a to hold no event", func() bool { return a.e.Stats().Journal.Events == 0 })
+}
+
+// A member that is its account's gateway hears the outcomes of its own
+// handlers' sends without a message on its results subject: a Future gets
+// the platform's result, and a failure the error a member elsewhere would
+// hear (permanent still, its text kept).
+func TestSharedGatewayHearsItsOwnSends(t *testing.T) {
+	parallel(t, time.Second)
+	srv := startServer(t, t.TempDir(), embedded.Config{})
+	watch, err := srv.s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	var heard atomic.Int64
+	sub, err := watch.Subscribe("herald.*.result.>", func(*nats.Msg) { heard.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := watch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.New()
+	m := startMember(t, srv.s, mem, "a")
+	m.e.OnCommand("fail", func(c *engine.Context) error {
+		_, err := c.ReplyText("refused").Wait(c.Context())
+		c.ReplyText(fmt.Sprintf("permanent=%v %v", platform.IsPermanent(err), err))
+		return nil
+	})
+	waitSpread(t, []*member{m})
+	chat := memory.Private("7")
+	mem.Emit(platform.Event{ID: "1", Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: memory.User("7", "u"), Text: "/who"})
+	sent, err := mem.WaitSent(ctxFor(t), chat.ID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a " + sent[0].MessageID; sent[1].Message.Text != want {
+		t.Fatalf("the handler heard %q; want %q", sent[1].Message.Text, want)
+	}
+	mem.FailNext(chat.ID, platform.Permanent(errors.New("blocked by the user")))
+	mem.Emit(platform.Event{ID: "2", Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: memory.User("7", "u"), Text: "/fail"})
+	if sent, err = mem.WaitSent(ctxFor(t), chat.ID, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := sent[2].Message.Text; !strings.HasPrefix(got, "permanent=true ") || !strings.Contains(got, "blocked by the user") {
+		t.Fatalf("the handler heard %q; want the permanent failure", got)
+	}
+	if n := heard.Load(); n != 0 {
+		t.Fatalf("%d messages on the results subjects; want none", n)
+	}
 }
