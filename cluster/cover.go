@@ -3,7 +3,10 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
@@ -17,16 +20,25 @@ import (
 // the send again under the same ID — as it would find a record of the
 // send. What a send record would add, the journal keeps otherwise:
 //
-//   - a covered send delivered while the event's record stays after it is
-//     marked delivered in sent_B, so that the handler run again after a
-//     crash does not make it a second time — the marks of many chats' sends
-//     in one message (see marks.go);
+//   - a covered send whose outcome is final while the event's record stays
+//     after it — delivered, or failed for good (a dead letter) — is marked
+//     in sent_B, so that the handler run again after a crash does not make
+//     it a second time — the marks of many chats' sends in one message (see
+//     marks.go); one its member refused (never made) is not;
 //     the last one the event's removal waits for needs no mark — the
 //     event's removal, made before that send's Done returns and so before
 //     its chat's next send starts, says the handling is done for good;
 //   - a covered send that must keep its progress (the parts of a long text
 //     delivered, a wait it is in) gets a record of its own at its first
-//     Save, as any send has, and is taken up from it after a restart.
+//     Save, as any send has, and is taken up from it after a restart;
+//   - a send of the same chat recorded on its own (a file's bytes,
+//     Engine.Send, a send made after its handler returned) first gives the
+//     covered sends of its chat not yet final records of their own, in
+//     their order: a restart makes OUT's sends before the handlers run
+//     again, so it would otherwise make it before them;
+//   - while the event's removal waits, its handling may run again: a send
+//     of it recorded on its own and delivered meanwhile is marked too
+//     (Holding, journal.Send.Settled).
 //
 // So a reply costs no write of its own but, while its handler still runs
 // or other sends of the event are still to be made, its mark: an event
@@ -77,7 +89,9 @@ func (j *Journal) cover(s journal.Send) *coveredSend {
 		return nil
 	}
 	ev.held++
-	return &coveredSend{j: j, ev: ev, s: s}
+	c := &coveredSend{j: j, ev: ev, s: s, chat: chatOfSend(&s.Request)}
+	j.coveredChats[c.chat] = append(j.coveredChats[c.chat], c)
+	return c
 }
 
 // holdDone reports whether r's removal waits for covered sends, keeping
@@ -95,6 +109,17 @@ func (r *record) holdDone(taken []journal.Record) bool {
 		delete(j.covers, r.coverKey)
 	}
 	return false
+}
+
+// Holding reports whether r's removal was asked for and waits for
+// covered sends (see journal.Holder).
+func (r *record) Holding() bool {
+	if r.coverKey == "" {
+		return false
+	}
+	r.j.coverMu.Lock()
+	defer r.j.coverMu.Unlock()
+	return r.asked
 }
 
 // DoneWith removes r with the records of the events its handling took,
@@ -120,11 +145,18 @@ func doneAll(ctx context.Context, r *record, taken []journal.Record) error {
 
 // coveredSend is the Record of a covered send (journal.Covering).
 type coveredSend struct {
-	j  *Journal
-	ev *record      // the event's record, which covers it
-	s  journal.Send // for a record of its own (Save)
-	// own is its record of its own, made at its first Save, or nil.
-	own journal.Record
+	j    *Journal
+	ev   *record      // the event's record, which covers it
+	s    journal.Send // for a record of its own (Save, or a later send of its chat)
+	chat string       // its chat's key in the journal's coveredChats
+
+	mu sync.Mutex
+	// own is its record of its own, made at its first Save or before a
+	// send of its chat recorded on its own, or nil; ended says its
+	// outcome is final (or it was refused): no record is made for it
+	// any more.
+	own   journal.Record
+	ended bool
 }
 
 var (
@@ -132,37 +164,91 @@ var (
 	_ journal.Holder   = (*record)(nil)
 )
 
+// chatOfSend returns the key of a send's chat among the journal's
+// coveredChats.
+func chatOfSend(req *platform.SendRequest) string { return req.Platform + "\x00" + req.Target.ID }
+
 // Covered reports true: Done wants the result of a delivered send.
 func (c *coveredSend) Covered() bool { return true }
 
-// Done ends the send: the event's removal once it waited for this send
-// alone and was asked for, else its mark, if delivered (see above). The
-// Dones of one send are called one after another, never at once.
-func (c *coveredSend) Done(ctx context.Context, delivered *platform.SendResult) error {
-	var errs []error
-	if c.own != nil {
-		errs = append(errs, c.own.Done(ctx, delivered))
-		delivered = nil // marked by its record
-	}
+// end marks c ended and returns its own record, if it has one.
+func (c *coveredSend) end() journal.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ended = true
+	return c.own
+}
+
+// release takes c out of what its event's record and its chat wait for,
+// and reports whether it was the last send the event's removal, asked
+// for, waited for: the caller then removes the event with taken.
+func (c *coveredSend) release() (last bool, taken []journal.Record) {
 	j, ev := c.j, c.ev
 	j.coverMu.Lock()
-	ev.held--
-	last := ev.held == 0 && ev.asked
-	var taken []journal.Record
-	if last {
-		taken = ev.taken
-		ev.asked, ev.taken = false, nil
-		if j.covers[ev.coverKey] == ev {
-			delete(j.covers, ev.coverKey)
+	defer j.coverMu.Unlock()
+	if list := j.coveredChats[c.chat]; len(list) > 0 {
+		if i := slices.Index(list, c); i >= 0 {
+			list = slices.Delete(list, i, i+1)
+		}
+		if len(list) == 0 {
+			delete(j.coveredChats, c.chat)
+		} else {
+			j.coveredChats[c.chat] = list
 		}
 	}
-	j.coverMu.Unlock()
+	ev.held--
+	if ev.held > 0 || !ev.asked {
+		return false, nil
+	}
+	taken = ev.taken
+	ev.asked, ev.taken = false, nil
+	if j.covers[ev.coverKey] == ev {
+		delete(j.covers, ev.coverKey)
+	}
+	return true, taken
+}
+
+// Done ends the send, its outcome final: the event's removal once it
+// waited for this send alone and was asked for; else the send's mark,
+// delivered (with its result) or failed for good (a dead letter), so
+// that a run again after a crash does not make it again (see above). The
+// Dones of one send are called one after another, never at once.
+func (c *coveredSend) Done(ctx context.Context, delivered *platform.SendResult) error {
+	own := c.end()
+	last, taken := c.release()
+	var errs []error
+	if own != nil {
+		d := delivered
+		if last {
+			d = nil // the event's removal follows: no mark needed
+		}
+		errs = append(errs, own.Done(ctx, d)) // its mark, if delivered
+	}
+	j := c.j
 	switch {
 	case last:
-		errs = append(errs, doneAll(ctx, ev, taken))
-	case delivered != nil:
-		id, m := c.s.ID, markData{SendResult: *delivered, Sum: c.s.Sum, What: c.s.What}
+		errs = append(errs, doneAll(ctx, c.ev, taken))
+	case own == nil || delivered == nil:
+		id, m := c.s.ID, markData{Sum: c.s.Sum, What: c.s.What}
+		if delivered != nil {
+			m.SendResult = *delivered
+		}
 		errs = append(errs, j.finish(ctx, func(context.Context) error { return j.markW.mark(id, m) }))
+	}
+	return errors.Join(errs...)
+}
+
+// Unmade ends a send its member refused, never made (see
+// journal.Covering): nothing to mark, and a run again makes it.
+func (c *coveredSend) Unmade(ctx context.Context) error {
+	own := c.end()
+	last, taken := c.release()
+	var errs []error
+	if own != nil {
+		errs = append(errs, own.Done(ctx, nil))
+	}
+	if last {
+		errs = append(errs, doneAll(ctx, c.ev, taken))
 	}
 	return errors.Join(errs...)
 }
@@ -170,19 +256,55 @@ func (c *coveredSend) Done(ctx context.Context, delivered *platform.SendResult) 
 // Save records the send's progress: on its record of its own, made at the
 // first Save, so that a restart takes it up from there.
 func (c *coveredSend) Save(ctx context.Context, p *platform.Progress) error {
-	if c.own == nil {
-		s := c.s
-		s.Covered = false
-		rec, a, err := c.j.RecordSend(ctx, s)
-		if err != nil {
-			return err
-		}
-		if a.Duplicate || rec == nil {
-			return nil // recorded before under its ID: that record keeps it
-		}
+	own, err := c.ensureOwn(ctx)
+	if err != nil || own == nil {
+		return err
+	}
+	return own.Save(ctx, p)
+}
+
+// ensureOwn gives c a record of its own in OUT, unless it has one or has
+// ended, and returns it (nil when it ended without one). A record whose
+// write is answered as a duplicate (an earlier write of it whose answer
+// was lost) is not known here: c then stays without one, and that record
+// is taken up at the next start (the send made again at most once more,
+// as a record whose removal's answer was lost).
+func (c *coveredSend) ensureOwn(ctx context.Context) (journal.Record, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.own != nil || c.ended {
+		return c.own, nil
+	}
+	s := c.s
+	s.Covered = false
+	rec, a, err := c.j.recordSend(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if !a.Duplicate {
 		c.own = rec
 	}
-	return c.own.Save(ctx, p)
+	return c.own, nil
+}
+
+// recordCoveredBefore gives each covered send of req's chat not yet final
+// a record of its own, in their order, before a send of that chat is
+// recorded on its own: at a restart OUT's sends are made before the
+// events' handlers run again, so a send recorded after a covered one of
+// its chat that has none would be made before it.
+func (j *Journal) recordCoveredBefore(ctx context.Context, req *platform.SendRequest) error {
+	if j.covers == nil {
+		return nil
+	}
+	j.coverMu.Lock()
+	list := slices.Clone(j.coveredChats[chatOfSend(req)])
+	j.coverMu.Unlock()
+	for _, c := range list {
+		if _, err := c.ensureOwn(ctx); err != nil {
+			return fmt.Errorf("cluster: record the sends of its chat before it: %w", err)
+		}
+	}
+	return nil
 }
 
 // carriesBytes reports whether m has an attachment with its bytes.

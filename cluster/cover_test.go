@@ -163,3 +163,105 @@ func streamMsgs(ctx context.Context, t *testing.T, srv *server, name string) uin
 	}
 	return info.State.Msgs
 }
+
+// coverCrash runs handler on /go in chat 1 of a bot on an embedded
+// journal, crashes it once crashed says (a stop cut short, the server
+// stopped with it), starts it again on the same directory and returns
+// what each chat got after the restart, once want sends to the chat of
+// ID wantIn came or a while passed.
+func coverCrash(t *testing.T, handler func(*engine.Context) error, prep func(*memory.Adapter), crashed func(*memory.Adapter, *engine.Engine) bool, wantIn string, want int) map[string][]string {
+	t.Helper()
+	dir := t.TempDir()
+	ctx := ctxFor(t)
+	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
+		srv := startServer(t, dir, embedded.Config{})
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.OnCommand("go", handler)
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		return srv, e, done
+	}
+	mem := memory.New()
+	prep(mem)
+	srv, e, done := start(mem)
+	mem.Emit(platform.Event{ID: "1", Platform: mem.Name(), Kind: platform.EventMessage, Chat: memory.Private("1"),
+		From: memory.User("1", "Ann"), Text: "/go"})
+	waitLong(ctx, t, "the moment of the crash", func() bool { return crashed(mem, e) })
+	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_ = e.Shutdown(sctx)
+	cancel()
+	<-done
+	srv.stop()
+
+	mem2 := memory.New()
+	srv2, e2, done2 := start(mem2)
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, _ = mem2.WaitSent(wctx, wantIn, want)
+	cancel()
+	if err := e2.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done2
+	srv2.stop()
+	return map[string][]string{"1": mem2.Texts("1"), "2": mem2.Texts("2")}
+}
+
+// fileMsg is a message carrying a file's bytes: never covered.
+func fileMsg(text string) platform.OutboundMessage {
+	return platform.OutboundMessage{Text: text, Attachments: []platform.Attachment{{Kind: platform.AttachDocument, Data: []byte("hello"), FileName: "f.txt"}}}
+}
+
+// A covered send followed in its chat by a send recorded on its own (a
+// file) keeps its place across a crash: it gets a record before the file's.
+func TestCoveredKeepsItsPlaceBeforeARecordedSend(t *testing.T) {
+	parallel(t, 3*time.Second)
+	got := coverCrash(t, func(c *engine.Context) error {
+		c.ReplyText("a")
+		c.Reply(fileMsg("b"))
+		return nil
+	}, func(mem *memory.Adapter) { mem.SlowNext("1", time.Hour) },
+		func(mem *memory.Adapter, e *engine.Engine) bool {
+			return mem.Calls("1") >= 1 && e.Stats().Outbound.Submitted >= 2
+		}, "1", 2)
+	if !slices.Equal(got["1"], []string{"a", "b"}) {
+		t.Fatalf("after the restart: %q; want a, then b", got["1"])
+	}
+}
+
+// A covered send that failed for good (a dead letter) before a crash is
+// not made again by the handler's run again.
+func TestCoveredFailureNotMadeAgain(t *testing.T) {
+	parallel(t, 3*time.Second)
+	got := coverCrash(t, func(c *engine.Context) error {
+		_, _ = c.ReplyText("x").Wait(c.Context())
+		c.ReplyText("y")
+		return nil
+	}, func(mem *memory.Adapter) {
+		mem.FailNext("1", platform.Permanent(errors.New("blocked")))
+		mem.SlowNext("1", time.Hour)
+	}, func(mem *memory.Adapter, _ *engine.Engine) bool { return mem.Calls("1") >= 2 }, "1", 1)
+	if !slices.Equal(got["1"], []string{"y"}) {
+		t.Fatalf("after the restart: %q; want y alone", got["1"])
+	}
+}
+
+// A send recorded on its own (a file) delivered while its event's removal
+// waits for a covered send to another chat is marked: the handler run
+// again after a crash does not send it again.
+func TestRecordedSendMarkedWhileEventHeld(t *testing.T) {
+	parallel(t, 3*time.Second)
+	got := coverCrash(t, func(c *engine.Context) error {
+		c.Send(memory.Private("2"), platform.TextMessage("slow"))
+		c.Reply(fileMsg("photo"))
+		return nil
+	}, func(mem *memory.Adapter) { mem.SlowNext("2", time.Hour) },
+		func(mem *memory.Adapter, e *engine.Engine) bool {
+			return len(mem.Sent("1")) == 1 && e.Stats().Journal.Sends == 1 // the photo done, the slow one not
+		}, "2", 1)
+	if len(got["1"]) != 0 || !slices.Equal(got["2"], []string{"slow"}) {
+		t.Fatalf("after the restart: chat 1 %q, chat 2 %q; want nothing, then slow", got["1"], got["2"])
+	}
+}

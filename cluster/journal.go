@@ -136,10 +136,11 @@ type Journal struct {
 	// covers holds the records of events whose handlings' sends the
 	// journal covers, by coverKey (see cover.go); nil for a journal that
 	// covers none.
-	coverMu sync.Mutex
-	covers  map[string]*record
-	marks   map[string]markData // the groups' marks Pending read (marks.go)
-	markW   *markWriter
+	coverMu      sync.Mutex
+	covers       map[string]*record
+	coveredChats map[string][]*coveredSend // by chatOfSend: the covered sends not final, in order
+	marks        map[string]markData       // the groups' marks Pending read (marks.go)
+	markW        *markWriter
 
 	sentSubject    string              // $KV.sent_B.
 	handled        jetstream.KeyValue  // see handled.go
@@ -201,6 +202,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	j.health = &health{log: log, probe: j.probe, closed: nc.IsClosed}
 	j.Local = journal.NewLocal(j)
 	j.covers = make(map[string]*record)
+	j.coveredChats = make(map[string][]*coveredSend)
 	j.markW = newMarkWriter(j)
 	stream := func(kind string, retention jetstream.RetentionPolicy) (jetstream.Stream, error) {
 		sc := jetstream.StreamConfig{
@@ -511,6 +513,14 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 			return nil, journal.Appended{Duplicate: true, Delivered: &m.SendResult, Sum: m.Sum, What: m.What}, nil
 		}
 	}
+	if err := j.recordCoveredBefore(ctx, &s.Request); err != nil {
+		return nil, journal.Appended{}, err
+	}
+	return j.recordSend(ctx, s)
+}
+
+// recordSend writes s's record in OUT (RecordSend's write).
+func (j *Journal) recordSend(ctx context.Context, s journal.Send) (journal.Record, journal.Appended, error) {
 	pieces, err := encodeRecord(&sendData{ID: s.ID, Request: s.Request})
 	if err != nil {
 		return nil, journal.Appended{}, platform.Permanent(fmt.Errorf("cluster: send: %w: %w", journal.ErrUnrecordable, err))

@@ -34,6 +34,14 @@ import (
 // a mark is written after its event.
 const markSkew = time.Minute
 
+// loadTries is how many fetches in a row loadMarks makes that bring
+// nothing, loadPause apart, before it gives up on a server that does not
+// give the groups it holds.
+const (
+	loadTries = 20
+	loadPause = 50 * time.Millisecond
+)
+
 // markWriter writes groups of marks. It is safe for concurrent use.
 type markWriter struct {
 	j    *Journal
@@ -90,24 +98,30 @@ func (w *markWriter) mark(id string, m markData) error {
 	}
 }
 
-// write stores marks in one message, waited for.
+// write stores marks, marksMax to a message, each waited for.
 func (w *markWriter) write(marks []groupMark) error {
-	data, err := json.Marshal(marks)
-	if err != nil {
-		return fmt.Errorf("cluster: marks: %w", err)
-	}
-	msg := &nats.Msg{Subject: w.j.sentSubject + marksPrefix + nuid.Next(), Data: data}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	if _, err := publishRecord(ctx, w.j.nc, msg, ""); err != nil {
-		return outage("mark delivered", err)
+	for len(marks) > 0 {
+		part := marks[:min(len(marks), marksMax)]
+		marks = marks[len(part):]
+		data, err := json.Marshal(part)
+		if err != nil {
+			return fmt.Errorf("cluster: marks: %w", err)
+		}
+		msg := &nats.Msg{Subject: w.j.sentSubject + marksPrefix + nuid.Next(), Data: data}
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		_, err = publishRecord(ctx, w.j.nc, msg, "")
+		cancel()
+		if err != nil {
+			return outage("mark delivered", err)
+		}
 	}
 	return nil
 }
 
 // loadMarks reads the marks of the groups the sent bucket holds from
 // since on whose send ids begin with one of keys (events' coverKeys), for
-// the sends of those events run again (groupMarkOf).
+// the sends of those events run again (groupMarkOf). It reads up to the
+// last group written when it began, and fails rather than stop short.
 func (j *Journal) loadMarks(ctx context.Context, since time.Time, keys map[string]bool) error {
 	if len(keys) == 0 {
 		return nil
@@ -116,16 +130,22 @@ func (j *Journal) loadMarks(ctx context.Context, since time.Time, keys map[strin
 	if err != nil {
 		return err
 	}
-	info, err := stream.Info(ctx)
+	subject := j.sentSubject + marksPrefix + ">"
+	lastMsg, err := stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		j.setMarks(nil)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	last := info.State.LastSeq
-	if info.State.Msgs == 0 {
+	if lastMsg.Time.Before(since) {
+		j.setMarks(nil)
 		return nil
 	}
+	last := lastMsg.Sequence
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{j.sentSubject + marksPrefix + ">"},
+		FilterSubjects: []string{subject},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
 		OptStartTime:   &since,
 	})
@@ -133,16 +153,16 @@ func (j *Journal) loadMarks(ctx context.Context, since time.Time, keys map[strin
 		return err
 	}
 	found := map[string]markData{}
-	for {
-		batch, err := cons.FetchNoWait(256)
+	for seen, idle := uint64(0), 0; seen < last; {
+		batch, err := cons.FetchNoWait(256) // those there, at once
 		if err != nil {
 			return err
 		}
-		n, end := 0, false
+		n := 0
 		for m := range batch.Messages() {
 			n++
-			if meta, err := m.Metadata(); err == nil && meta.Sequence.Stream >= last {
-				end = true
+			if meta, err := m.Metadata(); err == nil {
+				seen = max(seen, meta.Sequence.Stream)
 			}
 			var marks []groupMark
 			if json.Unmarshal(m.Data(), &marks) != nil {
@@ -157,14 +177,31 @@ func (j *Journal) loadMarks(ctx context.Context, since time.Time, keys map[strin
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 			return err
 		}
-		if n == 0 || end {
-			break
+		switch {
+		case n > 0:
+			idle = 0
+		case idle == loadTries:
+			return fmt.Errorf("the groups of marks stopped at %d of %d", seen, last)
+		default:
+			// None came although more are there: the server was slow to
+			// answer (a fetch that does not wait gives up after a second).
+			idle++
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(loadPause):
+			}
 		}
 	}
-	j.coverMu.Lock()
-	j.marks = found
-	j.coverMu.Unlock()
+	j.setMarks(found)
 	return nil
+}
+
+// setMarks keeps marks for groupMarkOf.
+func (j *Journal) setMarks(marks map[string]markData) {
+	j.coverMu.Lock()
+	j.marks = marks
+	j.coverMu.Unlock()
 }
 
 // groupMarkOf returns the mark of the send id read by loadMarks, if any.

@@ -341,9 +341,13 @@ type Send struct {
 // delivered, whether or not the handling ended: the record itself tells
 // whether a mark is needed (the event's record is not removed right
 // after) or not (this was the last send the event's removal waited for).
+// Done without a result says the send failed for good: it is marked so,
+// and a run again does not make it either. Unmade ends a send its member
+// refused (never made): a run again makes it.
 type Covering interface {
 	Record
 	Covered() bool
+	Unmade(ctx context.Context) error
 }
 
 // Holder is implemented by an event's Record whose removal may wait for
@@ -353,9 +357,15 @@ type Covering interface {
 // handling took (a conversation's answers), removed together with it, so
 // that a crash before the covered sends are final runs the handling again
 // with every event it took.
+//
+// Holding reports whether the record's removal was asked for and still
+// waits: until it is made, the handling may run again after a crash, so a
+// send of it that is not covered and is delivered meanwhile is marked
+// (Send.Settled reports false).
 type Holder interface {
 	Record
 	DoneWith(ctx context.Context, taken []Record) error
+	Holding() bool
 }
 
 // Appended is what [Journal.AppendSend] did.

@@ -289,7 +289,11 @@ func (l *Local) AppendSend(ctx context.Context, s Send) (Appended, error) {
 // refusal, joined by the removal's failure if it failed (the record then
 // stays, and is handed over at the next start).
 func refused(ctx context.Context, rec Record, err error) error {
-	if derr := rec.Done(ctx, nil); derr != nil {
+	end := func() error { return rec.Done(ctx, nil) }
+	if c, ok := rec.(Covering); ok {
+		end = func() error { return c.Unmade(ctx) } // never made: not a failure to mark
+	}
+	if derr := end(); derr != nil {
 		return errors.Join(err, fmt.Errorf("journal: removing the refused record: %w", derr))
 	}
 	return err

@@ -172,7 +172,8 @@ func (h *Handling) extraLocked() *extra {
 }
 
 // settled reports whether the handling ended for good (journal.Send):
-// its events are marked done, so that it never runs again. While End
+// its events are marked done, so that it never runs again — not while
+// the removal of its own waits for its covered sends (journal.Holder). While End
 // marks them, it waits for the outcome: a send delivered meanwhile is
 // marked as delivered unless they were.
 func (h *Handling) settled() bool {
@@ -183,6 +184,10 @@ func (h *Handling) settled() bool {
 		return false
 	}
 	<-settling
+	if hd, ok := h.rec.(journal.Holder); ok && hd.Holding() {
+		// Its removal waits for its covered sends: it may run again.
+		return false
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.settledOK
