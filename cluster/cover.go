@@ -24,7 +24,9 @@ import (
 //     after it — delivered, or failed for good (a dead letter) — is marked
 //     in sent_B, so that the handler run again after a crash does not make
 //     it a second time — the marks of many chats' sends in one message (see
-//     marks.go); one its member refused (never made) is not;
+//     marks.go), and kept in memory while the event is held, for a run
+//     again in this process (after an outage); one its member refused
+//     (never made) is not;
 //     the last one the event's removal waits for needs no mark — the
 //     event's removal, made before that send's Done returns and so before
 //     its chat's next send starts, says the handling is done for good;
@@ -50,7 +52,11 @@ import (
 // may have been made before the crash, which only a record, or its mark,
 // tells. Nor is one made once the event's removal was asked for (a
 // goroutine its handler started, sending after the handler returned): it
-// is recorded on its own. Nor is a send that carries a file's bytes: it is
+// is recorded on its own. Nor is a send to a chat where covered sends of
+// another chat's events wait (a log chat many chats' handlers write to):
+// after a restart those handlers run again at once, in no set order, so it
+// is recorded on its own and gives them records first. Nor is a send that
+// carries a file's bytes: it is
 // journaled whole, as before (bounded by Config.MaxRecord, taken up after
 // a crash as it was), rather than made again by a handler that may no
 // longer have them.
@@ -67,6 +73,7 @@ func (j *Journal) holdable(rec *record, ev *platform.Event) {
 		return
 	}
 	rec.coverKey = coverKey(*ev)
+	rec.inChat = ev.Platform + "\x00" + chatOf(*ev)
 	j.coverMu.Lock()
 	j.covers[rec.coverKey] = rec
 	j.coverMu.Unlock()
@@ -88,9 +95,17 @@ func (j *Journal) cover(s journal.Send) *coveredSend {
 	if ev == nil || ev.asked {
 		return nil
 	}
+	chat := chatOfSend(&s.Request)
+	if list := j.coveredChats[chat]; len(list) > 0 && list[0].ev.inChat != ev.inChat {
+		// Covered sends of another chat's events wait in this one: after
+		// a restart the two chats' handlers run again at once, and could
+		// make them in another order. Recorded on its own instead (they
+		// get their records first).
+		return nil
+	}
 	ev.held++
-	c := &coveredSend{j: j, ev: ev, s: s, chat: chatOfSend(&s.Request)}
-	j.coveredChats[c.chat] = append(j.coveredChats[c.chat], c)
+	c := &coveredSend{j: j, ev: ev, s: s, chat: chat}
+	j.coveredChats[chat] = append(j.coveredChats[chat], c)
 	return c
 }
 
@@ -119,7 +134,7 @@ func (r *record) Holding() bool {
 	}
 	r.j.coverMu.Lock()
 	defer r.j.coverMu.Unlock()
-	return r.asked
+	return r.asked && !r.removed
 }
 
 // DoneWith removes r with the records of the events its handling took,
@@ -133,14 +148,28 @@ func (r *record) DoneWith(ctx context.Context, taken []journal.Record) error {
 
 // doneAll removes taken, then r: a crash in between runs the handling
 // again from r, without the answers taken (as before an event could be
-// held); r last, so that the handling is never done without them.
+// held); r last, so that the handling is never done without them. Once r
+// is removed, so are the marks of its covered sends kept in memory.
 func doneAll(ctx context.Context, r *record, taken []journal.Record) error {
 	var errs []error
 	for _, t := range taken {
 		errs = append(errs, t.Done(ctx, nil))
 	}
 	errs = append(errs, r.done(ctx, nil))
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if r.coverKey != "" {
+		j := r.j
+		j.coverMu.Lock()
+		if err == nil {
+			r.removed = true
+		}
+		for _, id := range r.marked {
+			delete(j.marks, id)
+		}
+		r.marked = nil
+		j.coverMu.Unlock()
+	}
+	return err
 }
 
 // coveredSend is the Record of a covered send (journal.Covering).
@@ -201,7 +230,7 @@ func (c *coveredSend) release() (last bool, taken []journal.Record) {
 		return false, nil
 	}
 	taken = ev.taken
-	ev.asked, ev.taken = false, nil
+	ev.taken = nil // asked stays set: Holding until removed, no more sends covered
 	if j.covers[ev.coverKey] == ev {
 		delete(j.covers, ev.coverKey)
 	}
@@ -234,6 +263,17 @@ func (c *coveredSend) Done(ctx context.Context, delivered *platform.SendResult) 
 			m.SendResult = *delivered
 		}
 		errs = append(errs, j.finish(ctx, func(context.Context) error { return j.markW.mark(id, m) }))
+		// Known here too, while the event is held: a run again in this
+		// process (after an outage) finds it without a request.
+		j.coverMu.Lock()
+		if !c.ev.removed {
+			if j.marks == nil {
+				j.marks = make(map[string]markData)
+			}
+			j.marks[id] = m
+			c.ev.marked = append(c.ev.marked, id)
+		}
+		j.coverMu.Unlock()
 	}
 	return errors.Join(errs...)
 }

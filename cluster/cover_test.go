@@ -265,3 +265,62 @@ func TestRecordedSendMarkedWhileEventHeld(t *testing.T) {
 		t.Fatalf("after the restart: chat 1 %q, chat 2 %q; want nothing, then slow", got["1"], got["2"])
 	}
 }
+
+// Two chats' events send to a third (a log chat): the first's send, in
+// flight at a crash, still comes before the second's after the restart,
+// where both handlers run again at once — the second is recorded on its
+// own, and gives the first a record before it.
+func TestCoveredOrderAcrossChatsSendingToOne(t *testing.T) {
+	parallel(t, 2*time.Second)
+	dir := t.TempDir()
+	ctx := ctxFor(t)
+	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
+		srv := startServer(t, dir, embedded.Config{})
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.OnCommand("go", func(c *engine.Context) error {
+			if c.Event().Chat.ID == "1" {
+				time.Sleep(300 * time.Millisecond) // some work before its send: after a restart the other runs first
+				c.Send(memory.Private("3"), platform.TextMessage("a"))
+				return nil
+			}
+			c.Send(memory.Private("3"), platform.TextMessage("b"))
+			return nil
+		})
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		return srv, e, done
+	}
+	emit := func(mem *memory.Adapter, id, chat string) {
+		mem.Emit(platform.Event{ID: id, Platform: mem.Name(), Kind: platform.EventMessage, Chat: memory.Private(chat),
+			From: memory.User("u"+chat, "U"), Text: "/go"})
+	}
+	mem := memory.New()
+	mem.SlowNext("3", time.Hour) // "a" hangs in flight
+	srv, e, done := start(mem)
+	emit(mem, "1", "1")
+	waitLong(ctx, t, "a in flight", func() bool { return mem.Calls("3") >= 1 })
+	emit(mem, "2", "2")
+	waitLong(ctx, t, "b queued", func() bool { return e.Stats().Outbound.Submitted >= 2 })
+	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_ = e.Shutdown(sctx)
+	cancel()
+	<-done
+	srv.stop()
+
+	mem2 := memory.New()
+	srv2, e2, done2 := start(mem2)
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, _ = mem2.WaitSent(wctx, "3", 2)
+	cancel()
+	if err := e2.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done2
+	srv2.stop()
+	if got := mem2.Texts("3"); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("chat 3 after the restart: %q; want a, then b (their order before the crash)", got)
+	}
+}

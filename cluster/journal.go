@@ -619,9 +619,12 @@ type record struct {
 	// journal's coverMu, the covered sends not final, whether its removal
 	// was asked for meanwhile, and the records to remove with it.
 	coverKey string
+	inChat   string // its platform and chat (chatOf): its handlings run in order
 	held     int
 	asked    bool
+	removed  bool // its removal, asked for and waited for, was made
 	taken    []journal.Record
+	marked   []string // the ids of its covered sends marked (marks.go), kept in marks
 }
 
 // Done removes the message, its object and a send's progress, after

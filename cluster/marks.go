@@ -34,6 +34,10 @@ import (
 // a mark is written after its event.
 const markSkew = time.Minute
 
+// markRoom is what a message of marks leaves of the server's largest
+// payload for its subject and headers, and the least it takes.
+const markRoom = 4 << 10
+
 // loadTries is how many fetches in a row loadMarks makes that bring
 // nothing, loadPause apart, before it gives up on a server that does not
 // give the groups it holds.
@@ -98,24 +102,52 @@ func (w *markWriter) mark(id string, m markData) error {
 	}
 }
 
-// write stores marks, marksMax to a message, each waited for.
+// write stores marks, each waited for, in messages of at most marksMax
+// marks and of at most the payload the server takes (less room for the
+// subject and headers); a mark that alone would not fit keeps its result
+// without the platform's raw answer.
 func (w *markWriter) write(marks []groupMark) error {
-	for len(marks) > 0 {
-		part := marks[:min(len(marks), marksMax)]
-		marks = marks[len(part):]
-		data, err := json.Marshal(part)
-		if err != nil {
-			return fmt.Errorf("cluster: marks: %w", err)
+	room := max(int(w.j.nc.MaxPayload())-markRoom, markRoom)
+	data := make([]byte, 0, 1024)
+	n := 0
+	flush := func() error {
+		if n == 0 {
+			return nil
 		}
+		data = append(data, ']')
 		msg := &nats.Msg{Subject: w.j.sentSubject + marksPrefix + nuid.Next(), Data: data}
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		_, err = publishRecord(ctx, w.j.nc, msg, "")
+		_, err := publishRecord(ctx, w.j.nc, msg, "")
 		cancel()
+		data, n = data[:0:0], 0
 		if err != nil {
 			return outage("mark delivered", err)
 		}
+		return nil
 	}
-	return nil
+	for _, gm := range marks {
+		one, err := json.Marshal(gm)
+		if err == nil && len(one)+2 > room {
+			gm.Mark.Raw = "" // too large with it: the message ID is what a run again needs
+			one, err = json.Marshal(gm)
+		}
+		if err != nil {
+			return fmt.Errorf("cluster: marks: %w", err)
+		}
+		if n == marksMax || n > 0 && len(data)+1+len(one)+1 > room {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if n == 0 {
+			data = append(data, '[')
+		} else {
+			data = append(data, ',')
+		}
+		data = append(data, one...)
+		n++
+	}
+	return flush()
 }
 
 // loadMarks reads the marks of the groups the sent bucket holds from
@@ -197,7 +229,8 @@ func (j *Journal) loadMarks(ctx context.Context, since time.Time, keys map[strin
 	return nil
 }
 
-// setMarks keeps marks for groupMarkOf.
+// setMarks keeps marks for groupMarkOf (Pending's, read before any
+// covered send of this process was marked).
 func (j *Journal) setMarks(marks map[string]markData) {
 	j.coverMu.Lock()
 	j.marks = marks

@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
 )
 
@@ -73,5 +76,93 @@ func TestMarksGroupedAndReadBack(t *testing.T) {
 	}
 	if _, ok := j.groupMarkOf("tg:0/1"); ok {
 		t.Fatal("a mark written before the time given was read")
+	}
+}
+
+// Marks whose results carry a few KB each (a platform's raw answer) are
+// written in as many messages as the server's payload needs, none
+// refused; one too large alone keeps its result without the raw answer.
+func TestMarksGroupedWithinThePayload(t *testing.T) {
+	parallel(t, 0)
+	_, j := openEmbedded(t)
+	raw := platform.RawJSON(`{"text":"` + strings.Repeat("x", 8<<10) + `"}`)
+	const n = 200
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, n+1)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs <- j.markW.mark(fmt.Sprintf("tg:%d/1", i), markData{SendResult: platform.SendResult{MessageID: "m", Raw: raw}})
+		})
+	}
+	close(start)
+	huge := platform.RawJSON(`{"text":"` + strings.Repeat("y", int(j.nc.MaxPayload())) + `"}`)
+	errs <- j.markW.mark("tg:huge/1", markData{SendResult: platform.SendResult{MessageID: "h", Raw: huge}})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := map[string]bool{"tg:huge": true, "tg:7": true}
+	if err := j.loadMarks(context.Background(), time.Now().Add(-markSkew), keys); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := j.groupMarkOf("tg:huge/1"); !ok || m.MessageID != "h" || m.Raw != "" {
+		t.Fatalf("the huge mark: %+v, %v; want its message ID without its raw answer", m, ok)
+	}
+	if m, ok := j.groupMarkOf("tg:7/1"); !ok || m.Raw != raw {
+		t.Fatalf("a mark of 8 KB: %v; want it whole", ok)
+	}
+}
+
+// A covered send marked while its event is held is known to this process
+// at once (a run again after an outage finds it), until the event is
+// removed.
+func TestCoveredMarkKnownWhileEventHeld(t *testing.T) {
+	parallel(t, 0)
+	ctx, j := openEmbedded(t)
+	ev := platform.Event{ID: "9", Platform: "tg", Kind: platform.EventMessage, Chat: platform.Chat{ID: "1"}, Text: "/go"}
+	rec, _, err := j.RecordEvent(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(n int) journal.Record {
+		s := journal.Send{ID: fmt.Sprintf("tg:9/%d", n), Covered: true,
+			Request: platform.SendRequest{Platform: "tg", Target: platform.Chat{ID: "1"}, Message: platform.TextMessage("hi")}}
+		r, _, err := j.RecordSend(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := r.(journal.Covering); !ok {
+			t.Fatalf("send %d: %T; want a covered send", n, r)
+		}
+		return r
+	}
+	first, second := send(1), send(2)
+	if err := first.Done(ctx, &platform.SendResult{MessageID: "41"}); err != nil {
+		t.Fatal(err)
+	}
+	repeat := journal.Send{ID: "tg:9/1", Repeat: true,
+		Request: platform.SendRequest{Platform: "tg", Target: platform.Chat{ID: "1"}, Message: platform.TextMessage("hi")}}
+	if _, a, err := j.RecordSend(ctx, repeat); err != nil || !a.Duplicate || a.Delivered == nil || a.Delivered.MessageID != "41" {
+		t.Fatalf("the first send run again: %+v, %v; want a duplicate delivered as 41", a, err)
+	}
+	if err := rec.Done(ctx, nil); err != nil { // held by the second send
+		t.Fatal(err)
+	}
+	if h := rec.(journal.Holder); !h.Holding() {
+		t.Fatal("the event's removal does not wait for its second send")
+	}
+	if err := second.Done(ctx, &platform.SendResult{MessageID: "42"}); err != nil {
+		t.Fatal(err)
+	}
+	if h := rec.(journal.Holder); h.Holding() {
+		t.Fatal("the event's removal still waits after its last send")
+	}
+	if _, ok := j.groupMarkOf("tg:9/1"); ok {
+		t.Fatal("a mark kept in memory after its event was removed")
 	}
 }
