@@ -33,25 +33,19 @@ func TestCoveredRepliesAcrossCrash(t *testing.T) {
 			ctx := ctxFor(t)
 			chat, user := memory.Private("1"), memory.User("1", "Ann")
 			start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
-				srv := startServer(t, dir, embedded.Config{})
-				e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
-				if err != nil {
-					t.Fatal(err)
-				}
-				e.OnCommand("three", func(c *engine.Context) error {
-					f := c.ReplyText("1")
-					if tc.wait {
-						if _, err := f.Wait(c.Context()); err != nil {
-							return err
+				return startJournaled(t, dir, mem, func(e *engine.Engine) {
+					e.OnCommand("three", func(c *engine.Context) error {
+						f := c.ReplyText("1")
+						if tc.wait {
+							if _, err := f.Wait(c.Context()); err != nil {
+								return err
+							}
 						}
-					}
-					c.ReplyText("2")
-					c.ReplyText("3")
-					return nil
+						c.ReplyText("2")
+						c.ReplyText("3")
+						return nil
+					})
 				})
-				done := make(chan error, 1)
-				go func() { done <- e.Run(context.Background()) }()
-				return srv, e, done
 			}
 			mem := memory.New()
 			// The first reply goes through; the second is told to come back
@@ -62,11 +56,7 @@ func TestCoveredRepliesAcrossCrash(t *testing.T) {
 			waitLong(ctx, t, "the second reply's wait to be saved", func() bool {
 				return mem.Calls(chat.ID) >= 2 && streamMsgs(ctx, t, srv, "OUT_"+cluster.DefaultBot) > 0
 			})
-			sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-			_ = e.Shutdown(sctx)
-			cancel()
-			<-done
-			srv.stop()
+			crashBot(ctx, srv, e, done)
 			if got := mem.Texts(chat.ID); !slices.Equal(got, []string{"1"}) {
 				t.Fatalf("before the crash: %q; want only the first reply", got)
 			}
@@ -76,11 +66,7 @@ func TestCoveredRepliesAcrossCrash(t *testing.T) {
 			if _, err := mem2.WaitSent(ctx, chat.ID, 2); err != nil {
 				t.Fatalf("%v: %q", err, mem2.Texts(chat.ID))
 			}
-			if err := e2.Shutdown(ctx); err != nil {
-				t.Fatal(err)
-			}
-			<-done2
-			srv2.stop()
+			stopBot(ctx, t, srv2, e2, done2)
 			if got := mem2.Texts(chat.ID); !slices.Equal(got, []string{"2", "3"}) {
 				t.Fatalf("after the restart: %q; want the second and third replies, once each", got)
 			}
@@ -98,23 +84,17 @@ func TestCoveredConversationKeepsItsAnswer(t *testing.T) {
 	ctx := ctxFor(t)
 	chat, user := memory.Private("1"), memory.User("1", "Ann")
 	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
-		srv := startServer(t, dir, embedded.Config{})
-		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.OnCommand("greet", func(c *engine.Context) error {
-			c.ReplyText("Your name?")
-			answer, err := c.Next(c.Context(), nil)
-			if err != nil {
-				return err
-			}
-			c.ReplyText("Hello, " + answer.Text + "!")
-			return nil
+		return startJournaled(t, dir, mem, func(e *engine.Engine) {
+			e.OnCommand("greet", func(c *engine.Context) error {
+				c.ReplyText("Your name?")
+				answer, err := c.Next(c.Context(), nil)
+				if err != nil {
+					return err
+				}
+				c.ReplyText("Hello, " + answer.Text + "!")
+				return nil
+			})
 		})
-		done := make(chan error, 1)
-		go func() { done <- e.Run(context.Background()) }()
-		return srv, e, done
 	}
 	mem := memory.New()
 	srv, e, done := start(mem)
@@ -125,25 +105,53 @@ func TestCoveredConversationKeepsItsAnswer(t *testing.T) {
 	mem.SlowNext(chat.ID, time.Hour) // the greeting hangs: the process dies meanwhile
 	mem.Emit(platform.Event{ID: "2", Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: user, Text: "Ann"})
 	waitLong(ctx, t, "the greeting to start", func() bool { return mem.Calls(chat.ID) >= 2 })
-	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	_ = e.Shutdown(sctx)
-	cancel()
-	<-done
-	srv.stop()
+	crashBot(ctx, srv, e, done)
 
 	mem2 := memory.New()
 	srv2, e2, done2 := start(mem2)
 	if _, err := mem2.WaitSent(ctx, chat.ID, 1); err != nil {
 		t.Fatalf("no greeting after the restart: %v", err)
 	}
-	if err := e2.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	<-done2
-	srv2.stop()
+	stopBot(ctx, t, srv2, e2, done2)
 	if got := mem2.Texts(chat.ID); !slices.Equal(got, []string{"Hello, Ann!"}) {
 		t.Fatalf("after the restart: %q; want the greeting alone", got)
 	}
+}
+
+// startJournaled starts a bot on mem with a journal on an embedded server
+// whose store is dir, its handlers registered by handle, and returns the
+// server, the engine and the channel Run's outcome comes on.
+func startJournaled(t *testing.T, dir string, mem *memory.Adapter, handle func(*engine.Engine)) (*server, *engine.Engine, chan error) {
+	t.Helper()
+	srv := startServer(t, dir, embedded.Config{})
+	e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle(e)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(context.Background()) }()
+	return srv, e, done
+}
+
+// crashBot stops e as a crash would — what is under way is cut off after
+// 100 ms, nothing done after that — and its server with it.
+func crashBot(ctx context.Context, srv *server, e *engine.Engine, done chan error) {
+	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_ = e.Shutdown(sctx)
+	cancel()
+	<-done
+	srv.stop()
+}
+
+// stopBot stops e cleanly, and its server.
+func stopBot(ctx context.Context, t *testing.T, srv *server, e *engine.Engine, done chan error) {
+	t.Helper()
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	srv.stop()
 }
 
 // streamMsgs returns how many messages the stream named name holds.
@@ -174,15 +182,9 @@ func coverCrash(t *testing.T, handler func(*engine.Context) error, prep func(*me
 	dir := t.TempDir()
 	ctx := ctxFor(t)
 	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
-		srv := startServer(t, dir, embedded.Config{})
-		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.OnCommand("go", handler)
-		done := make(chan error, 1)
-		go func() { done <- e.Run(context.Background()) }()
-		return srv, e, done
+		return startJournaled(t, dir, mem, func(e *engine.Engine) {
+			e.OnCommand("go", handler)
+		})
 	}
 	mem := memory.New()
 	prep(mem)
@@ -190,22 +192,14 @@ func coverCrash(t *testing.T, handler func(*engine.Context) error, prep func(*me
 	mem.Emit(platform.Event{ID: "1", Platform: mem.Name(), Kind: platform.EventMessage, Chat: memory.Private("1"),
 		From: memory.User("1", "Ann"), Text: "/go"})
 	waitLong(ctx, t, "the moment of the crash", func() bool { return crashed(mem, e) })
-	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	_ = e.Shutdown(sctx)
-	cancel()
-	<-done
-	srv.stop()
+	crashBot(ctx, srv, e, done)
 
 	mem2 := memory.New()
 	srv2, e2, done2 := start(mem2)
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	_, _ = mem2.WaitSent(wctx, wantIn, want)
 	cancel()
-	if err := e2.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	<-done2
-	srv2.stop()
+	stopBot(ctx, t, srv2, e2, done2)
 	return map[string][]string{"1": mem2.Texts("1"), "2": mem2.Texts("2")}
 }
 
@@ -275,23 +269,17 @@ func TestCoveredOrderAcrossChatsSendingToOne(t *testing.T) {
 	dir := t.TempDir()
 	ctx := ctxFor(t)
 	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
-		srv := startServer(t, dir, embedded.Config{})
-		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.OnCommand("go", func(c *engine.Context) error {
-			if c.Event().Chat.ID == "1" {
-				time.Sleep(300 * time.Millisecond) // some work before its send: after a restart the other runs first
-				c.Send(memory.Private("3"), platform.TextMessage("a"))
+		return startJournaled(t, dir, mem, func(e *engine.Engine) {
+			e.OnCommand("go", func(c *engine.Context) error {
+				if c.Event().Chat.ID == "1" {
+					time.Sleep(300 * time.Millisecond) // some work before its send: after a restart the other runs first
+					c.Send(memory.Private("3"), platform.TextMessage("a"))
+					return nil
+				}
+				c.Send(memory.Private("3"), platform.TextMessage("b"))
 				return nil
-			}
-			c.Send(memory.Private("3"), platform.TextMessage("b"))
-			return nil
+			})
 		})
-		done := make(chan error, 1)
-		go func() { done <- e.Run(context.Background()) }()
-		return srv, e, done
 	}
 	emit := func(mem *memory.Adapter, id, chat string) {
 		mem.Emit(platform.Event{ID: id, Platform: mem.Name(), Kind: platform.EventMessage, Chat: memory.Private(chat),
@@ -304,22 +292,14 @@ func TestCoveredOrderAcrossChatsSendingToOne(t *testing.T) {
 	waitLong(ctx, t, "a in flight", func() bool { return mem.Calls("3") >= 1 })
 	emit(mem, "2", "2")
 	waitLong(ctx, t, "b queued", func() bool { return e.Stats().Outbound.Submitted >= 2 })
-	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	_ = e.Shutdown(sctx)
-	cancel()
-	<-done
-	srv.stop()
+	crashBot(ctx, srv, e, done)
 
 	mem2 := memory.New()
 	srv2, e2, done2 := start(mem2)
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	_, _ = mem2.WaitSent(wctx, "3", 2)
 	cancel()
-	if err := e2.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	<-done2
-	srv2.stop()
+	stopBot(ctx, t, srv2, e2, done2)
 	if got := mem2.Texts("3"); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("chat 3 after the restart: %q; want a, then b (their order before the crash)", got)
 	}
