@@ -37,7 +37,9 @@ import (
 //     Engine.Send, a send made after its handler returned) first gives the
 //     covered sends of its chat not yet final records of their own, in
 //     their order: a restart makes OUT's sends before the handlers run
-//     again, so it would otherwise make it before them;
+//     again, so it would otherwise make it before them; and until it is
+//     done no send of its chat is covered (one covered while its record is
+//     being written would be queued before it);
 //   - while the event's removal waits, its handling may run again: a send
 //     of it recorded on its own and delivered meanwhile is marked too
 //     (Holding, journal.Send.Settled).
@@ -47,6 +49,10 @@ import (
 // answered with one reply is one record written and one done note shared
 // with others, instead of two records written one by one and their notes
 // (BenchmarkJournalEvent).
+//
+// The engine does not ask to cover the sends of the handler middleware
+// an event offered to a waiting conversation passes through: the
+// conversation that takes the event removes its record with its own.
 //
 // A send with Repeat set (its event taken up again) is never covered: it
 // may have been made before the crash, which only a record, or its mark,
@@ -96,6 +102,12 @@ func (j *Journal) cover(s journal.Send) *coveredSend {
 		return nil
 	}
 	chat := chatOfSend(&s.Request)
+	if j.recording[chat] > 0 {
+		// A send of this chat recorded on its own is not done: one
+		// covered now could be queued before it (its record still being
+		// written) or made after it at a restart. Recorded too.
+		return nil
+	}
 	if list := j.coveredChats[chat]; len(list) > 0 && list[0].ev.inChat != ev.inChat {
 		// Covered sends of another chat's events wait in this one: after
 		// a restart the two chats' handlers run again at once, and could
@@ -325,6 +337,34 @@ func (c *coveredSend) ensureOwn(ctx context.Context) (journal.Record, error) {
 		c.own = rec
 	}
 	return c.own, nil
+}
+
+// beginRecording counts a send of req's chat being recorded on its own,
+// until recorded is called with the key it returns: meanwhile no send of
+// that chat is covered. It returns "" for a journal that covers none.
+func (j *Journal) beginRecording(req *platform.SendRequest) string {
+	if j.covers == nil {
+		return ""
+	}
+	chat := chatOfSend(req)
+	j.coverMu.Lock()
+	j.recording[chat]++
+	j.coverMu.Unlock()
+	return chat
+}
+
+// recorded ends beginRecording's count for chat.
+func (j *Journal) recorded(chat string) {
+	if chat == "" {
+		return
+	}
+	j.coverMu.Lock()
+	defer j.coverMu.Unlock()
+	if n := j.recording[chat]; n > 1 {
+		j.recording[chat] = n - 1
+	} else {
+		delete(j.recording, chat)
+	}
 }
 
 // recordCoveredBefore gives each covered send of req's chat not yet final

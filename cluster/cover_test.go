@@ -304,3 +304,69 @@ func TestCoveredOrderAcrossChatsSendingToOne(t *testing.T) {
 		t.Fatalf("chat 3 after the restart: %q; want a, then b (their order before the crash)", got)
 	}
 }
+
+// A conversation's answer whose handler middleware, on its offer, sent a
+// line that hangs (a log line to another chat) is removed with the
+// conversation all the same: that send is not covered by the answer's
+// record, so the answer cannot stay behind alone, to be handled after a
+// crash as a new event.
+func TestTakenAnswerGoesWithItsConversation(t *testing.T) {
+	parallel(t, 3*time.Second)
+	dir := t.TempDir()
+	ctx := ctxFor(t)
+	chat, user := memory.Private("1"), memory.User("1", "Ann")
+	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
+		srv := startServer(t, dir, embedded.Config{})
+		logger := func(next engine.Handler) engine.Handler {
+			return func(c *engine.Context) error {
+				if c.Event().Text == "Ann" {
+					c.Send(memory.Private("9"), platform.TextMessage("log: Ann"))
+				}
+				return next(c)
+			}
+		}
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})), engine.WithMiddleware(logger))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.OnCommand("greet", func(c *engine.Context) error {
+			c.ReplyText("Your name?")
+			answer, err := c.Next(c.Context(), nil)
+			if err != nil {
+				return err
+			}
+			_, err = c.ReplyText("Hello, " + answer.Text + "!").Wait(c.Context())
+			return err
+		})
+		e.OnFullMatch("Ann", func(c *engine.Context) error {
+			c.ReplyText("who is Ann?")
+			return nil
+		})
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		return srv, e, done
+	}
+	mem := memory.New()
+	mem.SlowNext("9", time.Hour) // the log line hangs
+	srv, e, done := start(mem)
+	mem.Emit(platform.Event{ID: "1", Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: user, Text: "/greet"})
+	if _, err := mem.WaitSent(ctx, chat.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	mem.Emit(platform.Event{ID: "2", Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: user, Text: "Ann"})
+	if _, err := mem.WaitSent(ctx, chat.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	waitLong(ctx, t, "the conversation's events to be done", func() bool { return e.Stats().Journal.Events == 0 })
+	crashBot(ctx, srv, e, done)
+
+	mem2 := memory.New()
+	srv2, e2, done2 := start(mem2)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_, _ = mem2.WaitSent(wctx, "9", 1) // the log line, made again
+	cancel()
+	stopBot(ctx, t, srv2, e2, done2)
+	if got := mem2.Texts("1"); len(got) != 0 {
+		t.Fatalf("after the restart chat 1 got %q; the conversation had ended, its answer taken", got)
+	}
+}

@@ -139,6 +139,7 @@ type Journal struct {
 	coverMu      sync.Mutex
 	covers       map[string]*record
 	coveredChats map[string][]*coveredSend // by chatOfSend: the covered sends not final, in order
+	recording    map[string]int            // by chatOfSend: the sends recorded on their own not done
 	marks        map[string]markData       // the groups' marks Pending read (marks.go)
 	markW        *markWriter
 
@@ -203,6 +204,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	j.Local = journal.NewLocal(j)
 	j.covers = make(map[string]*record)
 	j.coveredChats = make(map[string][]*coveredSend)
+	j.recording = make(map[string]int)
 	j.markW = newMarkWriter(j)
 	stream := func(kind string, retention jetstream.RetentionPolicy) (jetstream.Stream, error) {
 		sc := jetstream.StreamConfig{
@@ -513,10 +515,18 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 			return nil, journal.Appended{Duplicate: true, Delivered: &m.SendResult, Sum: m.Sum, What: m.What}, nil
 		}
 	}
+	chat := j.beginRecording(&s.Request)
 	if err := j.recordCoveredBefore(ctx, &s.Request); err != nil {
+		j.recorded(chat)
 		return nil, journal.Appended{}, err
 	}
-	return j.recordSend(ctx, s)
+	rec, a, err := j.recordSend(ctx, s)
+	if r, ok := rec.(*record); ok && chat != "" {
+		r.recording = chat // until its Done
+	} else {
+		j.recorded(chat)
+	}
+	return rec, a, err
 }
 
 // recordSend writes s's record in OUT (RecordSend's write).
@@ -625,6 +635,9 @@ type record struct {
 	removed  bool // its removal, asked for and waited for, was made
 	taken    []journal.Record
 	marked   []string // the ids of its covered sends marked (marks.go), kept in marks
+	// recording is, for a send recorded on its own, its chat's key among
+	// the journal's recording until its Done (see cover.go).
+	recording string
 }
 
 // Done removes the message, its object and a send's progress, after
@@ -634,8 +647,14 @@ type record struct {
 // made again after a restart, for sure), and the record refused is removed
 // later.
 func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error {
-	if r.coverKey != "" && r.holdDone(nil) {
-		return nil // removed by the last covered send's Done
+	if r.coverKey != "" {
+		if r.holdDone(nil) {
+			return nil // removed by the last covered send's Done
+		}
+		return doneAll(ctx, r, nil) // and its covered sends' marks forgotten
+	}
+	if r.recording != "" {
+		r.j.recorded(r.recording)
 	}
 	return r.done(ctx, delivered)
 }

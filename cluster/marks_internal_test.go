@@ -166,3 +166,75 @@ func TestCoveredMarkKnownWhileEventHeld(t *testing.T) {
 		t.Fatal("a mark kept in memory after its event was removed")
 	}
 }
+
+// A covered send's mark kept in memory goes when its event is removed,
+// also when nothing else held the removal (a reply waited for, then the
+// handler returns).
+func TestCoveredMarkForgottenWithItsEvent(t *testing.T) {
+	parallel(t, 0)
+	ctx, j := openEmbedded(t)
+	for i := range 3 {
+		ev := platform.Event{ID: fmt.Sprint(i), Platform: "tg", Kind: platform.EventMessage, Chat: platform.Chat{ID: "1"}, Text: "/go"}
+		rec, _, err := j.RecordEvent(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := journal.Send{ID: fmt.Sprintf("tg:%d/1", i), Covered: true,
+			Request: platform.SendRequest{Platform: "tg", Target: platform.Chat{ID: "1"}, Message: platform.TextMessage("hi")}}
+		r, _, err := j.RecordSend(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Done(ctx, &platform.SendResult{MessageID: "m"}); err != nil { // delivered while the handler runs: marked
+			t.Fatal(err)
+		}
+		if err := rec.Done(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.coverMu.Lock()
+	n := len(j.marks)
+	j.coverMu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d marks kept in memory after their events were removed", n)
+	}
+}
+
+// While a send of a chat recorded on its own is not done, no send of that
+// chat is covered: one covered meanwhile could be queued before it, its
+// record still being written, and made after it at a restart.
+func TestNoCoverWhileASendOfTheChatIsRecorded(t *testing.T) {
+	parallel(t, 0)
+	ctx, j := openEmbedded(t)
+	ev := platform.Event{ID: "1", Platform: "tg", Kind: platform.EventMessage, Chat: platform.Chat{ID: "1"}, Text: "/go"}
+	if _, _, err := j.RecordEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	req := platform.SendRequest{Platform: "tg", Target: platform.Chat{ID: "3"}, Message: platform.TextMessage("hi")}
+	file := req
+	file.Message = platform.OutboundMessage{Attachments: []platform.Attachment{{Kind: platform.AttachDocument, Data: []byte("x"), FileName: "f"}}}
+	recorded, _, err := j.RecordSend(ctx, journal.Send{ID: "tg:1/1", Covered: true, Request: file}) // a file: recorded on its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := func(n int) bool {
+		r, _, err := j.RecordSend(ctx, journal.Send{ID: fmt.Sprintf("tg:1/%d", n), Covered: true, Request: req})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := r.(journal.Covering)
+		if err := r.Done(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if covered(2) {
+		t.Fatal("a send covered while a send of its chat recorded on its own is not done")
+	}
+	if err := recorded.Done(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !covered(3) {
+		t.Fatal("a send not covered once the one recorded on its own is done")
+	}
+}

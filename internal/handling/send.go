@@ -81,8 +81,12 @@ func (c *Ctx) send(key string, chat platform.Chat, msg platform.OutboundMessage,
 		}
 	}
 	// A send of a run on an event taken up again may have been made
-	// before: it is recorded on its own, never covered by the event.
-	js := journal.Send{ID: id, Request: req, Repeat: r.recovered, Settled: h.settled, Covered: !r.recovered && id != ""}
+	// before: it is recorded on its own, never covered by the event. Nor
+	// is a send of the handler middleware an event offered to a waiting
+	// conversation passes through: a conversation that takes the event
+	// removes its record with its own, whatever that send's outcome.
+	js := journal.Send{ID: id, Request: req, Repeat: r.recovered, Settled: h.settled,
+		Covered: !r.recovered && id != "" && !c.scope().middleware}
 	if sc := c.scope(); sc.errs == 0 && !sc.middleware {
 		// The handlers' sends are checked against what a run before a
 		// restart sent at their place; the error hook's are not: what it
