@@ -23,7 +23,7 @@ import (
 //   - a covered send whose outcome is final while the event's record stays
 //     after it — delivered, or failed for good (a dead letter) — is marked
 //     in sent_B, so that the handler run again after a crash does not make
-//     it a second time — the marks of many chats' sends in one message (see
+//     it a second time but gets its result, or its error, back — the marks of many chats' sends in one message (see
 //     marks.go), and kept in memory while the event is held, for a run
 //     again in this process (after an outage); one its member refused
 //     (never made) is not;
@@ -50,9 +50,10 @@ import (
 // with others, instead of two records written one by one and their notes
 // (BenchmarkJournalEvent).
 //
-// The engine does not ask to cover the sends of the handler middleware
-// an event offered to a waiting conversation passes through: the
-// conversation that takes the event removes its record with its own.
+// The engine does not ask to cover the sends of the run of the handler
+// middleware an event offered to a waiting conversation passes through
+// (its error hook's included): the conversation that takes the event
+// removes its record with its own.
 //
 // A send with Repeat set (its event taken up again) is never covered: it
 // may have been made before the crash, which only a record, or its mark,
@@ -249,12 +250,24 @@ func (c *coveredSend) release() (last bool, taken []journal.Record) {
 	return true, taken
 }
 
-// Done ends the send, its outcome final: the event's removal once it
-// waited for this send alone and was asked for; else the send's mark,
-// delivered (with its result) or failed for good (a dead letter), so
-// that a run again after a crash does not make it again (see above). The
-// Dones of one send are called one after another, never at once.
+// Done ends the send, delivered: the event's removal once it waited for
+// this send alone and was asked for; else the send's mark, with its
+// result, so that a run again after a crash does not make it again (see
+// above). The Dones of one send are called one after another, never at
+// once.
 func (c *coveredSend) Done(ctx context.Context, delivered *platform.SendResult) error {
+	return c.finish(ctx, delivered, nil)
+}
+
+// Failed ends the send, failed for good with err (a dead letter): as
+// Done, its mark keeping err, so that a run again after a crash does not
+// make it again but gets err back (see journal.Covering).
+func (c *coveredSend) Failed(ctx context.Context, err error) error {
+	return c.finish(ctx, nil, err)
+}
+
+// finish is Done and Failed.
+func (c *coveredSend) finish(ctx context.Context, delivered *platform.SendResult, failure error) error {
 	own := c.end()
 	last, taken := c.release()
 	var errs []error
@@ -269,10 +282,14 @@ func (c *coveredSend) Done(ctx context.Context, delivered *platform.SendResult) 
 	switch {
 	case last:
 		errs = append(errs, doneAll(ctx, c.ev, taken))
-	case own == nil || delivered == nil:
+	case delivered != nil && own == nil, failure != nil:
 		id, m := c.s.ID, markData{Sum: c.s.Sum, What: c.s.What}
 		if delivered != nil {
 			m.SendResult = *delivered
+		}
+		if failure != nil {
+			w := encodeError(failure)
+			m.Err = &w
 		}
 		errs = append(errs, j.finish(ctx, func(context.Context) error { return j.markW.mark(id, m) }))
 		// Known here too, while the event is held: a run again in this

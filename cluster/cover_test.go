@@ -370,3 +370,124 @@ func TestTakenAnswerGoesWithItsConversation(t *testing.T) {
 		t.Fatalf("after the restart chat 1 got %q; the conversation had ended, its answer taken", got)
 	}
 }
+
+// A covered send that failed for good before a crash fails again, with its
+// error, for the handler run again after it — without being made again —
+// so that the handler's branch for the failure (a Reply after an
+// unsupported Edit, a Prompt whose question failed) is taken again, and
+// the send it made there, in flight at the crash, is made.
+func TestCoveredFailureSeenAgainAfterCrash(t *testing.T) {
+	parallel(t, 3*time.Second)
+	dir := t.TempDir()
+	ctx := ctxFor(t)
+	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
+		mem.FailWhen(func(req platform.SendRequest) error {
+			if req.Message.Text == "x" {
+				return platform.Permanent(platform.ErrUnsupported)
+			}
+			return nil
+		})
+		return startJournaled(t, dir, mem, func(e *engine.Engine) {
+			e.OnCommand("go", func(c *engine.Context) error {
+				if _, err := c.ReplyText("x").Wait(c.Context()); err != nil {
+					c.Send(memory.Private("2"), platform.TextMessage("fallback"))
+				}
+				return nil
+			})
+		})
+	}
+	mem := memory.New()
+	mem.SlowNext("2", time.Hour) // the fallback hangs: the process dies meanwhile
+	srv, e, done := start(mem)
+	mem.Emit(platform.Event{ID: "1", Platform: mem.Name(), Kind: platform.EventMessage, Chat: memory.Private("1"),
+		From: memory.User("1", "Ann"), Text: "/go"})
+	waitLong(ctx, t, "the fallback in flight", func() bool { return mem.Calls("2") >= 1 })
+	crashBot(ctx, srv, e, done)
+
+	mem2 := memory.New()
+	srv2, e2, done2 := start(mem2)
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, _ = mem2.WaitSent(wctx, "2", 1)
+	cancel()
+	stopBot(ctx, t, srv2, e2, done2)
+	if got := mem2.Texts("2"); !slices.Equal(got, []string{"fallback"}) {
+		t.Fatalf("after the restart chat 2 got %q; want the fallback, in flight at the crash", got)
+	}
+}
+
+// The handler middleware an answer offered to a conversation passes
+// through fails after the conversation took it: the error hook's send of
+// that run (a scope of its own) is not covered by the answer's record
+// either, so the answer goes with its conversation and is not handled
+// after a crash as a new event.
+func TestHookSendOfOfferedAnswerNotCovered(t *testing.T) {
+	parallel(t, 3*time.Second)
+	dir := t.TempDir()
+	ctx := ctxFor(t)
+	chat, user := memory.Private("1"), memory.User("1", "Ann")
+	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
+		srv := startServer(t, dir, embedded.Config{})
+		audit := func(next engine.Handler) engine.Handler {
+			return func(c *engine.Context) error {
+				err := next(c)
+				if err == nil && c.Event().Text == "Ann" {
+					return errors.New("audit failed")
+				}
+				return err
+			}
+		}
+		hook := func(c *engine.Context, err error) {
+			c.Send(memory.Private("9"), platform.TextMessage("error: "+err.Error()))
+		}
+		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})),
+			engine.WithMiddleware(audit), engine.WithOnError(hook))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.OnCommand("greet", func(c *engine.Context) error {
+			c.ReplyText("Your name?")
+			answer, err := c.Next(c.Context(), nil)
+			if err != nil {
+				return err
+			}
+			c.ReplyText("Hello, " + answer.Text + "!")
+			return nil
+		})
+		e.OnFullMatch("Ann", func(c *engine.Context) error {
+			c.ReplyText("who is Ann?")
+			return nil
+		})
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		return srv, e, done
+	}
+	mem := memory.New()
+	mem.SlowNext("9", time.Hour) // the hook's line hangs
+	srv, e, done := start(mem)
+	mem.Emit(platform.Event{ID: "1", Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: user, Text: "/greet"})
+	if _, err := mem.WaitSent(ctx, chat.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	mem.SlowNext(chat.ID, 300*time.Millisecond) // the greeting is slow: the conversation's removal waits for it
+	mem.Emit(platform.Event{ID: "2", Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: user, Text: "Ann"})
+	if _, err := mem.WaitSent(ctx, chat.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	waitLong(ctx, t, "the hook's line in flight", func() bool { return mem.Calls("9") >= 1 })
+	waitLong(ctx, t, "the conversation's removal", func() bool {
+		st := e.Stats().Journal
+		return st.Events == 0 && st.Sends == 1 // the hook's line alone
+	})
+	crashBot(ctx, srv, e, done)
+
+	mem2 := memory.New()
+	srv2, e2, done2 := start(mem2)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_, _ = mem2.WaitSent(wctx, "9", 1) // the hook's line, made again
+	cancel()
+	time.Sleep(300 * time.Millisecond)
+	stopBot(ctx, t, srv2, e2, done2)
+	if got := mem2.Texts("1"); len(got) != 0 {
+		t.Fatalf("after the restart chat 1 got %q; the conversation had ended, its answer taken", got)
+	}
+}

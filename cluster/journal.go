@@ -507,7 +507,7 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 	}
 	if s.Repeat && s.ID != "" {
 		if m, ok := j.groupMarkOf(s.ID); ok {
-			return nil, journal.Appended{Duplicate: true, Delivered: &m.SendResult, Sum: m.Sum, What: m.What}, nil
+			return nil, m.appended(), nil
 		}
 		if m, ok, err := j.mark(ctx, s.ID); err != nil {
 			return nil, journal.Appended{}, err

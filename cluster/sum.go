@@ -78,6 +78,19 @@ type markData struct {
 	platform.SendResult
 	Sum  uint64 `json:"herald_sum,omitempty"`
 	What string `json:"herald_what,omitempty"`
+	// Err, for a covered send that failed for good, is its error.
+	Err *wireError `json:"herald_err,omitempty"`
+}
+
+// appended returns what RecordSend reports for a send m marks.
+func (m markData) appended() journal.Appended {
+	a := journal.Appended{Duplicate: true, Sum: m.Sum, What: m.What}
+	if m.Err != nil {
+		a.Failed = decodeError(*m.Err)
+	} else {
+		a.Delivered = &m.SendResult
+	}
+	return a
 }
 
 // duplicate returns what AppendSend reports for a send whose record

@@ -134,6 +134,18 @@ func (js *journalState) doneEventWith(rec journal.Holder, taken []journal.Record
 	return true
 }
 
+// failSend ends a covered send that failed for good with err (see
+// journal.Covering) and counts it out.
+func (js *journalState) failSend(c journal.Covering, err error) {
+	since := js.begin()
+	if ferr := c.Failed(context.Background(), err); ferr != nil {
+		js.failed("done", ferr)
+	} else {
+		js.ok(since)
+	}
+	js.sends.Add(-1)
+}
+
 func (js *journalState) doneSend(rec journal.Record, delivered *platform.SendResult) {
 	if rec != nil {
 		js.done(rec, delivered)

@@ -111,7 +111,12 @@ func (e *Engine) queueSend(key string, s journal.Send, done func(platform.SendRe
 			res = *a.Delivered
 		}
 		res.Duplicate = true
-		f.Resolve(res, nil)
+		f.Resolve(res, a.Failed)
+		if a.Failed != nil && done != nil {
+			// It failed for good before the restart: who hears the
+			// outcome hears that again (a Prompt's question).
+			done(res, a.Failed)
+		}
 		return f, nil
 	}
 	js.ok(since)
@@ -204,7 +209,11 @@ func (t *sendTask) run(ctx context.Context) error {
 			sent := res       // a copy on the heap here, not res on every send's
 			delivered = &sent // its handler may run again: remember it was sent
 		}
-		t.js.doneSend(t.rec, delivered)
+		if c, ok := t.rec.(journal.Covering); ok && err != nil {
+			t.js.failSend(c, err) // a run again gets err back
+		} else {
+			t.js.doneSend(t.rec, delivered)
+		}
 	}
 	t.resolve(res, err)
 	return err

@@ -341,12 +341,14 @@ type Send struct {
 // delivered, whether or not the handling ended: the record itself tells
 // whether a mark is needed (the event's record is not removed right
 // after) or not (this was the last send the event's removal waited for).
-// Done without a result says the send failed for good: it is marked so,
-// and a run again does not make it either. Unmade ends a send its member
-// refused (never made): a run again makes it.
+// Failed, called instead of Done for a send that failed for good, marks
+// it so with err, so that a run again does not make it either but gets
+// err back (Appended.Failed). Unmade ends a send its member refused
+// (never made): a run again makes it.
 type Covering interface {
 	Record
 	Covered() bool
+	Failed(ctx context.Context, err error) error
 	Unmade(ctx context.Context) error
 }
 
@@ -374,6 +376,9 @@ type Appended struct {
 	Duplicate bool
 	// Delivered is the result of a duplicate marked delivered, or nil.
 	Delivered *platform.SendResult
+	// Failed is the error of a duplicate marked failed for good (a covered
+	// send, see Covering), or nil: its Future gets it again.
+	Failed error
 	// Sum and What are those of the send recorded before, for a duplicate
 	// whose record or mark the journal still has; zero otherwise.
 	Sum  uint64

@@ -86,7 +86,7 @@ func (c *Ctx) send(key string, chat platform.Chat, msg platform.OutboundMessage,
 	// conversation passes through: a conversation that takes the event
 	// removes its record with its own, whatever that send's outcome.
 	js := journal.Send{ID: id, Request: req, Repeat: r.recovered, Settled: h.settled,
-		Covered: !r.recovered && id != "" && !c.scope().middleware}
+		Covered: !r.recovered && id != "" && !r.main.middleware} // the run's: its error hook's too
 	if sc := c.scope(); sc.errs == 0 && !sc.middleware {
 		// The handlers' sends are checked against what a run before a
 		// restart sent at their place; the error hook's are not: what it
