@@ -213,6 +213,12 @@ func (j *Journal) loadMarks(ctx context.Context, since time.Time, keys map[strin
 		case n > 0:
 			idle = 0
 		case idle == loadTries:
+			if _, err := stream.GetMsg(ctx, last); errors.Is(err, jetstream.ErrMsgNotFound) {
+				// The last group ran out (the bucket's TTL) while it was
+				// read: none is left to read.
+				j.setMarks(found)
+				return nil
+			}
 			return fmt.Errorf("the groups of marks stopped at %d of %d", seen, last)
 		default:
 			// None came although more are there: the server was slow to
