@@ -271,9 +271,9 @@ func WithBotUsername(name string) Option {
 // recorded; Reply, Send and Edit record the send before they return its
 // Future — a handler's own send in one process is kept by its event's
 // record instead (journal.Send.Covered), which then stays until the
-// send's outcome is final. At start, Run takes up what j holds: the dead letters, then the
-// sends not done, each chat's in order, then the events whose handling
-// did not end. A handler run again on such an event repeats its effects
+// send's outcome is final. At start, Run takes up what j holds: the dead
+// letters, then the sends not done, each chat's in order, then the events
+// whose handling did not end. A handler run again on such an event repeats its effects
 // with the same ids (the event's ID and their number), which j
 // recognizes: a send is not made twice, and its Future is that of the
 // send made before — so a handler run again must do the same effects in

@@ -328,8 +328,9 @@ type Send struct {
 	// handling ended and the send's outcome is final (its Record is a
 	// [Holder], the send's a [Covering]), so that a crash before then runs
 	// the handler again, which makes the send again under the same ID;
-	// the send's Record marks it delivered unless the event's removal
-	// follows at once. A send with Repeat set is never covered: it may
+	// the send's Record marks its outcome (delivered, or failed for good)
+	// unless the event's removal follows at once. A send with Repeat set
+	// is never covered: it may
 	// have been made before the crash, which only a record of its own
 	// tells.
 	Covered bool

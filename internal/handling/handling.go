@@ -173,9 +173,9 @@ func (h *Handling) extraLocked() *extra {
 
 // settled reports whether the handling ended for good (journal.Send):
 // its events are marked done, so that it never runs again — not while
-// the removal of its own waits for its covered sends (journal.Holder). While End
-// marks them, it waits for the outcome: a send delivered meanwhile is
-// marked as delivered unless they were.
+// the removal of its own waits for its covered sends (journal.Holder).
+// While End marks them, it waits for the outcome: a send delivered
+// meanwhile is marked as delivered unless they were.
 func (h *Handling) settled() bool {
 	h.mu.Lock()
 	ended, settling := h.ended, h.settling
