@@ -63,10 +63,9 @@ import (
 // another chat's events wait (a log chat many chats' handlers write to):
 // after a restart those handlers run again at once, in no set order, so it
 // is recorded on its own and gives them records first. Nor is a send that
-// carries a file's bytes: it is
-// journaled whole, as before (bounded by Config.MaxRecord, taken up after
-// a crash as it was), rather than made again by a handler that may no
-// longer have them.
+// carries a file's bytes: it is journaled whole, as before (bounded by
+// Config.MaxRecord, taken up after a crash as it was), rather than made
+// again by a handler that may no longer have them.
 
 // coverKey returns the key under which the journal holds the records of
 // events whose handlings' sends it covers: the send IDs of a handling
