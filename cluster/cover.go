@@ -169,18 +169,16 @@ func doneAll(ctx context.Context, r *record, taken []journal.Record) error {
 	}
 	errs = append(errs, r.done(ctx, nil))
 	err := errors.Join(errs...)
-	if r.coverKey != "" {
-		j := r.j
-		j.coverMu.Lock()
-		if err == nil {
-			r.removed = true
-		}
-		for _, id := range r.marked {
-			delete(j.marks, id)
-		}
-		r.marked = nil
-		j.coverMu.Unlock()
+	j := r.j
+	j.coverMu.Lock()
+	if err == nil {
+		r.removed = true
 	}
+	for _, id := range r.marked {
+		delete(j.marks, id)
+	}
+	r.marked = nil
+	j.coverMu.Unlock()
 	return err
 }
 

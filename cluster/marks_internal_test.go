@@ -238,3 +238,47 @@ func TestNoCoverWhileASendOfTheChatIsRecorded(t *testing.T) {
 		t.Fatal("a send not covered once the one recorded on its own is done")
 	}
 }
+
+// The marks a restart reads for an event taken up are forgotten once that
+// event is removed.
+func TestMarksReadAtStartForgottenWithTheirEvent(t *testing.T) {
+	parallel(t, 0)
+	ctx, j := openEmbedded(t)
+	ev := platform.Event{ID: "5", Platform: "tg", Kind: platform.EventMessage, Chat: platform.Chat{ID: "1"}, Text: "/go"}
+	if _, _, err := j.RecordEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	req := platform.SendRequest{Platform: "tg", Target: platform.Chat{ID: "1"}, Message: platform.TextMessage("hi")}
+	var sends []journal.Record
+	for n := range 2 {
+		r, _, err := j.RecordSend(ctx, journal.Send{ID: fmt.Sprintf("tg:5/%d", n+1), Covered: true, Request: req})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sends = append(sends, r)
+	}
+	if err := sends[0].Done(ctx, &platform.SendResult{MessageID: "7"}); err != nil { // marked: the second still holds the event
+		t.Fatal(err)
+	}
+	// A restart: a journal opened anew on the same streams takes the event up.
+	j2, err := Open(ctx, j.nc, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := j2.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Events) != 1 {
+		t.Fatalf("%d events taken up; want 1", len(p.Events))
+	}
+	if m, ok := j2.groupMarkOf("tg:5/1"); !ok || m.MessageID != "7" {
+		t.Fatalf("the mark read at start: %+v, %v", m, ok)
+	}
+	if err := p.Events[0].Record.Done(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := j2.groupMarkOf("tg:5/1"); ok {
+		t.Fatal("a mark read at start kept after its event was removed")
+	}
+}
