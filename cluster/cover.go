@@ -169,16 +169,18 @@ func doneAll(ctx context.Context, r *record, taken []journal.Record) error {
 	}
 	errs = append(errs, r.done(ctx, nil))
 	err := errors.Join(errs...)
-	j := r.j
-	j.coverMu.Lock()
-	if err == nil {
-		r.removed = true
+	if r.coverKey != "" {
+		j := r.j
+		j.coverMu.Lock()
+		if err == nil {
+			r.removed = true
+		}
+		for _, id := range r.marked {
+			delete(j.marks, id)
+		}
+		r.marked = nil
+		j.coverMu.Unlock()
 	}
-	for _, id := range r.marked {
-		delete(j.marks, id)
-	}
-	r.marked = nil
-	j.coverMu.Unlock()
 	return err
 }
 

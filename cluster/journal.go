@@ -656,9 +656,6 @@ func (r *record) Done(ctx context.Context, delivered *platform.SendResult) error
 	if r.recording != "" {
 		r.j.recorded(r.recording)
 	}
-	if r.event != "" && r.log != nil {
-		return doneAll(ctx, r, nil) // an event taken up: the marks read for it forgotten
-	}
 	return r.done(ctx, delivered)
 }
 
@@ -826,7 +823,6 @@ func (j *Journal) Pending(ctx context.Context) (journal.Pending, error) {
 	if err := j.loadMarks(ctx, oldest.Add(-markSkew), heldKeys); err != nil {
 		return journal.Pending{}, fmt.Errorf("cluster: recover the marks of delivered sends: %w", err)
 	}
-	j.forgetMarksWith(rec.Events)
 	j.outDone.adopt(outHeld, outLast, outNoted)
 	j.inDone.adopt(inHeld, inLast, inNoted)
 	if rec.DeadLetters, err = j.readDeadLetters(ctx, named); err != nil {

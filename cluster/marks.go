@@ -12,8 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
-
-	"github.com/heraldbot/herald/core/journal"
 )
 
 // The delivered marks of covered sends (see cover.go) are written many to
@@ -235,30 +233,6 @@ func (j *Journal) loadMarks(ctx context.Context, since time.Time, keys map[strin
 	}
 	j.setMarks(found)
 	return nil
-}
-
-// forgetMarksWith has each event of evs, taken up, forget the marks
-// loadMarks read for its sends once it is removed (see doneAll): its
-// record covers none, but holds them as its own.
-func (j *Journal) forgetMarksWith(evs []journal.Incoming) {
-	j.coverMu.Lock()
-	defer j.coverMu.Unlock()
-	if len(j.marks) == 0 {
-		return
-	}
-	byKey := map[string]*record{}
-	for _, in := range evs {
-		if r, ok := in.Record.(*record); ok && in.Event.ID != "" {
-			byKey[coverKey(in.Event)] = r
-		}
-	}
-	for id := range j.marks {
-		if slash := strings.LastIndexByte(id, '/'); slash >= 0 {
-			if r := byKey[id[:slash]]; r != nil {
-				r.marked = append(r.marked, id)
-			}
-		}
-	}
 }
 
 // setMarks keeps marks for groupMarkOf (Pending's, read before any
