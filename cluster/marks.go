@@ -236,7 +236,10 @@ func (j *Journal) loadMarks(ctx context.Context, since time.Time, keys map[strin
 }
 
 // setMarks keeps marks for groupMarkOf (Pending's, read before any
-// covered send of this process was marked).
+// covered send of this process was marked). They are kept for the life of
+// the journal: they are those of the events a start took up, no more,
+// and a goroutine a handler run again started may repeat a send after
+// its event was removed.
 func (j *Journal) setMarks(marks map[string]markData) {
 	j.coverMu.Lock()
 	j.marks = marks
