@@ -119,12 +119,13 @@ func TestCoveredConversationKeepsItsAnswer(t *testing.T) {
 }
 
 // startJournaled starts a bot on mem with a journal on an embedded server
-// whose store is dir, its handlers registered by handle, and returns the
+// whose store is dir and opts, its handlers registered by handle, and
+// returns the
 // server, the engine and the channel Run's outcome comes on.
-func startJournaled(t *testing.T, dir string, mem *memory.Adapter, handle func(*engine.Engine)) (*server, *engine.Engine, chan error) {
+func startJournaled(t *testing.T, dir string, mem *memory.Adapter, handle func(*engine.Engine), opts ...engine.Option) (*server, *engine.Engine, chan error) {
 	t.Helper()
 	srv := startServer(t, dir, embedded.Config{})
-	e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
+	e, err := engine.New(append([]engine.Option{engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{}))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +133,31 @@ func startJournaled(t *testing.T, dir string, mem *memory.Adapter, handle func(*
 	done := make(chan error, 1)
 	go func() { done <- e.Run(context.Background()) }()
 	return srv, e, done
+}
+
+// greeter registers /greet, a conversation that asks the user's name and
+// greets them by it (waiting for the greeting's delivery with wait), and
+// a handler of the text "Ann" alone, which answers an "Ann" the
+// conversation did not take.
+func greeter(wait bool) func(*engine.Engine) {
+	return func(e *engine.Engine) {
+		e.OnCommand("greet", func(c *engine.Context) error {
+			c.ReplyText("Your name?")
+			answer, err := c.Next(c.Context(), nil)
+			if err != nil {
+				return err
+			}
+			f := c.ReplyText("Hello, " + answer.Text + "!")
+			if wait {
+				_, err = f.Wait(c.Context())
+			}
+			return err
+		})
+		e.OnFullMatch("Ann", func(c *engine.Context) error {
+			c.ReplyText("who is Ann?")
+			return nil
+		})
+	}
 }
 
 // crashBot stops e as a crash would — what is under way is cut off after
@@ -315,36 +341,16 @@ func TestTakenAnswerGoesWithItsConversation(t *testing.T) {
 	dir := t.TempDir()
 	ctx := ctxFor(t)
 	chat, user := memory.Private("1"), memory.User("1", "Ann")
+	logger := func(next engine.Handler) engine.Handler {
+		return func(c *engine.Context) error {
+			if c.Event().Text == "Ann" {
+				c.Send(memory.Private("9"), platform.TextMessage("log: Ann"))
+			}
+			return next(c)
+		}
+	}
 	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
-		srv := startServer(t, dir, embedded.Config{})
-		logger := func(next engine.Handler) engine.Handler {
-			return func(c *engine.Context) error {
-				if c.Event().Text == "Ann" {
-					c.Send(memory.Private("9"), platform.TextMessage("log: Ann"))
-				}
-				return next(c)
-			}
-		}
-		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})), engine.WithMiddleware(logger))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.OnCommand("greet", func(c *engine.Context) error {
-			c.ReplyText("Your name?")
-			answer, err := c.Next(c.Context(), nil)
-			if err != nil {
-				return err
-			}
-			_, err = c.ReplyText("Hello, " + answer.Text + "!").Wait(c.Context())
-			return err
-		})
-		e.OnFullMatch("Ann", func(c *engine.Context) error {
-			c.ReplyText("who is Ann?")
-			return nil
-		})
-		done := make(chan error, 1)
-		go func() { done <- e.Run(context.Background()) }()
-		return srv, e, done
+		return startJournaled(t, dir, mem, greeter(true), engine.WithMiddleware(logger))
 	}
 	mem := memory.New()
 	mem.SlowNext("9", time.Hour) // the log line hangs
@@ -425,41 +431,20 @@ func TestHookSendOfOfferedAnswerNotCovered(t *testing.T) {
 	dir := t.TempDir()
 	ctx := ctxFor(t)
 	chat, user := memory.Private("1"), memory.User("1", "Ann")
+	audit := func(next engine.Handler) engine.Handler {
+		return func(c *engine.Context) error {
+			err := next(c)
+			if err == nil && c.Event().Text == "Ann" {
+				return errors.New("audit failed")
+			}
+			return err
+		}
+	}
+	hook := func(c *engine.Context, err error) {
+		c.Send(memory.Private("9"), platform.TextMessage("error: "+err.Error()))
+	}
 	start := func(mem *memory.Adapter) (*server, *engine.Engine, chan error) {
-		srv := startServer(t, dir, embedded.Config{})
-		audit := func(next engine.Handler) engine.Handler {
-			return func(c *engine.Context) error {
-				err := next(c)
-				if err == nil && c.Event().Text == "Ann" {
-					return errors.New("audit failed")
-				}
-				return err
-			}
-		}
-		hook := func(c *engine.Context, err error) {
-			c.Send(memory.Private("9"), platform.TextMessage("error: "+err.Error()))
-		}
-		e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})),
-			engine.WithMiddleware(audit), engine.WithOnError(hook))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.OnCommand("greet", func(c *engine.Context) error {
-			c.ReplyText("Your name?")
-			answer, err := c.Next(c.Context(), nil)
-			if err != nil {
-				return err
-			}
-			c.ReplyText("Hello, " + answer.Text + "!")
-			return nil
-		})
-		e.OnFullMatch("Ann", func(c *engine.Context) error {
-			c.ReplyText("who is Ann?")
-			return nil
-		})
-		done := make(chan error, 1)
-		go func() { done <- e.Run(context.Background()) }()
-		return srv, e, done
+		return startJournaled(t, dir, mem, greeter(false), engine.WithMiddleware(audit), engine.WithOnError(hook))
 	}
 	mem := memory.New()
 	mem.SlowNext("9", time.Hour) // the hook's line hangs
