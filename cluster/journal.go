@@ -512,7 +512,7 @@ func (j *Journal) RecordSend(ctx context.Context, s journal.Send) (journal.Recor
 		if m, ok, err := j.mark(ctx, s.ID); err != nil {
 			return nil, journal.Appended{}, err
 		} else if ok {
-			return nil, journal.Appended{Duplicate: true, Delivered: &m.SendResult, Sum: m.Sum, What: m.What}, nil
+			return nil, m.appended(), nil
 		}
 	}
 	chat := j.beginRecording(&s.Request)

@@ -306,7 +306,7 @@ func (s *Shared) AppendSend(ctx context.Context, snd journal.Send) (journal.Appe
 		if m, ok, err := s.mark(ctx, snd.ID); err != nil {
 			return journal.Appended{}, err
 		} else if ok {
-			return journal.Appended{Duplicate: true, Delivered: &m.SendResult, Sum: m.Sum, What: m.What}, nil
+			return m.appended(), nil
 		}
 	}
 	pieces, err := encodeRecord(&sendData{ID: snd.ID, Request: snd.Request})
