@@ -79,7 +79,7 @@ func (j *Journal) RecordEvents(ctx context.Context, evs []platform.Event) []jour
 func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects []string, wave []int, res []journal.RecordedEvent) {
 	type inFlight struct {
 		i    int
-		paf  jetstream.PubAckFuture
+		msg  *nats.Msg
 		w    writing
 		key  string
 		size int
@@ -105,44 +105,70 @@ func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects
 			res[i].Record, res[i].Duplicate, res[i].Err = j.recordEvent(ctx, evs[i], d)
 			continue
 		}
-		msg := nats.NewMsg(subjects[i])
-		msg.Data = joinPieces(pieces)
+		msg := &nats.Msg{Subject: subjects[i], Data: joinPieces(pieces)}
+		if ev.ID != "" {
+			msg.Header = nats.Header{jetstream.MsgIDHeader: {eventMsgID(ev)}}
+		}
+		flight = append(flight, inFlight{i: i, msg: msg, key: key, size: len(msg.Data)})
+	}
+	if len(flight) == 0 {
+		return
+	}
+	aw, err := j.acks.begin(len(flight))
+	if err != nil {
+		for _, f := range flight {
+			res[f.i].Err = j.health.writeErr(ctx, "record event", err)
+		}
+		return
+	}
+	for k := range flight {
+		f := &flight[k]
+		f.msg.Reply = aw.reply(k)
 		// No retry of a publish the server did not take: a try again,
 		// late, could land after a record published after it.
-		opts := []jetstream.PublishOpt{jetstream.WithRetryAttempts(0)}
-		if ev.ID != "" {
-			opts = append(opts, jetstream.WithMsgID(eventMsgID(ev)))
+		f.w = d.begin()
+		if err := j.nc.PublishMsg(f.msg); err != nil {
+			// Not sent (the connection closed, or its buffer full while
+			// it reconnects): surely not written.
+			d.failed(f.w, false)
+			res[f.i].Err = j.health.writeErr(ctx, "record event", err)
+			f.msg = nil
+			j.acks.skip(aw, k)
 		}
-		w := d.begin()
-		paf, err := j.js.PublishMsgAsync(msg, opts...)
-		if err != nil {
-			// Not sent (too many writes unanswered, the connection
-			// closed): surely not written.
-			d.failed(w, false)
-			res[i].Err = j.health.writeErr(ctx, "record event", err)
-			continue
-		}
-		flight = append(flight, inFlight{i, paf, w, key, len(msg.Data)})
 	}
-	for _, f := range flight {
-		r := &res[f.i]
-		select {
-		case ack := <-f.paf.Ok():
+	timeout := time.NewTimer(asyncWriteTimeout)
+	var unanswered error // what ended the wait before every answer came
+	select {
+	case <-aw.done:
+	case <-ctx.Done():
+		unanswered = &unknownWrite{ctx.Err()}
+	case <-timeout.C:
+		unanswered = j.publishFailed(ctx, "record event", jetstream.ErrAsyncPublishTimeout)
+	}
+	timeout.Stop()
+	answers := j.acks.end(aw)
+	for k, f := range flight {
+		if f.msg == nil {
+			continue // not sent
+		}
+		r, a := &res[f.i], answers[k]
+		switch {
+		case !a.got:
+			d.failed(f.w, true)
+			r.Err = unanswered
+		case a.err != nil:
+			r.Err = j.publishFailed(ctx, "record event", a.err)
+			d.failed(f.w, maybeWritten(r.Err))
+		default:
 			j.health.ok()
-			epoch := d.written(f.w, ack.Sequence, ack.Duplicate, f.size)
-			if ack.Duplicate {
+			epoch := d.written(f.w, a.ack.Sequence, a.ack.Duplicate, f.size)
+			if a.ack.Duplicate {
 				r.Duplicate = true
 				continue
 			}
-			rec := &record{j: j, log: d, epoch: epoch, seq: ack.Sequence, event: f.key}
+			rec := &record{j: j, log: d, epoch: epoch, seq: a.ack.Sequence, event: f.key}
 			j.holdable(rec, &evs[f.i])
 			r.Record = rec
-		case err := <-f.paf.Err():
-			r.Err = j.publishFailed(ctx, "record event", err)
-			d.failed(f.w, maybeWritten(r.Err))
-		case <-ctx.Done():
-			d.failed(f.w, true)
-			r.Err = &unknownWrite{ctx.Err()}
 		}
 	}
 }

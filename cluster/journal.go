@@ -130,6 +130,7 @@ type Journal struct {
 	health   *health
 
 	inDone, outDone *doneLog // see done.go
+	acks            acks     // the answers to RecordEvents' writes (acks.go)
 
 	inAnchor, outAnchor string // the subjects of IN's and OUT's anchors (see anchor.go)
 
@@ -199,7 +200,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 		return nil, fmt.Errorf("cluster: the server has no JetStream: %w", err)
 	}
 	log := cfg.Logger
-	j := &Journal{cfg: cfg, js: js, nc: nc, limited: ratelog.New(log, time.Minute), assets: &assets{js: js}, blobGrace: blobGrace}
+	j := &Journal{cfg: cfg, js: js, nc: nc, acks: acks{nc: nc}, limited: ratelog.New(log, time.Minute), assets: &assets{js: js}, blobGrace: blobGrace}
 	j.health = &health{log: log, probe: j.probe, closed: nc.IsClosed}
 	j.Local = journal.NewLocal(j)
 	j.covers = make(map[string]*record)

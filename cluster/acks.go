@@ -1,0 +1,142 @@
+package cluster
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// acks reads the answers to records published without a wait each
+// (RecordEvents' waves), as the jetstream library's PublishMsgAsync does,
+// but for a wave at a time: one subscription on the connection, an answer's
+// reply subject naming its wave and its place in it, the ack read without
+// decoding JSON (readPubAck), and one channel closed once the wave's last
+// answer came — instead of the library's future, its two channels, its
+// options and its header set for each record (a quarter of the
+// allocations of BenchmarkJournalEvent's batch=100).
+//
+// The subscription is made at the first wave and lasts as long as the
+// connection, as the library's own reply subscription does.
+type acks struct {
+	nc *nats.Conn
+
+	mu     sync.Mutex
+	sub    *nats.Subscription
+	prefix string // the reply subjects' inbox and its dot
+	next   uint64
+	waves  map[uint64]*ackWave
+}
+
+// ackWave is one wave's answers, by place.
+type ackWave struct {
+	id     uint64
+	prefix string // the wave's reply subjects, before the place
+	res    []pubResult
+	left   int           // answers still awaited; under acks.mu
+	done   chan struct{} // closed once left is 0
+}
+
+// pubResult is one record's answer: its ack, or the error.
+type pubResult struct {
+	ack *jetstream.PubAck
+	err error
+	got bool // an answer came
+}
+
+// errNoAnswer is what a record whose answer never came is left with.
+var errNoAnswer = errors.New("nats: no answer to a record's publish")
+
+// begin registers a wave of n records and returns it; its records go out
+// with reply subjects from reply.
+func (a *acks) begin(n int) (*ackWave, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sub == nil || !a.sub.IsValid() {
+		prefix := a.nc.NewInbox() + "."
+		sub, err := a.nc.Subscribe(prefix+"*.*", func(m *nats.Msg) { a.answer(prefix, m) })
+		if err != nil {
+			return nil, err
+		}
+		// Answers are a few bytes each; the client's default bound on
+		// those waiting for this goroutine (65,536) is ample.
+		a.sub, a.prefix = sub, prefix
+		if a.waves == nil {
+			a.waves = make(map[uint64]*ackWave)
+		}
+	}
+	a.next++
+	w := &ackWave{id: a.next, prefix: a.prefix + strconv.FormatUint(a.next, 10) + ".",
+		res: make([]pubResult, n), left: n, done: make(chan struct{})}
+	if n == 0 {
+		close(w.done)
+	}
+	a.waves[w.id] = w
+	return w, nil
+}
+
+// reply returns the reply subject of the wave's record at place i.
+func (w *ackWave) reply(i int) string {
+	return w.prefix + strconv.Itoa(i)
+}
+
+// skip gives up the answer of the record at place i, which was not sent.
+func (a *acks) skip(w *ackWave, i int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.settleLocked(w, i, pubResult{err: errNoAnswer})
+}
+
+// end unregisters w: answers coming later are dropped. It returns the
+// wave's results, those never answered with got false.
+func (a *acks) end(w *ackWave) []pubResult {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.waves, w.id)
+	return w.res
+}
+
+// settleLocked sets the result at place i once.
+func (a *acks) settleLocked(w *ackWave, i int, r pubResult) {
+	if i < 0 || i >= len(w.res) || w.res[i].got {
+		return
+	}
+	r.got = true
+	w.res[i] = r
+	if w.left--; w.left == 0 {
+		close(w.done)
+	}
+}
+
+// answer reads one answer to a reply subject under prefix, on the
+// subscription's goroutine.
+func (a *acks) answer(prefix string, m *nats.Msg) {
+	rest, ok := strings.CutPrefix(m.Subject, prefix)
+	if !ok {
+		return
+	}
+	wave, place, ok := strings.Cut(rest, ".")
+	if !ok {
+		return
+	}
+	id, err1 := strconv.ParseUint(wave, 10, 64)
+	i, err2 := strconv.Atoi(place)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	var r pubResult
+	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+		// No stream listens on the subject: surely not written.
+		r.err = jetstream.ErrNoStreamResponse
+	} else {
+		r.ack, r.err = readPubAck(m.Data)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if w := a.waves[id]; w != nil {
+		a.settleLocked(w, i, r)
+	}
+}
