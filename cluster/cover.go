@@ -163,12 +163,16 @@ func (r *record) DoneWith(ctx context.Context, taken []journal.Record) error {
 // held); r last, so that the handling is never done without them. Once r
 // is removed, so are the marks of its covered sends kept in memory.
 func doneAll(ctx context.Context, r *record, taken []journal.Record) error {
-	var errs []error
-	for _, t := range taken {
-		errs = append(errs, t.Done(ctx, nil))
+	var err error
+	if len(taken) == 0 {
+		err = r.done(ctx, nil) // the common case, without a list of errors
+	} else {
+		errs := make([]error, 0, len(taken)+1)
+		for _, t := range taken {
+			errs = append(errs, t.Done(ctx, nil))
+		}
+		err = errors.Join(append(errs, r.done(ctx, nil))...)
 	}
-	errs = append(errs, r.done(ctx, nil))
-	err := errors.Join(errs...)
 	if r.coverKey != "" {
 		j := r.j
 		j.coverMu.Lock()

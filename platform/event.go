@@ -158,7 +158,11 @@ type eventJSON Event
 // "raw" when it is a json.RawMessage holding valid JSON (it is left out
 // otherwise).
 func (e Event) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(eventJSON(e))
+	b, ok := appendEventJSON(make([]byte, 0, 256), &e)
+	var err error
+	if !ok {
+		b, err = json.Marshal(eventJSON(e))
+	}
 	raw, _ := e.Raw.(json.RawMessage)
 	if err != nil || len(raw) == 0 || len(b) < 2 || !json.Valid(raw) {
 		return b, err

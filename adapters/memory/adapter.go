@@ -53,7 +53,7 @@ type Adapter struct {
 	calls     map[string]int
 	faults    []fault
 	rules     []func(platform.SendRequest) error
-	changed   chan struct{}
+	changed   chan struct{} // see changedLocked
 
 	files    map[string][]byte          // by FileID, from SayFile
 	deleted  map[string]map[string]bool // chat ID → deleted message IDs
@@ -83,7 +83,6 @@ func New(opts ...Option) *Adapter {
 		name:     DefaultName,
 		sent:     make(map[string][]Sent),
 		calls:    make(map[string]int),
-		changed:  make(chan struct{}),
 		files:    make(map[string][]byte),
 		deleted:  make(map[string]map[string]bool),
 		answered: make(map[string]bool),
@@ -266,8 +265,7 @@ func (a *Adapter) send(ctx context.Context, req platform.SendRequest) (platform.
 		s.MessageID = strconv.Itoa(a.msgSeq)
 	}
 	a.sent[chatID] = append(a.sent[chatID], s)
-	close(a.changed)
-	a.changed = make(chan struct{})
+	a.notifyLocked()
 	return platform.SendResult{MessageID: s.MessageID, ChatID: chatID, SentAt: s.At}, nil
 }
 
@@ -386,13 +384,13 @@ func (a *Adapter) WaitSent(ctx context.Context, chatID string, n int) ([]Sent, e
 	for {
 		a.mu.Lock()
 		got := a.sent[chatID]
-		ch := a.changed
 		if len(got) >= n {
 			out := append([]Sent(nil), got...)
 			a.mu.Unlock()
 			return out, nil
 		}
 		out := append([]Sent(nil), got...)
+		ch := a.changedLocked()
 		a.mu.Unlock()
 		select {
 		case <-ch:

@@ -217,15 +217,27 @@ func (a *Adapter) InlineAnswers() []InlineAnswer {
 
 // notifyLocked wakes the waits; a.mu must be held.
 func (a *Adapter) notifyLocked() {
-	close(a.changed)
-	a.changed = make(chan struct{})
+	if a.changed != nil {
+		close(a.changed)
+		a.changed = nil
+	}
+}
+
+// changedLocked returns the channel notifyLocked closes next, made only
+// when a wait asks for it (a send without waiters makes none); a.mu must
+// be held.
+func (a *Adapter) changedLocked() <-chan struct{} {
+	if a.changed == nil {
+		a.changed = make(chan struct{})
+	}
+	return a.changed
 }
 
 // wait waits until cond, called with a.mu held, returns true, or ctx ends.
 func (a *Adapter) wait(ctx context.Context, cond func() bool) error {
 	for {
 		a.mu.Lock()
-		ok, ch := cond(), a.changed
+		ok, ch := cond(), a.changedLocked()
 		a.mu.Unlock()
 		if ok {
 			return nil
