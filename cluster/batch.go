@@ -87,13 +87,17 @@ func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects
 	d := j.inDone
 	flight := make([]inFlight, 0, len(wave))
 	for _, i := range wave {
-		ev := evs[i] // encodeRecord replaces its attachment lists: the caller's stay
-		pieces, err := encodeRecord(&ev)
+		ev := &evs[i]
+		if len(ev.Attachments) > 0 {
+			c := *ev // encodeRecord replaces its attachment lists: the caller's stay
+			ev = &c
+		}
+		pieces, err := encodeRecord(ev)
 		if err != nil {
 			res[i].Err = platform.Permanent(fmt.Errorf("cluster: event: %w: %w", journal.ErrUnrecordable, err))
 			continue
 		}
-		key := handledKey(ev)
+		key := handledKey(*ev)
 		if j.handledBefore(key) {
 			res[i].Duplicate = true // handled before a restart, handed on again
 			continue
@@ -107,7 +111,7 @@ func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects
 		}
 		msg := &nats.Msg{Subject: subjects[i], Data: joinPieces(pieces)}
 		if ev.ID != "" {
-			msg.Header = nats.Header{jetstream.MsgIDHeader: {eventMsgID(ev)}}
+			msg.Header = nats.Header{jetstream.MsgIDHeader: {eventMsgID(*ev)}}
 		}
 		flight = append(flight, inFlight{i: i, msg: msg, key: key, size: len(msg.Data)})
 	}

@@ -600,6 +600,7 @@ func (j *Journal) finish(ctx context.Context, do func(ctx context.Context) error
 // so anything else is escaped as _XX.
 func markKey(id string) string {
 	var b strings.Builder
+	b.Grow(len(id) + 6) // an event's ID: one colon escaped, and a few more
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if c == '-' || c == '=' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' {
