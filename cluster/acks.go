@@ -23,6 +23,9 @@ import (
 // connection, as the library's own reply subscription does.
 type acks struct {
 	nc *nats.Conn
+	// unwaited hears the error of a record published with publish,
+	// for which nobody waits (a handled mark), if any.
+	unwaited func(error)
 
 	mu     sync.Mutex
 	sub    *nats.Subscription
@@ -55,18 +58,8 @@ var errNoAnswer = errors.New("nats: no answer to a record's publish")
 func (a *acks) begin(n int) (*ackWave, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.sub == nil || !a.sub.IsValid() {
-		prefix := a.nc.NewInbox() + "."
-		sub, err := a.nc.Subscribe(prefix+"*.*", func(m *nats.Msg) { a.answer(prefix, m) })
-		if err != nil {
-			return nil, err
-		}
-		// Answers are a few bytes each; the client's default bound on
-		// those waiting for this goroutine (65,536) is ample.
-		a.sub, a.prefix = sub, prefix
-		if a.waves == nil {
-			a.waves = make(map[uint64]*ackWave)
-		}
+	if err := a.subscribeLocked(); err != nil {
+		return nil, err
 	}
 	a.next++
 	w := &ackWave{id: a.next, prefix: a.prefix + strconv.FormatUint(a.next, 10) + ".",
@@ -76,6 +69,45 @@ func (a *acks) begin(n int) (*ackWave, error) {
 	}
 	a.waves[w.id] = w
 	return w, nil
+}
+
+// subscribeLocked makes the subscription if there is none yet (or the
+// connection it was made on closed); a.mu must be held.
+func (a *acks) subscribeLocked() error {
+	if a.sub != nil && a.sub.IsValid() {
+		return nil
+	}
+	prefix := a.nc.NewInbox() + "."
+	sub, err := a.nc.Subscribe(prefix+"*.*", func(m *nats.Msg) { a.answer(prefix, m) })
+	if err != nil {
+		return err
+	}
+	// Answers are a few bytes each; the client's default bound on those
+	// waiting for this goroutine (65,536) is ample.
+	a.sub, a.prefix = sub, prefix
+	if a.waves == nil {
+		a.waves = make(map[uint64]*ackWave)
+	}
+	return nil
+}
+
+// unwaitedPlace is the reply subject's last tokens of a record published
+// with publish: no wave is numbered 0.
+const unwaitedPlace = "0.0"
+
+// publish publishes msg, a record nobody waits for: its answer, if an
+// error, goes to a.unwaited — where the library's PublishAsync would drop
+// it unread, with a future made and kept until its answer for each.
+func (a *acks) publish(msg *nats.Msg) error {
+	a.mu.Lock()
+	err := a.subscribeLocked()
+	prefix := a.prefix
+	a.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	msg.Reply = prefix + unwaitedPlace
+	return a.nc.PublishMsg(msg)
 }
 
 // reply returns the reply subject of the wave's record at place i.
@@ -133,6 +165,12 @@ func (a *acks) answer(prefix string, m *nats.Msg) {
 		r.err = jetstream.ErrNoStreamResponse
 	} else {
 		r.ack, r.err = readPubAck(m.Data)
+	}
+	if id == 0 {
+		if r.err != nil && a.unwaited != nil {
+			a.unwaited(r.err)
+		}
+		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

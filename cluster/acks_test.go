@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -103,5 +104,61 @@ func TestAcksReadAsTheLibrary(t *testing.T) {
 	a.end(after)
 	if ended[0].got {
 		t.Errorf("a wave ended before its answer came: %+v; want it unanswered", ended[0])
+	}
+}
+
+// A record nobody waits for (a handled mark) has its refusal heard, as
+// the library's PublishAsync would have dropped it: the server's error
+// answer, and no stream at all; an ack is not an error.
+func TestAcksUnwaitedRefusalHeard(t *testing.T) {
+	parallel(t, time.Second)
+	p := newAckPeer(t)
+	heard := make(chan error, 3)
+	a := &acks{nc: p.nc, unwaited: func(err error) { heard <- err }}
+	p.mu.Lock()
+	p.answer = []byte(`{"stream":"S","seq":3}`)
+	p.mu.Unlock()
+	if err := a.publish(&nats.Msg{Subject: ackSubject}); err != nil {
+		t.Fatal(err)
+	}
+	// The peer answers in order: once this waited one is answered, so was
+	// the one before, with the ack.
+	if _, err := publishRecord(context.Background(), p.nc, &nats.Msg{Subject: ackSubject}, ""); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.answer = []byte(`{"error":{"code":503,"err_code":10077,"description":"maximum messages exceeded"},"stream":"S","seq":0}`)
+	p.mu.Unlock()
+	if err := a.publish(&nats.Msg{Subject: ackSubject}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.publish(&nats.Msg{Subject: "nobody.listens"}); err != nil {
+		t.Fatal(err)
+	}
+	var refused, noStream int // the two answers come in either order
+	for range 2 {
+		select {
+		case err := <-heard:
+			var apiErr *jetstream.APIError
+			switch {
+			case errors.As(err, &apiErr) && apiErr.ErrorCode == 10077:
+				refused++
+			case errors.Is(err, jetstream.ErrNoStreamResponse):
+				noStream++
+			default:
+				t.Errorf("heard %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a refusal was not heard")
+		}
+	}
+	if refused != 1 || noStream != 1 {
+		t.Errorf("heard %d refusals and %d answers of no stream; want one each", refused, noStream)
+	}
+	// Both heard: the ack, answered before them, was heard (or not) too.
+	select {
+	case err := <-heard:
+		t.Errorf("heard %v after the two refusals", err)
+	default:
 	}
 }

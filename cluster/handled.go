@@ -63,9 +63,15 @@ func (j *Journal) markHandled(key string) {
 	if key == "" || j.handled == nil {
 		return
 	}
-	if _, err := j.js.PublishAsync(j.handledSubject+key, nil); err != nil {
-		j.limited.Warn("cluster: an event's handled mark was not written; a platform handing it on again after a restart may have it handled twice", zap.Error(err))
+	if err := j.acks.publish(&nats.Msg{Subject: j.handledSubject + key}); err != nil {
+		j.handledFailed(err)
 	}
+}
+
+// handledFailed logs a handled mark (or a group of them) not written: the
+// publish's error, or the server's answer (acks.unwaited).
+func (j *Journal) handledFailed(err error) {
+	j.limited.Warn("cluster: an event's handled mark was not written; a platform handing it on again after a restart may have it handled twice", zap.Error(err))
 }
 
 // markHandledAll marks the events of keys done, marksMax to a message,
@@ -80,8 +86,8 @@ func (j *Journal) markHandledAll(keys []string) {
 		}
 		msg := nats.NewMsg(j.handledSubject + marksPrefix + nuid.Next())
 		msg.Data = []byte(strings.Join(part, "\n"))
-		if _, err := j.js.PublishMsgAsync(msg); err != nil {
-			j.limited.Warn("cluster: events' handled marks were not written; a platform handing them on again after a restart may have them handled twice", zap.Error(err))
+		if err := j.acks.publish(msg); err != nil {
+			j.handledFailed(err)
 		}
 	}
 }

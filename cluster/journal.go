@@ -207,6 +207,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Journal, error) {
 	j.coveredChats = make(map[string][]*coveredSend)
 	j.recording = make(map[string]int)
 	j.markW = newMarkWriter(j)
+	j.acks.unwaited = j.handledFailed
 	stream := func(kind string, retention jetstream.RetentionPolicy) (jetstream.Stream, error) {
 		sc := jetstream.StreamConfig{
 			Name:        strings.ToUpper(kind) + "_" + cfg.Bot,
