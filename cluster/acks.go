@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,6 +42,7 @@ type ackWave struct {
 	res    []pubResult
 	left   int           // answers still awaited; under acks.mu
 	done   chan struct{} // closed once left is 0
+	sent   atomic.Int64  // the places published so far (see sentTo)
 }
 
 // pubResult is one record's answer: its ack, or the error.
@@ -88,8 +90,38 @@ func (a *acks) subscribeLocked() error {
 	if a.waves == nil {
 		a.waves = make(map[uint64]*ackWave)
 	}
+	// The answers to what was sent before the connection was lost are
+	// lost with it: those records fail at once, as the library fails its
+	// futures, instead of at the wave's timeout. The goroutine ends with
+	// the connection.
+	status := a.nc.StatusChanged(nats.RECONNECTING, nats.CLOSED)
+	go a.watch(status)
 	return nil
 }
+
+// watch fails the records sent and unanswered each time the connection is
+// lost, until it closes.
+func (a *acks) watch(status chan nats.Status) {
+	for st := range status {
+		if st == nats.CLOSED {
+			a.nc.RemoveStatusListener(status)
+			return
+		}
+		a.mu.Lock()
+		for _, w := range a.waves {
+			for i := range int(w.sent.Load()) {
+				a.settleLocked(w, i, pubResult{err: nats.ErrDisconnected})
+			}
+		}
+		a.mu.Unlock()
+	}
+}
+
+// sentTo records that the wave's places before n were published (or are
+// being): a lost connection fails those unanswered, maybe written;
+// records published while the client reconnects go out once it has, and
+// wait for their answers.
+func (w *ackWave) sentTo(n int) { w.sent.Store(int64(n)) }
 
 // unwaitedPlace is the reply subject's last tokens of a record published
 // with publish: no wave is numbered 0.

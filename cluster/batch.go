@@ -131,6 +131,7 @@ func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects
 		// No retry of a publish the server did not take: a try again,
 		// late, could land after a record published after it.
 		f.w = d.begin()
+		aw.sentTo(k + 1) // before: a connection lost as it goes out fails it
 		if err := j.nc.PublishMsg(f.msg); err != nil {
 			// Not sent (the connection closed, or its buffer full while
 			// it reconnects): surely not written.
