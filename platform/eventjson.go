@@ -1,6 +1,9 @@
 package platform
 
-import "unicode/utf8"
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
 
 // appendEventJSON appends e's fields as JSON, byte for byte what
 // encoding/json writes for eventJSON, when e is a plain event — no
@@ -49,6 +52,17 @@ func appendEventJSON(b []byte, e *Event) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
+// invalidUTF8 is what encoding/json writes for a byte that is not UTF-8:
+// \ufffd, or U+FFFD itself where it is built on encoding/json/v2
+// (GOEXPERIMENT=jsonv2). It is set once, never changed.
+var invalidUTF8 = func() string {
+	b, err := json.Marshal("\xff")
+	if err != nil || len(b) < 2 {
+		return `\ufffd`
+	}
+	return string(b[1 : len(b)-1])
+}()
+
 // appendOptString appends name and s as JSON unless s is empty (a field
 // tagged omitempty).
 func appendOptString(b []byte, name, s string) []byte {
@@ -60,7 +74,7 @@ func appendOptString(b []byte, name, s string) []byte {
 
 // appendJSONString appends s as a JSON string as encoding/json writes it:
 // HTML's <, > and & escaped, as are U+2028 and U+2029, and bytes that are
-// not UTF-8 replaced by U+FFFD.
+// not UTF-8 replaced by U+FFFD (see invalidUTF8).
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
@@ -96,7 +110,7 @@ func appendJSONString(b []byte, s string) []byte {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
+			b = append(b, invalidUTF8...)
 		case r == '\u2028' || r == '\u2029':
 			b = append(b, s[start:i]...)
 			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
