@@ -33,6 +33,14 @@ var _ journal.EventBatchLog = (*Journal)(nil)
 // so. A record too large for a message is written as RecordEvent writes
 // it, in its wave.
 func (j *Journal) RecordEvents(ctx context.Context, evs []platform.Event) []journal.RecordedEvent {
+	return j.recordEvents(ctx, evs, j.inDone)
+}
+
+// recordEvents is RecordEvents with the records' removal through d; with a
+// nil d (a shared journal's events, which their partitions' consumers
+// remove) it makes no records: an outcome tells only whether the event was
+// written, or was a duplicate.
+func (j *Journal) recordEvents(ctx context.Context, evs []platform.Event, d *doneLog) []journal.RecordedEvent {
 	res := make([]journal.RecordedEvent, len(evs))
 	if err := j.health.gate(); err != nil {
 		for i := range res {
@@ -63,7 +71,7 @@ func (j *Journal) RecordEvents(ctx context.Context, evs []platform.Event) []jour
 				wave = append(wave, i)
 			}
 		}
-		j.recordWave(ctx, evs, subjects, wave, res)
+		j.recordWave(ctx, d, evs, subjects, wave, res)
 		for _, i := range wave {
 			if res[i].Err != nil {
 				stopped[subjects[i]] = res[i].Err
@@ -75,8 +83,9 @@ func (j *Journal) RecordEvents(ctx context.Context, evs []platform.Event) []jour
 }
 
 // recordWave records the events of evs at wave, of as many chats, with one
-// wait for all, setting their outcomes in res.
-func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects []string, wave []int, res []journal.RecordedEvent) {
+// wait for all, setting their outcomes in res; their records are removed
+// through d, or, with a nil d, made by nobody (see recordEvents).
+func (j *Journal) recordWave(ctx context.Context, d *doneLog, evs []platform.Event, subjects []string, wave []int, res []journal.RecordedEvent) {
 	type inFlight struct {
 		i    int
 		msg  *nats.Msg
@@ -84,7 +93,6 @@ func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects
 		key  string
 		size int
 	}
-	d := j.inDone
 	flight := make([]inFlight, 0, len(wave))
 	for _, i := range wave {
 		ev := &evs[i]
@@ -130,12 +138,16 @@ func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects
 		f.msg.Reply = aw.reply(k)
 		// No retry of a publish the server did not take: a try again,
 		// late, could land after a record published after it.
-		f.w = d.begin()
+		if d != nil {
+			f.w = d.begin()
+		}
 		aw.sentTo(k + 1) // before: a connection lost as it goes out fails it
 		if err := j.nc.PublishMsg(f.msg); err != nil {
 			// Not sent (the connection closed, or its buffer full while
 			// it reconnects): surely not written.
-			d.failed(f.w, false)
+			if d != nil {
+				d.failed(f.w, false)
+			}
 			res[f.i].Err = j.health.writeErr(ctx, "record event", err)
 			f.msg = nil
 			j.acks.skip(aw, k)
@@ -159,13 +171,18 @@ func (j *Journal) recordWave(ctx context.Context, evs []platform.Event, subjects
 		r, a := &res[f.i], answers[k]
 		switch {
 		case !a.got:
-			d.failed(f.w, true)
 			r.Err = unanswered
 		case a.err != nil:
 			r.Err = j.publishFailed(ctx, "record event", a.err)
-			d.failed(f.w, maybeWritten(r.Err))
 		default:
 			j.health.ok()
+		}
+		switch {
+		case d == nil:
+			r.Duplicate = r.Err == nil && a.ack.Duplicate
+		case r.Err != nil:
+			d.failed(f.w, !a.got || maybeWritten(r.Err))
+		default:
 			epoch := d.written(f.w, a.ack.Sequence, a.ack.Duplicate, f.size)
 			if a.ack.Duplicate {
 				r.Duplicate = true

@@ -280,11 +280,31 @@ func (s *Shared) AppendEvent(ctx context.Context, ev platform.Event) (bool, erro
 	return dup, err
 }
 
-// AppendEvents appends evs one by one, as AppendEvent appends each (see
-// journal.EventBatcher; the one-process journal's, which Shared would
-// otherwise inherit, hands events to its own member).
+// AppendEvents records evs in IN as AppendEvent records each, with one
+// wait for all (see journal.EventBatcher and Journal.RecordEvents: a
+// chat's events in order, one refused stopping its chat's later ones).
+// The events after the first not written that were written all the same
+// are their partitions' to handle; the platform's next delivery of them is
+// a duplicate, by their IDs — so a batch with an event without one is
+// appended one by one, stopping at the first not written.
 func (s *Shared) AppendEvents(ctx context.Context, evs []platform.Event) ([]bool, error) {
-	return journal.AppendEach(ctx, s, evs)
+	if _, err := s.member(); err != nil {
+		return nil, err
+	}
+	if slices.ContainsFunc(evs, func(ev platform.Event) bool { return ev.ID == "" }) {
+		return journal.AppendEach(ctx, s, evs)
+	}
+	dups := make([]bool, 0, len(evs))
+	for _, r := range s.Journal.recordEvents(ctx, evs, nil) {
+		if r.Err != nil {
+			return dups, r.Err
+		}
+		if r.Duplicate {
+			s.skipped.Add(1)
+		}
+		dups = append(dups, r.Duplicate)
+	}
+	return dups, nil
 }
 
 // resultHeaders name, on a send in OUT, where its outcome goes.

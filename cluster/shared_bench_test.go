@@ -24,19 +24,28 @@ import (
 // everything together (members and server). limits=on applies
 // Telegram's budget (30/s): the budget, not Herald, must be the limit.
 //
+// batch=100 hands the events over a hundred at a time (HandleEvents: a
+// getUpdates answer), limits off.
+//
 // Run: go test -run='^$' -bench='SharedReplies/limits=off' -benchtime=20000x ./cluster
 // and: go test -run='^$' -bench='SharedReplies/limits=on' -benchtime=600x ./cluster
+// and: go test -run='^$' -bench='SharedReplies/batch=100' -benchtime=20000x ./cluster
 func BenchmarkSharedReplies(b *testing.B) {
 	for _, limits := range []string{"off", "on"} {
 		for members := 1; members <= 3; members++ {
 			b.Run(fmt.Sprintf("limits=%s/members=%d", limits, members), func(b *testing.B) {
-				benchShared(b, members, limits == "on")
+				benchShared(b, members, limits == "on", 1)
 			})
 		}
 	}
+	for _, members := range []int{1, 3} {
+		b.Run(fmt.Sprintf("batch=100/members=%d", members), func(b *testing.B) {
+			benchShared(b, members, false, 100)
+		})
+	}
 }
 
-func benchShared(b *testing.B, members int, limited bool) {
+func benchShared(b *testing.B, members int, limited bool, batch int) {
 	const chats = 1000
 	s, err := embedded.Start(embedded.Config{Dir: b.TempDir()})
 	if err != nil {
@@ -108,9 +117,19 @@ func benchShared(b *testing.B, members int, limited bool) {
 	cpu0 := cpuTime()
 	start := time.Now()
 	b.ResetTimer()
-	for i := range b.N {
+	evs := make([]platform.Event, 0, batch)
+	for i := 0; i < b.N && batch == 1; i++ {
 		if err := engines[i%members].HandleEvent(pingEvent(mem, i%chats, fmt.Sprint(i))); err != nil {
 			b.Fatal(err)
+		}
+	}
+	for i := 0; i < b.N && batch > 1; i += batch {
+		evs = evs[:0]
+		for k := i; k < min(i+batch, b.N); k++ {
+			evs = append(evs, pingEvent(mem, k%chats, fmt.Sprint(k)))
+		}
+		if n, err := engines[(i/batch)%members].HandleEvents(evs); err != nil || n != len(evs) {
+			b.Fatalf("%d of %d taken: %v", n, len(evs), err)
 		}
 	}
 	for {
