@@ -100,11 +100,13 @@ func (a *acks) subscribeLocked() error {
 }
 
 // watch fails the records sent and unanswered each time the connection is
-// lost, until it closes.
+// lost, until it closes. (The client drops a status its listener has no
+// room for: a CLOSED lost so is seen by IsClosed after the events that
+// filled the room.)
 func (a *acks) watch(status chan nats.Status) {
+	defer a.nc.RemoveStatusListener(status)
 	for st := range status {
-		if st == nats.CLOSED {
-			a.nc.RemoveStatusListener(status)
+		if st == nats.CLOSED || a.nc.IsClosed() {
 			return
 		}
 		a.mu.Lock()
