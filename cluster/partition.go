@@ -87,6 +87,20 @@ func (r *membership) take(ctx context.Context, p int) (*partition, error) {
 		if holder != me && slices.Contains(r.live, holder) {
 			return nil, nil
 		}
+		if holder != me && holder != unfinished {
+			// Not listed: a listing taken while the holder's heartbeat
+			// replaced its last one can miss it, and a member that
+			// just started knows no member listed before. Its claim is
+			// taken only once its heartbeat has run out — else both
+			// would handle its events (seen once: a member starting
+			// ran again every handling the other still ran).
+			switch _, err := s.members.Get(ctx, holder); {
+			case err == nil:
+				return nil, nil
+			case !errors.Is(err, jetstream.ErrKeyNotFound):
+				return nil, fmt.Errorf("claim %d: is %s alive: %w", p, holder, err)
+			}
+		}
 		from = holder
 		if rev, err = s.claims.Update(ctx, key, []byte(me), e.Revision()); errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, nil

@@ -1,6 +1,10 @@
 package cluster
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+)
 
 // A partition's release waits while an event it delivered is neither done
 // nor waiting for its user: drained closes once every event pending is
@@ -55,5 +59,43 @@ func TestPartitionParkedAccounting(t *testing.T) {
 	r1.Parked(true) // done already
 	if p.parked != 0 || r1.HandedOver() {
 		t.Fatalf("a record done counted: parked %d, handed over %v", p.parked, r1.HandedOver())
+	}
+}
+
+// A member never takes the claim of one whose heartbeat is there, listed
+// or not (a listing can miss a member whose heartbeat it raced, and a
+// member that just started has listed nobody before); it takes it once the
+// heartbeat is gone. (Seen once: a member starting beside one that held
+// every partition listed only itself, took them all, and ran again the
+// handlings the other still ran.)
+func TestTakeWaitsForAHolderNotListed(t *testing.T) {
+	parallel(t, time.Second)
+	nc := connectEmbedded(t)
+	s, r := sharedMember(t, nc, SharedConfig{}, oneAdapter{})
+	ctx := context.Background()
+	if _, err := s.claims.Put(ctx, "3", []byte("other")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.members.Put(ctx, "other", []byte("alive")); err != nil {
+		t.Fatal(err)
+	}
+	r.live = []string{"me"} // the listing missed "other"
+	part, err := r.take(ctx, 3)
+	if err != nil || part != nil {
+		t.Fatalf("take from a holder alive but not listed: %v, %v; want nothing taken", part, err)
+	}
+	if e, err := s.claims.Get(ctx, "3"); err != nil || string(e.Value()) != "other" {
+		t.Fatalf("the claim: %v, %v; want still other's", e, err)
+	}
+	if err := s.members.Delete(ctx, "other"); err != nil { // its heartbeat ran out
+		t.Fatal(err)
+	}
+	part, err = r.take(ctx, 3)
+	if err != nil || part == nil {
+		t.Fatalf("take from a holder gone: %v, %v; want the partition", part, err)
+	}
+	part.halt()
+	if e, err := s.claims.Get(ctx, "3"); err != nil || string(e.Value()) != "me" {
+		t.Fatalf("the claim: %v, %v; want mine", e, err)
 	}
 }
