@@ -534,8 +534,8 @@ func TestCallback(t *testing.T) {
 	c.expectError(t, "unknown_button")
 	// A name change applies to later events.
 	c.send(t, map[string]string{"type": "name", "name": "  Ann\u202e B\x00 "})
-	c.say(t, "hi")
-	c.readMessages(t, 1)
+	c.say(t, "/ping")
+	c.readMessages(t, 2) // its echo, then the answer: the bot has the event
 	evs = bot.Events()
 	if got := evs[len(evs)-1].From.Name; got != "Ann B" {
 		t.Errorf("name after rename = %q; want %q", got, "Ann B")
