@@ -330,6 +330,11 @@ func (h *Handling) effectID(errs, pos int) string {
 func (h *Handling) questionError(q int) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.questionErrorLocked(q)
+}
+
+// questionErrorLocked is questionError with h.mu held.
+func (h *Handling) questionErrorLocked(q int) error {
 	if h.x != nil && h.x.question != nil && h.x.question.at == q {
 		return h.x.question.err
 	}

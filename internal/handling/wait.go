@@ -139,6 +139,15 @@ func (c *Ctx) wait(ctx context.Context, accept func(platform.Event) bool, questi
 		}
 	}
 	h.mu.Lock()
+	if question >= 0 {
+		// Again, as the wait is set: a question that failed since the
+		// look above found no wait (questionFailed), and left its error
+		// for this one to see.
+		if err := h.questionErrorLocked(question); err != nil {
+			h.mu.Unlock()
+			return end(nil, fmt.Errorf("%w: %w", ErrPromptNotSent, err))
+		}
+	}
 	r.waiting = true
 	w.ended = nil
 	h.wait = w
