@@ -61,12 +61,7 @@ func TestCoveredRepliesAcrossCrash(t *testing.T) {
 				t.Fatalf("before the crash: %q; want only the first reply", got)
 			}
 
-			mem2 := memory.New()
-			srv2, e2, done2 := start(mem2)
-			if _, err := mem2.WaitSent(ctx, chat.ID, 2); err != nil {
-				t.Fatalf("%v: %q", err, mem2.Texts(chat.ID))
-			}
-			stopBot(ctx, t, srv2, e2, done2)
+			mem2 := restarted(ctx, t, start, chat.ID, 2, 0)
 			if got := mem2.Texts(chat.ID); !slices.Equal(got, []string{"2", "3"}) {
 				t.Fatalf("after the restart: %q; want the second and third replies, once each", got)
 			}
@@ -107,12 +102,7 @@ func TestCoveredConversationKeepsItsAnswer(t *testing.T) {
 	waitLong(ctx, t, "the greeting to start", func() bool { return mem.Calls(chat.ID) >= 2 })
 	crashBot(ctx, srv, e, done)
 
-	mem2 := memory.New()
-	srv2, e2, done2 := start(mem2)
-	if _, err := mem2.WaitSent(ctx, chat.ID, 1); err != nil {
-		t.Fatalf("no greeting after the restart: %v", err)
-	}
-	stopBot(ctx, t, srv2, e2, done2)
+	mem2 := restarted(ctx, t, start, chat.ID, 1, 0) // the greeting
 	if got := mem2.Texts(chat.ID); !slices.Equal(got, []string{"Hello, Ann!"}) {
 		t.Fatalf("after the restart: %q; want the greeting alone", got)
 	}
@@ -180,6 +170,25 @@ func stopBot(ctx context.Context, t *testing.T, srv *server, e *engine.Engine, d
 	srv.stop()
 }
 
+// restarted starts the bot again with start on a fresh adapter, waits for
+// n messages to chat — for good, or, with within > 0, at most that long
+// (when what is checked is what must not come) — stops it, and returns
+// the adapter.
+func restarted(ctx context.Context, t *testing.T, start func(*memory.Adapter) (*server, *engine.Engine, chan error), chat string, n int, within time.Duration) *memory.Adapter {
+	t.Helper()
+	mem := memory.New()
+	srv, e, done := start(mem)
+	if within > 0 {
+		wctx, cancel := context.WithTimeout(ctx, within)
+		_, _ = mem.WaitSent(wctx, chat, n)
+		cancel()
+	} else if _, err := mem.WaitSent(ctx, chat, n); err != nil {
+		t.Fatalf("after the restart: %v: %q", err, mem.Texts(chat))
+	}
+	stopBot(ctx, t, srv, e, done)
+	return mem
+}
+
 // streamMsgs returns how many messages the stream named name holds.
 func streamMsgs(ctx context.Context, t *testing.T, srv *server, name string) uint64 {
 	t.Helper()
@@ -220,12 +229,7 @@ func coverCrash(t *testing.T, handler func(*engine.Context) error, prep func(*me
 	waitLong(ctx, t, "the moment of the crash", func() bool { return crashed(mem, e) })
 	crashBot(ctx, srv, e, done)
 
-	mem2 := memory.New()
-	srv2, e2, done2 := start(mem2)
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	_, _ = mem2.WaitSent(wctx, wantIn, want)
-	cancel()
-	stopBot(ctx, t, srv2, e2, done2)
+	mem2 := restarted(ctx, t, start, wantIn, want, 3*time.Second)
 	return map[string][]string{"1": mem2.Texts("1"), "2": mem2.Texts("2")}
 }
 
@@ -320,12 +324,7 @@ func TestCoveredOrderAcrossChatsSendingToOne(t *testing.T) {
 	waitLong(ctx, t, "b queued", func() bool { return e.Stats().Outbound.Submitted >= 2 })
 	crashBot(ctx, srv, e, done)
 
-	mem2 := memory.New()
-	srv2, e2, done2 := start(mem2)
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	_, _ = mem2.WaitSent(wctx, "3", 2)
-	cancel()
-	stopBot(ctx, t, srv2, e2, done2)
+	mem2 := restarted(ctx, t, start, "3", 2, 3*time.Second)
 	if got := mem2.Texts("3"); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("chat 3 after the restart: %q; want a, then b (their order before the crash)", got)
 	}
@@ -366,12 +365,7 @@ func TestTakenAnswerGoesWithItsConversation(t *testing.T) {
 	waitLong(ctx, t, "the conversation's events to be done", func() bool { return e.Stats().Journal.Events == 0 })
 	crashBot(ctx, srv, e, done)
 
-	mem2 := memory.New()
-	srv2, e2, done2 := start(mem2)
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	_, _ = mem2.WaitSent(wctx, "9", 1) // the log line, made again
-	cancel()
-	stopBot(ctx, t, srv2, e2, done2)
+	mem2 := restarted(ctx, t, start, "9", 1, 2*time.Second) // the log line, made again
 	if got := mem2.Texts("1"); len(got) != 0 {
 		t.Fatalf("after the restart chat 1 got %q; the conversation had ended, its answer taken", got)
 	}
@@ -410,12 +404,7 @@ func TestCoveredFailureSeenAgainAfterCrash(t *testing.T) {
 	waitLong(ctx, t, "the fallback in flight", func() bool { return mem.Calls("2") >= 1 })
 	crashBot(ctx, srv, e, done)
 
-	mem2 := memory.New()
-	srv2, e2, done2 := start(mem2)
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	_, _ = mem2.WaitSent(wctx, "2", 1)
-	cancel()
-	stopBot(ctx, t, srv2, e2, done2)
+	mem2 := restarted(ctx, t, start, "2", 1, 3*time.Second)
 	if got := mem2.Texts("2"); !slices.Equal(got, []string{"fallback"}) {
 		t.Fatalf("after the restart chat 2 got %q; want the fallback, in flight at the crash", got)
 	}
