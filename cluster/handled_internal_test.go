@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/platform"
@@ -71,5 +75,29 @@ func TestHandledMarksBatched(t *testing.T) {
 	}
 	if _, dup, err := again.RecordEvent(ctx, event("new")); err != nil || dup {
 		t.Errorf("a new event: duplicate %v, %v", dup, err)
+	}
+}
+
+// A handled mark the server refuses is logged, not dropped unread: here
+// its bucket's stream is gone, so no stream takes it.
+func TestHandledMarkRefusedIsLogged(t *testing.T) {
+	parallel(t, 0)
+	core, logs := observer.New(zap.WarnLevel)
+	nc := connectEmbedded(t)
+	ctx := doneCtx(t)
+	j, err := Open(ctx, nc, Config{Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.js.DeleteStream(ctx, "KV_handled_"+j.cfg.Bot); err != nil {
+		t.Fatal(err)
+	}
+	j.markHandled("k")
+	for logs.FilterMessageSnippet("handled mark was not written").Len() == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("a refused handled mark was not logged")
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
