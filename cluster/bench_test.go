@@ -25,7 +25,8 @@ import (
 // taken, its reply recorded in OUT before Reply returns, both removed once
 // done, on the embedded server in a temporary directory. It reports the
 // process's CPU time per event (cpu-µs/op: client and server, both in
-// process) and events per second; journal=off is the same without one.
+// process), events per second and the messages an event costs on the
+// journal's connection, its answers included (msgs/op); journal=off is the same without one.
 // With producers=1 one goroutine hands the events over one after another
 // (an adapter's poll loop); with producers=8, eight at once (a webhook's
 // requests), so that the journal's writes of several chats overlap; with
@@ -44,18 +45,26 @@ func BenchmarkJournalEvent(b *testing.B) {
 					engine.WithInboundQueueSize(1 << 20),
 					engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1 << 20}),
 				}
+				var conns []*nats.Conn
 				if mode != "off" {
-					opts = append(opts, engine.WithJournal(benchJournal(b, embedded.Config{SyncAlways: mode == "always"})))
+					nc := benchConn(b, embedded.Config{SyncAlways: mode == "always"})
+					j, err := cluster.Open(context.Background(), nc, cluster.Config{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					opts = append(opts, engine.WithJournal(j))
+					conns = append(conns, nc)
 				}
-				benchEvents(b, feed.producers, feed.batch, opts)
+				benchEvents(b, feed.producers, feed.batch, opts, conns)
 			})
 		}
 	}
 }
 
 // benchEvents runs BenchmarkJournalEvent's events through an engine with
-// opts, from producers goroutines, batch at a time.
-func benchEvents(b *testing.B, producers, batch int, opts []engine.Option) {
+// opts, from producers goroutines, batch at a time, reporting the messages
+// an event costs on conns, the journal's connections.
+func benchEvents(b *testing.B, producers, batch int, opts []engine.Option, conns []*nats.Conn) {
 	const chats = 1000
 	mem := memory.New()
 	e, err := engine.New(append([]engine.Option{engine.WithAdapter(mem)}, opts...)...)
@@ -72,6 +81,7 @@ func benchEvents(b *testing.B, producers, batch int, opts []engine.Option) {
 		events[i] = platform.Event{Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat,
 			From: memory.User(chat.ID, "user"), Text: "/ping", Time: time.Now()}
 	}
+	msgs0 := connMsgs(conns)
 	cpu0 := cpuTime()
 	start := time.Now()
 	b.ResetTimer()
@@ -112,6 +122,9 @@ func benchEvents(b *testing.B, producers, batch int, opts []engine.Option) {
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	if conns != nil {
+		b.ReportMetric(float64(connMsgs(conns)-msgs0)/float64(b.N), "msgs/op")
+	}
 	if err := e.Shutdown(context.Background()); err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
+	"github.com/nats-io/nats.go"
 )
 
 // BenchmarkSharedReplies is one bot run as 1, 2 or 3 members of a
@@ -20,8 +21,9 @@ import (
 // reply end to end — the event recorded in IN, handled by the member
 // owning its chat's partition, its reply recorded in OUT, made by the
 // gateway, marked and acknowledged, its outcome answered to the handler's
-// member. It reports replies per second and the CPU time per reply of
-// everything together (members and server). limits=on applies
+// member. It reports replies per second, the CPU time per reply of
+// everything together (members and server) and the messages per reply on
+// the members' connections. limits=on applies
 // Telegram's budget (30/s): the budget, not Herald, must be the limit.
 //
 // batch=100 hands the events over a hundred at a time (HandleEvents: a
@@ -54,6 +56,7 @@ func benchShared(b *testing.B, members int, limited bool, batch int) {
 	defer s.Shutdown()
 	mem := memory.New()
 	var engines []*engine.Engine
+	var conns []*nats.Conn
 	done := make(chan error, members)
 	for i := range members {
 		nc, err := s.Connect()
@@ -61,6 +64,7 @@ func benchShared(b *testing.B, members int, limited bool, batch int) {
 			b.Fatal(err)
 		}
 		defer nc.Close()
+		conns = append(conns, nc)
 		j, err := cluster.OpenShared(context.Background(), nc, cluster.SharedConfig{Node: fmt.Sprint("m", i)})
 		if err != nil {
 			b.Fatal(err)
@@ -114,6 +118,7 @@ func benchShared(b *testing.B, members int, limited bool, batch int) {
 		base += int(e.Stats().Sends.Delivered)
 	}
 
+	msgs0 := connMsgs(conns)
 	cpu0 := cpuTime()
 	start := time.Now()
 	b.ResetTimer()
@@ -146,6 +151,19 @@ func benchShared(b *testing.B, members int, limited bool, batch int) {
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "replies/s")
+	b.ReportMetric(float64(connMsgs(conns)-msgs0)/float64(b.N), "msgs/op")
+}
+
+// connMsgs returns the messages the connections sent and received, all
+// told: with the members' beats and the partitions' pulls, a measure of
+// what a reply costs the server.
+func connMsgs(conns []*nats.Conn) uint64 {
+	var n uint64
+	for _, nc := range conns {
+		st := nc.Stats()
+		n += st.InMsgs + st.OutMsgs
+	}
+	return n
 }
 
 func pingEvent(mem *memory.Adapter, chat int, id string) platform.Event {
