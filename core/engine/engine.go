@@ -1077,7 +1077,7 @@ func (e *Engine) ReplayDeadLetters(ctx context.Context) (int, error) {
 			break
 		}
 		req := dl.Request
-		if _, err := e.queueSend(handling.ChatKey(req.Platform, req.Target.ID), journal.Send{ID: replayID(dl), Request: req}, nil); err != nil {
+		if _, err := e.queueSend(handling.ChatKey(req.Platform, req.Target.ID), journal.Send{ID: replayID(dl), Request: req, Repeat: true}, nil); err != nil {
 			errs = append(errs, fmt.Errorf("engine: replay to %s:%s: %w", req.Platform, req.Target.ID, err))
 			// Refused by the dispatcher, the replay was recorded, then
 			// removed: the journal knows its id, and would take the next

@@ -25,8 +25,10 @@ func (f sendOptionFunc) applySend(o *sendOptions) { f(o) }
 // SendID names a send for the journal (see [WithJournal]), so that making
 // it again — a job run again after a crash, a notification repeated by
 // the system that asked for it — sends it once: a send whose id the
-// journal saw within its duplicate window (an hour by default) and still
-// knows is not made again, and its Future resolves with the result of the
+// journal saw within its duplicate window (an hour by default) is not
+// made again, also after a restart of the process and its server (the
+// journal looks up the first's delivered mark: a named send costs a
+// request more), and its Future resolves with the result of the
 // first when the engine has it, or an empty result, with
 // platform.SendResult's Duplicate set either way (while the first is
 // being made after a restart, with its outcome). Ids are the bot's
@@ -98,6 +100,10 @@ func (e *Engine) sendOut(platformName string, chat platform.Chat, msg platform.O
 	s := journal.Send{Request: platform.SendRequest{Platform: platformName, Target: chat, Message: msg}}
 	if id != "" {
 		s.ID = "out/" + id // a handler's is platform:event/n, and no adapter name holds a "/"
+		// Made again maybe after the server forgot the id (a server
+		// started again knows only the ids of the messages it still
+		// holds): the journal looks up its delivered mark.
+		s.Repeat = true
 	}
 	return e.queueSend(handling.ChatKey(platformName, chat.ID), s, nil)
 }

@@ -297,12 +297,16 @@ type Outgoing struct {
 type Send struct {
 	// ID, when not empty, names the send across runs of the handler that
 	// makes it: the platform, the event's ID and the send's place in the
-	// handling.
+	// handling; or, for a send outside handlers, the bot's own id
+	// (engine.SendID) or a dead letter's replay.
 	ID      string
 	Request platform.SendRequest
-	// Repeat is set for a send of a handler run again on an event handed
-	// over again (Incoming.Redelivered): it may have been delivered
-	// before, and marked so.
+	// Repeat is set for a send that may have been delivered before, and
+	// marked so: a handler's run again on an event handed over again
+	// (Incoming.Redelivered), or a send whose id is not its event's (a
+	// named send, a replay) made again maybe after the server forgot the
+	// id — a server started again knows only the ids of the messages it
+	// still holds. The journal looks up its mark before recording it.
 	Repeat bool
 	// Done is called once with the send's final outcome, wherever it is
 	// made; not for a duplicate, nor when AppendSend fails.
