@@ -92,6 +92,10 @@ func TestNameAndLimits(t *testing.T) {
 		def.Burst < 1 || def.PerChatBurst < 1 || def.PerGroupBurst < 1 {
 		t.Fatalf("DefaultLimits = %+v; want at most one message a second overall, groups slower than chats, bursts of at least one", def)
 	}
+	// A bucket lets its burst and a minute's refill through in a minute.
+	if most := float64(def.PerGroupBurst) + 60*def.PerGroupPerSecond; most > 20+1e-9 {
+		t.Errorf("DefaultLimits lets %.2f messages to a group through in a minute; want at most 20", most)
+	}
 	a, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,8 @@ var _ platform.LimitedAdapter = (*Adapter)(nil)
 //
 //   - overall, one message a second in bursts of at most 3;
 //   - to each chat, one a second in bursts of 3;
-//   - to each group, one every 3 seconds (20 a minute) in bursts of 3.
+//   - to each group, 20 a minute: bursts of 3, and 17 a minute after,
+//     so that no minute holds more than 20.
 //
 // Tencent publishes no limits for accounts driven through OneBot
 // implementations (go-cqhttp, NapCat, Lagrange, LLOneBot): it enforces
@@ -30,6 +31,6 @@ func DefaultLimits() platform.Limits {
 	return platform.Limits{
 		PerSecond: 1, Burst: 3,
 		PerChatPerSecond: 1, PerChatBurst: 3,
-		PerGroupPerSecond: 1.0 / 3, PerGroupBurst: 3,
+		PerGroupPerSecond: 17.0 / 60, PerGroupBurst: 3, // 20 in any minute: 3 at once, 17 a minute after
 	}
 }

@@ -99,9 +99,10 @@ func (a *Adapter) Name() string { return a.cfg.Name }
 
 // Limits returns the budget Telegram publishes for bots, unless
 // [Config.Limits] sets another: about 30 messages a second overall, one a
-// second to a chat and 20 a minute to a group, in bursts of 3. The engine rate-limits the adapter's sends by it unless
-// configured otherwise (engine.WithRateLimit); it equals
-// sender.TelegramLimits().
+// second to a chat and 20 a minute to a group, in bursts of 3 (in a group,
+// 3 at once and 17 a minute after, so that no minute holds more than 20).
+// The engine rate-limits the adapter's sends by it unless configured
+// otherwise (engine.WithRateLimit); it equals sender.TelegramLimits().
 func (a *Adapter) Limits() platform.Limits {
 	if l := a.cfg.Limits; l != nil {
 		return *l
@@ -109,7 +110,7 @@ func (a *Adapter) Limits() platform.Limits {
 	return platform.Limits{
 		PerSecond: 30, Burst: 3,
 		PerChatPerSecond: 1, PerChatBurst: 3,
-		PerGroupPerSecond: 1.0 / 3, PerGroupBurst: 3,
+		PerGroupPerSecond: 17.0 / 60, PerGroupBurst: 3, // 20 in any minute
 	}
 }
 

@@ -72,16 +72,18 @@ type RateLimitConfig struct {
 
 // TelegramLimits returns the budget Telegram publishes for bots: about 30
 // messages per second overall (burst 3), one message per second to a chat
-// (burst 3), and 20 messages per minute to a group (burst 3). Telegram's
-// limits are approximate; a 429 it still sends pauses the chat (see
-// [RateLimit]) and is retried by [Retry].
+// (burst 3), and 20 messages per minute to a group: a burst of 3, then 17
+// a minute, so that no 60 seconds hold more than 20 (a bucket lets its
+// burst and a minute's refill through in one minute). Telegram's limits
+// are approximate; a 429 it still sends pauses the chat (see [RateLimit])
+// and is retried by [Retry].
 func TelegramLimits() RateLimitConfig {
 	return RateLimitConfig{
 		Global:        30,
 		GlobalBurst:   3,
 		PerChat:       1,
 		PerChatBurst:  3,
-		PerGroup:      rate.Every(3 * time.Second),
+		PerGroup:      17.0 / 60, // with the burst, 20 in any minute
 		PerGroupBurst: 3,
 	}
 }

@@ -339,7 +339,7 @@ func TestRateLimitZeroConfig(t *testing.T) {
 
 func TestTelegramLimits(t *testing.T) {
 	got := sender.TelegramLimits()
-	if got.Global != 30 || got.PerChat != 1 || got.PerChatBurst != 3 || got.PerGroup != rate.Every(3*time.Second) {
+	if got.Global != 30 || got.PerChat != 1 || got.PerChatBurst != 3 || got.PerGroup != 17.0/60 || got.PerGroupBurst != 3 {
 		t.Fatalf("TelegramLimits = %+v", got)
 	}
 	if got.GlobalBurst < 1 || got.GlobalBurst > 5 {
@@ -429,4 +429,34 @@ func TestRateLimitAlbumCost(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Telegram counts a group's 20 messages a minute over any 60 seconds: the
+// default budget never lets a 21st through, its burst included (a bucket
+// of 20 a minute with a burst of 3 would let 23 through in the first).
+func TestTelegramLimitsGroupMinute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{}
+		s := sender.RateLimit(sender.TelegramLimits())(r)
+		sendAll(t, s, 60, func() platform.SendRequest { return groupReq("-100") })
+		ts := timesOf(r.snapshot(), "-100")
+		if len(ts) != 60 {
+			t.Fatalf("%d sends; want 60", len(ts))
+		}
+		for i := range ts {
+			n := 0
+			for _, at := range ts[i:] {
+				if at.Sub(ts[i]) <= time.Minute {
+					n++
+				}
+			}
+			if n > 20 {
+				t.Fatalf("%d sends to the group within a minute of %v; Telegram allows 20", n, ts[i].Sub(ts[0]))
+			}
+		}
+		// And the budget is used: the 20th goes within the first minute.
+		if got := ts[19].Sub(ts[0]); got > time.Minute {
+			t.Fatalf("the 20th send went %v after the first; want within a minute", got)
+		}
+	})
 }

@@ -449,21 +449,25 @@ func (s *Server) deleteBusinessMessages(w http.ResponseWriter, p url.Values) {
 // Limits is the send budget a server enforces when made [WithLimits]:
 // token buckets of messages (sends, albums counting each item, edits,
 // drafts and invoices) a second, per chat and, further, per group or
-// channel. A request over the budget is answered 429 with the retry_after
-// of the seconds until it would fit, rounded up, and counted
-// ([Server.Throttled]). A zero rate means no limit of that kind.
+// channel, and a count of a group's messages in any 60 seconds. A request
+// over the budget is answered 429 with the retry_after of the seconds
+// until it would fit, rounded up, and counted ([Server.Throttled]). A zero
+// rate or count means no limit of that kind.
 type Limits struct {
 	PerChatPerSecond  float64
 	PerChatBurst      int
 	PerGroupPerSecond float64
 	PerGroupBurst     int
+	// PerGroupPerMinute is how many messages a group or channel takes in
+	// any 60 seconds, as Telegram counts its 20 a minute: a bucket of
+	// PerGroupPerSecond lets its burst and a minute's refill through.
+	PerGroupPerMinute int
 }
 
-// TelegramLimits returns the budget Telegram publishes, as Herald's
-// adapter paces itself by it: one message a second in a chat, 20 a minute
-// in a group, each in bursts of 3.
+// TelegramLimits returns the budget Telegram publishes: one message a
+// second in a chat, in bursts of 3, and 20 in any minute in a group.
 func TelegramLimits() Limits {
-	return Limits{PerChatPerSecond: 1, PerChatBurst: 3, PerGroupPerSecond: 1.0 / 3, PerGroupBurst: 3}
+	return Limits{PerChatPerSecond: 1, PerChatBurst: 3, PerGroupPerMinute: 20}
 }
 
 // WithLimits makes the server enforce l (see [Limits]); without it the
@@ -527,6 +531,22 @@ func (s *Server) throttle(req Request) *Fault {
 		get(s.groupBuckets, l.PerGroupPerSecond, l.PerGroupBurst)
 	}
 	var wait time.Duration
+	var minute []time.Time // the group's messages in the last minute, if it counts them
+	if req.ChatID < 0 && l.PerGroupPerMinute > 0 {
+		minute = s.groupMinute[req.ChatID]
+		for len(minute) > 0 && !minute[0].After(now.Add(-time.Minute)) {
+			minute = minute[1:]
+		}
+		s.groupMinute[req.ChatID] = minute
+		if over := len(minute) + n - l.PerGroupPerMinute; over > 0 {
+			// Fits once the over oldest left the minute (or never: more
+			// than a minute's count at once).
+			wait = time.Hour
+			if over <= len(minute) {
+				wait = minute[over-1].Add(time.Minute).Sub(now)
+			}
+		}
+	}
 	var taken []*rate.Reservation
 	for _, lim := range lims {
 		r := lim.ReserveN(now, n)
@@ -538,6 +558,11 @@ func (s *Server) throttle(req Request) *Fault {
 		wait = max(wait, r.DelayFrom(now))
 	}
 	if wait <= 0 {
+		if req.ChatID < 0 && l.PerGroupPerMinute > 0 {
+			for range n {
+				s.groupMinute[req.ChatID] = append(s.groupMinute[req.ChatID], now)
+			}
+		}
 		return nil
 	}
 	for _, r := range taken {

@@ -170,7 +170,8 @@ func jsonNumber(n int) string {
 }
 
 // With Telegram's limits on, a chat gets 3 messages at once and then one a
-// second; the rest is answered 429 with the wait.
+// second, a group 20 in any minute too; the rest is answered 429 with the
+// wait.
 func TestLimits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := telegramtest.NewServer(telegramtest.InMemory(), telegramtest.WithLimits(telegramtest.TelegramLimits()))
@@ -201,15 +202,29 @@ func TestLimits(t *testing.T) {
 		if code, _ := send("7"); code != http.StatusOK {
 			t.Fatalf("after a second = %d", code)
 		}
-		// A group: 3 at once, then one every 3 s.
+		// A group: its chat's bucket, and 20 in any minute.
 		for range 3 {
 			send("-100")
 		}
-		if code, after := send("-100"); code != http.StatusTooManyRequests || after != 3 {
-			t.Fatalf("group's fourth send = %d, retry after %d; want 429 after 3 s", code, after)
+		if code, after := send("-100"); code != http.StatusTooManyRequests || after != 1 {
+			t.Fatalf("group's fourth send = %d, retry after %d; want 429 after 1 s", code, after)
 		}
-		if srv.Throttled() != 2 {
-			t.Fatalf("Throttled = %d; want 2", srv.Throttled())
+		for i := range 17 {
+			time.Sleep(time.Second)
+			if code, _ := send("-100"); code != http.StatusOK {
+				t.Fatalf("group's send %d, a second after the one before = %d", 4+i, code)
+			}
+		}
+		time.Sleep(time.Second)
+		if code, after := send("-100"); code != http.StatusTooManyRequests || after != 42 {
+			t.Fatalf("group's 21st send within a minute = %d, retry after %d; want 429 until the first three left the minute (42 s)", code, after)
+		}
+		time.Sleep(42 * time.Second)
+		if code, _ := send("-100"); code != http.StatusOK {
+			t.Fatalf("group's send once the first three left the minute = %d", code)
+		}
+		if srv.Throttled() != 3 {
+			t.Fatalf("Throttled = %d; want 3", srv.Throttled())
 		}
 	})
 }

@@ -135,6 +135,7 @@ type Server struct {
 	limits       *Limits // from WithLimits, or nil
 	chatBuckets  map[int64]*rate.Limiter
 	groupBuckets map[int64]*rate.Limiter
+	groupMinute  map[int64][]time.Time // the times of a group's messages in the last minute
 	throttled    int
 }
 
@@ -177,6 +178,7 @@ func NewServer(opts ...Option) *Server {
 		joins:        make(map[joinKey]bool),
 		chatBuckets:  make(map[int64]*rate.Limiter),
 		groupBuckets: make(map[int64]*rate.Limiter),
+		groupMinute:  make(map[int64][]time.Time),
 	}
 	for _, o := range opts {
 		o.apply(s)
