@@ -123,7 +123,12 @@ func (c *Context) Set(key string, value any) { c.x.Set(key, value) }
 // Get returns the value Set stored under key, and whether there was one.
 func (c *Context) Get(key string) (any, bool) { return c.x.Get(key) }
 
-// Reply queues msg for the event's chat and returns at once.
+// Reply queues msg for the event's chat and returns at once — unless the
+// chat already has its dispatcher's QueueSize sends waiting (a user
+// writing faster than the chat takes replies): then Reply first waits for
+// room, until the handler's context ends, so that the chat's flood slows
+// its own handling instead of losing replies (Stats.RoomWaits counts
+// such waits).
 //
 // When Reply returns, the send is in the outbound dispatcher and will be
 // made even after the handler returns, after every send queued before it
@@ -135,7 +140,8 @@ func (c *Context) Get(key string) (any, bool) { return c.x.Get(key) }
 // engine.ErrSendPanicked if the sender panicked, at once with a permanent
 // error wrapping platform.ErrInvalidMessage for a message that cannot be
 // sent, or at once with the dispatcher's error (such as
-// engine.ErrQueueFull) if the send could not be queued.
+// engine.ErrQueueFull, once the wait for room ended with the handler's
+// context) if the send could not be queued.
 func (c *Context) Reply(msg platform.OutboundMessage) *future.Future[platform.SendResult] {
 	return c.x.Reply(msg)
 }

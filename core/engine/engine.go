@@ -90,6 +90,9 @@ type Stats struct {
 	// Duplicates counts events the journal had recorded before (the
 	// platform delivered them again): they were not handled again.
 	Duplicates uint64
+	// RoomWaits counts handlers' sends that waited for room in their
+	// chat's full send queue (see Context.Reply).
+	RoomWaits uint64
 	// Journal counts what the journal holds for this process, not done
 	// yet; zero without a journal.
 	Journal journal.Stats
@@ -170,7 +173,7 @@ type Engine struct {
 	closeOnce sync.Once
 
 	received, dropped, matched, unmatched atomic.Uint64
-	duplicates                            atomic.Uint64
+	duplicates, roomWaits                 atomic.Uint64
 	awaited                               atomic.Uint64
 	handlerErrors, handlerPanics          atomic.Uint64
 }
@@ -1033,6 +1036,7 @@ func (e *Engine) Stats() Stats {
 		Sends:         e.counters.Snapshot(),
 		DeadLetters:   e.deadLetters.Len(),
 		Duplicates:    e.duplicates.Load(),
+		RoomWaits:     e.roomWaits.Load(),
 		Journal:       e.js.stats(),
 	}
 }

@@ -31,6 +31,32 @@ func (v *env) QueueSend(key string, s journal.Send, done func(platform.SendResul
 	return v.engine().queueSend(key, s, done)
 }
 
+// roomPoll bounds how long RoomFor sleeps between two looks at a full
+// chat's queue: a chat's sends leave it at most a few a second (a
+// platform's per-chat budget), so a wait is seconds long, and polling it
+// costs the dispatcher nothing while no chat is full.
+const roomPoll = 100 * time.Millisecond
+
+func (v *env) RoomFor(ctx context.Context, key string) {
+	if !v.out.x.Full(key) {
+		return
+	}
+	e := v.engine()
+	e.roomWaits.Add(1)
+	e.limitedLog.Info("engine: a handler's send waits for room in its chat's full send queue: the chat asks for more than its platform takes",
+		zap.String("chat", key))
+	t := time.NewTimer(roomPoll / 10)
+	defer t.Stop()
+	for pause := roomPoll / 10; v.out.x.Full(key); pause = min(2*pause, roomPoll) {
+		t.Reset(pause)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 func (v *env) Interact(ctx context.Context, name string, in journal.Interaction) ([]byte, error) {
 	return v.engine().interact(ctx, name, in)
 }

@@ -419,6 +419,19 @@ func (d *Executor) Push(chatID string, run func(context.Context) error) error {
 	return d.submit(chatID, run, true)
 }
 
+// Full reports whether chatID has QueueSize tasks waiting (not counting
+// the one running; or more, after Push): a Submit for it now would be
+// refused with [ErrQueueFull].
+func (d *Executor) Full(chatID string) bool {
+	hash := d.hash(chatID)
+	s := &d.shards[hash&d.mask]
+	s.lock()
+	c := s.chats.get(hash, chatID)
+	full := c != nil && c.n >= d.cfg.queueSize
+	s.mu.Unlock()
+	return full
+}
+
 func (d *Executor) submit(chatID string, run func(context.Context) error, unbounded bool) error {
 	if chatID == "" {
 		return d.reject(chatID, ErrEmptyKey)

@@ -1104,3 +1104,43 @@ func TestMemoryReturned(t *testing.T) {
 }
 
 func (d *Executor) shardOf(key string) int { return int(d.hash(key) & d.mask) }
+
+// Full says what the next Submit would meet: a chat with QueueSize tasks
+// waiting behind the one running is full, and no longer once one of them
+// started; a chat never seen is not.
+func TestFull(t *testing.T) {
+	d := newTestDispatcher(t, Config{QueueSize: 2})
+	release := make(chan struct{})
+	started := make(chan struct{}, 3)
+	task := func(context.Context) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	}
+	if d.Full("c") {
+		t.Fatal("a chat never seen is full")
+	}
+	for i := range 3 {
+		if err := d.Submit("c", task); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			<-started // running: the next two wait
+		}
+		if full := d.Full("c"); full != (i == 2) {
+			t.Fatalf("after %d submits Full = %v", i+1, full)
+		}
+	}
+	if err := d.Submit("c", task); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("a submit while Full = %v; want ErrQueueFull", err)
+	}
+	if d.Full("d") {
+		t.Fatal("another chat is full")
+	}
+	release <- struct{}{} // the first ends, the second starts
+	<-started
+	if d.Full("c") {
+		t.Fatal("still full once a waiting task started")
+	}
+	close(release)
+}

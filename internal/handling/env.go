@@ -48,6 +48,10 @@ type Env interface {
 	// a restart diverged). done, if not nil, hears the outcome too, once
 	// the Future is resolved.
 	QueueSend(key string, s journal.Send, done func(platform.SendResult, error)) (*future.Future[platform.SendResult], error)
+	// RoomFor waits while the chat of key holds as many sends as its
+	// queue takes — a send queued now would be refused — until there is
+	// room or ctx ends.
+	RoomFor(ctx context.Context, key string)
 	// Interact makes in on the adapter name, here or through its gateway,
 	// and returns what a download fetched.
 	Interact(ctx context.Context, name string, in journal.Interaction) ([]byte, error)

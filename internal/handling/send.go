@@ -94,6 +94,10 @@ func (c *Ctx) send(key string, chat platform.Chat, msg platform.OutboundMessage,
 		js.Sum, js.What = s, brief(msg.Text)
 	}
 	waits := r.env.Waits()
+	// Backpressure: a chat that asks faster than its sends go (a user
+	// flooding a chat that takes one a second) slows its own handling
+	// rather than losing replies to a full queue.
+	r.env.RoomFor(r.ctx, key)
 	f, err := r.env.QueueSend(key, js, func(res platform.SendResult, err error) {
 		if question && err != nil && !IsOutage(err) {
 			waits.questionFailed(h, pos, err)
