@@ -85,8 +85,8 @@ func saveDeadLetters(e *engine.Engine, path string, log *zap.Logger) error {
 
 // deadLetterRoutes adds the operator's view of e's dead letters to mux,
 // beside /metrics (METRICS_ADDR): GET /deadletters lists them, oldest
-// first, as JSON — each message cut to 32 characters, as the logs cut it
-// — and POST /deadletters/replay sends them again (e.ReplayDeadLetters),
+// first, as JSON — each message cut to 32 characters, as the logs cut it,
+// and whether it may have been delivered already —, and POST /deadletters/replay sends them again (e.ReplayDeadLetters),
 // answering how many were queued (refused when it comes from a page of
 // another site). A replay that fails again is kept again.
 //
@@ -109,15 +109,19 @@ func deadLetterRoutes(mux *http.ServeMux, e *engine.Engine, host string) {
 		})
 	}
 	type letter struct {
-		ID        string    `json:"id"`
-		Platform  string    `json:"platform"`
-		Chat      string    `json:"chat"`
-		Text      string    `json:"text,omitempty"`
-		Files     int       `json:"files,omitempty"`
-		Attempts  int       `json:"attempts"`
-		Error     string    `json:"error"`
-		Permanent bool      `json:"permanent"`
-		At        time.Time `json:"at"`
+		ID        string `json:"id"`
+		Platform  string `json:"platform"`
+		Chat      string `json:"chat"`
+		Text      string `json:"text,omitempty"`
+		Files     int    `json:"files,omitempty"`
+		Attempts  int    `json:"attempts"`
+		Error     string `json:"error"`
+		Permanent bool   `json:"permanent"`
+		// MaybeDelivered: the request may have reached the platform (a
+		// reset or a timeout after it was written): a replay may send it
+		// twice.
+		MaybeDelivered bool      `json:"maybe_delivered"`
+		At             time.Time `json:"at"`
 	}
 	mux.Handle("GET /deadletters", local(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dls := e.DeadLetters()
@@ -127,7 +131,8 @@ func deadLetterRoutes(mux *http.ServeMux, e *engine.Engine, host string) {
 		}{DeadLetters: make([]letter, 0, len(dls)), Dropped: e.DeadLetterStore().Dropped()}
 		for _, dl := range dls {
 			l := letter{ID: dl.ID, Platform: dl.Request.Platform, Chat: dl.Request.Target.ID, Text: sender.TextPrefix(dl.Request.Message.Text),
-				Files: len(dl.Request.Message.Attachments), Attempts: dl.Attempts, At: dl.At, Permanent: platform.IsPermanent(dl.Err)}
+				Files: len(dl.Request.Message.Attachments), Attempts: dl.Attempts, At: dl.At, Permanent: platform.IsPermanent(dl.Err),
+				MaybeDelivered: errors.Is(dl.Err, platform.ErrMaybeDelivered)}
 			if dl.Err != nil {
 				l.Error = dl.Err.Error()
 			}

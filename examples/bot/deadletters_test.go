@@ -58,6 +58,7 @@ func TestDeadLetterRoutes(t *testing.T) {
 			Chat, Text, Error string
 			Attempts          int
 			Permanent         bool
+			MaybeDelivered    bool `json:"maybe_delivered"`
 		} `json:"dead_letters"`
 	}
 	list := func() listing {
@@ -77,9 +78,17 @@ func TestDeadLetterRoutes(t *testing.T) {
 	if len(l.DeadLetters) != 1 {
 		t.Fatalf("listed %+v; want one dead letter", l)
 	}
-	if dl := l.DeadLetters[0]; dl.Chat != "9" || dl.Text != strings.Repeat("é", 32)+"…" || !dl.Permanent || !strings.Contains(dl.Error, "blocked") || dl.Attempts != 1 {
+	if dl := l.DeadLetters[0]; dl.Chat != "9" || dl.Text != strings.Repeat("é", 32)+"…" || !dl.Permanent || !strings.Contains(dl.Error, "blocked") || dl.Attempts != 1 || dl.MaybeDelivered {
 		t.Fatalf("listed %+v", dl)
 	}
+	// A letter whose request may have arrived says so: its replay may
+	// send it twice.
+	e.DeadLetterStore().Add(sender.DeadLetter{Request: platform.SendRequest{Platform: mem.Name(), Target: memory.Private("9"), Message: platform.TextMessage("maybe")},
+		Attempts: 3, Err: platform.MaybeDelivered(errors.New("connection reset")), At: time.Now()})
+	if l := list(); len(l.DeadLetters) != 2 || !l.DeadLetters[1].MaybeDelivered {
+		t.Fatalf("listed %+v; want the second letter maybe delivered", l)
+	}
+	e.DeadLetterStore().Remove(e.DeadLetters()[1].ID)
 
 	// A page whose domain an attacker pointed at the bot (DNS rebinding)
 	// reads nothing.
