@@ -155,16 +155,18 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		return config{}, bad(&raw.dataSync, `want "default" or "always", got %q`, raw.dataSync)
 	}
 	cfg.natsURL = strings.TrimSpace(raw.natsURL)
-	switch dir := strings.TrimSpace(raw.dataDir); {
-	case strings.EqualFold(dir, "off"):
-	case cfg.natsURL != "" && dir != "":
-		return config{}, bad(&raw.dataDir, "set either DATA_DIR (the embedded server) or NATS_URL (an external one), not both")
-	case cfg.natsURL != "":
+	if cfg.natsURL != "" {
 		for _, u := range strings.Split(cfg.natsURL, ",") {
 			if err := checkURL(strings.TrimSpace(u), "nats", "tls"); err != nil {
 				return config{}, bad(&raw.natsURL, "%v", err)
 			}
 		}
+	}
+	switch dir := strings.TrimSpace(raw.dataDir); {
+	case strings.EqualFold(dir, "off"):
+	case cfg.natsURL != "" && dir != "":
+		return config{}, bad(&raw.dataDir, "set either DATA_DIR (the embedded server) or NATS_URL (an external one), not both")
+	case cfg.natsURL != "":
 	case dir != "":
 		cfg.dataDir = dir
 	default:
@@ -344,6 +346,11 @@ func checkURL(raw string, schemes ...string) error {
 	if u.Host == "" {
 		return fmt.Errorf("malformed URL %q: no host", shownURL(u))
 	}
+	if p := u.Port(); p != "" {
+		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+			return fmt.Errorf("URL %q: port %q is not a number from 0 to 65535", shownURL(u), p)
+		}
+	}
 	for _, s := range schemes {
 		if u.Scheme == s {
 			return nil
@@ -378,6 +385,9 @@ func checkAddr(addr string) error {
 	}
 	if port == "" {
 		return errors.New("missing port in " + addr)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("port %q in %q: want a number from 0 to 65535 or a service's name", port, addr)
 	}
 	return nil
 }
