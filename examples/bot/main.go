@@ -154,7 +154,11 @@ func openDurability(ctx context.Context, cfg config, log *zap.Logger) (d durabil
 	switch {
 	case cfg.natsURL != "":
 		nc, err = nats.Connect(cfg.natsURL, nats.Name("herald"), nats.MaxReconnects(-1),
-			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS connection lost; reconnecting", zap.Error(err)) }),
+			nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+				if !c.IsClosed() { // not our own Close at the stop
+					log.Warn("NATS connection lost; reconnecting", zap.Error(err))
+				}
+			}),
 			nats.ReconnectHandler(func(*nats.Conn) { log.Info("NATS connection back") }))
 		if err != nil {
 			return d, fmt.Errorf("NATS_URL: %w", err)
