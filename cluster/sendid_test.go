@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -19,10 +20,10 @@ import (
 
 // startNamedBot starts a bot on an embedded journal in dir whose /ready
 // answers "ready", and waits for that answer: Run runs.
-func startNamedBot(ctx context.Context, t *testing.T, dir string, mem *memory.Adapter) (*server, *engine.Engine, chan error) {
+func startNamedBot(ctx context.Context, t *testing.T, dir string, mem *memory.Adapter, opts ...engine.Option) (*server, *engine.Engine, chan error) {
 	t.Helper()
 	srv := startServer(t, dir, embedded.Config{})
-	e, err := engine.New(engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{})))
+	e, err := engine.New(append([]engine.Option{engine.WithAdapter(mem), engine.WithJournal(open(t, srv.nc, cluster.Config{}))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,5 +164,74 @@ func TestSharedSendIDOnceAcrossServerRestart(t *testing.T) {
 	}
 	if got := mem.Texts(chat.ID); !slices.Equal(got, []string{"Your order shipped", "after"}) {
 		t.Errorf("the chat got %q; want the named send once, then the message sent after", got)
+	}
+}
+
+// A named send refused because its chat's queue is full is refused before
+// its record is written: made again under its id once there is room, it
+// is made, not taken for a duplicate of the one refused.
+func TestRefusedNamedSendMadeOnRetry(t *testing.T) {
+	parallel(t, time.Second)
+	ctx := ctxFor(t)
+	mem := memory.New()
+	srv, e, done := startNamedBot(ctx, t, t.TempDir(), mem, engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 1}))
+	chat := memory.Private("45")
+	mem.SlowNext(chat.ID, 2*time.Second) // the first send takes its time
+	slow := e.Send(mem.Name(), chat, platform.TextMessage("slow"))
+	waitFor(t, "the first send to run", func() bool { return e.Stats().Outbound.Running == 1 })
+	e.Send(mem.Name(), chat, platform.TextMessage("queued")) // the queue is full
+	if _, err := e.Send(mem.Name(), chat, platform.TextMessage("named"), engine.SendID("n-45")).Wait(ctx); !errors.Is(err, engine.ErrQueueFull) {
+		t.Fatalf("the named send to a full chat = %v; want ErrQueueFull", err)
+	}
+	if _, err := slow.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Send(mem.Name(), chat, platform.TextMessage("named"), engine.SendID("n-45")).Wait(ctx)
+	if err != nil || res.Duplicate {
+		t.Fatalf("the named send made again once there was room: %+v, %v; want it made", res, err)
+	}
+	if _, err := mem.WaitSent(ctx, chat.ID, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := mem.Texts(chat.ID); !slices.Equal(got, []string{"slow", "queued", "named"}) {
+		t.Fatalf("the chat got %q", got)
+	}
+	stopBot(ctx, t, srv, e, done)
+}
+
+// In several processes a handler's send goes to the gateway through OUT,
+// where no queue refuses it: it never waits for room in this process's
+// queue (which the gateway fills past its bound with the account's sends).
+func TestSharedRepliesDoNotWaitForRoom(t *testing.T) {
+	parallel(t, 3*time.Second)
+	ns := natstest.Start(t, natstest.Options{})
+	connect := func() (*nats.Conn, error) { return ns.Connect() }
+	mem := memory.New()
+	a := startMemberOn(t, connect, "a", func(*cluster.Shared) platform.Adapter { return mem },
+		engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 4}),
+		engine.WithRateLimit("memory", sender.RateLimitConfig{PerChat: 2, PerChatBurst: 1}),
+		engine.WithHandlerTimeout(2*time.Second))
+	waitFor(t, "a to lead", func() bool { return len(a.j.Stats().Leading) == 1 })
+	waited := make(chan time.Duration, 1)
+	a.e.OnCommand("ping", func(c *engine.Context) error {
+		start := time.Now()
+		c.ReplyText("pong")
+		waited <- time.Since(start)
+		return nil
+	})
+	chat := memory.Private("77")
+	for i := range 12 {
+		a.e.Send(mem.Name(), chat, platform.TextMessage(fmt.Sprint("note ", i)))
+	}
+	waitFor(t, "the gateway to hold the notes past the chat's bound", func() bool { return a.e.Stats().Outbound.Queued > 4 })
+	mem.Emit(platform.Event{ID: "p1", Platform: mem.Name(), Kind: platform.EventMessage, Chat: chat, From: memory.User("u", "U"), Text: "/ping"})
+	if d := <-waited; d > time.Second {
+		t.Errorf("a reply no queue can refuse waited %v for room", d)
+	}
+	if _, err := mem.WaitSent(ctxFor(t), chat.ID, 13); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.e.Stats().RoomWaits; got != 0 {
+		t.Errorf("%d waits for room; want none", got)
 	}
 }

@@ -307,6 +307,10 @@ func (s *Shared) AppendEvents(ctx context.Context, evs []platform.Event) ([]bool
 	return dups, nil
 }
 
+// RelaysSends reports that the member's sends are made by the gateway of
+// their account, through OUT (see journal.Relayer).
+func (s *Shared) RelaysSends() bool { return true }
+
 // resultHeaders name, on a send in OUT, where its outcome goes.
 const (
 	hdrReply = "Herald-Reply"

@@ -128,7 +128,10 @@ func (c *Context) Get(key string) (any, bool) { return c.x.Get(key) }
 // writing faster than the chat takes replies): then Reply first waits for
 // room, until the handler's context ends, so that the chat's flood slows
 // its own handling instead of losing replies (Stats.RoomWaits counts
-// such waits).
+// such waits). At most half the engine's handlers wait so at once (the
+// others keep the other chats going), and a handler run again after a
+// restart does not wait (its sends are mostly the duplicates of those
+// made before).
 //
 // When Reply returns, the send is in the outbound dispatcher and will be
 // made even after the handler returns, after every send queued before it

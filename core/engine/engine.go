@@ -174,8 +174,13 @@ type Engine struct {
 
 	received, dropped, matched, unmatched atomic.Uint64
 	duplicates, roomWaits                 atomic.Uint64
+	roomWaiting                           atomic.Int64 // handlers waiting in RoomFor now
 	awaited                               atomic.Uint64
 	handlerErrors, handlerPanics          atomic.Uint64
+
+	// relayed says the journal hands sends to another process (a
+	// gateway): this process's queues never refuse them.
+	relayed bool
 }
 
 // New returns an Engine configured by opts. It returns an error if two
@@ -219,6 +224,9 @@ func New(opts ...Option) (*Engine, error) {
 	e.journal = o.journal
 	if e.journal == nil {
 		e.journal = journal.NewLocal(nil)
+	}
+	if r, ok := e.journal.(journal.Relayer); ok {
+		e.relayed = r.RelaysSends()
 	}
 	e.js = newJournalState(e.log)
 

@@ -37,17 +37,27 @@ func (v *env) QueueSend(key string, s journal.Send, done func(platform.SendResul
 // costs the dispatcher nothing while no chat is full.
 const roomPoll = 100 * time.Millisecond
 
+// RoomFor waits while the chat of key has its dispatcher's QueueSize sends
+// waiting, until there is room or ctx ends — unless the journal relays
+// sends to a gateway (they are never refused there), or half the
+// handlers already wait so (the others keep the other chats going: a
+// send then meets the full queue, and is refused).
 func (v *env) RoomFor(ctx context.Context, key string) {
-	if !v.out.x.Full(key) {
+	e := v.engine()
+	if e.relayed || !e.out.x.Full(key) {
 		return
 	}
-	e := v.engine()
+	if e.roomWaiting.Add(1) > int64(max(1, e.opts.handlerConcurrency/2)) {
+		e.roomWaiting.Add(-1)
+		return
+	}
+	defer e.roomWaiting.Add(-1)
 	e.roomWaits.Add(1)
 	e.limitedLog.Info("engine: a handler's send waits for room in its chat's full send queue: the chat asks for more than its platform takes",
 		zap.String("chat", key))
 	t := time.NewTimer(roomPoll / 10)
 	defer t.Stop()
-	for pause := roomPoll / 10; v.out.x.Full(key); pause = min(2*pause, roomPoll) {
+	for pause := roomPoll / 10; e.out.x.Full(key); pause = min(2*pause, roomPoll) {
 		t.Reset(pause)
 		select {
 		case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/heraldbot/herald/adapters/memory"
 	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/middleware/sender"
 )
@@ -81,6 +82,97 @@ func TestHandlerRoomWaitEndsWithItsContext(t *testing.T) {
 		must(t, e.HandleEvent(msg(dm, ann, "/many")))
 		if err := <-refused; !errors.Is(err, engine.ErrQueueFull) {
 			t.Fatalf("the send past the room = %v; want ErrQueueFull once the handler's time was up", err)
+		}
+		e.Dispatcher().ForceClose()
+	})
+}
+
+// A handler run again after a crash repeats sends the journal holds
+// (duplicates: nothing is queued) while the sends taken up at the start
+// fill its chat's queue past its bound: the run does not wait for room
+// for them, and its context is whole when it returns.
+func TestRunAgainDoesNotWaitForRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		mem.SlowNext(dm.ID, time.Hour) // the first reply hangs
+		second := false
+		type outcome struct {
+			waited time.Duration
+			err    error
+		}
+		got := make(chan outcome, 1)
+		setup := func(e *engine.Engine) {
+			e.OnCommand("many", func(c *engine.Context) error {
+				start := time.Now()
+				for i := range 10 {
+					c.ReplyText(fmt.Sprint("many ", i))
+				}
+				if !second {
+					<-c.Context().Done() // still running when the process dies
+					return nil
+				}
+				got <- outcome{time.Since(start), c.Context().Err()}
+				return nil
+			})
+		}
+		e, _ := journaledWith(t, mem, j, setup, engine.WithHandlerConcurrency(1))
+		sayID(mem, "1", "/many")
+		synctest.Wait()
+		crash(e)
+		if ev, sends := j.pending(); ev != 1 || sends != 10 {
+			t.Fatalf("the journal holds %d events and %d sends; want the event and its ten replies", ev, sends)
+		}
+		second = true
+		mem2 := memory.New()
+		e2, done := journaledWith(t, mem2, j, setup,
+			engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 4}),
+			engine.WithRateLimit("memory", sender.RateLimitConfig{PerChat: 1, PerChatBurst: 1}),
+			engine.WithHandlerTimeout(5*time.Second))
+		if o := <-got; o.waited > time.Second || o.err != nil {
+			t.Errorf("the run again waited %v for room for sends that are duplicates; its context: %v", o.waited, o.err)
+		}
+		if _, err := mem2.WaitSent(testCtx(t), dm.ID, 10); err != nil {
+			t.Fatal(err)
+		}
+		if got := mem2.Texts(dm.ID); len(got) != 10 {
+			t.Errorf("after the restart the chat got %q; want the ten replies once", got)
+		}
+		must(t, e2.Shutdown(context.Background()))
+		<-done
+	})
+}
+
+// Handlers waiting for room hold handler slots: at most half of them
+// wait, so that two flooded chats do not stop a third chat's handling
+// (here, with two slots, the second flooded chat's send is refused at
+// once rather than waiting).
+func TestRoomWaitsLeaveOtherChatsGoing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, mem := newEngine(t,
+			engine.WithHandlerConcurrency(2),
+			engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 4}))
+		e.OnCommand("say", func(c *engine.Context) error {
+			c.ReplyText(c.RawArgs())
+			return nil
+		})
+		a, b, c := memory.Private("a"), memory.Private("b"), memory.Private("c")
+		mem.SlowNext(a.ID, time.Hour) // the platform holds a's and b's first sends (a long 429 pause, say)
+		mem.SlowNext(b.ID, time.Hour)
+		for i := range 10 {
+			must(t, e.HandleEvent(msg(a, ann, fmt.Sprint("/say ", i))))
+			must(t, e.HandleEvent(msg(b, ann, fmt.Sprint("/say ", i))))
+		}
+		time.Sleep(time.Second)
+		start := time.Now()
+		must(t, e.HandleEvent(msg(c, ann, "/say hi")))
+		if _, err := mem.WaitSent(testCtx(t), c.ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("an idle chat's reply waited %v behind other chats' waits for room", d)
+		}
+		if st := e.Stats(); st.RoomWaits == 0 || st.Outbound.Rejected == 0 {
+			t.Errorf("%d waits for room, %d sends refused; want one chat waiting, the other's sends refused", st.RoomWaits, st.Outbound.Rejected)
 		}
 		e.Dispatcher().ForceClose()
 	})

@@ -98,6 +98,13 @@ func (e *Engine) sendOut(platformName string, chat platform.Chat, msg platform.O
 		return future.Resolved(platform.SendResult{}, err), err
 	}
 	s := journal.Send{Request: platform.SendRequest{Platform: platformName, Target: chat, Message: msg}}
+	key := handling.ChatKey(platformName, chat.ID)
+	if id != "" && !e.relayed && e.out.x.Full(key) {
+		// Refused before its record is written: the journal would keep
+		// its id as made, and a retry under it would be a duplicate.
+		err := e.out.x.RejectFull(key)
+		return future.Resolved(platform.SendResult{}, err), err
+	}
 	if id != "" {
 		s.ID = "out/" + id // a handler's is platform:event/n, and no adapter name holds a "/"
 		// Made again maybe after the server forgot the id (a server
@@ -105,5 +112,5 @@ func (e *Engine) sendOut(platformName string, chat platform.Chat, msg platform.O
 		// holds): the journal looks up its delivered mark.
 		s.Repeat = true
 	}
-	return e.queueSend(handling.ChatKey(platformName, chat.ID), s, nil)
+	return e.queueSend(key, s, nil)
 }

@@ -164,6 +164,16 @@ type Journal interface {
 	Interact(ctx context.Context, adapter string, in Interaction) ([]byte, error)
 }
 
+// Relayer is implemented by a [Journal] whose AppendSend hands a send to
+// another process to make (the gateway of its account, package cluster's
+// Shared) instead of to this process's dispatcher: such a send never
+// waits for room in this process's queue, nor is refused for lack of it.
+type Relayer interface {
+	// RelaysSends reports whether the journal hands sends to another
+	// process.
+	RelaysSends() bool
+}
+
 // EventBatcher is implemented by a [Journal] that appends several events
 // at less cost than one by one: [Local] over a Log that records them with
 // one wait (an [EventBatchLog], package cluster's Journal). The engine

@@ -432,6 +432,11 @@ func (d *Executor) Full(chatID string) bool {
 	return full
 }
 
+// RejectFull refuses a task for chatID that its caller did not submit,
+// having found the chat [Executor.Full], as Submit would refuse it:
+// counted and reported to OnRejected. It returns [ErrQueueFull].
+func (d *Executor) RejectFull(chatID string) error { return d.reject(chatID, ErrQueueFull) }
+
 func (d *Executor) submit(chatID string, run func(context.Context) error, unbounded bool) error {
 	if chatID == "" {
 		return d.reject(chatID, ErrEmptyKey)
