@@ -181,6 +181,9 @@ type Engine struct {
 	// relayed says the journal hands sends to another process (a
 	// gateway): this process's queues never refuse them.
 	relayed bool
+	// early holds the sends made before Run took up the journal's (see
+	// earlySends); nil without a journal of one process.
+	early *earlySends
 }
 
 // New returns an Engine configured by opts. It returns an error if two
@@ -227,6 +230,9 @@ func New(opts ...Option) (*Engine, error) {
 	}
 	if r, ok := e.journal.(journal.Relayer); ok {
 		e.relayed = r.RelaysSends()
+	}
+	if o.journal != nil && !e.relayed {
+		e.early = &earlySends{}
 	}
 	e.js = newJournalState(e.log)
 
@@ -839,7 +845,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	sends0, events0 := e.handedOver.sends.Load(), e.handedOver.events.Load()
 	backend, kept, err := e.journal.Recover(ctx)
 	if err != nil {
-		return fmt.Errorf("engine: journal: %w", err)
+		err = fmt.Errorf("engine: journal: %w", err)
+		e.dropEarly(err) // this Run makes nothing, nor can another
+		return err
 	}
 	if sends, events := e.handedOver.sends.Load()-sends0, e.handedOver.events.Load()-events0; sends > 0 || events > 0 {
 		// What a crash or a stop left to a one-process journal: an
@@ -852,7 +860,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.deadLetters.SetBackend(backend, func(err error) { e.js.failed("dead letter", err) })
 	}
 	e.deadLetters.Restore(kept)
-	e.state.start() // scheduled jobs and sends, after what the journal held
+	e.makeEarly()   // the sends made before, after what the journal held
+	e.state.start() // scheduled jobs and sends, after those
 
 	jctx, leave := context.WithCancel(context.WithoutCancel(ctx))
 	defer leave()
@@ -949,6 +958,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	}
 	defer func() { <-e.shutSem }()
 	e.state.stop() // no more scheduled runs begin; the handler pool ends those begun
+	if !e.running.Load() {
+		e.dropEarly(ErrDispatcherClosed) // Run never made them
+	}
 	e.in.Close()
 	e.outage.close() // what it holds stays in the journal
 	err = e.in.Drain(ctx)

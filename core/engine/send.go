@@ -58,10 +58,15 @@ type sendTask struct {
 // Its error says why it was not queued (no adapter, the journal or the dispatcher refused); the
 // Future is then resolved with it.
 func (e *Engine) queueSend(key string, s journal.Send, done func(platform.SendResult, error)) (*future.Future[platform.SendResult], error) {
+	return e.queueSendTo(future.New[platform.SendResult](), key, s, done)
+}
+
+// queueSendTo is queueSend resolving f, a Future not resolved yet.
+func (e *Engine) queueSendTo(f *future.Future[platform.SendResult], key string, s journal.Send, done func(platform.SendResult, error)) (*future.Future[platform.SendResult], error) {
 	if e.senders[s.Request.Platform] == nil {
-		return future.Resolved(platform.SendResult{}, ErrNoSender), ErrNoSender
+		f.Resolve(platform.SendResult{}, ErrNoSender)
+		return f, ErrNoSender
 	}
-	f := future.New[platform.SendResult]()
 	s.Done = func(res platform.SendResult, err error) {
 		f.Resolve(res, err)
 		if done != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/infra/future"
@@ -59,9 +60,11 @@ func SendID(id string) SendOption {
 // In a handler, prefer Context.Send: a handler run again on its event after
 // a restart repeats Context.Send's sends under the same ids, so they are
 // not made twice, while an Engine.Send there is (unless it has a SendID).
-// Sends made before Run starts are queued at once; with a journal, make
-// them once Run runs, since Run begins by taking up the sends the journal
-// holds, and would make them a second time.
+// Sends made before Run starts are queued at once — with a journal of one
+// process, once Run took up the sends the journal held (else they would
+// be taken up too, and made twice): their Futures resolve after that, and
+// they are recorded then. Shutdown without Run resolves them with
+// ErrDispatcherClosed.
 func (e *Engine) Send(platformName string, chat platform.Chat, msg platform.OutboundMessage, opts ...SendOption) *future.Future[platform.SendResult] {
 	var o sendOptions
 	for _, opt := range opts {
@@ -97,13 +100,23 @@ func (e *Engine) sendOut(platformName string, chat platform.Chat, msg platform.O
 		err = platform.Permanent(err) // refused at once, as SendAt does: never a dead letter
 		return future.Resolved(platform.SendResult{}, err), err
 	}
+	f := future.New[platform.SendResult]()
+	if e.early.hold(earlySend{platform: platformName, chat: chat, msg: msg, id: id, f: f}) {
+		return f, nil
+	}
+	return e.sendOutTo(f, platformName, chat, msg, id)
+}
+
+// sendOutTo is sendOut's queueing of a valid send, resolving f.
+func (e *Engine) sendOutTo(f *future.Future[platform.SendResult], platformName string, chat platform.Chat, msg platform.OutboundMessage, id string) (*future.Future[platform.SendResult], error) {
 	s := journal.Send{Request: platform.SendRequest{Platform: platformName, Target: chat, Message: msg}}
 	key := handling.ChatKey(platformName, chat.ID)
 	if id != "" && !e.relayed && e.out.x.Full(key) {
 		// Refused before its record is written: the journal would keep
 		// its id as made, and a retry under it would be a duplicate.
 		err := e.out.x.RejectFull(key)
-		return future.Resolved(platform.SendResult{}, err), err
+		f.Resolve(platform.SendResult{}, err)
+		return f, err
 	}
 	if id != "" {
 		s.ID = "out/" + id // a handler's is platform:event/n, and no adapter name holds a "/"
@@ -112,5 +125,79 @@ func (e *Engine) sendOut(platformName string, chat platform.Chat, msg platform.O
 		// holds): the journal looks up its delivered mark.
 		s.Repeat = true
 	}
-	return e.queueSend(key, s, nil)
+	return e.queueSendTo(f, key, s, nil)
+}
+
+// earlySends holds the sends made outside handlers before Run took up the
+// sends a journal of one process held (Journal.Recover): recorded and made
+// at once, such a send would be taken up there too, and made twice. Run
+// makes them once it has, in order, before the scheduled ones
+// (makeEarly).
+// Without a journal, or with one that relays sends to a gateway, nothing
+// is held (a nil *earlySends).
+type earlySends struct {
+	mu   sync.Mutex
+	done bool
+	list []earlySend
+}
+
+// earlySend is a send made before Run took up the journal's.
+type earlySend struct {
+	platform string
+	chat     platform.Chat
+	msg      platform.OutboundMessage
+	id       string
+	f        *future.Future[platform.SendResult]
+}
+
+// hold keeps s for Run and reports whether it did: not once Run made
+// those held.
+func (h *earlySends) hold(s earlySend) bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return false
+	}
+	h.list = append(h.list, s)
+	return true
+}
+
+// take returns the sends held, and once there are none left marks the
+// holding over, so that later sends go at once, after them.
+func (h *earlySends) take() []earlySend {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	list := h.list
+	h.list = nil
+	if len(list) == 0 {
+		h.done = true
+	}
+	return list
+}
+
+// makeEarly makes the sends held before Run took up the journal's, in
+// order. Sends made meanwhile are held too, behind them, until none is
+// left.
+func (e *Engine) makeEarly() {
+	for list := e.early.take(); len(list) > 0; list = e.early.take() {
+		for _, s := range list {
+			_, _ = e.sendOutTo(s.f, s.platform, s.chat, s.msg, s.id) // its Future tells
+		}
+	}
+}
+
+// dropEarly resolves the sends still held with err: the engine stops
+// without Run having made them.
+func (e *Engine) dropEarly(err error) {
+	for list := e.early.take(); len(list) > 0; list = e.early.take() {
+		for _, s := range list {
+			s.f.Resolve(platform.SendResult{}, err)
+		}
+	}
 }
