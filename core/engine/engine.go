@@ -380,7 +380,10 @@ func (e *Engine) Dispatcher() *OutboundDispatcher { return e.out }
 // journal.ErrOutage while it cannot record (offer the event again later),
 // permanent with journal.ErrUnrecordable when it never will. An event
 // recorded before (the platform delivered it again) is not handled again,
-// and HandleEvent returns nil.
+// and HandleEvent returns nil. With a journal of one process, give events
+// once Run runs, as adapters do: Run begins by taking up the events the
+// journal holds, one given before among them (handled twice), and holds
+// the Engine.Send calls of a handler run before it until it has.
 func (e *Engine) HandleEvent(ev platform.Event) error {
 	if e.closed.Load() {
 		return ErrEngineClosed

@@ -39,15 +39,17 @@ const roomPoll = 100 * time.Millisecond
 
 // RoomFor waits while the chat of key has its dispatcher's QueueSize sends
 // waiting, until there is room or ctx ends — unless the journal relays
-// sends to a gateway (they are never refused there), or half the
-// handlers already wait so (the others keep the other chats going: a
-// send then meets the full queue, and is refused).
-func (v *env) RoomFor(ctx context.Context, key string) {
+// sends to a gateway (they are never refused there), the send of id is
+// one taken up at the start (a handler run again repeats it: a duplicate,
+// it queues nothing, while the sends taken up may hold the chat past its
+// bound), or half the handlers already wait so (the others keep the other
+// chats going: a send then meets the full queue, and is refused).
+func (v *env) RoomFor(ctx context.Context, key, id string) {
 	e := v.engine()
-	if e.relayed || !e.out.x.Full(key) {
+	if e.relayed || !e.out.x.Full(key) || id != "" && e.js.replay(id) != nil {
 		return
 	}
-	if e.roomWaiting.Add(1) > int64(max(1, e.opts.handlerConcurrency/2)) {
+	if e.roomWaiting.Add(1) > int64(e.opts.handlerConcurrency/2) { // none of one handler
 		e.roomWaiting.Add(-1)
 		return
 	}

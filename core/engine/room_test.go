@@ -177,3 +177,50 @@ func TestRoomWaitsLeaveOtherChatsGoing(t *testing.T) {
 		e.Dispatcher().ForceClose()
 	})
 }
+
+// A chat's backlog left in the journal by a crash is handled again after
+// the restart — runs again, whose replies are new sends, not duplicates —
+// and their replies wait for room as the first run's would have: none is
+// refused.
+func TestBacklogAfterCrashWaitsForRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, j := memory.New(), newMemJournal()
+		first := true
+		setup := func(e *engine.Engine) {
+			e.OnCommand("say", func(c *engine.Context) error {
+				if first {
+					<-c.Context().Done() // the process dies with its chat's backlog
+					return nil
+				}
+				c.ReplyText(c.RawArgs())
+				return nil
+			})
+		}
+		e, _ := journaledWith(t, mem, j, setup, engine.WithHandlerConcurrency(1))
+		var want []string
+		for i := range 20 {
+			sayID(mem, fmt.Sprint(i), fmt.Sprint("/say ", i))
+			want = append(want, fmt.Sprint(i))
+		}
+		synctest.Wait()
+		crash(e)
+		if ev, _ := j.pending(); ev != 20 {
+			t.Fatalf("the journal holds %d events; want the 20", ev)
+		}
+		first = false
+		mem2 := memory.New()
+		e2, done := journaledWith(t, mem2, j, setup,
+			engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 4}),
+			engine.WithRateLimit("memory", sender.RateLimitConfig{PerChat: 1, PerChatBurst: 1}))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := mem2.WaitSent(ctx, dm.ID, 20); err != nil {
+			t.Fatalf("%v: %q (%d refused)", err, mem2.Texts(dm.ID), e2.Stats().Outbound.Rejected)
+		}
+		if got := mem2.Texts(dm.ID); !slices.Equal(got, want) {
+			t.Fatalf("after the restart the chat got %q; want %q", got, want)
+		}
+		must(t, e2.Shutdown(context.Background()))
+		<-done
+	})
+}

@@ -187,6 +187,13 @@ func (h *earlySends) take() []earlySend {
 func (e *Engine) makeEarly() {
 	for list := e.early.take(); len(list) > 0; list = e.early.take() {
 		for _, s := range list {
+			if e.closed.Load() {
+				// Shutdown came while Run took up the journal's: refused
+				// before its record, as a send after Shutdown would have
+				// been after it (a named one's id stays unused).
+				s.f.Resolve(platform.SendResult{}, ErrDispatcherClosed)
+				continue
+			}
 			_, _ = e.sendOutTo(s.f, s.platform, s.chat, s.msg, s.id) // its Future tells
 		}
 	}

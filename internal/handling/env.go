@@ -50,8 +50,9 @@ type Env interface {
 	QueueSend(key string, s journal.Send, done func(platform.SendResult, error)) (*future.Future[platform.SendResult], error)
 	// RoomFor waits while the chat of key holds as many sends as its
 	// queue takes — a send queued now would be refused — until there is
-	// room or ctx ends.
-	RoomFor(ctx context.Context, key string)
+	// room or ctx ends; not for a send of id (when not "") that the engine
+	// took up at its start, whose repeat queues nothing.
+	RoomFor(ctx context.Context, key, id string)
 	// Interact makes in on the adapter name, here or through its gateway,
 	// and returns what a download fetched.
 	Interact(ctx context.Context, name string, in journal.Interaction) ([]byte, error)

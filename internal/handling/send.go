@@ -96,12 +96,8 @@ func (c *Ctx) send(key string, chat platform.Chat, msg platform.OutboundMessage,
 	waits := r.env.Waits()
 	// Backpressure: a chat that asks faster than its sends go (a user
 	// flooding a chat that takes one a second) slows its own handling
-	// rather than losing replies to a full queue. Not a run again after a
-	// restart: its sends are mostly duplicates, which queue nothing, and
-	// the sends taken up at the start may hold the chat past its bound.
-	if !r.recovered {
-		r.env.RoomFor(r.ctx, key)
-	}
+	// rather than losing replies to a full queue.
+	r.env.RoomFor(r.ctx, key, id)
 	f, err := r.env.QueueSend(key, js, func(res platform.SendResult, err error) {
 		if question && err != nil && !IsOutage(err) {
 			waits.questionFailed(h, pos, err)
