@@ -42,11 +42,19 @@ const roomPoll = 100 * time.Millisecond
 // sends to a gateway (they are never refused there), the send of id is
 // one taken up at the start (a handler run again repeats it: a duplicate,
 // it queues nothing, while the sends taken up may hold the chat past its
-// bound), or half the handlers already wait so (the others keep the other
-// chats going: a send then meets the full queue, and is refused).
-func (v *env) RoomFor(ctx context.Context, key, id string) {
+// bound), the events of the handling's chat (from) fill half its inbound
+// queue, or half the handlers already wait so. In the last two cases the
+// send meets the full queue, and is refused: a flood past those bounds
+// loses replies rather than filling the chat's inbound queue — a full one
+// refuses the chat's next event, and an adapter offering a batch in order
+// (Telegram's poll) would hold every chat's events behind it — or stopping
+// the other chats' handlers.
+func (v *env) RoomFor(ctx context.Context, key, id, from string) {
 	e := v.engine()
 	if e.relayed || !e.out.x.Full(key) || id != "" && e.js.replay(id) != nil {
+		return
+	}
+	if 2*e.in.Waiting(from) >= e.in.QueueSize() {
 		return
 	}
 	if e.roomWaiting.Add(1) > int64(e.opts.handlerConcurrency/2) { // none of one handler
@@ -59,7 +67,7 @@ func (v *env) RoomFor(ctx context.Context, key, id string) {
 		zap.String("chat", key))
 	t := time.NewTimer(roomPoll / 10)
 	defer t.Stop()
-	for pause := roomPoll / 10; e.out.x.Full(key); pause = min(2*pause, roomPoll) {
+	for pause := roomPoll / 10; e.out.x.Full(key) && 2*e.in.Waiting(from) < e.in.QueueSize(); pause = min(2*pause, roomPoll) {
 		t.Reset(pause)
 		select {
 		case <-ctx.Done():

@@ -224,3 +224,31 @@ func TestBacklogAfterCrashWaitsForRoom(t *testing.T) {
 		<-done
 	})
 }
+
+// A flood past half a chat's inbound queue stops its handlers' waits for
+// room: their replies meet the full queue and are refused, rather than the
+// chat's events filling its inbound queue — a full one refuses the chat's
+// next event, and an adapter that offers a batch in order (Telegram's
+// poll) would hold every chat's events behind it.
+func TestRoomWaitsStopBeforeTheInboundQueueFills(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := newEngine(t,
+			engine.WithInboundQueueSize(8),
+			engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 4}),
+			engine.WithRateLimit("memory", sender.RateLimitConfig{PerChat: 1, PerChatBurst: 1}))
+		e.OnCommand("say", func(c *engine.Context) error {
+			c.ReplyText(c.RawArgs())
+			return nil
+		})
+		for i := range 60 { // ten a second, against one reply a second
+			if err := e.HandleEvent(msg(dm, ann, fmt.Sprint("/say ", i))); err != nil {
+				t.Fatalf("event %d refused: %v", i, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if st := e.Stats(); st.Dropped != 0 || st.RoomWaits == 0 || st.Outbound.Rejected == 0 {
+			t.Fatalf("%d events dropped, %d waits for room, %d replies refused; want none dropped, the waits given up past half the inbound queue", st.Dropped, st.RoomWaits, st.Outbound.Rejected)
+		}
+		e.Dispatcher().ForceClose()
+	})
+}

@@ -422,15 +422,24 @@ func (d *Executor) Push(chatID string, run func(context.Context) error) error {
 // Full reports whether chatID has QueueSize tasks waiting (not counting
 // the one running; or more, after Push): a Submit for it now would be
 // refused with [ErrQueueFull].
-func (d *Executor) Full(chatID string) bool {
+func (d *Executor) Full(chatID string) bool { return d.Waiting(chatID) >= d.cfg.queueSize }
+
+// Waiting returns how many tasks chatID has waiting, not counting the one
+// running.
+func (d *Executor) Waiting(chatID string) int {
 	hash := d.hash(chatID)
 	s := &d.shards[hash&d.mask]
 	s.lock()
-	c := s.chats.get(hash, chatID)
-	full := c != nil && c.n >= d.cfg.queueSize
+	n := 0
+	if c := s.chats.get(hash, chatID); c != nil {
+		n = c.n
+	}
 	s.mu.Unlock()
-	return full
+	return n
 }
+
+// QueueSize returns the bound of each chat's waiting tasks.
+func (d *Executor) QueueSize() int { return d.cfg.queueSize }
 
 // RejectFull refuses a task for chatID that its caller did not submit,
 // having found the chat [Executor.Full], as Submit would refuse it:

@@ -51,8 +51,10 @@ type Env interface {
 	// RoomFor waits while the chat of key holds as many sends as its
 	// queue takes — a send queued now would be refused — until there is
 	// room or ctx ends; not for a send of id (when not "") that the engine
-	// took up at its start, whose repeat queues nothing.
-	RoomFor(ctx context.Context, key, id string)
+	// took up at its start, whose repeat queues nothing, nor while the
+	// events of the handling's own chat (from, its inbound key) fill half
+	// its inbound queue.
+	RoomFor(ctx context.Context, key, id, from string)
 	// Interact makes in on the adapter name, here or through its gateway,
 	// and returns what a download fetched.
 	Interact(ctx context.Context, name string, in journal.Interaction) ([]byte, error)

@@ -97,7 +97,7 @@ func (c *Ctx) send(key string, chat platform.Chat, msg platform.OutboundMessage,
 	// Backpressure: a chat that asks faster than its sends go (a user
 	// flooding a chat that takes one a second) slows its own handling
 	// rather than losing replies to a full queue.
-	r.env.RoomFor(r.ctx, key, id)
+	r.env.RoomFor(r.ctx, key, id, h.Key())
 	f, err := r.env.QueueSend(key, js, func(res platform.SendResult, err error) {
 		if question && err != nil && !IsOutage(err) {
 			waits.questionFailed(h, pos, err)

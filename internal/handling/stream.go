@@ -61,7 +61,7 @@ func (c *Ctx) Stream() (Streamed, error) {
 		last := msg.Stream != nil && msg.Stream.Final
 		if last {
 			js.ID, js.Repeat, js.Settled, js.Sum, js.What = id, r.recovered, h.settled, s, brief(msg.Text)
-			env.RoomFor(ctx, r.chatKey, id) // as send's
+			env.RoomFor(ctx, r.chatKey, id, h.Key()) // as send's
 		}
 		f, _ := env.QueueSend(r.chatKey, js, nil)
 		res, err := f.Wait(ctx)
