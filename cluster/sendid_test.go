@@ -186,6 +186,9 @@ func TestRefusedNamedSendMadeOnRetry(t *testing.T) {
 	if _, err := slow.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := mem.WaitSent(ctx, chat.ID, 2); err != nil { // the queue is empty
+		t.Fatal(err)
+	}
 	res, err := e.Send(mem.Name(), chat, platform.TextMessage("named"), engine.SendID("n-45")).Wait(ctx)
 	if err != nil || res.Duplicate {
 		t.Fatalf("the named send made again once there was room: %+v, %v; want it made", res, err)

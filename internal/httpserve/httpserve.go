@@ -91,7 +91,7 @@ type Server struct {
 func New(h http.Handler, lim Limits, errorLog *log.Logger) *Server {
 	lim = lim.normalized()
 	s := &Server{HTTP: &http.Server{
-		Handler:           h,
+		Handler:           closeUnread(h),
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
 		ReadTimeout:       lim.ReadTimeout,
 		WriteTimeout:      lim.WriteTimeout,

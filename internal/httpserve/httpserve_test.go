@@ -256,3 +256,71 @@ func TestShutdownClosesUnusedConnections(t *testing.T) {
 		t.Fatalf("Serve = %v; want http.ErrServerClosed", err)
 	}
 }
+
+// TestUnreadBodyClosesAtOnce: a request whose body the handler does not
+// read (refused for a wrong secret) is answered at once and its
+// connection closed, though its client sends the body a byte at a time —
+// net/http would read the rest first, and a few hundred such clients, each
+// holding a busy connection the cap never closes, shut the real ones out.
+// A body read to its end keeps the connection for the next request.
+func TestUnreadBodyClosesAtOnce(t *testing.T) {
+	refuse := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/read" {
+			okHandler(w, r)
+			return
+		}
+		http.Error(w, "wrong secret", http.StatusForbidden)
+	})
+	s, addr := start(t, Limits{MaxConns: 4}, refuse)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nab"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second)) // the server's ReadTimeout is 30 s
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("the answer to a request whose body comes slowly: %v after %q", err, b)
+	}
+	if got := string(b); !strings.Contains(got, "403 Forbidden") || !strings.Contains(got, "Connection: close") {
+		t.Fatalf("answer %q; want a 403 that closes the connection", got)
+	}
+	waitUntil(t, func() bool { return s.Open() == 0 })
+
+	// A body read to its end: the connection stays for the next request.
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	br := bufio.NewReader(c2)
+	for i := range 2 {
+		if _, err := io.WriteString(c2, "POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab"); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d on one connection: %v", i, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.Close {
+			t.Fatalf("request %d: a request whose body was read closed its connection", i)
+		}
+	}
+}
+
+// waitUntil waits, up to 10 s, for cond.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
