@@ -128,8 +128,12 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 			*s.dst = v // flags win over the environment
 		}
 	}
+	// A setting's error may quote a value holding a secret (the token in
+	// an endpoint's path, a webhook URL whose path is the token, as
+	// Telegram suggests): the secrets are redacted wherever they appear.
+	secrets := redact.New(strings.TrimSpace(raw.telegramToken), raw.webhookSecret, raw.onebotToken)
 	bad := func(dst *string, format string, a ...any) error {
-		return &settingError{s: bySetting[dst], err: fmt.Errorf(format, a...)}
+		return &settingError{s: bySetting[dst], err: errors.New(secrets.String(fmt.Sprintf(format, a...)))}
 	}
 
 	cfg := config{

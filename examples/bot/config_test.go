@@ -173,3 +173,23 @@ func TestDataDirInUse(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 2 and a line saying DATA_DIR is in use", code, stderr.String())
 	}
 }
+
+// A setting's error never quotes a secret it holds: the token in the API
+// endpoint's path, a webhook URL whose path is the token (as Telegram
+// suggests a secret path).
+func TestConfigErrorsHideTheToken(t *testing.T) {
+	const token = "123456:SECRETtokenABCDEFghijk"
+	for _, kv := range [][]string{
+		{"TELEGRAM_BOT_TOKEN", token, "TELEGRAM_API_ENDPOINT", "http://127.0.0.1:1/bot" + token + "/%s"},
+		{"TELEGRAM_BOT_TOKEN", token, "TELEGRAM_WEBHOOK_URL", "ftp://x.invalid/" + token, "TELEGRAM_WEBHOOK_LISTEN", ":8443"},
+		{"TELEGRAM_BOT_TOKEN", token, "TELEGRAM_WEBHOOK_URL", "https:///" + token, "TELEGRAM_WEBHOOK_LISTEN", ":8443"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), nil, env(kv...), &stdout, &stderr); code != 2 {
+			t.Fatalf("%q: exit code %d; want 2", kv, code)
+		}
+		if out := stdout.String() + stderr.String(); strings.Contains(out, "SECRETtokenABCDEFghijk") {
+			t.Fatalf("%q: output %q shows the token", kv, out)
+		}
+	}
+}
