@@ -145,7 +145,7 @@ func New(cfg Config) (*Adapter, error) {
 		HandshakeTimeout: cfg.WriteTimeout,
 		CheckOrigin:      a.checkOrigin,
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
-			a.rlog.Debug("webchat: websocket handshake refused",
+			a.rlog.Warn("webchat: websocket handshake refused",
 				zap.Int("status", status), zap.String("remote", r.RemoteAddr), zap.Error(reason))
 			http.Error(w, "webchat: "+http.StatusText(status), status)
 		},
@@ -421,12 +421,13 @@ func (a *Adapter) tcpConnOf(nc net.Conn) *net.TCPConn {
 }
 
 // serverLog passes the errors of Run's server (a handler's panic, a failed
-// accept) to the rate-limited log, at debug level.
+// accept, a connection closed at its cap) to the rate-limited log, as
+// warnings.
 type serverLog struct{ rl *ratelog.Logger }
 
 // Write logs one line of the server's error log.
 func (l serverLog) Write(p []byte) (int, error) {
-	l.rl.Debug("webchat: http server error", zap.String("error", strings.TrimSpace(string(p))))
+	l.rl.Warn("webchat: http server error", zap.String("error", strings.TrimSpace(string(p))))
 	return len(p), nil
 }
 

@@ -41,11 +41,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,6 +66,7 @@ import (
 	"github.com/heraldbot/herald/core/engine"
 	"github.com/heraldbot/herald/core/journal"
 	"github.com/heraldbot/herald/internal/httpserve"
+	"github.com/heraldbot/herald/internal/ratelog"
 	"github.com/heraldbot/herald/middleware/sender"
 	"github.com/heraldbot/herald/platform"
 	"github.com/heraldbot/herald/plugins/count"
@@ -303,7 +306,8 @@ func serve(ctx context.Context, cfg config, log *zap.Logger, stdout io.Writer) e
 		metricsMux = mux // and the dead letters, once the engine is made
 		// A scraper needs few connections; a flood of idle ones is
 		// evicted rather than left to take the bot's file descriptors.
-		metricsSrv = httpserve.New(mux, httpserve.Limits{MaxConns: 16, WriteTimeout: 30 * time.Second}, nil)
+		metricsSrv = httpserve.New(mux, httpserve.Limits{MaxConns: 16, WriteTimeout: 30 * time.Second},
+			stdlog.New(serverLog{ratelog.New(log, 0)}, "", 0))
 		go func() {
 			if err := metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics server failed", zap.Error(err))
@@ -430,4 +434,13 @@ func newLogger(format string, w io.Writer) (*zap.Logger, error) {
 	}
 	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), zap.InfoLevel)
 	return zap.New(core, zap.AddCaller()), nil
+}
+
+// serverLog writes the metrics server's own errors and the connections it
+// closed at its cap as warnings, at most one an interval, then counted.
+type serverLog struct{ rl *ratelog.Logger }
+
+func (l serverLog) Write(p []byte) (int, error) {
+	l.rl.Warn("metrics server", zap.String("error", strings.TrimSpace(string(p))))
+	return len(p), nil
 }

@@ -86,8 +86,10 @@ type Server struct {
 }
 
 // New returns a Server for h with the bounds of lim. errorLog receives the
-// server's own errors (failed TLS handshakes, a handler's panic) and may be
-// nil.
+// server's own errors (failed TLS handshakes, a handler's panic) and a
+// line for each connection closed at the cap (a new one refused, or an
+// idle one closed to make room: a flood, most likely) — give it a writer
+// that limits its rate; it may be nil.
 func New(h http.Handler, lim Limits, errorLog *log.Logger) *Server {
 	lim = lim.normalized()
 	s := &Server{HTTP: &http.Server{
@@ -100,7 +102,7 @@ func New(h http.Handler, lim Limits, errorLog *log.Logger) *Server {
 		ErrorLog:          errorLog,
 	}}
 	if lim.MaxConns > 0 {
-		s.ln = &listener{max: lim.MaxConns, conns: make(map[*conn]struct{})}
+		s.ln = &listener{max: lim.MaxConns, conns: make(map[*conn]struct{}), log: errorLog}
 		s.HTTP.ConnState = s.ln.track
 		s.HTTP.RegisterOnShutdown(s.ln.closeWaiting)
 	}
@@ -144,10 +146,18 @@ func (s *Server) Evicted() uint64 {
 type listener struct {
 	net.Listener
 	max int
+	log *log.Logger // or nil
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
 	evicted uint64
+}
+
+// logf writes a line to l.log, if there is one.
+func (l *listener) logf(format string, a ...any) {
+	if l.log != nil {
+		l.log.Printf(format, a...)
+	}
 }
 
 // conn is an accepted connection, counted until it closes.
@@ -185,12 +195,14 @@ func (l *listener) Accept() (net.Conn, error) {
 		if victim == nil && len(l.conns) >= l.max {
 			l.mu.Unlock()
 			nc.Close() // nothing to make room with: refuse the newcomer
+			l.logf("httpserve: a connection from %s refused: %d connections open, all with a request in progress", nc.RemoteAddr(), l.max)
 			continue
 		}
 		l.conns[c] = struct{}{}
 		l.mu.Unlock()
 		if victim != nil {
 			victim.Close()
+			l.logf("httpserve: an idle connection from %s closed to make room: %d connections open", victim.RemoteAddr(), l.max)
 		}
 		return c, nil
 	}

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -323,4 +325,74 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer for a logger written from the server's
+// goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestCapLogged: a connection closed at the cap — an idle one closed to
+// make room, a newcomer refused — is told to the server's error log (a
+// flood, most likely), which its owner limits in rate.
+func TestCapLogged(t *testing.T) {
+	var logged lockedBuffer
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-release
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(h, Limits{MaxConns: 1}, log.New(&logged, "", 0))
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(ln) }()
+	defer func() {
+		close(release)
+		_ = s.HTTP.Close()
+		<-done
+	}()
+	addr := ln.Addr().String()
+
+	idle, err := net.Dial("tcp", addr) // sends nothing: idle
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	waitUntil(t, func() bool { return s.Open() == 1 })
+	busy, err := net.Dial("tcp", addr) // the idle one makes room for it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	if _, err := io.WriteString(busy, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	refused, err := net.Dial("tcp", addr) // nothing to make room with
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer refused.Close()
+	waitUntil(t, func() bool {
+		out := logged.String()
+		return strings.Contains(out, "idle connection") && strings.Contains(out, "refused")
+	})
 }
