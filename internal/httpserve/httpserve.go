@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,7 +46,10 @@ type Limits struct {
 	// WebSocket) included. When a new connection arrives at the cap, the
 	// connection that has waited longest without a request in progress
 	// (idle between requests, or not yet sent one) is closed to make
-	// room; with none such, the new connection is closed at once. 0 means
+	// room; with none such, the one whose client has taken nothing of
+	// the server's writes for longest, 2 s at least (a client that
+	// pipelines requests and reads no answer); with none such either, the
+	// new connection is closed at once. 0 means
 	// 256. The connections it counts are also the ones the server's
 	// Shutdown closes at once when they have no request in progress (see
 	// closeWaiting); with no cap (negative), Shutdown waits as net/http's
@@ -167,6 +171,23 @@ type conn struct {
 	once   sync.Once
 	active bool      // a request is in progress, or the handler hijacked it; guarded by l.mu
 	since  time.Time // when it last became idle (or was accepted); guarded by l.mu
+
+	// writing is when a Write still blocked began (Unix nanoseconds), or
+	// 0: a client that takes nothing of what it is sent (it pipelines
+	// requests and never reads the answers) holds its connection busy.
+	writing atomic.Int64
+}
+
+// stuckWrite is how long a Write must have been blocked for its connection
+// to be closed, at the cap, to make room, as an idle one is.
+const stuckWrite = 2 * time.Second
+
+// Write writes p, noting while it is blocked.
+func (c *conn) Write(p []byte) (int, error) {
+	c.writing.Store(time.Now().UnixNano())
+	n, err := c.Conn.Write(p)
+	c.writing.Store(0)
+	return n, err
 }
 
 // Close closes the connection and stops counting it.
@@ -202,19 +223,29 @@ func (l *listener) Accept() (net.Conn, error) {
 		l.mu.Unlock()
 		if victim != nil {
 			victim.Close()
-			l.logf("httpserve: an idle connection from %s closed to make room: %d connections open", victim.RemoteAddr(), l.max)
+			l.logf("httpserve: a connection from %s closed to make room (idle, or taking none of its answers): %d connections open", victim.RemoteAddr(), l.max)
 		}
 		return c, nil
 	}
 }
 
 // oldestIdleLocked returns the connection that has waited longest with no
-// request in progress, or nil. l.mu must be held.
+// request in progress, or, with none such, the one whose client has taken
+// nothing of a write for longest, stuckWrite at least; or nil. l.mu must
+// be held.
 func (l *listener) oldestIdleLocked() *conn {
 	var oldest *conn
 	for c := range l.conns {
 		if !c.active && (oldest == nil || c.since.Before(oldest.since)) {
 			oldest = c
+		}
+	}
+	if oldest == nil {
+		stuckSince, since := time.Now().Add(-stuckWrite).UnixNano(), int64(0)
+		for c := range l.conns {
+			if w := c.writing.Load(); w != 0 && w <= stuckSince && (oldest == nil || w < since) {
+				oldest, since = c, w
+			}
 		}
 	}
 	if oldest != nil {

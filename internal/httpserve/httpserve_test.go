@@ -393,6 +393,82 @@ func TestCapLogged(t *testing.T) {
 	defer refused.Close()
 	waitUntil(t, func() bool {
 		out := logged.String()
-		return strings.Contains(out, "idle connection") && strings.Contains(out, "refused")
+		return strings.Contains(out, "closed to make room") && strings.Contains(out, "refused")
 	})
+}
+
+// TestStuckWriterMakesRoom: a client that sends a request and takes none
+// of its answer holds a busy connection; at the cap, once the server's
+// write to it has been blocked for a while, it is closed to make room, as
+// an idle one is, rather than refusing every newcomer until WriteTimeout.
+func TestStuckWriterMakesRoom(t *testing.T) {
+	big := strings.Repeat("x", 64<<20) // more than the kernel's buffers hold
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			_, _ = io.WriteString(w, big)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	s, addr := start(t, Limits{MaxConns: 1}, h)
+	stuck, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	if tc, ok := stuck.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(1024)
+	}
+	if _, err := io.WriteString(stuck, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, s.serving)
+	var body string
+	waitUntil(t, func() bool { // refused until the write has been stuck stuckWrite
+		body, err = get(t, addr)
+		return err == nil
+	})
+	if body != "ok" {
+		t.Fatalf("the newcomer got %q", body)
+	}
+}
+
+// TestHijackedKeepsItsReads: a handler that takes over the connection of
+// a request whose body it has not read owns it: no read deadline is set
+// on it when the handler returns.
+func TestHijackedKeepsItsReads(t *testing.T) {
+	got := make(chan string, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			got <- "hijack: " + err.Error()
+			return
+		}
+		go func() { // reads after the handler returned
+			defer c.Close()
+			time.Sleep(50 * time.Millisecond)
+			b := make([]byte, 5)
+			if _, err := io.ReadFull(rw, b); err != nil {
+				got <- "read: " + err.Error()
+				return
+			}
+			got <- string(b)
+		}()
+	})
+	_, addr := start(t, Limits{}, h)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the handler returned
+	if _, err := io.WriteString(c, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s != "hello" {
+		t.Fatalf("the hijacked connection read %q; want hello", s)
+	}
 }

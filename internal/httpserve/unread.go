@@ -1,7 +1,9 @@
 package httpserve
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -24,6 +26,9 @@ func closeUnread(h http.Handler) http.Handler {
 		r.Body = b
 		cw := &closingWriter{ResponseWriter: w, body: b}
 		h.ServeHTTP(cw, r)
+		if cw.hijacked {
+			return // the connection is the handler's
+		}
 		cw.closeIfUnread() // the handler wrote nothing: net/http answers for it
 		if !b.eof.Load() {
 			// net/http reads what is left of the body even of an answer
@@ -52,8 +57,9 @@ func (b *eofBody) Read(p []byte) (int, error) {
 // while its request's body is not read to the end.
 type closingWriter struct {
 	http.ResponseWriter
-	body    *eofBody
-	started bool
+	body     *eofBody
+	started  bool
+	hijacked bool
 }
 
 func (w *closingWriter) closeIfUnread() {
@@ -79,9 +85,23 @@ func (w *closingWriter) Write(p []byte) (int, error) {
 }
 
 // Flush flushes the answer, as http.Flusher.
-func (w *closingWriter) Flush() {
+func (w *closingWriter) Flush() { _ = w.FlushError() }
+
+// FlushError flushes the answer and returns its error, for
+// http.ResponseController.
+func (w *closingWriter) FlushError() error {
 	w.closeIfUnread()
-	_ = http.NewResponseController(w.ResponseWriter).Flush() // as http.Flusher: nothing to report
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack hands the connection to the handler, as http.Hijacker: it is no
+// longer the server's to close.
+func (w *closingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil {
+		w.hijacked = true
+	}
+	return c, rw, err
 }
 
 // Unwrap returns the ResponseWriter underneath, for http.ResponseController.
