@@ -21,13 +21,9 @@ import (
 // events queued behind it alike.
 func TestHandlerRepliesWaitForRoom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, mem := newEngine(t,
+		e, mem := newSayEngine(t,
 			engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 4}),
 			engine.WithRateLimit("memory", sender.RateLimitConfig{PerChat: 1, PerChatBurst: 1}))
-		e.OnCommand("say", func(c *engine.Context) error {
-			c.ReplyText(c.RawArgs())
-			return nil
-		})
 		e.OnCommand("many", func(c *engine.Context) error {
 			for i := range 10 {
 				c.ReplyText(fmt.Sprint("many ", i))
@@ -148,13 +144,9 @@ func TestRunAgainDoesNotWaitForRoom(t *testing.T) {
 // once rather than waiting).
 func TestRoomWaitsLeaveOtherChatsGoing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, mem := newEngine(t,
+		e, mem := newSayEngine(t,
 			engine.WithHandlerConcurrency(2),
 			engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 4}))
-		e.OnCommand("say", func(c *engine.Context) error {
-			c.ReplyText(c.RawArgs())
-			return nil
-		})
 		a, b, c := memory.Private("a"), memory.Private("b"), memory.Private("c")
 		mem.SlowNext(a.ID, time.Hour) // the platform holds a's and b's first sends (a long 429 pause, say)
 		mem.SlowNext(b.ID, time.Hour)
@@ -232,14 +224,10 @@ func TestBacklogAfterCrashWaitsForRoom(t *testing.T) {
 // poll) would hold every chat's events behind it.
 func TestRoomWaitsStopBeforeTheInboundQueueFills(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, _ := newEngine(t,
+		e, _ := newSayEngine(t,
 			engine.WithInboundQueueSize(8),
 			engine.WithDispatcherConfig(engine.DispatcherConfig{QueueSize: 4}),
 			engine.WithRateLimit("memory", sender.RateLimitConfig{PerChat: 1, PerChatBurst: 1}))
-		e.OnCommand("say", func(c *engine.Context) error {
-			c.ReplyText(c.RawArgs())
-			return nil
-		})
 		for i := range 60 { // ten a second, against one reply a second
 			if err := e.HandleEvent(msg(dm, ann, fmt.Sprint("/say ", i))); err != nil {
 				t.Fatalf("event %d refused: %v", i, err)
@@ -251,4 +239,16 @@ func TestRoomWaitsStopBeforeTheInboundQueueFills(t *testing.T) {
 		}
 		e.Dispatcher().ForceClose()
 	})
+}
+
+// newSayEngine returns newEngine's engine with /say, which replies its
+// arguments.
+func newSayEngine(t *testing.T, opts ...engine.Option) (*engine.Engine, *memory.Adapter) {
+	t.Helper()
+	e, mem := newEngine(t, opts...)
+	e.OnCommand("say", func(c *engine.Context) error {
+		c.ReplyText(c.RawArgs())
+		return nil
+	})
+	return e, mem
 }
