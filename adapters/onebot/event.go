@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Post types of OneBot v11 events.
@@ -107,9 +108,11 @@ type wireSender struct {
 }
 
 // DecodeEvent decodes one event frame. The error wraps [ErrMalformedEvent]
-// when data is not a JSON object, has no post_type, or has a field of an
+// when data is not a JSON object, has no post_type, has a field of an
 // unusable type (a user_id that is not a number, a message that is neither
-// a string nor segments). It never panics, whatever data holds.
+// a string nor segments), or is a group's message or notice without its
+// group_id (taken as its sender's private chat, its answers would go
+// there). It never panics, whatever data holds.
 func DecodeEvent(data []byte) (*Event, error) {
 	var w wireEvent
 	if err := json.Unmarshal(data, &w); err != nil {
@@ -117,6 +120,9 @@ func DecodeEvent(data []byte) (*Event, error) {
 	}
 	if w.PostType == "" {
 		return nil, fmt.Errorf("%w: no post_type", ErrMalformedEvent)
+	}
+	if w.GroupID == 0 && (w.MessageType == "group" || strings.HasPrefix(string(w.NoticeType), "group_")) {
+		return nil, fmt.Errorf("%w: a group's %s without its group_id", ErrMalformedEvent, w.PostType)
 	}
 	ev := &Event{
 		Time:          int64(w.Time),

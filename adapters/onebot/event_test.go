@@ -197,6 +197,11 @@ func TestDecodeEventErrors(t *testing.T) {
 		``, `not json`, `[]`, `{}`, `{"post_type":""}`, `{"post_type":"message","user_id":"abc"}`,
 		`{"post_type":"message","user_id":1.5}`, `{"post_type":"message","message":12}`, `{"post_type":{}}`,
 		`{"post_type":"message","sender":[]}`,
+		// A group's message or notice without its group_id: taken as the
+		// sender's private chat, its answers would go there.
+		`{"post_type":"message","message_type":"group","user_id":20077,"message_id":4242,"message":"/echo x"}`,
+		`{"post_type":"message","message_type":"group","group_id":0,"user_id":1,"message_id":77}`,
+		`{"post_type":"notice","notice_type":"group_increase","user_id":4}`,
 	} {
 		if _, err := DecodeEvent([]byte(in)); !errors.Is(err, ErrMalformedEvent) {
 			t.Errorf("DecodeEvent(%q) = %v; want ErrMalformedEvent", in, err)
