@@ -12,10 +12,10 @@ import (
 // closeUnread makes the answer to an HTTP/1 request whose body its handler
 // did not read to the end close the connection at once. net/http would
 // otherwise read the rest of the body (up to 256 KiB, to keep the
-// connection for a next request) after the answer: a client that sends its body
-// a byte at a time — refused at once for a wrong secret, say — held a busy
-// connection, which the cap never closes, until the read deadline, and a
-// few hundred such clients shut every real one out.
+// connection for a next request) after the answer: a client that sends
+// its body a byte at a time — refused at once for a wrong secret, say —
+// held a busy connection, which the cap never closes, until the read
+// deadline, and a few hundred such clients shut every real one out.
 func closeUnread(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor != 1 || r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
