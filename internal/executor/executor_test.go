@@ -1109,7 +1109,14 @@ func (d *Executor) shardOf(key string) int { return int(d.hash(key) & d.mask) }
 // waiting behind the one running is full, and no longer once one of them
 // started; a chat never seen is not.
 func TestFull(t *testing.T) {
-	d := newTestDispatcher(t, Config{QueueSize: 2})
+	var hooked atomic.Int32
+	d := newTestDispatcher(t, Config{QueueSize: 2, Hooks: Hooks{
+		OnRejected: func(chat string, err error) {
+			if chat == "c" && errors.Is(err, ErrQueueFull) {
+				hooked.Add(1)
+			}
+		},
+	}})
 	release := make(chan struct{})
 	started := make(chan struct{}, 3)
 	task := func(context.Context) error {
@@ -1133,6 +1140,14 @@ func TestFull(t *testing.T) {
 	}
 	if err := d.Submit("c", task); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("a submit while Full = %v; want ErrQueueFull", err)
+	}
+	// A refusal of the caller's own, on finding the chat Full, is told as
+	// Submit's is (invariant 5: refused through an error, OnRejected fired).
+	if err := d.RejectFull("c"); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("RejectFull = %v; want ErrQueueFull", err)
+	}
+	if got, st := hooked.Load(), d.Stats(); got != 2 || st.Rejected != 2 {
+		t.Fatalf("%d OnRejected calls, %d rejected in Stats; want the submit's and RejectFull's", got, st.Rejected)
 	}
 	if d.Full("d") {
 		t.Fatal("another chat is full")
